@@ -1,0 +1,5 @@
+"""Allow ``python -m gpufleet``."""
+
+from gpufleet.cli import main
+
+main()

@@ -1,0 +1,33 @@
+"""The ``gpufleet`` command line: parsing and printing only, one core call per command.
+
+Each command group lives in its own module and is registered here.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from gpufleet import __version__
+
+app = typer.Typer(
+    name="gpufleet",
+    help="A queue in front of the card: plan, render, simulate and audit a shared GPU fleet with Kueue.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """gpufleet: a queue in front of the card."""
+
+
+@app.command()
+def version() -> None:
+    """Print gpufleet's version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    app()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
+from gpufleet.cli import policy
 
 app = typer.Typer(
     name="gpufleet",
@@ -27,6 +28,9 @@ def _root() -> None:
 def version() -> None:
     """Print gpufleet's version."""
     typer.echo(__version__)
+
+
+policy.register(app)
 
 
 def main() -> None:

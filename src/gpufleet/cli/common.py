@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import shutil
+import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -11,8 +13,10 @@ from rich.console import Console
 
 from gpufleet.errors import InputError
 
-console = Console()
-err_console = Console(stderr=True)
+# Piped output (CI logs, `| less`) gets a readable width instead of rich's 80-column fallback.
+_WIDTH = None if sys.stdout.isatty() else max(shutil.get_terminal_size((140, 24)).columns, 140)
+console = Console(width=_WIDTH)
+err_console = Console(stderr=True, width=_WIDTH)
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -202,9 +202,7 @@ _MODELS: tuple[GpuModel, ...] = (
 )
 # fmt: on
 
-_BY_KEY: dict[str, GpuModel] = {
-    key.casefold(): model for model in _MODELS for key in (model.name, *model.aliases)
-}
+_BY_KEY: dict[str, GpuModel] = {key.casefold(): model for model in _MODELS for key in (model.name, *model.aliases)}
 
 
 def lookup(name: str) -> GpuModel | None:

@@ -144,9 +144,7 @@ def check_layout(gpu: GpuModel, layout: Mapping[str, int]) -> list[str]:
             problems.append(f"the count of {name} must not be negative, got {count}")
         else:
             if count > profile.max_count:
-                problems.append(
-                    f"{count} × {name} exceeds the maximum of {profile.max_count} per {gpu.name} card"
-                )
+                problems.append(f"{count} × {name} exceeds the maximum of {profile.max_count} per {gpu.name} card")
             if count > 0:
                 known.append((profile, count))
     media = [(p, c) for p, c in known if p.is_media_extension]
@@ -162,18 +160,14 @@ def check_layout(gpu: GpuModel, layout: Mapping[str, int]) -> list[str]:
     compute = sum(p.compute * c for p, c in known)
     if memory > geometry.memory_slices:
         problems.append(
-            f"{_describe(known)} needs {memory} memory slices but {gpu.name} has "
-            f"{geometry.memory_slices} ({sizes})"
+            f"{_describe(known)} needs {memory} memory slices but {gpu.name} has {geometry.memory_slices} ({sizes})"
         )
     if compute > geometry.compute_slices:
         problems.append(
-            f"{_describe(known)} needs {compute} compute slices but {gpu.name} has "
-            f"{geometry.compute_slices} ({sizes})"
+            f"{_describe(known)} needs {compute} compute slices but {gpu.name} has {geometry.compute_slices} ({sizes})"
         )
     if not problems and place(gpu, layout) is None:
-        starts = "; ".join(
-            f"{p.name} may start only at slot {', '.join(map(str, p.starts))}" for p, _ in known
-        )
+        starts = "; ".join(f"{p.name} may start only at slot {', '.join(map(str, p.starts))}" for p, _ in known)
         problems.append(
             f"{_describe(known)} fits the slice totals ({memory}/{geometry.memory_slices} memory, "
             f"{compute}/{geometry.compute_slices} compute) but no choice of start slots avoids an "

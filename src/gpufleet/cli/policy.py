@@ -1,0 +1,140 @@
+"""``gpufleet schema | init | plan | render``: the policy file and what it becomes."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gpufleet.cli.common import console, guarded
+from gpufleet.errors import InputError
+from gpufleet.plan import Plan, make_plan
+from gpufleet.policy import FleetPolicy, load_policy, resolve
+from gpufleet.render import render, write_bundle
+
+PolicyArg = Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)]
+
+
+def schema() -> None:
+    """Print the policy file's JSON Schema (point your editor's YAML plugin at it)."""
+    typer.echo(json.dumps(FleetPolicy.model_json_schema(), indent=2))
+
+
+@guarded
+def init(
+    path: Annotated[Path, typer.Argument(help="Where to write the example policy")] = Path("fleet.yaml"),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file")] = False,
+) -> None:
+    """Write a commented example policy to start from."""
+    if path.exists() and not force:
+        raise InputError.one("already exists; pass --force to overwrite it", file=str(path))
+    text = (importlib.resources.files("gpufleet.policy") / "init.yaml").read_text(encoding="utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+    console.print(f"wrote {path}; next: [bold]gpufleet plan {path}[/]")
+
+
+def _units(units: dict[str, int]) -> str:
+    return ", ".join(f"{n}× {r.removeprefix('nvidia.com/')}" for r, n in units.items())
+
+
+def _limit(value: int | None) -> str:
+    return "∞" if value is None else str(value)
+
+
+def print_plan(plan: Plan) -> None:
+    pools = Table(title="Pools: how each is sliced", title_justify="left")
+    for col in ("pool", "GPUs", "role", "slicing", "decided by", "yields"):
+        pools.add_column(col, overflow="fold")
+    for p in plan.pools:
+        slicing = p.mode
+        if p.layout:
+            slicing += f" {p.layout_name or 'custom'}: " + " + ".join(f"{n}×{k}" for k, n in p.layout.items())
+        if p.replicas:
+            slicing += f" ×{p.replicas}"
+        flag = " [yellow]⚠[/]" if p.flagged else ""
+        pools.add_row(
+            p.name,
+            f"{p.nodes}×{p.gpus // p.nodes} {p.gpu}",
+            p.role,
+            slicing,
+            p.reason + flag,
+            _units(p.units),
+        )
+    console.print(pools)
+    console.print("[bold]Why[/]")
+    for p in plan.pools:
+        extra = f" Sizing: {p.sizing}." if p.sizing else ""
+        flag = f" [yellow]{p.flag_message}.[/]" if p.flagged else ""
+        console.print(f"  [bold]{p.name}[/] ({p.reason}): {p.message}.{extra}{flag}", highlight=False)
+
+    quotas = Table(title="Quotas against capacity", title_justify="left")
+    for col in ("pool resource", "capacity", "team", "nominal", "borrow ≤", "lend ≤", "can reach"):
+        quotas.add_column(col, justify="left" if col in ("pool resource", "team") else "right", no_wrap=True)
+    for q in plan.quotas:
+        label = f"{q.pool} {q.resource.removeprefix('nvidia.com/')}"
+        for i, t in enumerate(q.teams):
+            quotas.add_row(
+                label if i == 0 else "",
+                str(q.capacity) if i == 0 else "",
+                t.team,
+                str(t.nominal),
+                _limit(t.borrowing_limit),
+                _limit(t.lending_limit),
+                str(t.reach),
+            )
+        quotas.add_row("", "", "[dim](cohort)[/]", f"[dim]{q.unassigned}[/]", "", "", "", end_section=True)
+    console.print(quotas)
+
+    if plan.serving:
+        s = plan.serving
+        goal = f", latency goal {s.latency_goal_ms} ms" if s.latency_goal_ms else ""
+        console.print(
+            f"[bold]Serving[/] (outside the queue): pool {s.pool}, namespace {s.namespace}{goal}; "
+            f"the deployments hold {_units(s.reserved) or 'nothing'} of {_units(s.capacity)}",
+            highlight=False,
+        )
+    for w in plan.warnings:
+        console.print(f"[yellow]warning[/] {w.reason}: {w.message}", highlight=False)
+
+
+@guarded
+def plan(
+    policy: PolicyArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON")] = False,
+) -> None:
+    """Explain how each pool is sliced and whether the quotas fit."""
+    result = make_plan(resolve(load_policy(policy)))
+    if as_json:
+        typer.echo(json.dumps(result.as_dict(), indent=2))
+    else:
+        print_plan(result)
+
+
+@guarded
+def render_cmd(
+    policy: PolicyArg,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Folder to write (replaced atomically)")],
+) -> None:
+    """Write the manifests that put Kueue in front of the cards (a kustomize-ready folder)."""
+    bundle = render(resolve(load_policy(policy)))
+    paths = write_bundle(bundle, out)
+    console.print(f"wrote {len(paths)} files to {out}:")
+    for path in paths:
+        console.print(f"  {path.name}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(schema)
+    app.command()(init)
+    app.command()(plan)
+    app.command("render")(render_cmd)

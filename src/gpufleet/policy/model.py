@@ -1,0 +1,238 @@
+"""The fleet policy: one file a platform engineer writes for the whole fleet.
+
+These pydantic models are the file's schema (``gpufleet schema`` prints it as JSON Schema). They check
+each field on its own; the checks that look across fields (a quota on a pool that does not exist, a MIG
+layout the card cannot hold) live in ``gpufleet.policy.checks``, because they need the GPU catalogue.
+Field names are the YAML's camelCase names, so error paths read like the file.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
+
+UNLIMITED: Literal["unlimited"] = "unlimited"
+Limit = NonNegativeInt | Literal["unlimited"]
+"""A borrowing or lending limit: a count, or the explicit word ``unlimited`` (Kueue's nil)."""
+
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+Name = Annotated[str, Field(pattern=DNS_LABEL, max_length=63)]
+LabelKey = Annotated[str, Field(pattern=r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")]
+KubeMinor = Annotated[str, Field(pattern=r"^1\.\d{2}$", description='Kubernetes minor, e.g. "1.34"')]
+
+
+class Spec(BaseModel):
+    """Base of every policy model: immutable, and unknown keys are errors (typos must not pass)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Provider(StrEnum):
+    AKS = "aks"
+    ONPREM = "onprem"
+    EKS = "eks"
+    GKE = "gke"
+
+
+class DraMode(StrEnum):
+    AUTO = "auto"  # on when the target Kubernetes serves resource.k8s.io/v1 (1.34+)
+    ON = "on"
+    OFF = "off"
+
+
+class Role(StrEnum):
+    TRAINING = "training"
+    BATCH = "batch"
+    DEV = "dev"
+    SERVING = "serving"
+
+
+class WorkloadClass(StrEnum):
+    """What a pool is declared to run; the slicing decision table reads these."""
+
+    TRAINING = "training"
+    LARGE_CONTEXT = "large-context"
+    BATCH_EVAL = "batch-eval"
+    DEV = "dev"
+    SMALL_INFERENCE = "small-inference"
+    INFERENCE = "inference"
+
+
+class Labels(Spec):
+    """Names of the labels every batch workload must carry."""
+
+    team: LabelKey = "gpufleet.io/team"
+    model: LabelKey = "gpufleet.io/model"
+    dataClass: LabelKey = "gpufleet.io/data-class"
+
+
+class Cluster(Spec):
+    provider: Provider = Provider.ONPREM
+    kubernetes: KubeMinor = "1.34"
+    kueue: Annotated[str, Field(pattern=r"^0\.\d+$")] = "0.19"
+    dra: DraMode = DraMode.AUTO
+    labels: Labels = Labels()
+    checkpointAnnotation: LabelKey = "gpufleet.io/checkpoint"
+
+    @field_validator("dra", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value: object) -> object:
+        """YAML 1.1 reads a bare ``on``/``off`` as a boolean; take it as the word the user wrote."""
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+
+
+class FullSlicing(Spec):
+    mode: Literal["full"]
+
+
+class MigSlicing(Spec):
+    mode: Literal["mig"]
+    layout: str | dict[str, PositiveInt] = Field(
+        description='A GPU Operator layout name ("all-balanced", "all-1g.10gb") or {profile: count} per card'
+    )
+
+
+class TimesliceSlicing(Spec):
+    mode: Literal["timeslice"]
+    replicas: Annotated[int, Field(ge=2, le=64)] | None = Field(
+        default=None, description="Replicas per card; sized from the pool's jobMemoryGiB when omitted"
+    )
+    renameByDefault: bool = Field(
+        default=True,
+        description="Advertise nvidia.com/gpu.shared so shared cards are never mistaken for full ones",
+    )
+
+
+Slicing = Annotated[FullSlicing | MigSlicing | TimesliceSlicing, Field(discriminator="mode")]
+
+
+class Taint(Spec):
+    key: LabelKey
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class Pool(Spec):
+    name: Name
+    gpu: str = Field(description="A GPU model from the catalogue (gpufleet plan lists them)")
+    nodes: PositiveInt | list[Name] = Field(description="A node count, or the node names")
+    gpusPerNode: Annotated[int, Field(ge=1, le=16)]
+    nodeLabels: dict[LabelKey, str] = Field(
+        default_factory=dict,
+        description="Labels that select the pool's nodes (e.g. kubernetes.azure.com/agentpool); "
+        "default gpufleet.io/pool=<name>",
+    )
+    role: Role
+    region: str | None = None
+    slicing: Slicing | None = Field(default=None, description="Omit to let the decision table choose")
+    workloads: list[WorkloadClass] = Field(default_factory=list)
+    isolateTeams: bool = False
+    jobMemoryGiB: PositiveInt | None = Field(
+        default=None, description="Declared GPU memory per job; sizes time-slicing replicas"
+    )
+    teams: list[Name] | None = Field(default=None, description="Teams that may use the pool; default all")
+    taints: list[Taint] = Field(default_factory=list)
+
+    @property
+    def node_count(self) -> int:
+        return self.nodes if isinstance(self.nodes, int) else len(self.nodes)
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return () if isinstance(self.nodes, int) else tuple(self.nodes)
+
+    @property
+    def gpu_count(self) -> int:
+        return self.node_count * self.gpusPerNode
+
+    @property
+    def selector(self) -> dict[str, str]:
+        return dict(self.nodeLabels) if self.nodeLabels else {"gpufleet.io/pool": self.name}
+
+
+class PoolQuota(Spec):
+    """A team's guaranteed share of one pool, and how much it may borrow or lend there."""
+
+    gpus: NonNegativeInt | None = Field(default=None, description="Full cards, or replicas on a time-sliced pool")
+    mig: dict[str, NonNegativeInt] = Field(default_factory=dict, description="MIG profile -> instances")
+    borrowingLimit: Limit = Field(default=UNLIMITED, description="Per resource of the pool")
+    lendingLimit: Limit = Field(default=UNLIMITED, description="Per resource of the pool")
+
+
+class QueueingStrategy(StrEnum):
+    BEST_EFFORT_FIFO = "BestEffortFIFO"
+    STRICT_FIFO = "StrictFIFO"
+
+
+class Team(Spec):
+    name: Name
+    namespaces: Annotated[list[Name], Field(min_length=1)]
+    weight: Annotated[Decimal, Field(ge=0, max_digits=6, decimal_places=3)] = Decimal(1)
+    quota: dict[Name, PoolQuota] = Field(default_factory=dict)
+    priorityClasses: list[Name] = Field(default_factory=list)
+    dataClasses: list[Name] = Field(default_factory=list)
+    queueingStrategy: QueueingStrategy | None = None
+
+
+class PriorityClass(Spec):
+    name: Name
+    value: Annotated[int, Field(ge=-2147483648, le=1000000000)]
+    description: str = ""
+
+
+class DataClass(Spec):
+    name: Name
+    checkpointLocations: list[Annotated[str, Field(pattern=r"^[a-z0-9]+://.+")]] = Field(
+        default_factory=list, description='Allowed location prefixes, e.g. "s3://eu-central-1/"'
+    )
+
+
+class Deployment(Spec):
+    name: Name
+    model: str = Field(description='The model vLLM serves, e.g. "meta-llama/Llama-3.1-8B-Instruct"')
+    replicas: NonNegativeInt = 1
+    gpusPerReplica: PositiveInt | None = None
+    migProfile: str | None = None
+    maxModelLen: PositiveInt | None = None
+    dataClass: Name | None = None
+
+
+class Serving(Spec):
+    pool: Name
+    namespace: Name = "serving"
+    priorityClass: Name = "gpufleet-serving"
+    priority: Annotated[int, Field(ge=0, le=1000000000)] = 1000000
+    latencyGoalMs: PositiveInt | None = None
+    image: str = "vllm/vllm-openai:v0.11.0"
+    deployments: list[Deployment] = Field(default_factory=list)
+
+
+class Queueing(Spec):
+    """Fleet-wide Kueue behaviour; teams inherit it."""
+
+    cohort: Name = "gpufleet"
+    fairSharing: bool = True
+    queueingStrategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
+    withinClusterQueue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
+    reclaimWithinCohort: Literal["Never", "LowerPriority", "Any"] = "Any"
+
+
+class FleetPolicy(Spec):
+    apiVersion: Literal["gpufleet.io/v1alpha1"]
+    kind: Literal["FleetPolicy"]
+    cluster: Cluster = Cluster()
+    pools: Annotated[list[Pool], Field(min_length=1)]
+    teams: list[Team] = Field(default_factory=list)
+    priorityClasses: list[PriorityClass] = Field(default_factory=list)
+    dataClasses: list[DataClass] = Field(default_factory=list)
+    queueing: Queueing = Queueing()
+    serving: Serving | None = None
+
+    def pool(self, name: str) -> Pool | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+    def team(self, name: str) -> Team | None:
+        return next((t for t in self.teams if t.name == name), None)

@@ -1,0 +1,64 @@
+"""Render a resolved fleet into a kustomize-ready folder of manifests, one file per concern."""
+
+from __future__ import annotations
+
+from gpufleet.policy.fleet import Fleet
+from gpufleet.render import dra, gpu_operator, kueue, nodes, serving
+from gpufleet.render.bundle import Bundle, RenderedFile, describe, write_bundle
+from gpufleet.render.common import Obj, meta, obj
+
+CONFIG_HEADER = """Kueue manager Configuration fields gpufleet relies on. This is not an API object: merge it into
+the controller_manager_config.yaml key of the kueue-manager-config ConfigMap (kueue-system), then
+restart kueue-controller-manager."""
+
+
+def namespaces(fleet: Fleet) -> list[Obj]:
+    team_label = fleet.policy.cluster.labels.team
+    out = [
+        obj("v1", "Namespace", meta(ns, labels={team_label: team.name}))
+        for team in fleet.policy.teams
+        for ns in team.namespaces
+    ]
+    if fleet.policy.serving is not None:
+        out.append(
+            obj(
+                "v1",
+                "Namespace",
+                meta(fleet.policy.serving.namespace, labels={"gpufleet.io/role": "serving"}),
+            )
+        )
+    return out
+
+
+def render(fleet: Fleet) -> Bundle:
+    """Every object the policy implies, grouped into files; empty concerns produce no file."""
+    dra_on = dra.enabled(fleet)
+    files = [
+        RenderedFile("namespaces.yaml", namespaces(fleet)),
+        RenderedFile("kueue-flavors.yaml", kueue.resource_flavors(fleet)),
+        RenderedFile("kueue-cohort.yaml", [kueue.cohort(fleet)]),
+        RenderedFile("kueue-clusterqueues.yaml", [kueue.cluster_queue(fleet, t) for t in fleet.policy.teams]),
+        RenderedFile("kueue-localqueues.yaml", list(kueue.local_queues(fleet))),
+        RenderedFile("kueue-priorityclasses.yaml", kueue.priority_classes(fleet)),
+        RenderedFile(
+            "gpu-operator.yaml",
+            [c for c in (gpu_operator.mig_configmap(fleet), gpu_operator.timeslicing_configmap(fleet)) if c],
+        ),
+        RenderedFile("nodes.yaml", nodes.node_patches(fleet)),
+        RenderedFile("serving.yaml", serving.serving_objects(fleet)),
+    ]
+    if dra_on:
+        files.append(RenderedFile("dra.yaml", dra.device_classes(fleet) + dra.claim_templates(fleet)))
+    mappings = dra.device_class_mappings(fleet) if dra_on else []
+    files.append(
+        RenderedFile(
+            "kueue-configuration.yaml",
+            [kueue.configuration(fleet, mappings)],
+            resource=False,
+            header=CONFIG_HEADER,
+        )
+    )
+    return Bundle([f for f in files if f.objects])
+
+
+__all__ = ["Bundle", "RenderedFile", "describe", "render", "write_bundle"]

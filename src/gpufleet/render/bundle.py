@@ -1,0 +1,98 @@
+"""A rendered bundle: files of objects, serialised deterministically and written atomically.
+
+Re-rendering the same policy gives byte-identical files: keys keep their insertion order (which the
+renderers fix), lists are built in policy order, and no timestamp or random name enters the output.
+The folder is written next to its destination and renamed into place, so a reader never sees half a
+bundle.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpufleet.render.common import Obj
+
+KUSTOMIZATION = "kustomization.yaml"
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for multi-line strings (ConfigMap payloads stay readable)."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump(objects: list[Obj]) -> str:
+    return "---\n".join(yaml.dump(o, Dumper=_Dumper, sort_keys=False, default_flow_style=False) for o in objects)
+
+
+@dataclass(frozen=True)
+class RenderedFile:
+    name: str
+    objects: list[Obj]
+    resource: bool = True  # listed in kustomization.yaml (False for config fragments that are no API object)
+    header: str = ""
+
+    def text(self) -> str:
+        head = "".join(f"# {line}\n" for line in self.header.splitlines()) if self.header else ""
+        return head + dump(self.objects)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    files: list[RenderedFile] = field(default_factory=list)
+
+    def objects(self, *, resources_only: bool = True) -> list[Obj]:
+        return [o for f in self.files if f.resource or not resources_only for o in f.objects]
+
+    def kustomization(self) -> Obj:
+        return {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": [f.name for f in self.files if f.resource],
+        }
+
+    def contents(self) -> dict[str, str]:
+        out = {f.name: f.text() for f in self.files}
+        out[KUSTOMIZATION] = dump([self.kustomization()])
+        return out
+
+
+def write_bundle(bundle: Bundle, out_dir: Path) -> list[Path]:
+    """Write every file into a fresh folder beside ``out_dir``, then swap it into place."""
+    out_dir = out_dir.resolve()
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        for name, text in bundle.contents().items():
+            (staging / name).write_text(text, encoding="utf-8")
+        if out_dir.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))
+            os.rename(out_dir, retired / "old")
+            os.rename(staging, out_dir)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.rename(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return sorted(out_dir / name for name in bundle.contents())
+
+
+def describe(o: Obj) -> str:
+    """``Kind/name`` or ``Kind/namespace/name``, how findings and summaries name an object."""
+    m: dict[str, Any] = o.get("metadata", {})
+    ns = f"{m['namespace']}/" if "namespace" in m else ""
+    return f"{o.get('kind', '?')}/{ns}{m.get('name', '?')}"

@@ -1,0 +1,102 @@
+"""Dynamic Resource Allocation (``resource.k8s.io/v1``, Kubernetes 1.34+): DeviceClasses per GPU model and
+MIG profile, a ResourceClaimTemplate per team namespace and pool unit, and Kueue's deviceClassMappings.
+
+Each DeviceClass maps to the same quota resource the ClusterQueues already count (``nvidia.com/gpu``,
+``nvidia.com/mig-<profile>``), so a claim and a device-plugin request draw on one budget.
+The product match compares the DRA driver's ``productName`` with GPU Feature Discovery's label value,
+which is the same string with spaces turned into dashes.
+"""
+
+from __future__ import annotations
+
+from gpufleet.policy.capacity import PoolCapacity
+from gpufleet.policy.fleet import Fleet
+from gpufleet.policy.model import DraMode
+from gpufleet.render.common import Obj, meta, obj
+
+API = "resource.k8s.io/v1"
+DRIVER = "gpu.nvidia.com"
+FIRST_DRA_MINOR = 34
+
+
+def enabled(fleet: Fleet) -> bool:
+    cluster = fleet.policy.cluster
+    minor = int(cluster.kubernetes.split(".")[1])
+    if cluster.dra is DraMode.OFF:
+        return False
+    return minor >= FIRST_DRA_MINOR
+
+
+def _class_name(cap: PoolCapacity, resource: str) -> str:
+    unit = resource.removeprefix("nvidia.com/").removeprefix("mig-")
+    return f"gpufleet-{cap.gpu.name.lower()}-{unit.replace('.', '-')}"
+
+
+def _expression(cap: PoolCapacity, resource: str) -> str:
+    attrs = f'device.attributes["{DRIVER}"]'
+    parts = [f'device.driver == "{DRIVER}"', f'{attrs}.productName.replace(" ", "-") == "{cap.gpu.product}"']
+    if resource.startswith("nvidia.com/mig-"):
+        parts += [
+            f'{attrs}.type == "mig"',
+            f'{attrs}.profile == "{resource.removeprefix("nvidia.com/mig-")}"',
+        ]
+    else:
+        parts.append(f'{attrs}.type == "gpu"')
+    return " && ".join(parts)
+
+
+def _dra_pools(fleet: Fleet) -> list[PoolCapacity]:
+    # time-slicing through DRA needs per-request opaque config, which Kueue's DRA accounting does not support
+    return [p for p in fleet.queued_pools() if p.decision.mode in ("full", "mig")]
+
+
+def device_classes(fleet: Fleet) -> list[Obj]:
+    seen: dict[str, Obj] = {}
+    for cap in _dra_pools(fleet):
+        for resource in cap.units:
+            name = _class_name(cap, resource)
+            seen.setdefault(
+                name,
+                obj(
+                    API,
+                    "DeviceClass",
+                    meta(name),
+                    spec={"selectors": [{"cel": {"expression": _expression(cap, resource)}}]},
+                ),
+            )
+    return list(seen.values())
+
+
+def claim_templates(fleet: Fleet) -> list[Obj]:
+    out: list[Obj] = []
+    for team in fleet.policy.teams:
+        pools = [p for p in _dra_pools(fleet) if fleet.reachable(team.name, p.pool)]
+        for namespace in team.namespaces:
+            for cap in pools:
+                for resource in cap.units:
+                    klass = _class_name(cap, resource)
+                    name = klass.removeprefix("gpufleet-")
+                    request = {
+                        "name": "gpu",
+                        "exactly": {"deviceClassName": klass, "allocationMode": "ExactCount", "count": 1},
+                    }
+                    out.append(
+                        obj(
+                            API,
+                            "ResourceClaimTemplate",
+                            meta(name, namespace),
+                            spec={"spec": {"devices": {"requests": [request]}}},
+                        )
+                    )
+    return out
+
+
+def device_class_mappings(fleet: Fleet) -> list[Obj]:
+    by_resource: dict[str, list[str]] = {}
+    for cap in _dra_pools(fleet):
+        for resource in cap.units:
+            names = by_resource.setdefault(resource, [])
+            klass = _class_name(cap, resource)
+            if klass not in names:
+                names.append(klass)
+    return [{"name": r, "deviceClassNames": sorted(n)} for r, n in sorted(by_resource.items())]

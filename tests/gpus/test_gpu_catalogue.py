@@ -1,6 +1,7 @@
 """The GPU catalogue: lookup, and the sanity of every model's facts."""
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +163,14 @@ def test_every_resource_name_is_a_valid_kubernetes_resource_name(model: GpuModel
     assert model.mig is not None
     for profile in model.mig.profiles:
         assert QUALIFIED_NAME.fullmatch(profile.resource_name), profile.resource_name
+
+
+def test_the_user_documentation_lists_every_model_as_the_catalogue_has_it() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "gpus.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(): line for line in doc.splitlines() if line.startswith("| ")}
+    for model in models():
+        row = rows[model.name]
+        assert f"`{model.product}`" in row
+        assert f"| {model.memory_gib} |" in row
+        assert f"| {', '.join(model.aliases)} |" in row
+        assert f"| {', '.join(model.pci_device_ids) or '—'} |" in row

@@ -172,7 +172,9 @@ def check_layout(gpu: GpuModel, layout: Mapping[str, int]) -> list[str]:
         )
     if not problems and place(gpu, layout) is None:
         starts = "; ".join(
-            f"{p.name} may start only at slot {', '.join(map(str, p.starts))}" for p, _ in known
+            f"{p.name} may start only at {'slots' if len(p.starts) > 1 else 'slot'} "
+            f"{', '.join(map(str, p.starts))}"
+            for p, _ in known
         )
         problems.append(
             f"{_describe(known)} fits the slice totals ({memory}/{geometry.memory_slices} memory, "

@@ -147,9 +147,7 @@ def test_every_mig_profile_fits_inside_its_card(model: GpuModel) -> None:
     ],
     ids=str,
 )
-def test_resource_names_follow_the_mixed_strategy(
-    model: str, profile: str, resource: str, media: bool
-) -> None:
+def test_resource_names_follow_the_mixed_strategy(model: str, profile: str, resource: str, media: bool) -> None:
     found = lookup(model)
     assert found is not None and found.mig is not None
     mig_profile = found.mig.profile(profile)

@@ -107,9 +107,7 @@ def test_a_profile_of_another_card_is_refused_naming_the_valid_ones() -> None:
     [message] = check_layout(A100, {"3g.20gb": 1})
     assert "unknown MIG profile '3g.20gb' for A100-SXM4-80GB" in message
     assert "(3g.20gb is a profile of A100-SXM4-40GB, A100-PCIE-40GB)" in message
-    assert message.endswith(
-        "valid profiles: 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb"
-    )
+    assert message.endswith("valid profiles: 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb")
 
 
 @pytest.mark.parametrize(
@@ -197,9 +195,7 @@ def test_on_real_cards_placement_agrees_with_an_exhaustive_slot_search(gpu: GpuM
             continue
         if sum(p.memory_slices for p in instances) > geometry.memory_slices:
             continue
-        brute = any(
-            _disjoint(instances, starts) for starts in itertools.product(*(p.starts for p in instances))
-        )
+        brute = any(_disjoint(instances, starts) for starts in itertools.product(*(p.starts for p in instances)))
         layout = {p.name: c for p, c in zip(profiles, counts, strict=True)}
         assert (place(gpu, layout) is not None) is brute, layout
         # On the real placement tables the slice totals alone decide (docs/gpus.md says so).
@@ -283,9 +279,7 @@ def test_accepted_layouts_are_placed_legally_and_lie_inside_a_maximal_layout(
 
 @settings(max_examples=300, deadline=None)
 @given(fitting_layouts(), st.data())
-def test_every_part_of_a_fitting_layout_fits(
-    case: tuple[GpuModel, dict[str, int]], data: st.DataObject
-) -> None:
+def test_every_part_of_a_fitting_layout_fits(case: tuple[GpuModel, dict[str, int]], data: st.DataObject) -> None:
     gpu, layout = case
     assert place(gpu, layout) is not None
     part = {name: data.draw(st.integers(0, count)) for name, count in layout.items()}

@@ -69,6 +69,7 @@ def test_the_base_policy_of_these_tests_is_valid() -> None:
 # (id, old text, new text, expected path, expected line, a fragment of the message)
 CASES = [
     ("unknown-gpu", "gpu: L40S", "gpu: L41S", "pools[2].gpu", 17, "unknown GPU model 'L41S'; expected one of"),
+    ("empty-layout", "layout: all-balanced", "layout: all-disabled", "pools[1].slicing.layout", 15, "no MIG instances"),
     (
         "mig-without-mig",
         "role: serving",

@@ -83,7 +83,7 @@ def _compile_cached(expression: str, variables: tuple[str, ...]) -> Program:
     return Program(expression=expression, variables=variables, _compiled=compiled)
 
 
-def compile(expression: str, *, variables: Sequence[str] = CRD_RULE_VARIABLES) -> Program:  # noqa: A001
+def compile(expression: str, *, variables: Sequence[str] = CRD_RULE_VARIABLES) -> Program:
     """Parse and type-check ``expression``; raise ``CelCompileError`` with the checker's message."""
     return _compile_cached(expression, tuple(variables))
 

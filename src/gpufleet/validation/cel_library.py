@@ -113,13 +113,19 @@ def kubernetes_library() -> cel.CelExtension:
     t = cel.Type
     any_list = t.List(t.DYN)
 
-    def member(name: str, overload: str, returns: cel.Type, params: list[cel.Type], impl: Callable[..., Any]) -> cel.FunctionDecl:
+    def member(
+        name: str, overload: str, returns: cel.Type, params: list[cel.Type], impl: Callable[..., Any]
+    ) -> cel.FunctionDecl:
         return cel.FunctionDecl(
             name, [cel.Overload(overload, return_type=returns, parameters=params, is_member=True, impl=impl)]
         )
 
-    def function(name: str, overload: str, params: list[cel.Type], impl: Callable[..., Any]) -> cel.FunctionDecl:
-        return cel.FunctionDecl(name, [cel.Overload(overload, return_type=t.BOOL, parameters=params, impl=impl)])
+    def function(
+        name: str, overload: str, params: list[cel.Type], impl: Callable[..., Any]
+    ) -> cel.FunctionDecl:
+        return cel.FunctionDecl(
+            name, [cel.Overload(overload, return_type=t.BOOL, parameters=params, impl=impl)]
+        )
 
     return cel.CelExtension(
         "gpufleet.kubernetes",

@@ -76,7 +76,9 @@ def check_metadata(meta: Any, ref: str, path: str, *, custom: bool) -> tuple[lis
     blocking = False
     name = meta.get("name")
     if not meta.get("generateName") and not name:
-        findings.append(Finding(ref, fp.child(path, "name"), "Required value: name or generateName is required", "schema"))
+        findings.append(
+            Finding(ref, fp.child(path, "name"), "Required value: name or generateName is required", "schema")
+        )
         blocking = True
     if custom:
         for field in sorted(set(meta) - _OBJECT_META_FIELDS):
@@ -90,15 +92,19 @@ def check_metadata(meta: Any, ref: str, path: str, *, custom: bool) -> tuple[lis
                 Finding(
                     ref,
                     fp.child(path, "name"),
-                    f"{name!r} must be a DNS subdomain: lowercase alphanumerics, '-' and '.', at most 253 characters",
+                    f"{name!r} must be a DNS subdomain: at most 253 lowercase alphanumerics, '-' or '.'",
                     "schema",
                 )
             )
         namespace = meta.get("namespace")
         if isinstance(namespace, str) and not _DNS_LABEL_RE.match(namespace):
-            findings.append(Finding(ref, fp.child(path, "namespace"), f"{namespace!r} must be a DNS label", "schema"))
+            findings.append(
+                Finding(ref, fp.child(path, "namespace"), f"{namespace!r} must be a DNS label", "schema")
+            )
     for field, values in (("labels", True), ("annotations", False)):
-        entries, entry_blocking = _string_map(meta.get(field), ref, fp.child(path, field), values_are_labels=values)
+        entries, entry_blocking = _string_map(
+            meta.get(field), ref, fp.child(path, field), values_are_labels=values
+        )
         findings.extend(entries)
         blocking = blocking or entry_blocking
     return findings, blocking

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpufleet.validation import finding as fp
-from gpufleet.validation.finding import Finding
+from gpufleet.validation.finding import Finding, Source
 from gpufleet.validation.metadata import check_metadata
 from gpufleet.validation.schema import child_schema
 
@@ -31,14 +31,14 @@ class _Walk:
     findings: list[Finding] = field(default_factory=list)
     blocking: bool = False
 
-    def add(self, path: str, message: str, *, source: str = "structural", blocking: bool = False) -> None:
-        self.findings.append(
-            Finding(object=self.ref, path=path, message=message, source="schema" if source == "schema" else "structural")
-        )
+    def add(self, path: str, message: str, *, source: Source = "structural", blocking: bool = False) -> None:
+        self.findings.append(Finding(object=self.ref, path=path, message=message, source=source))
         self.blocking = self.blocking or blocking
 
 
-def check_structure(obj: Mapping[str, Any], schema: Mapping[str, Any], ref: str) -> tuple[list[Finding], bool]:
+def check_structure(
+    obj: Mapping[str, Any], schema: Mapping[str, Any], ref: str
+) -> tuple[list[Finding], bool]:
     """Every structural error of a custom resource, and whether one of them blocks the CEL rules."""
     walk = _Walk(ref)
     _node(walk, obj, schema, "", resource=True)
@@ -56,7 +56,9 @@ def _node(walk: _Walk, value: Any, schema: Mapping[str, Any], path: str, *, reso
             )
         return
     if isinstance(value, Mapping):
-        _object(walk, value, schema, path, resource=resource or bool(schema.get("x-kubernetes-embedded-resource")))
+        _object(
+            walk, value, schema, path, resource=resource or bool(schema.get("x-kubernetes-embedded-resource"))
+        )
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, Mapping):
@@ -65,7 +67,9 @@ def _node(walk: _Walk, value: Any, schema: Mapping[str, Any], path: str, *, reso
                 _node(walk, item, items, fp.index(path, position))
 
 
-def _object(walk: _Walk, value: Mapping[str, Any], schema: Mapping[str, Any], path: str, *, resource: bool) -> None:
+def _object(
+    walk: _Walk, value: Mapping[str, Any], schema: Mapping[str, Any], path: str, *, resource: bool
+) -> None:
     preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
     for name, item in value.items():
         child_path = fp.child(path, name)

@@ -33,7 +33,9 @@ _NOT_CHECKED = (
 )
 
 
-def validate(objects: Sequence[Mapping[str, Any]], *, kubernetes: str, crds: CrdIndex | None) -> list[Finding]:
+def validate(
+    objects: Sequence[Mapping[str, Any]], *, kubernetes: str, crds: CrdIndex | None
+) -> list[Finding]:
     """Every finding for ``objects`` against Kubernetes ``kubernetes`` (e.g. ``"1.34"``) and ``crds``.
 
     An unsupported ``kubernetes`` version raises ``InputError``; everything wrong with an object is
@@ -66,7 +68,14 @@ def _check_object(obj: Any, position: int, kubernetes: str, crds: CrdIndex | Non
         return _check_custom(obj, resolution.version, ref)
     if resolution is not None and resolution.defined:
         served = ", ".join(resolution.served)
-        return [Finding(ref, "apiVersion", f"{api_version} is not a served version of {kind} (served: {served})", "schema")]
+        return [
+            Finding(
+                ref,
+                "apiVersion",
+                f"{api_version} is not a served version of {kind} (served: {served})",
+                "schema",
+            )
+        ]
     found = check_builtin(obj, kubernetes, ref)
     if found is None:
         where = "the given CRDs" if crds is not None else "any CRD (none were given)"

@@ -25,11 +25,24 @@ def resource_flavor() -> dict[str, Any]:
         "kind": "ResourceFlavor",
         "metadata": {"name": "h100-train", "labels": {"app.kubernetes.io/managed-by": "gpufleet"}},
         "spec": {
-            "nodeLabels": {"kubernetes.azure.com/agentpool": "h100train", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+            "nodeLabels": {
+                "kubernetes.azure.com/agentpool": "h100train",
+                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            },
             "nodeTaints": [{"key": "gpufleet.io/pool", "value": "h100-train", "effect": "NoSchedule"}],
             "tolerations": [
-                {"key": "gpufleet.io/pool", "operator": "Equal", "value": "h100-train", "effect": "NoSchedule"},
-                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+                {
+                    "key": "gpufleet.io/pool",
+                    "operator": "Equal",
+                    "value": "h100-train",
+                    "effect": "NoSchedule",
+                },
+                {
+                    "key": "nvidia.com/gpu",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 30,
+                },
             ],
         },
     }
@@ -61,7 +74,9 @@ def cluster_queue() -> dict[str, Any]:
             "cohortName": "fleet",
             "namespaceSelector": {
                 "matchLabels": {"gpufleet.io/team": "team-a"},
-                "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["research"]}],
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["research"]}
+                ],
             },
             "queueingStrategy": "BestEffortFIFO",
             "fairSharing": {"weight": "2"},
@@ -93,7 +108,12 @@ def cluster_queue() -> dict[str, Any]:
                 },
                 {
                     "coveredResources": ["nvidia.com/mig-1g.10gb"],
-                    "flavors": [{"name": "a100-mig-1g", "resources": [{"name": "nvidia.com/mig-1g.10gb", "nominalQuota": 4}]}],
+                    "flavors": [
+                        {
+                            "name": "a100-mig-1g",
+                            "resources": [{"name": "nvidia.com/mig-1g.10gb", "nominalQuota": 4}],
+                        }
+                    ],
                 },
             ],
         },
@@ -124,7 +144,9 @@ def topology() -> dict[str, Any]:
         "apiVersion": KUEUE,
         "kind": "Topology",
         "metadata": {"name": "default"},
-        "spec": {"levels": [{"nodeLabel": "topology.kubernetes.io/zone"}, {"nodeLabel": "kubernetes.io/hostname"}]},
+        "spec": {
+            "levels": [{"nodeLabel": "topology.kubernetes.io/zone"}, {"nodeLabel": "kubernetes.io/hostname"}]
+        },
     }
 
 
@@ -171,16 +193,26 @@ def gpu_resource(obj: dict[str, Any]) -> dict[str, Any]:
     return resource
 
 
-NOT_CHECKED = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+NOT_CHECKED = (
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
 RESOURCE_PATH = "spec.resourceGroups[0].flavors[0].resources[0]"
 
 FAILURES = [
     # --- OpenAPI schema ---
     pytest.param(
-        changed(cluster_queue, lambda o: cq_spec(o)["preemption"]["borrowWithinCohort"].update(maxPriorityThreshold="high")),
+        changed(
+            cluster_queue,
+            lambda o: cq_spec(o)["preemption"]["borrowWithinCohort"].update(maxPriorityThreshold="high"),
+        ),
         "ClusterQueue/team-a",
         [
-            ("spec.preemption.borrowWithinCohort.maxPriorityThreshold", "schema", "'high' is not of type 'integer'"),
+            (
+                "spec.preemption.borrowWithinCohort.maxPriorityThreshold",
+                "schema",
+                "'high' is not of type 'integer'",
+            ),
             ("", "cel", NOT_CHECKED),
         ],
         id="schema-type-error-blocks-cel",
@@ -189,7 +221,11 @@ FAILURES = [
         changed(cluster_queue, lambda o: gpu_resource(o).update(nominalQuota=True)),
         "ClusterQueue/team-a",
         [
-            (f"{RESOURCE_PATH}.nominalQuota", "schema", "must be an integer or a string (x-kubernetes-int-or-string), got boolean"),
+            (
+                f"{RESOURCE_PATH}.nominalQuota",
+                "schema",
+                "must be an integer or a string (x-kubernetes-int-or-string), got boolean",
+            ),
             ("", "cel", NOT_CHECKED),
         ],
         id="int-or-string-type-error",
@@ -210,7 +246,11 @@ FAILURES = [
         changed(cluster_queue, lambda o: cq_spec(o)["preemption"].update(reclaimWithinCohort="Sometimes")),
         "ClusterQueue/team-a",
         [
-            ("spec.preemption.reclaimWithinCohort", "schema", "'Sometimes' is not one of ['Never', 'LowerPriority', 'Any']"),
+            (
+                "spec.preemption.reclaimWithinCohort",
+                "schema",
+                "'Sometimes' is not one of ['Never', 'LowerPriority', 'Any']",
+            ),
             ("", "cel", NOT_CHECKED),
         ],
         id="enum",
@@ -250,19 +290,24 @@ FAILURES = [
             (
                 "spec.resourceGroups[0].flavors[1]",
                 "structural",
-                'Duplicate value: {"name":"h100-train"} (x-kubernetes-list-type=map keyed by name); first at index 0',
+                'Duplicate value: {"name":"h100-train"} '
+                "(x-kubernetes-list-type=map keyed by name); first at index 0",
             )
         ],
         id="duplicate-in-list-type-map",
     ),
     pytest.param(
-        changed(cluster_queue, lambda o: o["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1].update(name=GPU)),
+        changed(
+            cluster_queue,
+            lambda o: o["spec"]["resourceGroups"][0]["flavors"][0]["resources"][1].update(name=GPU),
+        ),
         "ClusterQueue/team-a",
         [
             (
                 "spec.resourceGroups[0].flavors[0].resources[1]",
                 "structural",
-                'Duplicate value: {"name":"nvidia.com/gpu"} (x-kubernetes-list-type=map keyed by name); first at index 0',
+                'Duplicate value: {"name":"nvidia.com/gpu"} '
+                "(x-kubernetes-list-type=map keyed by name); first at index 0",
             )
         ],
         id="duplicate-resource-name",
@@ -286,7 +331,13 @@ FAILURES = [
     pytest.param(
         changed(cluster_queue, lambda o: o["spec"]["resourceGroups"][0]["flavors"][1]["resources"].pop()),
         "ClusterQueue/team-a",
-        [("spec.resourceGroups[0]", "cel", "flavors must have the same number of resources as the coveredResources")],
+        [
+            (
+                "spec.resourceGroups[0]",
+                "cel",
+                "flavors must have the same number of resources as the coveredResources",
+            )
+        ],
         id="cel-flavors-cover-resources",
     ),
     pytest.param(
@@ -302,7 +353,10 @@ FAILURES = [
         id="cel-preemption-borrow-within-cohort",
     ),
     pytest.param(
-        changed(cluster_queue, lambda o: o["spec"].update(flavorFungibility={"preference": "BorrowingOverPreemption"})),
+        changed(
+            cluster_queue,
+            lambda o: o["spec"].update(flavorFungibility={"preference": "BorrowingOverPreemption"}),
+        ),
         "ClusterQueue/team-a",
         [
             (
@@ -316,13 +370,25 @@ FAILURES = [
     pytest.param(
         changed(cohort, lambda o: o["spec"]["resourceGroups"][0]["coveredResources"].append("cpu")),
         "Cohort/fleet",
-        [("spec.resourceGroups[0]", "cel", "flavors must have the same number of resources as the coveredResources")],
+        [
+            (
+                "spec.resourceGroups[0]",
+                "cel",
+                "flavors must have the same number of resources as the coveredResources",
+            )
+        ],
         id="cel-cohort-flavors-cover-resources",
     ),
     pytest.param(
         changed(resource_flavor, lambda o: o["spec"]["nodeTaints"][0].update(effect="NoAdmit")),
         "ResourceFlavor/h100-train",
-        [("spec.nodeTaints", "cel", "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'")],
+        [
+            (
+                "spec.nodeTaints",
+                "cel",
+                "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+            )
+        ],
         id="cel-taint-effect",
     ),
     pytest.param(
@@ -356,7 +422,9 @@ FAILURES = [
         id="cel-toleration-without-key",
     ),
     pytest.param(
-        changed(resource_flavor, lambda o: (o["spec"].pop("nodeLabels"), o["spec"].update(topologyName="default"))),
+        changed(
+            resource_flavor, lambda o: (o["spec"].pop("nodeLabels"), o["spec"].update(topologyName="default"))
+        ),
         "ResourceFlavor/h100-train",
         [
             (
@@ -379,7 +447,11 @@ FAILURES = [
         "Topology/default",
         [
             ("spec.levels", "cel", "must be unique"),
-            ("spec.levels", "cel", "the kubernetes.io/hostname label can only be used at the lowest level of topology"),
+            (
+                "spec.levels",
+                "cel",
+                "the kubernetes.io/hostname label can only be used at the lowest level of topology",
+            ),
         ],
         id="cel-topology-levels",
     ),
@@ -398,13 +470,21 @@ FAILURES = [
             ),
         ),
         "Workload/research/job-train-1",
-        [("spec.priorityClassRef", "cel", "only the PriorityClass kind is allowed for the scheduling.k8s.io group")],
+        [
+            (
+                "spec.priorityClassRef",
+                "cel",
+                "only the PriorityClass kind is allowed for the scheduling.k8s.io group",
+            )
+        ],
         id="cel-workload-priority-class-ref",
     ),
     pytest.param(
         changed(
             workload,
-            lambda o: o["spec"].update(priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "x"}),
+            lambda o: o["spec"].update(
+                priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "x"}
+            ),
         ),
         "Workload/research/job-train-1",
         [("spec", "cel", "priority should not be nil when priorityClassRef is set")],
@@ -414,7 +494,13 @@ FAILURES = [
     pytest.param(
         changed(cluster_queue, lambda o: o.update(apiVersion="kueue.x-k8s.io/v1")),
         "ClusterQueue/team-a",
-        [("apiVersion", "schema", "kueue.x-k8s.io/v1 is not a served version of ClusterQueue (served: v1beta1, v1beta2)")],
+        [
+            (
+                "apiVersion",
+                "schema",
+                "kueue.x-k8s.io/v1 is not a served version of ClusterQueue (served: v1beta1, v1beta2)",
+            )
+        ],
         id="version-not-served",
     ),
 ]
@@ -428,7 +514,9 @@ def test_each_kind_of_failure_is_caught(
     assert {f.object for f in findings} == {ref}
     got = sorted((f.path, f.source, f.message) for f in findings)
     assert len(got) == len(expected), got
-    for (path, source, message), (want_path, want_source, want_message) in zip(got, sorted(expected), strict=True):
+    for (path, source, message), (want_path, want_source, want_message) in zip(
+        got, sorted(expected), strict=True
+    ):
         assert (path, source) == (want_path, want_source), got
         assert message.startswith(want_message), got
 
@@ -439,7 +527,9 @@ def test_transition_rules_do_not_run_on_create(kueue_crds: CrdIndex) -> None:
 
 
 def test_findings_follow_input_order_then_source_then_path(kueue_crds: CrdIndex) -> None:
-    bad_flavor = changed(resource_flavor, lambda o: (o["spec"].update(extra=1), o["spec"]["nodeTaints"][0].update(effect="x")))
+    bad_flavor = changed(
+        resource_flavor, lambda o: (o["spec"].update(extra=1), o["spec"]["nodeTaints"][0].update(effect="x"))
+    )
     bad_queue = changed(local_queue, lambda o: o["spec"].update(clusterQueue="Bad_Name", other=1))
     findings = validate([bad_queue, bad_flavor], kubernetes="1.34", crds=kueue_crds)
     assert [(f.object, f.source, f.path) for f in findings] == [

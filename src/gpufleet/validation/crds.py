@@ -20,6 +20,8 @@ from gpufleet.errors import InputError, Problem
 
 _CRD_API_VERSION = "apiextensions.k8s.io/v1"
 _CRD_SUFFIXES = (".yaml", ".yml", ".json")
+# libyaml parses Kueue's 1.4 MB Workload CRD in a fraction of the pure-Python loader's time.
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def _documents(source: Path, problems: list[Problem]) -> Iterator[tuple[str, Map
         return
     for path in files:
         try:
-            loaded = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+            loaded = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_LOADER))
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(Problem(f"cannot read CRD file: {exc}", file=str(path)))
             continue

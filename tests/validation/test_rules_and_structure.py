@@ -6,9 +6,12 @@ which message it reports, which rules are skipped) on a schema that isolates eac
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpufleet.validation import CrdIndex, Finding, load_crds, validate
 from gpufleet.validation.rules import is_transition_rule
@@ -353,3 +356,34 @@ def test_unserved_version_is_not_indexed() -> None:
     assert index.kinds() == ["example.com/v1 Widget"]
     resolution = index.resolve("example.com/v0", "Widget")
     assert (resolution.version, resolution.defined, resolution.served) == (None, True, ("v1",))
+
+
+@given(st.lists(st.integers(min_value=0, max_value=5), max_size=10))
+def test_one_duplicate_finding_per_repeated_set_item(tags: list[int]) -> None:
+    schema = obj({"tags": {"type": "array", "items": INT, "x-kubernetes-list-type": "set"}})
+    found = check(schema, {"tags": tags})
+    assert len(found) == len(tags) - len(set(tags))
+    assert {path for path, _, _ in found} == {
+        f"spec.tags[{i}]" for i, tag in enumerate(tags) if tag in tags[:i]
+    }
+
+
+def test_read_only_mappings_and_tuples_are_accepted() -> None:
+    schema = obj(
+        {
+            "items": {
+                "type": "array",
+                "items": obj({"n": INT}),
+                "x-kubernetes-validations": [rule("size(self) == 2")],
+            }
+        }
+    )
+    frozen = MappingProxyType(
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": MappingProxyType({"name": "w", "namespace": "ns"}),
+            "spec": MappingProxyType({"items": (MappingProxyType({"n": 1}), MappingProxyType({"n": 2}))}),
+        }
+    )
+    assert validate([frozen], kubernetes="1.34", crds=crd(schema)) == []

@@ -19,6 +19,7 @@ from kubernetes_validate import utils as kubernetes_validate_utils
 from gpufleet.errors import InputError
 from gpufleet.validation import finding as fp
 from gpufleet.validation.finding import Finding
+from gpufleet.validation.schema import plain
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?$")
 
@@ -51,7 +52,7 @@ def check_builtin(obj: Mapping[str, Any], kubernetes: str, ref: str) -> list[Fin
     """The first schema error of a built-in object, ``[]`` when valid, None when no schema exists."""
     version = schema_version(kubernetes)
     try:
-        kubernetes_validate.validate(dict(obj), version, strict=True)
+        kubernetes_validate.validate(plain(obj), version, strict=True)
     except kubernetes_validate.SchemaNotFoundError:
         return None
     except kubernetes_validate.ValidationError as error:

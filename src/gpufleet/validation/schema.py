@@ -13,7 +13,6 @@ API server then does not run the CEL rules, because the object lacks the shape t
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -61,8 +60,21 @@ def render_path(schema: Mapping[str, Any] | None, parts: Iterable[str | int]) ->
 
 
 def prepare(value: Any, schema: Mapping[str, Any]) -> Any:
-    """A copy of ``value`` with non-nullable nulls pruned and schema defaults applied."""
-    return _prepare(copy.deepcopy(value), schema)
+    """A copy of ``value`` with non-nullable nulls pruned and schema defaults applied.
+
+    The copy is made of plain dicts and lists (what jsonschema and CEL take), whatever mapping and
+    sequence types the caller used; the caller's object is never changed.
+    """
+    return _prepare(plain(value), schema)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as plain dicts and lists, the JSON shapes validators and CEL accept."""
+    if isinstance(value, Mapping):
+        return {name: plain(item) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
 
 
 def _prepare(value: Any, schema: Mapping[str, Any]) -> Any:
@@ -75,7 +87,7 @@ def _prepare(value: Any, schema: Mapping[str, Any]) -> Any:
                     del value[name]
                     current = _ABSENT
                 if current is _ABSENT and "default" in sub:
-                    value[name] = copy.deepcopy(sub["default"])
+                    value[name] = plain(sub["default"])
         extra = schema.get("additionalProperties")
         for name in list(value):
             sub, _ = child_schema(schema, name)

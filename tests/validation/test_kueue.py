@@ -567,3 +567,9 @@ def test_every_kueue_rule_compiles_or_is_a_transition_rule(kueue_crds: CrdIndex)
             assert is_transition_rule(expression)
         else:
             cel.compile(expression)  # raises CelCompileError if the offline environment lacks something
+
+
+def test_status_is_dropped_on_create_like_the_api_server(kueue_crds: CrdIndex) -> None:
+    obj = workload()
+    obj["status"] = {"clusterName": "a", "nominatedClusterNames": ["b"], "bogus": 1}
+    assert validate([obj], kubernetes="1.34", crds=kueue_crds) == []

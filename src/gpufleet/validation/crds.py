@@ -33,6 +33,7 @@ class CrdVersion:
     kind: str
     namespaced: bool
     deprecated: bool
+    status_subresource: bool  # the server drops ``status`` on create when this is set
     schema: Mapping[str, Any] = field(repr=False)
     validator: Any = field(repr=False, compare=False)  # an OAS30Validator over ``schema``
 
@@ -169,6 +170,7 @@ def _index_crd(
             kind=kind,
             namespaced=spec.get("scope") == "Namespaced",
             deprecated=bool(entry.get("deprecated")),
+            status_subresource=isinstance((entry.get("subresources") or {}).get("status"), Mapping),
             schema=schema,
             validator=OAS30Validator(schema, format_checker=oas30_format_checker),
         )

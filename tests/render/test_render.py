@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from gpufleet.cli import app
 from gpufleet.policy import load_policy, parse_policy, resolve
 from gpufleet.render import Bundle, describe, render, write_bundle
-from tests.support import EXAMPLES
+from tests.support import EXAMPLES, shared_path
 
 Obj = dict[str, Any]
 
@@ -246,3 +246,43 @@ def test_render_cli_lists_the_files(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "kueue-clusterqueues.yaml" in result.output
     assert (tmp_path / "m" / "kustomization.yaml").exists()
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_rendered_object_validates_against_kubernetes_and_kueue(example: Path, tmp_path: Path) -> None:
+    crds = shared_path("schemas", "kueue-v0.19.2")
+    result = CliRunner().invoke(
+        app, ["render", str(example), "-o", str(tmp_path / "m"), "--check", "--crds", str(crds)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "all valid" in result.output
+
+
+def test_check_failure_names_object_and_field_and_writes_nothing(tmp_path: Path) -> None:
+    """A CRD folder whose ClusterQueue schema caps cohortName at 3 characters makes every ClusterQueue fail."""
+    source = shared_path("schemas", "kueue-v0.19.2")
+    crds = tmp_path / "crds"
+    crds.mkdir()
+    for crd in source.glob("*.yaml"):
+        text = crd.read_text()
+        if crd.name == "clusterqueues.yaml":
+            doc = yaml.safe_load(text)
+            for version in doc["spec"]["versions"]:
+                props = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+                key = "cohortName" if "cohortName" in props else "cohort"
+                props[key]["maxLength"] = 3
+            text = yaml.safe_dump(doc)
+        (crds / crd.name).write_text(text)
+    out = tmp_path / "m"
+    result = CliRunner().invoke(
+        app, ["render", str(EXAMPLES / "tiny.yaml"), "-o", str(out), "--check", "--crds", str(crds)]
+    )
+    assert result.exit_code == 1
+    assert "ClusterQueue/alice" in result.output and "spec.cohortName" in result.output
+    assert not out.exists()
+
+
+def test_check_without_crds_says_what_to_pass(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["render", str(EXAMPLES / "tiny.yaml"), "-o", str(tmp_path / "m"), "--check"])
+    assert result.exit_code == 2
+    assert "pass --crds DIR" in result.output

@@ -14,7 +14,5 @@ KUEUE_CRDS = Path(__file__).resolve().parents[2] / ".." / "shared" / "schemas" /
 @pytest.fixture(scope="session")
 def kueue_crds() -> CrdIndex:
     if not KUEUE_CRDS.is_dir():
-        pytest.skip(
-            f"Kueue CRDs not found at {KUEUE_CRDS} (the read-only 'shared' folder beside the repository)"
-        )
+        pytest.skip(f"Kueue CRDs not found at {KUEUE_CRDS} (the read-only 'shared' folder beside the repository)")
     return load_crds(KUEUE_CRDS)

@@ -73,8 +73,7 @@ def vap() -> dict[str, Any]:
             },
             "validations": [
                 {
-                    "expression": "has(object.metadata.labels) && "
-                    "'gpufleet.io/team' in object.metadata.labels",
+                    "expression": "has(object.metadata.labels) && 'gpufleet.io/team' in object.metadata.labels",
                     "message": "jobs need a gpufleet.io/team label",
                     "reason": "Invalid",
                 }
@@ -111,9 +110,7 @@ def device_class() -> dict[str, Any]:
     }
 
 
-def simple(
-    api_version: str, kind: str, name: str, namespace: str | None = None, **fields: Any
-) -> dict[str, Any]:
+def simple(api_version: str, kind: str, name: str, namespace: str | None = None, **fields: Any) -> dict[str, Any]:
     metadata = {"name": name} | ({"namespace": namespace} if namespace else {})
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **fields}
 
@@ -133,9 +130,7 @@ VALID = [
     ),
     pytest.param(simple("v1", "ServiceAccount", "recorder", "gpufleet"), "1.34", id="ServiceAccount"),
     pytest.param(node_patch(), "1.34", id="Node-partial-for-server-side-apply"),
-    pytest.param(
-        simple("scheduling.k8s.io/v1", "PriorityClass", "serving", value=100000), "1.34", id="PriorityClass"
-    ),
+    pytest.param(simple("scheduling.k8s.io/v1", "PriorityClass", "serving", value=100000), "1.34", id="PriorityClass"),
     pytest.param(
         simple(
             "rbac.authorization.k8s.io/v1",
@@ -162,9 +157,7 @@ VALID = [
             "ResourceClaimTemplate",
             "one-h100",
             "research",
-            spec={
-                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "h100"}}]}}
-            },
+            spec={"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "h100"}}]}}},
         ),
         "1.34",
         id="ResourceClaimTemplate-1.34",

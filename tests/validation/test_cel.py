@@ -39,16 +39,12 @@ def run(expression: str, **variables: Any) -> Any:
         pytest.param("'abc'.find('[0-9]+')", "", id="find-no-match"),
         pytest.param("'abc 123 def 456'.findAll('[0-9]+')", ["123", "456"], id="findAll"),
         pytest.param("'abc 123 def 456'.findAll('[0-9]+', 1)", ["123"], id="findAll-limit"),
-        pytest.param(
-            "'abc 123 def 456'.findAll('[0-9]+', -1)", ["123", "456"], id="findAll-negative-limit-is-all"
-        ),
+        pytest.param("'abc 123 def 456'.findAll('[0-9]+', -1)", ["123", "456"], id="findAll-negative-limit-is-all"),
         pytest.param("'abc 123'.findAll('[0-9]+', 0)", [], id="findAll-zero-limit"),
         pytest.param("sets.contains([1, 2, 3, 4], [2, 3])", True, id="sets.contains"),
         pytest.param("sets.contains([1, 2], [3])", False, id="sets.contains-missing"),
         pytest.param("sets.contains([], [])", True, id="sets.contains-empty"),
-        pytest.param(
-            "sets.equivalent([1, 2, 3], [3, 2, 1, 1])", True, id="sets.equivalent-ignores-order-and-dups"
-        ),
+        pytest.param("sets.equivalent([1, 2, 3], [3, 2, 1, 1])", True, id="sets.equivalent-ignores-order-and-dups"),
         pytest.param("sets.equivalent([1, 2], [1, 2, 3])", False, id="sets.equivalent-differs"),
         pytest.param("sets.intersects([1, 2], [2, 3])", True, id="sets.intersects"),
         pytest.param("sets.intersects([1], [2])", False, id="sets.intersects-disjoint"),
@@ -89,9 +85,7 @@ def test_runtime_errors_raise_evaluation_error(expression: str, fragment: str) -
             cel.CRD_RULE_VARIABLES,
             id="unimplemented-library",
         ),
-        pytest.param(
-            "object.metadata.name == 'x'", cel.CRD_RULE_VARIABLES, id="admission-variable-in-crd-rule"
-        ),
+        pytest.param("object.metadata.name == 'x'", cel.CRD_RULE_VARIABLES, id="admission-variable-in-crd-rule"),
         pytest.param("self.x == 1", cel.ADMISSION_VARIABLES, id="crd-variable-in-admission"),
     ],
 )

@@ -37,9 +37,7 @@ def test_kueue_folder_serves_both_versions_of_every_kind(kueue_crds: CrdIndex) -
         "Workload",
         "WorkloadPriorityClass",
     ]
-    assert kueue_crds.kinds() == sorted(
-        f"kueue.x-k8s.io/{v} {k}" for k in kinds for v in ("v1beta1", "v1beta2")
-    )
+    assert kueue_crds.kinds() == sorted(f"kueue.x-k8s.io/{v} {k}" for k in kinds for v in ("v1beta1", "v1beta2"))
     cluster_queue = kueue_crds.resolve("kueue.x-k8s.io/v1beta2", "ClusterQueue").version
     local_queue = kueue_crds.resolve("kueue.x-k8s.io/v1beta2", "LocalQueue").version
     old = kueue_crds.resolve("kueue.x-k8s.io/v1beta1", "ClusterQueue").version
@@ -50,9 +48,7 @@ def test_kueue_folder_serves_both_versions_of_every_kind(kueue_crds: CrdIndex) -
 
 def test_folder_skips_documents_that_are_not_crds(tmp_path: Path) -> None:
     (tmp_path / "widgets.yaml").write_text(CRD)
-    (tmp_path / "kustomization.yaml").write_text(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-    )
+    (tmp_path / "kustomization.yaml").write_text("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
     (tmp_path / "README.md").write_text("not yaml: [")
     assert load_crds(tmp_path).kinds() == ["example.com/v1 Widget"]
 

@@ -75,9 +75,7 @@ def cluster_queue() -> dict[str, Any]:
             "cohortName": "fleet",
             "namespaceSelector": {
                 "matchLabels": {"gpufleet.io/team": "team-a"},
-                "matchExpressions": [
-                    {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["research"]}
-                ],
+                "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["research"]}],
             },
             "queueingStrategy": "BestEffortFIFO",
             "fairSharing": {"weight": "2"},
@@ -145,9 +143,7 @@ def topology() -> dict[str, Any]:
         "apiVersion": KUEUE,
         "kind": "Topology",
         "metadata": {"name": "default"},
-        "spec": {
-            "levels": [{"nodeLabel": "topology.kubernetes.io/zone"}, {"nodeLabel": "kubernetes.io/hostname"}]
-        },
+        "spec": {"levels": [{"nodeLabel": "topology.kubernetes.io/zone"}, {"nodeLabel": "kubernetes.io/hostname"}]},
     }
 
 
@@ -291,8 +287,7 @@ FAILURES = [
             (
                 "spec.resourceGroups[0].flavors[1]",
                 "structural",
-                'Duplicate value: {"name":"h100-train"} '
-                "(x-kubernetes-list-type=map keyed by name); first at index 0",
+                'Duplicate value: {"name":"h100-train"} (x-kubernetes-list-type=map keyed by name); first at index 0',
             )
         ],
         id="duplicate-in-list-type-map",
@@ -423,9 +418,7 @@ FAILURES = [
         id="cel-toleration-without-key",
     ),
     pytest.param(
-        changed(
-            resource_flavor, lambda o: (o["spec"].pop("nodeLabels"), o["spec"].update(topologyName="default"))
-        ),
+        changed(resource_flavor, lambda o: (o["spec"].pop("nodeLabels"), o["spec"].update(topologyName="default"))),
         "ResourceFlavor/h100-train",
         [
             (
@@ -515,9 +508,7 @@ def test_each_kind_of_failure_is_caught(
     assert {f.object for f in findings} == {ref}
     got = sorted((f.path, f.source, f.message) for f in findings)
     assert len(got) == len(expected), got
-    for (path, source, message), (want_path, want_source, want_message) in zip(
-        got, sorted(expected), strict=True
-    ):
+    for (path, source, message), (want_path, want_source, want_message) in zip(got, sorted(expected), strict=True):
         assert (path, source) == (want_path, want_source), got
         assert message.startswith(want_message), got
 

@@ -132,11 +132,7 @@ CASES = [
     pytest.param(
         obj(
             {"n": INT},
-            **{
-                "x-kubernetes-validations": [
-                    rule("self.n < 3", message="static", messageExpression="self.missing")
-                ]
-            },
+            **{"x-kubernetes-validations": [rule("self.n < 3", message="static", messageExpression="self.missing")]},
         ),
         {"n": 5},
         [("spec", "cel", "static")],
@@ -328,9 +324,7 @@ def test_defaults_apply_recursively_before_rules() -> None:
         },
         **{
             "x-kubernetes-validations": [
-                rule(
-                    "self.policy.mode == 'Never' && self.policy.inner.level == 3", message="defaults missing"
-                )
+                rule("self.policy.mode == 'Never' && self.policy.inner.level == 3", message="defaults missing")
             ]
         },
     )
@@ -363,9 +357,7 @@ def test_one_duplicate_finding_per_repeated_set_item(tags: list[int]) -> None:
     schema = obj({"tags": {"type": "array", "items": INT, "x-kubernetes-list-type": "set"}})
     found = check(schema, {"tags": tags})
     assert len(found) == len(tags) - len(set(tags))
-    assert {path for path, _, _ in found} == {
-        f"spec.tags[{i}]" for i, tag in enumerate(tags) if tag in tags[:i]
-    }
+    assert {path for path, _, _ in found} == {f"spec.tags[{i}]" for i, tag in enumerate(tags) if tag in tags[:i]}
 
 
 def test_read_only_mappings_and_tuples_are_accepted() -> None:

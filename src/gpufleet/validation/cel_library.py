@@ -120,12 +120,8 @@ def kubernetes_library() -> cel.CelExtension:
             name, [cel.Overload(overload, return_type=returns, parameters=params, is_member=True, impl=impl)]
         )
 
-    def function(
-        name: str, overload: str, params: list[cel.Type], impl: Callable[..., Any]
-    ) -> cel.FunctionDecl:
-        return cel.FunctionDecl(
-            name, [cel.Overload(overload, return_type=t.BOOL, parameters=params, impl=impl)]
-        )
+    def function(name: str, overload: str, params: list[cel.Type], impl: Callable[..., Any]) -> cel.FunctionDecl:
+        return cel.FunctionDecl(name, [cel.Overload(overload, return_type=t.BOOL, parameters=params, impl=impl)])
 
     return cel.CelExtension(
         "gpufleet.kubernetes",

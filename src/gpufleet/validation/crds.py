@@ -136,9 +136,7 @@ def _index_crd(
     spec = crd.get("spec")
     names = spec.get("names") if isinstance(spec, Mapping) else None
     if not isinstance(spec, Mapping) or not isinstance(names, Mapping):
-        problems.append(
-            Problem("a CRD needs spec.group, spec.names and spec.versions", file=where, path="spec")
-        )
+        problems.append(Problem("a CRD needs spec.group, spec.names and spec.versions", file=where, path="spec"))
         return
     group, kind = spec.get("group"), names.get("kind")
     if not isinstance(group, str) or not isinstance(kind, str):
@@ -160,9 +158,7 @@ def _index_crd(
             continue
         schema = (entry.get("schema") or {}).get("openAPIV3Schema")
         if not isinstance(schema, Mapping) or not isinstance(entry.get("name"), str):
-            problems.append(
-                Problem("a served version needs a name and schema.openAPIV3Schema", file=where, path=path)
-            )
+            problems.append(Problem("a served version needs a name and schema.openAPIV3Schema", file=where, path=path))
             continue
         versions[group, kind, entry["name"]] = CrdVersion(
             group=group,

@@ -98,13 +98,9 @@ def check_metadata(meta: Any, ref: str, path: str, *, custom: bool) -> tuple[lis
             )
         namespace = meta.get("namespace")
         if isinstance(namespace, str) and not _DNS_LABEL_RE.match(namespace):
-            findings.append(
-                Finding(ref, fp.child(path, "namespace"), f"{namespace!r} must be a DNS label", "schema")
-            )
+            findings.append(Finding(ref, fp.child(path, "namespace"), f"{namespace!r} must be a DNS label", "schema"))
     for field, values in (("labels", True), ("annotations", False)):
-        entries, entry_blocking = _string_map(
-            meta.get(field), ref, fp.child(path, field), values_are_labels=values
-        )
+        entries, entry_blocking = _string_map(meta.get(field), ref, fp.child(path, field), values_are_labels=values)
         findings.extend(entries)
         blocking = blocking or entry_blocking
     return findings, blocking

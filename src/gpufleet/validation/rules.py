@@ -22,9 +22,7 @@ from gpufleet.validation import finding as fp
 from gpufleet.validation.finding import Finding
 from gpufleet.validation.schema import child_schema
 
-_STRING_LITERAL = re.compile(
-    r"'''.*?'''|\"\"\".*?\"\"\"|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"", re.DOTALL
-)
+_STRING_LITERAL = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"", re.DOTALL)
 _OLD_SELF = re.compile(r"\boldSelf\b")
 
 
@@ -85,9 +83,7 @@ def _run_rule(rule: Mapping[str, Any], value: Any, path: str, ref: str) -> Findi
     try:
         program = cel.compile(expression)
     except cel.CelCompileError as exc:
-        return Finding(
-            ref, path, f"rule {rule['rule']!r} cannot be compiled offline: {_first_line(exc)}", "cel"
-        )
+        return Finding(ref, path, f"rule {rule['rule']!r} cannot be compiled offline: {_first_line(exc)}", "cel")
     try:
         result = cel.evaluate(program, activation)
     except cel.CelEvaluationError as exc:

@@ -36,9 +36,7 @@ class _Walk:
         self.blocking = self.blocking or blocking
 
 
-def check_structure(
-    obj: Mapping[str, Any], schema: Mapping[str, Any], ref: str
-) -> tuple[list[Finding], bool]:
+def check_structure(obj: Mapping[str, Any], schema: Mapping[str, Any], ref: str) -> tuple[list[Finding], bool]:
     """Every structural error of a custom resource, and whether one of them blocks the CEL rules."""
     walk = _Walk(ref)
     _node(walk, obj, schema, "", resource=True)
@@ -56,9 +54,7 @@ def _node(walk: _Walk, value: Any, schema: Mapping[str, Any], path: str, *, reso
             )
         return
     if isinstance(value, Mapping):
-        _object(
-            walk, value, schema, path, resource=resource or bool(schema.get("x-kubernetes-embedded-resource"))
-        )
+        _object(walk, value, schema, path, resource=resource or bool(schema.get("x-kubernetes-embedded-resource")))
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, Mapping):
@@ -67,9 +63,7 @@ def _node(walk: _Walk, value: Any, schema: Mapping[str, Any], path: str, *, reso
                 _node(walk, item, items, fp.index(path, position))
 
 
-def _object(
-    walk: _Walk, value: Mapping[str, Any], schema: Mapping[str, Any], path: str, *, resource: bool
-) -> None:
+def _object(walk: _Walk, value: Mapping[str, Any], schema: Mapping[str, Any], path: str, *, resource: bool) -> None:
     preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
     for name, item in value.items():
         child_path = fp.child(path, name)

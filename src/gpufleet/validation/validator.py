@@ -34,9 +34,7 @@ _NOT_CHECKED = (
 )
 
 
-def validate(
-    objects: Sequence[Mapping[str, Any]], *, kubernetes: str, crds: CrdIndex | None
-) -> list[Finding]:
+def validate(objects: Sequence[Mapping[str, Any]], *, kubernetes: str, crds: CrdIndex | None) -> list[Finding]:
     """Every finding for ``objects`` against Kubernetes ``kubernetes`` (e.g. ``"1.34"``) and ``crds``.
 
     An unsupported ``kubernetes`` version raises ``InputError``; everything wrong with an object is

@@ -42,6 +42,14 @@ class Windows:
         return _span(self.after_start)
 
 
+@dataclass(frozen=True)
+class LivePrometheus:
+    """A running Prometheus (see conftest.py) and the windows its data covers."""
+
+    url: str
+    windows: Windows
+
+
 def _span(start: datetime) -> str:
     end = start + timedelta(seconds=STEP * SLOTS)
     return f"{start.strftime('%Y-%m-%dT%H:%M:%SZ')}..{end.strftime('%Y-%m-%dT%H:%M:%SZ')}"

@@ -24,6 +24,7 @@ from gpufleet.evidence import (
     collect,
     from_policy,
     parse_window,
+    select_pools,
     write,
 )
 from gpufleet.evidence.output import LABELS
@@ -68,6 +69,8 @@ def evidence(
     )
     check_order(*windows)
     fmap = from_policy(resolve(load_policy(policy))) if policy is not None else None
+    if fmap is not None:
+        fmap = select_pools(fmap, pool or [])  # a policy's pools are known before any query
     conn = Connection(url=prometheus, token=token, ca_file=ca_file, timeout_s=timeout)
     inputs = asyncio.run(_fetch(conn, windows))
     result = assemble(

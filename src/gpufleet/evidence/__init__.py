@@ -1,6 +1,6 @@
 """Before/after utilization from the cluster's own metrics — measured, or "not measured" and why."""
 
-from gpufleet.evidence.build import Evidence, assemble
+from gpufleet.evidence.build import Evidence, assemble, select_pools
 from gpufleet.evidence.collect import WindowInput, collect
 from gpufleet.evidence.coverage import DEFAULT_MIN_COVERAGE, Cell, Reason
 from gpufleet.evidence.figures import FIGURES, Settings
@@ -28,5 +28,6 @@ __all__ = [
     "collect",
     "from_policy",
     "parse_window",
+    "select_pools",
     "write",
 ]

@@ -62,7 +62,7 @@ def assemble(
     """Figures for both windows, restricted to ``pools`` when given (unknown names are an error)."""
     if fmap is None:
         fmap = from_series(s.labels for w in (before, after) for ss in w.metrics.values() for s in ss)
-    fmap = _only(fmap, pools)
+    fmap = select_pools(fmap, pools)
     windows = [_window(w, fmap, ledger, settings) for w in (before, after)]
     changes: list[Change] = []
     for b, a in zip(windows[0].rows, windows[1].rows, strict=True):
@@ -94,7 +94,8 @@ def assemble(
     )
 
 
-def _only(fmap: FleetMap, pools: list[str]) -> FleetMap:
+def select_pools(fmap: FleetMap, pools: list[str]) -> FleetMap:
+    """Only the named pools; an unknown name is the user's mistake, reported with the known ones."""
     if not pools:
         return fmap
     known = [p.name for p in fmap.pools]

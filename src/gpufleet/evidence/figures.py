@@ -215,22 +215,23 @@ class _PoolContext:
             source=alloc.source,
         )
 
-    @staticmethod
-    def _no_ledger() -> Cell:
-        return not_measured(GPU_H, Reason.NO_LEDGER, "needs the ledger's wait intervals (--ledger)")
-
     def _waited(self, namespaces: Sequence[str] | None) -> Cell:
+        """Unheld device time while the team's (or, for the pool, anyone's) work waited.
+
+        A team needs no series of its own for this: the cards it waited for were held by nobody.
+        """
         if self.waits is None:
-            return self._no_ledger()
-        if self.pool.unmapped:
-            return not_measured(GPU_H, Reason.NO_NODE_NAMES, self.pool.unmapped)
+            return not_measured(GPU_H, Reason.NO_LEDGER, "needs the ledger's wait intervals (--ledger)")
+        blocked = self._blocked(GPU_H)
+        if blocked is not None:
+            return blocked
         if not self.labelled:
             return not_measured(
                 GPU_H, Reason.MISSING_LABELS, "DCGM series carry no namespace label, so unheld cards are unknown"
             )
         waited = self.waits.waiting(namespaces, self.window)
         value = idle_while_waited(self.tracks, waited) * self.h
-        return self._judge(GPU_H, value, self.missing_h, "DCGM series")
+        return self._judge(GPU_H, value, self.missing_h, "DCGM utilization series")
 
     def pool_cells(self) -> dict[str, Cell]:
         pool = self.pool
@@ -246,7 +247,7 @@ class _PoolContext:
                 BUSY: blocked,
                 UTILIZATION: pct,
                 IDLE_ALLOCATED: blocked,
-                IDLE_WAITED: blocked if self.waits is not None else self._no_ledger(),
+                IDLE_WAITED: self._waited(None),
                 MEMORY_HEADROOM: pct,
             }
         busy = self._judge(GPU_H, self._busy(masks), self.missing_h, "DCGM utilization series")
@@ -282,7 +283,7 @@ class _PoolContext:
                 BUSY: blocked,
                 UTILIZATION: pct,
                 IDLE_ALLOCATED: blocked,
-                IDLE_WAITED: blocked if self.waits is not None else self._no_ledger(),
+                IDLE_WAITED: self._waited(namespaces),
                 MEMORY_HEADROOM: pct,
             }
         masks = self._masks(owned)

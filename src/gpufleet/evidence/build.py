@@ -104,7 +104,11 @@ def select_pools(fmap: FleetMap, pools: list[str]) -> FleetMap:
         where = "the policy" if fmap.declared else "the series seen (no --policy)"
         raise InputError(
             [
-                Problem(f"unknown pool {name!r}; pools in {where}: {', '.join(known) or 'none'}", path="--pool")
+                Problem(
+                    f"unknown pool {name!r}; pools in {where}: {', '.join(known) or 'none'}",
+                    file="command line",
+                    path="--pool",
+                )
                 for name in unknown
             ]
         )

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from gpufleet.errors import InputError
 
 SEPARATOR = ".."
+CLI = "command line"  # where option mistakes are located in error messages
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,9 @@ def parse_time(text: str, *, option: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise InputError.one(f"{text!r} is not an ISO 8601 time such as 2026-11-01T00:00:00Z", path=option) from None
+        raise InputError.one(
+            f"{text!r} is not an ISO 8601 time such as 2026-11-01T00:00:00Z", file=CLI, path=option
+        ) from None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
@@ -72,22 +75,28 @@ def parse_window(name: str, text: str, *, step_s: int, now: datetime) -> Window:
     """``FROM..TO`` → a window of whole scrape intervals; empty, inverted or future windows are errors."""
     option = f"--{name}"
     if step_s <= 0:
-        raise InputError.one("the scrape interval must be a positive number of seconds", path="--scrape-interval")
+        raise InputError.one(
+            "the scrape interval must be a positive number of seconds", file=CLI, path="--scrape-interval"
+        )
     if text.count(SEPARATOR) != 1:
-        raise InputError.one(f"{text!r}: expected FROM..TO, e.g. 2026-11-01T00:00Z..2026-11-08T00:00Z", path=option)
+        raise InputError.one(
+            f"{text!r}: expected FROM..TO, e.g. 2026-11-01T00:00Z..2026-11-08T00:00Z", file=CLI, path=option
+        )
     first, second = text.split(SEPARATOR)
     start, end = parse_time(first, option=option), parse_time(second, option=option)
     if end == start:
-        raise InputError.one(f"{text!r} is empty: FROM and TO are the same time", path=option)
+        raise InputError.one(f"{text!r} is empty: FROM and TO are the same time", file=CLI, path=option)
     if end < start:
-        raise InputError.one(f"{text!r} is inverted: TO is before FROM", path=option)
+        raise InputError.one(f"{text!r} is inverted: TO is before FROM", file=CLI, path=option)
     if end > now:
         raise InputError.one(
-            f"{text!r} ends in the future (now is {_iso(now)}): nothing can be measured there", path=option
+            f"{text!r} ends in the future (now is {_iso(now)}): nothing can be measured there",
+            file=CLI,
+            path=option,
         )
     whole = int((end - start).total_seconds()) // step_s
     if whole < 1:
-        raise InputError.one(f"{text!r} is shorter than one scrape interval ({step_s} s)", path=option)
+        raise InputError.one(f"{text!r} is shorter than one scrape interval ({step_s} s)", file=CLI, path=option)
     return Window(name=name, start=start, end=start + timedelta(seconds=whole * step_s), step_s=step_s)
 
 
@@ -96,5 +105,6 @@ def check_order(before: Window, after: Window) -> None:
     if before.end > after.start:
         raise InputError.one(
             f"the before window ({before.label()}) must end no later than the after window starts ({after.label()})",
+            file=CLI,
             path="--before",
         )

@@ -23,6 +23,7 @@ from gpufleet.evidence import (
     check_order,
     collect,
     from_policy,
+    ledger_join,
     parse_window,
     select_pools,
     write,
@@ -60,6 +61,10 @@ def evidence(
     ] = None,
     ca_file: Annotated[Path | None, typer.Option("--ca-file", help="CA bundle for an https Prometheus")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per query", min=1)] = DEFAULT_TIMEOUT_S,
+    ledger: Annotated[
+        str | None,
+        typer.Option("--ledger", help="Ledger (SQLite path or database URL): allocations and waits from it"),
+    ] = None,
 ) -> None:
     """Utilization per pool and team before and after, from DCGM metrics in Prometheus; gaps read "not measured"."""
     now = datetime.now(UTC)
@@ -71,13 +76,14 @@ def evidence(
     fmap = from_policy(resolve(load_policy(policy))) if policy is not None else None
     if fmap is not None:
         fmap = select_pools(fmap, pool or [])  # a policy's pools are known before any query
+    view = ledger_join.read(ledger, windows) if ledger is not None else None
     conn = Connection(url=prometheus, token=token, ca_file=ca_file, timeout_s=timeout)
     inputs = asyncio.run(_fetch(conn, windows))
     result = assemble(
         *inputs,
         fmap=fmap,
         pools=pool or [],
-        ledger=None,
+        ledger=view,
         settings=Settings(min_coverage=min_coverage),
         source=prometheus,
         simulated=False,

@@ -25,6 +25,7 @@ from gpufleet.evidence.coverage import Cell
 from gpufleet.evidence.figures import FIGURES
 
 SIMULATED = "simulated"
+_DASHES = ("-", "--", ":", "-.")
 LABELS = {
     "capacity": "capacity GPU-h",
     "allocated": "allocated GPU-h",
@@ -81,9 +82,10 @@ def cell_text(cell: Cell | None, simulated: bool) -> str:
 
 def chart(w: WindowEvidence, path: Path, simulated: bool) -> None:
     fig, ax = plt.subplots(figsize=(8, 3.6), dpi=100)
-    for line in w.lines:
+    for i, line in enumerate(w.lines):
         values = [float("nan") if v is None else v for v in line.utilization]
-        ax.plot(line.hours, values, label=line.pool, linewidth=1.4)
+        # pools at the same level would hide each other: vary the dash as well as the colour
+        ax.plot(line.hours, values, label=line.pool, linewidth=1.6, linestyle=_DASHES[i % len(_DASHES)])
     title = f"{w.window.name}: {w.window.label()}"
     ax.set_title(f"{title} ({SIMULATED})" if simulated else title, fontsize=10)
     ax.set_xlabel("hours since the window's start")
@@ -118,6 +120,7 @@ def write(evidence: Evidence, out: Path) -> list[Path]:
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp's 0700 would otherwise become the report folder's mode
     try:
         names = ["evidence.json"]
         (tmp / "evidence.json").write_text(json.dumps(as_dict(evidence), indent=2) + "\n", encoding="utf-8")

@@ -138,19 +138,17 @@ class _PoolContext:
             )
         return None
 
-    def _judge(self, unit: str, value: float, missing: float | None, what: str) -> Cell:
-        cell = judge(
-            unit,
+    def _judge(self, value: float, what: str) -> Cell:
+        """The coverage rule on a GPU-hours figure of this pool's DCGM series; bounds from the missing time."""
+        return judge(
+            GPU_H,
             value,
             coverage=self.coverage,
             min_coverage=self.settings.min_coverage,
-            missing=missing if missing is not None else 0.0,
+            missing=self.missing_h,
             what=what,
             source=self.source,
         )
-        if missing is None and cell.measured:
-            return Cell(unit=unit, value=cell.value, coverage=cell.coverage, source=cell.source)
-        return cell
 
     # -- sums over device-slots, optionally restricted to the slots a set of namespaces held
     def _masks(self, owners: np.ndarray | None) -> list[np.ndarray]:
@@ -231,7 +229,7 @@ class _PoolContext:
             )
         waited = self.waits.waiting(namespaces, self.window)
         value = idle_while_waited(self.tracks, waited) * self.h
-        return self._judge(GPU_H, value, self.missing_h, "DCGM utilization series")
+        return self._judge(value, "DCGM utilization series")
 
     def pool_cells(self) -> dict[str, Cell]:
         pool = self.pool
@@ -250,9 +248,9 @@ class _PoolContext:
                 IDLE_WAITED: self._waited(None),
                 MEMORY_HEADROOM: pct,
             }
-        busy = self._judge(GPU_H, self._busy(masks), self.missing_h, "DCGM utilization series")
+        busy = self._judge(self._busy(masks), "DCGM utilization series")
         if self.labelled:
-            idle = self._judge(GPU_H, self._idle_held(masks), self.missing_h, "DCGM utilization series")
+            idle = self._judge(self._idle_held(masks), "DCGM utilization series")
         else:
             idle = not_measured(
                 GPU_H,
@@ -287,12 +285,12 @@ class _PoolContext:
                 MEMORY_HEADROOM: pct,
             }
         masks = self._masks(owned)
-        busy = self._judge(GPU_H, self._busy(masks), self.missing_h, "DCGM utilization series")
+        busy = self._judge(self._busy(masks), "DCGM utilization series")
         return {
             ALLOCATED: allocated,
             BUSY: busy,
             UTILIZATION: ratio(PCT, busy, allocated),
-            IDLE_ALLOCATED: self._judge(GPU_H, self._idle_held(masks), self.missing_h, "DCGM utilization series"),
+            IDLE_ALLOCATED: self._judge(self._idle_held(masks), "DCGM utilization series"),
             IDLE_WAITED: self._waited(namespaces),
             MEMORY_HEADROOM: self._memory(masks, self._held(masks)),
         }

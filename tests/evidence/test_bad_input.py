@@ -115,3 +115,18 @@ def test_a_failed_run_leaves_the_previous_output_alone(prometheus: LivePrometheu
     assert code == 2
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder left behind
+
+
+@pytest.mark.parametrize("kind", ["file", "foreign-folder"])
+def test_an_output_path_that_is_not_a_report_is_never_replaced(tmp_path: Path, kind: str) -> None:
+    target = tmp_path / "out"
+    if kind == "file":
+        target.write_text("keep me")
+    else:
+        target.mkdir()
+        (target / "notes.txt").write_text("keep me")
+    args = ["evidence", "--prometheus", f"http://127.0.0.1:{_closed_port()}", "--before", BEFORE, "--after", AFTER]
+    result = runner.invoke(app, [*args, "-o", str(target)])
+    assert result.exit_code == 2
+    assert "not a folder" in result.output or "not a previous report" in result.output
+    assert (target.read_text() if kind == "file" else (target / "notes.txt").read_text()) == "keep me"

@@ -28,7 +28,7 @@ from gpufleet.evidence import (
     select_pools,
     write,
 )
-from gpufleet.evidence.output import LABELS
+from gpufleet.evidence.output import LABELS, check_target
 from gpufleet.evidence.window import Window
 from gpufleet.policy import load_policy, resolve
 from gpufleet.prom import DEFAULT_TIMEOUT_S, Connection, PromClient
@@ -73,6 +73,7 @@ def evidence(
         parse_window("after", after, step_s=scrape_interval, now=now),
     )
     check_order(*windows)
+    check_target(out)
     fmap = from_policy(resolve(load_policy(policy))) if policy is not None else None
     if fmap is not None:
         fmap = select_pools(fmap, pool or [])  # a policy's pools are known before any query

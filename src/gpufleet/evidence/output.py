@@ -20,11 +20,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from gpufleet.errors import InputError
 from gpufleet.evidence.build import Evidence, WindowEvidence
 from gpufleet.evidence.coverage import Cell
 from gpufleet.evidence.figures import FIGURES
 
 SIMULATED = "simulated"
+REPORT = "evidence.json"
 _DASHES = ("-", "--", ":", "-.")
 LABELS = {
     "capacity": "capacity GPU-h",
@@ -115,15 +117,31 @@ def _html(evidence: Evidence, charts: dict[str, bytes]) -> str:
     )
 
 
+def check_target(out: Path) -> None:
+    """``out`` may be new, empty, or a previous report: never a file or someone else's folder to replace."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError.one("exists and is not a folder", file=str(out), path="--out")
+    entries = {p.name for p in out.iterdir()}
+    if entries and REPORT not in entries:
+        raise InputError.one(
+            f"is a folder without {REPORT}: it is not a previous report, so it is not replaced",
+            file=str(out),
+            path="--out",
+        )
+
+
 def write(evidence: Evidence, out: Path) -> list[Path]:
     """Write every output into ``out``, replacing a previous run there in one rename."""
     out = out.resolve()
+    check_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     tmp.chmod(0o755)  # mkdtemp's 0700 would otherwise become the report folder's mode
     try:
-        names = ["evidence.json"]
-        (tmp / "evidence.json").write_text(json.dumps(as_dict(evidence), indent=2) + "\n", encoding="utf-8")
+        names = [REPORT]
+        (tmp / REPORT).write_text(json.dumps(as_dict(evidence), indent=2) + "\n", encoding="utf-8")
         charts: dict[str, bytes] = {}
         for w in (evidence.before, evidence.after):
             name = f"utilization-{w.window.name}.png"

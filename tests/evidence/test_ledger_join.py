@@ -157,5 +157,5 @@ def test_a_missing_ledger_file_is_an_error_and_is_not_created(prometheus: LivePr
     args = ["evidence", "--prometheus", prometheus.url, "--before", w.before, "--after", w.after]
     result = runner.invoke(app, [*args, "--ledger", str(missing), "-o", str(tmp_path / "out")])
     assert result.exit_code == 2
-    assert "no ledger at" in result.output
+    assert "no ledger at" in " ".join(result.output.split())
     assert not missing.exists() and not (tmp_path / "out").exists()

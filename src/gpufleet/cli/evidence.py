@@ -61,6 +61,13 @@ def evidence(
     ] = None,
     ca_file: Annotated[Path | None, typer.Option("--ca-file", help="CA bundle for an https Prometheus")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per query", min=1)] = DEFAULT_TIMEOUT_S,
+    exporter_namespace: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exporter-namespace",
+            help="dcgm-exporter's own namespace, when Prometheus labels its series with it (repeatable)",
+        ),
+    ] = None,
     ledger: Annotated[
         str | None,
         typer.Option("--ledger", help="Ledger (SQLite path or database URL): allocations and waits from it"),
@@ -88,6 +95,7 @@ def evidence(
         settings=Settings(min_coverage=min_coverage),
         source=prometheus,
         simulated=False,
+        exporters=frozenset(exporter_namespace or ()),
     )
     print_evidence(result)
     paths = write(result, out)

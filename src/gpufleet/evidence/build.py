@@ -5,7 +5,7 @@ Pure: it takes what ``collect`` fetched (or what a twin run produced) and return
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -14,7 +14,7 @@ from gpufleet.evidence import allocation
 from gpufleet.evidence.change import Change, compare, per_hour
 from gpufleet.evidence.collect import WindowInput
 from gpufleet.evidence.figures import BUSY, UTILIZATION, Row, Settings, window_rows
-from gpufleet.evidence.fleetmap import FleetMap, from_series
+from gpufleet.evidence.fleetmap import FleetMap, exporter_namespaces, from_series
 from gpufleet.evidence.tracks import Floats, Tracks, build
 from gpufleet.evidence.waits import LedgerView, Waits
 from gpufleet.evidence.window import Window
@@ -58,10 +58,15 @@ def assemble(
     settings: Settings,
     source: str,
     simulated: bool,
+    exporters: frozenset[str] = frozenset(),
 ) -> Evidence:
-    """Figures for both windows, restricted to ``pools`` when given (unknown names are an error)."""
-    if fmap is None:
-        fmap = from_series(s.labels for w in (before, after) for ss in w.metrics.values() for s in ss)
+    """Figures for both windows, restricted to ``pools`` when given (unknown names are an error).
+
+    ``exporters`` are namespaces known to be the exporter's own; more are detected from the series.
+    """
+    labels = [s.labels for w in (before, after) for ss in w.metrics.values() for s in ss]
+    exporters = exporters | exporter_namespaces(labels)
+    fmap = from_series(labels, exporters) if fmap is None else replace(fmap, exporters=exporters)
     fmap = select_pools(fmap, pools)
     windows = [_window(w, fmap, ledger, settings) for w in (before, after)]
     changes: list[Change] = []
@@ -112,9 +117,7 @@ def select_pools(fmap: FleetMap, pools: list[str]) -> FleetMap:
                 for name in unknown
             ]
         )
-    return FleetMap(
-        pools=tuple(p for p in fmap.pools if p.name in pools), teams=dict(fmap.teams), declared=fmap.declared
-    )
+    return replace(fmap, pools=tuple(p for p in fmap.pools if p.name in pools), _by_namespace={})
 
 
 def _window(data: WindowInput, fmap: FleetMap, ledger: LedgerView | None, settings: Settings) -> WindowEvidence:

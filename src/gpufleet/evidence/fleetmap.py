@@ -20,6 +20,9 @@ from gpufleet.policy import Fleet
 
 HOST_LABELS = ("Hostname", "hostname")  # dcgm-exporter spells it both ways across releases
 NAMESPACE_LABELS = ("namespace", "pod_namespace")  # the second with dcgm-exporter's -o (old names)
+# When Prometheus does not honor the exporter's labels (the GPU Operator's ServiceMonitor default), the
+# workload's namespace moves to ``exported_namespace`` and ``namespace`` names the exporter's own.
+EXPORTED_NAMESPACE = "exported_namespace"
 POD_LABELS = ("pod", "pod_name")
 MIG_PROFILE = "GPU_I_PROFILE"
 MIG_INSTANCE = "GPU_I_ID"
@@ -34,6 +37,26 @@ def first_label(labels: Mapping[str, str], names: Iterable[str]) -> str | None:
         if value:
             return value
     return None
+
+
+def exporter_namespaces(label_sets: Iterable[Mapping[str, str]]) -> frozenset[str]:
+    """Namespaces Prometheus attached as the scrape target's: those seen beside an ``exported_namespace``."""
+    return frozenset(
+        labels["namespace"] for labels in label_sets if labels.get(EXPORTED_NAMESPACE) and labels.get("namespace")
+    )
+
+
+def holder(labels: Mapping[str, str], exporters: frozenset[str]) -> str | None:
+    """The namespace of the pod that held the device, or None when the series names no workload.
+
+    An idle device's series carries only the exporter's own namespace (added by Prometheus), which must
+    not read as a workload holding the card.
+    """
+    exported = labels.get(EXPORTED_NAMESPACE)
+    if exported:
+        return exported
+    namespace = first_label(labels, NAMESPACE_LABELS)
+    return None if namespace in exporters else namespace
 
 
 @dataclass(frozen=True)
@@ -85,6 +108,7 @@ class FleetMap:
     pools: tuple[PoolView, ...]
     teams: dict[str, tuple[str, ...]]  # team -> namespaces, in policy order
     declared: bool  # True: from a policy; False: from the series seen
+    exporters: frozenset[str] = frozenset()  # the exporter's namespaces: never a workload's
     _by_namespace: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -140,7 +164,7 @@ def gpu_model(model_name: str) -> GpuModel | None:
     return found or lookup(model_name.removeprefix("NVIDIA ").strip())
 
 
-def from_series(label_sets: Iterable[Mapping[str, str]]) -> FleetMap:
+def from_series(label_sets: Iterable[Mapping[str, str]], exporters: frozenset[str]) -> FleetMap:
     """Without a policy: one pool per GPU model seen, one team per namespace seen."""
     model_names: dict[str, bool] = {}
     namespaces: set[str] = set()
@@ -148,7 +172,7 @@ def from_series(label_sets: Iterable[Mapping[str, str]]) -> FleetMap:
         name = labels.get(MODEL)
         if name:
             model_names[name] = model_names.get(name, False) or bool(labels.get(MIG_INSTANCE))
-        namespace = first_label(labels, NAMESPACE_LABELS)
+        namespace = holder(labels, exporters)
         if namespace:
             namespaces.add(namespace)
     pools = []
@@ -170,7 +194,7 @@ def from_series(label_sets: Iterable[Mapping[str, str]]) -> FleetMap:
             )
         )
     teams: dict[str, tuple[str, ...]] = {ns: (ns,) for ns in sorted(namespaces)}
-    return FleetMap(pools=tuple(pools), teams=teams, declared=False)
+    return FleetMap(pools=tuple(pools), teams=teams, declared=False, exporters=exporters)
 
 
 def _slug(model_name: str) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gpufleet.evidence.fleetmap import HOST_LABELS, MIG_INSTANCE, NAMESPACE_LABELS, FleetMap, first_label
+from gpufleet.evidence.fleetmap import HOST_LABELS, MIG_INSTANCE, FleetMap, first_label, holder
 from gpufleet.evidence.window import Window
 from gpufleet.prom import Series
 
@@ -121,7 +121,7 @@ def build(window: Window, fmap: FleetMap, metrics: Mapping[str, list[Series]]) -
             ks, values = _on_grid(window, series.points)
             if metric == GPU_UTIL:
                 values = values / 100.0
-            namespace = first_label(series.labels, NAMESPACE_LABELS)
+            namespace = holder(series.labels, fmap.exporters)
             owner = namespaces.setdefault(namespace, len(namespaces)) if namespace else None
             signals.setdefault((metric, key), _Signal(window.slots)).add(ks, values, owner)
     by_pool: dict[str, list[Track]] = {p.name: [] for p in fmap.pools}

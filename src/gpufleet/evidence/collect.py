@@ -8,7 +8,8 @@ drops what falls outside). GPU requests of running pods are a join, so they are 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -34,14 +35,27 @@ Progress = Callable[[str], None]
 
 
 async def collect(prom: PromClient, window: Window, progress: Progress) -> WindowInput:
+    """The window's six queries, run at once (Prometheus answers them in parallel)."""
     span = f"{window.seconds + window.step_s}s"
-    metrics: dict[str, list[Series]] = {}
-    for metric in DCGM_METRICS:
-        progress(f"{window.name}: {metric}")
-        metrics[metric] = await prom.query(f"{metric}[{span}]", window.end)
-    progress(f"{window.name}: {NODE_INFO}")
-    node_info = await prom.query(f"{NODE_INFO}[{span}]", window.end)
-    progress(f"{window.name}: GPU requests of running pods")
     half = timedelta(seconds=window.step_s / 2)
-    requests = await prom.query_range(REQUESTS_RUNNING, window.start + half, window.end - half, window.step_s)
+
+    async def one(what: str, query: Awaitable[list[Series]]) -> list[Series]:
+        result = await query
+        progress(f"{window.name}: {what}")
+        return result
+
+    answers = await asyncio.gather(
+        *(one(m, prom.query(f"{m}[{span}]", window.end)) for m in DCGM_METRICS),
+        one(NODE_INFO, prom.query(f"{NODE_INFO}[{span}]", window.end)),
+        one(
+            "GPU requests of running pods",
+            prom.query_range(REQUESTS_RUNNING, window.start + half, window.end - half, window.step_s),
+        ),
+        return_exceptions=True,  # every query settles before the first error is raised: none is left orphaned
+    )
+    failed = next((a for a in answers if isinstance(a, BaseException)), None)
+    if failed is not None:
+        raise failed
+    *dcgm, node_info, requests = [a for a in answers if not isinstance(a, BaseException)]
+    metrics = dict(zip(DCGM_METRICS, dcgm, strict=True))
     return WindowInput(window=window, metrics=metrics, node_info=node_info, requests=requests)

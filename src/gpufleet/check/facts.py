@@ -36,6 +36,7 @@ class TeamFacts:
     data_classes: tuple[str, ...]
     priority_classes: tuple[str, ...]
     pools: tuple[PoolOffer, ...]  # the queued pools the team can reach, in policy order
+    default_priority: str | None  # the lowest-valued class the team may use: what the webhook fills in
 
     @property
     def offers_text(self) -> str:
@@ -97,9 +98,16 @@ def _offer(cap: PoolCapacity) -> PoolOffer:
     )
 
 
+def _default_priority(names: list[str], values: dict[str, int]) -> str | None:
+    """The least urgent class a team may use (ties by name), so a forgotten label never jumps the queue."""
+    known = [n for n in names if n in values]
+    return min(known, key=lambda n: (values[n], n)) if known else None
+
+
 def admission_facts(fleet: Fleet) -> AdmissionFacts:
     """Resolve the policy into the facts every enforcer shares."""
     policy = fleet.policy
+    values = {pc.name: pc.value for pc in policy.priorityClasses}
     labels = policy.cluster.labels
     teams = tuple(
         TeamFacts(
@@ -108,6 +116,7 @@ def admission_facts(fleet: Fleet) -> AdmissionFacts:
             data_classes=tuple(t.dataClasses),
             priority_classes=tuple(t.priorityClasses),
             pools=tuple(_offer(c) for c in fleet.queued_pools() if fleet.reachable(t.name, c.pool)),
+            default_priority=_default_priority(t.priorityClasses, values),
         )
         for t in policy.teams
     )

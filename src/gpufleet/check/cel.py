@@ -11,13 +11,21 @@ The expressions keep to standard CEL, the strings extension and the Kubernetes l
 
 from __future__ import annotations
 
-import json
 import string
 from typing import Any
 
 from gpufleet.check.catalogue import RULES, Rule, Scope
 from gpufleet.check.facts import GPU_PREFIX, PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, join_or_none
 from gpufleet.check.workloads import KINDS, MAX_DIGITS, Path
+
+
+def _char(c: str) -> str:
+    """One character of a CEL string literal: printable ASCII as itself, the rest as code-point escapes."""
+    if c in '"\\':
+        return "\\" + c
+    if " " <= c <= "~":
+        return c
+    return f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
 
 
 def lit(value: Any) -> str:
@@ -27,7 +35,7 @@ def lit(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        return json.dumps(value)
+        return '"' + "".join(_char(c) for c in value) + '"'
     if isinstance(value, list | tuple):
         return "[" + ", ".join(lit(v) for v in value) + "]"
     if isinstance(value, dict):

@@ -39,6 +39,10 @@ async def _body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
+def _refuse(uid: str, reason: str, message: str) -> tuple[dict[str, object], str, list[str]]:
+    return review.response(uid, denials=[(reason, f"{reason}: {message}")]), "denied", [reason]
+
+
 def create_app(facts: AdmissionFacts, metrics: Metrics | None = None) -> Starlette:
     metrics = metrics or Metrics()
 
@@ -69,11 +73,10 @@ def create_app(facts: AdmissionFacts, metrics: Metrics | None = None) -> Starlet
             try:
                 body, outcome, details = answer(req)
             except RecursionError:  # an object nested beyond reason: refuse it, with a message
-                body, outcome, details = (
-                    review.response(req.uid, denials=[("ObjectTooDeep", "ObjectTooDeep: the object is nested too deeply to check")]),
-                    "denied",
-                    ["ObjectTooDeep"],
-                )
+                body, outcome, details = _refuse(req.uid, "ObjectTooDeep", "the object is nested too deeply to check")
+            except Exception:  # a bug must refuse with a message, not answer 500 and leave the user guessing
+                log.exception("rule failure", extra={"fields": {"endpoint": name, "uid": req.uid}})
+                body, outcome, details = _refuse(req.uid, "InternalError", "the gpufleet webhook failed on this object; see its log")
             elapsed = time.perf_counter() - started
             metrics.reviews.labels(name, outcome).inc()
             metrics.latency.labels(name).observe(elapsed)

@@ -14,7 +14,7 @@ from gpufleet.errors import InputError
 
 # cel-expr-python 0.1.3 cuts a Python string passed in as data at its first NUL (a binding limitation;
 # no Kubernetes name, label or annotation can hold one), so the generated text leaves NUL out.
-TEXT = st.text(alphabet=st.characters(exclude_characters="\x00"))
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"))
 VALUES = st.recursive(
     st.booleans() | st.integers(-(2**63), 2**63 - 1) | TEXT,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),

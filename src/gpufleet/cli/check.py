@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from gpufleet.check.documents import read
 from gpufleet.check.facts import admission_facts
@@ -25,17 +26,17 @@ PolicyArg = Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_
 
 def _where(v: Verdict) -> str:
     item = f" item {v.source.item}" if v.source.item is not None else ""
-    return f"{v.source.file} #{v.source.document}{item}"
+    return escape(f"{v.source.file} #{v.source.document}{item}")
 
 
 def _print(verdicts: list[Verdict]) -> None:
     for v in verdicts:
-        ident = f"{v.kind} {v.namespace}/{v.name}"
+        ident = escape(f"{v.kind} {v.namespace}/{v.name}")
         if not v.governed:
-            console.print(f"[dim]· not governed {ident} ({_where(v)})[/]", highlight=False)
+            console.print(f"[dim]· not governed {ident} ({_where(v)})[/]", highlight=False, soft_wrap=True)
             continue
         if v.denials:
-            console.print(f"[bold red]✗ denied[/]   {ident} ({_where(v)})", highlight=False)
+            console.print(f"[bold red]✗ denied[/]   {ident} ({_where(v)})", highlight=False, soft_wrap=True)
             for d in v.denials:
                 console.print(f"    {d.message}", highlight=False, markup=False, soft_wrap=True)
             continue
@@ -43,11 +44,11 @@ def _print(verdicts: list[Verdict]) -> None:
         if v.local_queue:
             flavors = ", ".join(v.flavors) if v.flavors else "none needed (no GPU request)"
             where = f" → LocalQueue {v.local_queue}, ClusterQueue {v.cluster_queue}, flavors: {flavors}"
-        console.print(f"[bold green]✓ admitted[/] {ident} ({_where(v)}){where}", highlight=False)
+        console.print(f"[bold green]✓ admitted[/] {ident} ({_where(v)}){where}", highlight=False, soft_wrap=True)
         for f in v.filled:
-            console.print(f"    filled in by the webhook: {f.label}={f.value} ({f.why})", highlight=False, markup=False)
+            console.print(f"    filled in by the webhook: {f.label}={f.value} ({f.why})", highlight=False, markup=False, soft_wrap=True)
     denied = sum(1 for v in verdicts if v.denials)
-    console.print(f"{len(verdicts)} objects: {len(verdicts) - denied} admitted, {denied} denied", highlight=False)
+    console.print(f"{len(verdicts)} objects: {len(verdicts) - denied} admitted, {denied} denied", highlight=False, soft_wrap=True)
 
 
 @guarded

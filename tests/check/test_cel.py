@@ -33,8 +33,16 @@ def test_literals_evaluate_back_to_the_value(value: Any) -> None:
     [
         (("spec", "template", "spec"), {"spec": {"template": {"spec": {"containers": []}}}}, 1),
         (("spec", "template", "spec"), {"spec": {}}, 0),
-        (("spec", "groups", "[]", "template", "spec"), {"spec": {"groups": [{"template": {"spec": {}}}, {"other": 1}]}}, 1),
-        (("spec", "roles", "{}", "template", "spec"), {"spec": {"roles": {"a": {"template": {"spec": {}}}, "b": {"template": {"spec": {}}}}}}, 2),
+        (
+            ("spec", "groups", "[]", "template", "spec"),
+            {"spec": {"groups": [{"template": {"spec": {}}}, {"other": 1}]}},
+            1,
+        ),
+        (
+            ("spec", "roles", "{}", "template", "spec"),
+            {"spec": {"roles": {"a": {"template": {"spec": {}}}, "b": {"template": {"spec": {}}}}}},
+            2,
+        ),
     ],
     ids=["plain", "missing", "list-skips-incomplete-items", "map-values"],
 )
@@ -55,5 +63,9 @@ def test_an_expression_that_does_not_compile_is_an_input_error() -> None:
 
 
 def test_the_kubernetes_list_functions_sum_and_max() -> None:
-    spec = {"validations": [{"expression": "[1, 2, 3].sum() == 6 && [4, 9, 2].max() == 9 && [].sum() == 0", "messageExpression": "'x'"}]}
+    spec = {
+        "validations": [
+            {"expression": "[1, 2, 3].sum() == 6 && [4, 9, 2].max() == 9 && [].sum() == 0", "messageExpression": "'x'"}
+        ]
+    }
     assert OfflinePolicy(spec).judge({}, "ns") == []

@@ -31,7 +31,13 @@ def test_a_denied_job_exits_1_with_every_reason() -> None:
     result = runner.invoke(app, ["check", POLICY, str(JOBS)])
     assert result.exit_code == 1
     assert "✗ denied   Job research/finetune-llama" in result.stdout
-    for reason in ("MissingLabel", "WrongQueueName", "ServingPoolToleration", "CheckpointLocationNotAllowed", "GPURequestTooLarge"):
+    for reason in (
+        "MissingLabel",
+        "WrongQueueName",
+        "ServingPoolToleration",
+        "CheckpointLocationNotAllowed",
+        "GPURequestTooLarge",
+    ):
         assert f"    {reason}: " in result.stdout
     assert "✓ admitted Job nlp-eval/eval-mistral" in result.stdout
     assert "LocalQueue nlp, ClusterQueue nlp, flavors: a100-mig" in result.stdout
@@ -95,6 +101,8 @@ def test_a_missing_file_exits_2() -> None:
 
 
 def test_webhook_serve_refuses_a_missing_certificate(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["webhook", "serve", POLICY, "--cert", str(tmp_path / "c.pem"), "--key", str(tmp_path / "k.pem")])
+    result = runner.invoke(
+        app, ["webhook", "serve", POLICY, "--cert", str(tmp_path / "c.pem"), "--key", str(tmp_path / "k.pem")]
+    )
     assert result.exit_code == 2
     assert "no such certificate file" in result.stderr

@@ -61,7 +61,9 @@ def test_webhooks_spare_system_and_serving_namespaces(objects: list[dict[str, An
     assert not {"kube-system", "kueue-system", "serving"} & set(inside["values"])
 
 
-def test_the_webhook_needs_no_rbac_and_serves_the_policy_it_was_rendered_from(objects: list[dict[str, Any]], fleet: Fleet) -> None:
+def test_the_webhook_needs_no_rbac_and_serves_the_policy_it_was_rendered_from(
+    objects: list[dict[str, Any]], fleet: Fleet
+) -> None:
     assert not [o for o in objects if o["kind"] in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")]
     pod = by_kind(objects, "Deployment")["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False

@@ -24,16 +24,38 @@ def job(labels: dict[str, str] | None, priority_class_name: str | None = None) -
     ("obj", "namespace", "labels_after"),
     [
         (job(None), "research", {"kueue.x-k8s.io/queue-name": "research", "kueue.x-k8s.io/priority-class": "dev"}),
-        (job({"a": "b"}), "vision", {"a": "b", "kueue.x-k8s.io/queue-name": "vision", "kueue.x-k8s.io/priority-class": "dev"}),
-        (job({"kueue.x-k8s.io/queue-name": ""}), "nlp", {"kueue.x-k8s.io/queue-name": "nlp", "kueue.x-k8s.io/priority-class": "dev"}),
+        (
+            job({"a": "b"}),
+            "vision",
+            {"a": "b", "kueue.x-k8s.io/queue-name": "vision", "kueue.x-k8s.io/priority-class": "dev"},
+        ),
+        (
+            job({"kueue.x-k8s.io/queue-name": ""}),
+            "nlp",
+            {"kueue.x-k8s.io/queue-name": "nlp", "kueue.x-k8s.io/priority-class": "dev"},
+        ),
         (job({}, priority_class_name="batch"), "nlp", {"kueue.x-k8s.io/queue-name": "nlp"}),
-        (job({"kueue.x-k8s.io/queue-name": "other"}), "nlp", {"kueue.x-k8s.io/queue-name": "other", "kueue.x-k8s.io/priority-class": "dev"}),
+        (
+            job({"kueue.x-k8s.io/queue-name": "other"}),
+            "nlp",
+            {"kueue.x-k8s.io/queue-name": "other", "kueue.x-k8s.io/priority-class": "dev"},
+        ),
         (job({}), "default", {}),
         (job({}), "serving", {}),
     ],
-    ids=["no-labels", "other-labels-kept", "empty-queue", "pod-priority-kept", "wrong-queue-kept", "not-a-team", "serving"],
+    ids=[
+        "no-labels",
+        "other-labels-kept",
+        "empty-queue",
+        "pod-priority-kept",
+        "wrong-queue-kept",
+        "not-a-team",
+        "serving",
+    ],
 )
-def test_patch_fills_missing_queue_and_priority(facts: AdmissionFacts, obj: dict[str, Any], namespace: str, labels_after: dict[str, str]) -> None:
+def test_patch_fills_missing_queue_and_priority(
+    facts: AdmissionFacts, obj: dict[str, Any], namespace: str, labels_after: dict[str, str]
+) -> None:
     mutated = apply(obj, patch(facts, obj, namespace))
     assert mutated["metadata"].get("labels", {}) == labels_after
 

@@ -49,7 +49,10 @@ def write_pair(ca: trustme.CA, folder: Path) -> tuple[Path, Path]:
     issued = ca.issue_cert("127.0.0.1", "localhost")
     cert, key = folder / "tls.crt", folder / "tls.key"
     tmp_cert, tmp_key = folder / ".tls.crt", folder / ".tls.key"
-    for blob, path in ((b"".join(p.bytes() for p in issued.cert_chain_pems), tmp_cert), (issued.private_key_pem.bytes(), tmp_key)):
+    for blob, path in (
+        (b"".join(p.bytes() for p in issued.cert_chain_pems), tmp_cert),
+        (issued.private_key_pem.bytes(), tmp_key),
+    ):
         path.write_bytes(blob)
     tmp_key.replace(key)
     tmp_cert.replace(cert)
@@ -72,7 +75,9 @@ def start(facts: AdmissionFacts, ca: trustme.CA, folder: Path, reload_seconds: f
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = WebhookServer(create_app(facts), cert=cert, key=key, host="127.0.0.1", port=port, reload_seconds=reload_seconds)
+    server = WebhookServer(
+        create_app(facts), cert=cert, key=key, host="127.0.0.1", port=port, reload_seconds=reload_seconds
+    )
     thread = threading.Thread(target=asyncio.run, args=(server.serve(sockets=[sock]),), daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

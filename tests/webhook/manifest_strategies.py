@@ -65,16 +65,33 @@ def pod_spec(draw: st.DrawFn, facts: AdmissionFacts, team_classes: tuple[str, ..
     )
     if toleration is not None:
         spec["tolerations"] = [toleration]
-    selector = draw(st.sampled_from([None, None, None, dict(serving.selector), {"gpufleet.io/pool": "h100-train"}, {"gpufleet.io/pool": "a100-mig"}]))
+    selector = draw(
+        st.sampled_from(
+            [
+                None,
+                None,
+                None,
+                dict(serving.selector),
+                {"gpufleet.io/pool": "h100-train"},
+                {"gpufleet.io/pool": "a100-mig"},
+            ]
+        )
+    )
     if selector is not None:
         spec["nodeSelector"] = selector
     if draw(st.integers(0, 9)) == 0:
         spec["nodeName"] = draw(st.sampled_from([*serving.nodes, "gpu-h100-01"]))
     if draw(st.integers(0, 9)) == 0:
         key, value = next(iter(serving.selector.items()))
-        term = {"matchExpressions": [{"key": key, "operator": draw(st.sampled_from(["In", "NotIn"])), "values": [value]}]}
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
-    priority = draw(st.sampled_from([None, None, None, None, serving.priority_class, "train-high", "batch", *team_classes]))
+        term = {
+            "matchExpressions": [{"key": key, "operator": draw(st.sampled_from(["In", "NotIn"])), "values": [value]}]
+        }
+        spec["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        }
+    priority = draw(
+        st.sampled_from([None, None, None, None, serving.priority_class, "train-high", "batch", *team_classes])
+    )
     if priority is not None:
         spec["priorityClassName"] = priority
     return spec
@@ -85,11 +102,23 @@ def _wrap(kind: str, specs: list[dict[str, Any]], template_labels: dict[str, str
     if kind == "Job":
         return {"template": {"spec": first}}
     if kind == "JobSet":
-        return {"replicatedJobs": [{"name": f"r{i}", "template": {"spec": {"template": {"spec": s}}}} for i, s in enumerate(specs)]}
+        return {
+            "replicatedJobs": [
+                {"name": f"r{i}", "template": {"spec": {"template": {"spec": s}}}} for i, s in enumerate(specs)
+            ]
+        }
     if kind in ("PyTorchJob", "MPIJob"):
         key = "pytorchReplicaSpecs" if kind == "PyTorchJob" else "mpiReplicaSpecs"
-        return {key: {"Master": {"replicas": 1, "template": {"spec": first}}, "Worker": {"replicas": 2, "template": {"spec": rest[0]}}}}
-    cluster = {"headGroupSpec": {"template": {"spec": first}}, "workerGroupSpecs": [{"groupName": "w", "template": {"spec": s}} for s in rest]}
+        return {
+            key: {
+                "Master": {"replicas": 1, "template": {"spec": first}},
+                "Worker": {"replicas": 2, "template": {"spec": rest[0]}},
+            }
+        }
+    cluster = {
+        "headGroupSpec": {"template": {"spec": first}},
+        "workerGroupSpecs": [{"groupName": "w", "template": {"spec": s}} for s in rest],
+    }
     if kind == "RayJob":
         return {"entrypoint": "python train.py", "rayClusterSpec": cluster}
     if kind == "RayCluster":
@@ -112,7 +141,9 @@ def manifests(draw: st.DrawFn, facts: AdmissionFacts) -> tuple[dict[str, Any], s
     values = {
         facts.team_label: _choice(draw, team.name, None, "", other.name),
         facts.model_label: _choice(draw, "llama-3-8b", None, ""),
-        facts.data_class_label: _choice(draw, team.data_classes[0], None, "", "secret", *team.data_classes, *other.data_classes),
+        facts.data_class_label: _choice(
+            draw, team.data_classes[0], None, "", "secret", *team.data_classes, *other.data_classes
+        ),
         QUEUE_LABEL: _choice(draw, team.name, None, None, "", other.name, weight=3),
         PRIORITY_LABEL: _choice(draw, None, serving.priority_class, "train-high", *team.priority_classes, weight=3),
     }
@@ -123,12 +154,24 @@ def manifests(draw: st.DrawFn, facts: AdmissionFacts) -> tuple[dict[str, Any], s
     if labels or draw(st.booleans()):
         metadata["labels"] = labels
     location = draw(
-        st.sampled_from([None, None, "s3://eu-central-1/ckpt/run", "s3://eu-central-1/confidential/run", "s3://us-east-1/run", "gs://europe-west4/x", ""])
+        st.sampled_from(
+            [
+                None,
+                None,
+                "s3://eu-central-1/ckpt/run",
+                "s3://eu-central-1/confidential/run",
+                "s3://us-east-1/run",
+                "gs://europe-west4/x",
+                "",
+            ]
+        )
     )
     if location is not None:
         metadata["annotations"] = {facts.checkpoint_annotation: location}
     if draw(st.integers(0, 14)) == 0:
-        metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": "Owner", "name": "o", "uid": "u", "controller": True}]
+        metadata["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Owner", "name": "o", "uid": "u", "controller": True}
+        ]
     obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": metadata}
     if kind != "ConfigMap":
         specs = [draw(pod_spec(facts, team.priority_classes)) for _ in range(draw(st.integers(1, 2)))]

@@ -28,7 +28,16 @@ GOOD_JOB: dict[str, Any] = {
     "metadata": {"name": "j", "labels": {"gpufleet.io/team": "research"}},
     "spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},
 }
-PATHS = [(), ("metadata",), ("metadata", "labels"), ("spec",), ("spec", "template"), ("spec", "template", "spec"), ("kind",), ("apiVersion",)]
+PATHS = [
+    (),
+    ("metadata",),
+    ("metadata", "labels"),
+    ("spec",),
+    ("spec", "template"),
+    ("spec", "template", "spec"),
+    ("kind",),
+    ("apiVersion",),
+]
 
 
 def envelope(obj: Any, api_version: str = "admission.k8s.io/v1", uid: Any = "fuzz") -> bytes:
@@ -50,7 +59,9 @@ def corrupted(path: tuple[str, ...], value: Any) -> Any:
 BODIES = st.one_of(
     st.binary(max_size=300),
     st.builds(lambda cut: envelope(GOOD_JOB)[:cut], st.integers(0, len(envelope(GOOD_JOB)) - 1)),
-    st.builds(envelope, st.just(GOOD_JOB), st.sampled_from(["admission.k8s.io/v1beta1", "v1", "", "admission.k8s.io/v2"])),
+    st.builds(
+        envelope, st.just(GOOD_JOB), st.sampled_from(["admission.k8s.io/v1beta1", "v1", "", "admission.k8s.io/v2"])
+    ),
     st.builds(envelope, st.just(GOOD_JOB), uid=st.one_of(st.none(), st.integers(), st.just(""))),
     st.builds(lambda path, value: envelope(corrupted(path, value)), st.sampled_from(PATHS), JSON),
     st.builds(lambda v: json.dumps(v).encode(), JSON),

@@ -34,7 +34,9 @@ def job(labels: dict[str, str]) -> dict[str, Any]:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": "j", "labels": labels},
-        "spec": {"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},
+        "spec": {
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+        },
     }
 
 
@@ -64,13 +66,24 @@ def test_delete_has_no_object_and_is_allowed(client: httpx2.Client) -> None:
 @pytest.mark.parametrize(
     ("labels", "expected"),
     [
-        (LABELS, [("/metadata/labels/kueue.x-k8s.io~1queue-name", "research"), ("/metadata/labels/kueue.x-k8s.io~1priority-class", "dev")]),
+        (
+            LABELS,
+            [
+                ("/metadata/labels/kueue.x-k8s.io~1queue-name", "research"),
+                ("/metadata/labels/kueue.x-k8s.io~1priority-class", "dev"),
+            ],
+        ),
         ({**LABELS, "kueue.x-k8s.io/queue-name": "research", "kueue.x-k8s.io/priority-class": "batch"}, []),
-        ({**LABELS, "kueue.x-k8s.io/queue-name": "wrong"}, [("/metadata/labels/kueue.x-k8s.io~1priority-class", "dev")]),
+        (
+            {**LABELS, "kueue.x-k8s.io/queue-name": "wrong"},
+            [("/metadata/labels/kueue.x-k8s.io~1priority-class", "dev")],
+        ),
     ],
     ids=["fills-queue-and-priority", "leaves-complete-job", "never-corrects-a-wrong-queue"],
 )
-def test_mutate_fills_only_what_is_missing(client: httpx2.Client, labels: dict[str, str], expected: list[tuple[str, str]]) -> None:
+def test_mutate_fills_only_what_is_missing(
+    client: httpx2.Client, labels: dict[str, str], expected: list[tuple[str, str]]
+) -> None:
     response = client.post("/mutate", json=review(job(labels))).json()["response"]
     assert response["allowed"] is True
     patch = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
@@ -103,7 +116,10 @@ def test_each_review_is_one_json_log_line(client: httpx2.Client, caplog: pytest.
 
 
 def _served_serial(port: int, context: ssl.SSLContext) -> int:
-    with socket.create_connection(("127.0.0.1", port)) as raw, context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+    with (
+        socket.create_connection(("127.0.0.1", port)) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
         der = tls.getpeercert(binary_form=True)
     assert der is not None
     return x509.load_der_x509_certificate(der).serial_number

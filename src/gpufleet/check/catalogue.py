@@ -84,8 +84,7 @@ RULES: tuple[Rule, ...] = (
         "serving-priority",
         "ServingPriorityClass",
         Scope.PODS,
-        "priority class {value} is reserved for serving; {kinds} in namespace {namespace} "
-        "may use one of: {allowed}",
+        "priority class {value} is reserved for serving; {kinds} in namespace {namespace} may use one of: {allowed}",
     ),
     Rule(
         "priority-label-allowed",

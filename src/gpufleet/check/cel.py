@@ -115,7 +115,9 @@ def _per_spec(facts: AdmissionFacts) -> dict[str, str]:
     unknown_test = f"!(k in {universe}) && {_count('k')} > 0"
     unknown = f"{_ALL}.exists(c, {_gpu_keys(_REQ, unknown_test)} || {_gpu_keys(_LIM, unknown_test)})"
     needs = f"{universe}.filter(r, {_total('r')} > 0)"
-    candidates = f"variables.team.pools.filter(p, p.sel.all(k, !(k in {_NODE_SELECTOR}) || {_NODE_SELECTOR}[k] == p.sel[k]))"
+    candidates = (
+        f"variables.team.pools.filter(p, p.sel.all(k, !(k in {_NODE_SELECTOR}) || {_NODE_SELECTOR}[k] == p.sel[k]))"
+    )
     not_offered = f"({unknown} || {needs}.exists(r, !{candidates}.exists(p, r in p.units)))"
     fits_none = (
         f"({needs}.size() > 0 && !{not_offered} && "
@@ -289,7 +291,10 @@ def variables(facts: AdmissionFacts) -> list[dict[str, str]]:
         {"name": "teams", "expression": lit(_team_table(facts))},
         {"name": "inTeam", "expression": "request.namespace in variables.teams"},
         {"name": "team", "expression": "variables.inTeam ? variables.teams[request.namespace] : {}"},
-        {"name": "kind", "expression": "(object.apiVersion.contains('/') ? object.apiVersion.split('/')[0] : '') + '/' + object.kind"},
+        {
+            "name": "kind",
+            "expression": "(object.apiVersion.contains('/') ? object.apiVersion.split('/')[0] : '') + '/' + object.kind",
+        },
         {"name": "labels", "expression": "has(object.metadata.labels) ? object.metadata.labels : {}"},
         {"name": "specs", "expression": _kind_switch()},
         {"name": "controlled", "expression": controlled},

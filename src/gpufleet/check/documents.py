@@ -34,7 +34,9 @@ def _items(file: str, index: int, data: Any, line: int) -> tuple[list[Source], l
             if isinstance(item, dict) and isinstance(item.get("kind"), str):
                 sources.append(Source(file, index, item, i))
             else:
-                problems.append(Problem(f"item {i} of document {index} is not a Kubernetes object", file=file, line=line))
+                problems.append(
+                    Problem(f"item {i} of document {index} is not a Kubernetes object", file=file, line=line)
+                )
         return sources, problems
     return [Source(file, index, data)], []
 

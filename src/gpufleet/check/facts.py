@@ -124,9 +124,7 @@ def admission_facts(fleet: Fleet) -> AdmissionFacts:
     if policy.serving is not None:
         cap = fleet.pools[policy.serving.pool]
         # the same taints the renderer puts on the pool's nodes (render.common.pool_taints)
-        taints = (("gpufleet.io/pool", cap.name, "NoSchedule"),) + tuple(
-            (t.key, t.value, t.effect) for t in cap.pool.taints
-        )
+        taints = (("gpufleet.io/pool", cap.name, "NoSchedule"), *((t.key, t.value, t.effect) for t in cap.pool.taints))
         serving = ServingFacts(
             namespace=policy.serving.namespace,
             pool=cap.name,

@@ -83,9 +83,7 @@ def verdict(facts: AdmissionFacts, source: Source, default_namespace: str = DEFA
     if s is None or s.scope is not Scope.BATCH or s.team is None or denials:
         return out
     flavors, wants = _flavors(facts, admitted_as, namespace)
-    return Verdict(
-        source, out.kind, namespace, name, True, [], filled, s.team.name, s.team.name, flavors, wants
-    )
+    return Verdict(source, out.kind, namespace, name, True, [], filled, s.team.name, s.team.name, flavors, wants)
 
 
 def check(facts: AdmissionFacts, sources: list[Source], default_namespace: str = DEFAULT_NAMESPACE) -> list[Verdict]:

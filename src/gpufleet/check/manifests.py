@@ -33,12 +33,13 @@ DEFAULT_IMAGE = f"ghcr.io/gpufleet/gpufleet:{__version__}"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 
 
-def _meta(name: str, namespace: str | None = None, **extra: Any) -> Obj:
+def _meta(name: str, namespace: str | None = None, annotations: dict[str, str] | None = None) -> Obj:
     out: Obj = {"name": name}
     if namespace:
         out["namespace"] = namespace
     out["labels"] = {**MANAGED_BY, **APP} if name == WEBHOOK else dict(MANAGED_BY)
-    out.update(extra)
+    if annotations:
+        out["annotations"] = annotations
     return out
 
 
@@ -105,7 +106,12 @@ def _webhook(fleet: Fleet, name: str, path: str, operations: list[str], batch_on
 
 def _cert_manager() -> list[Obj]:
     """A self-signed certificate that cert-manager renews; the webhook reloads it without a restart."""
-    issuer = {"apiVersion": "cert-manager.io/v1", "kind": "Issuer", "metadata": _meta(WEBHOOK, NAMESPACE), "spec": {"selfSigned": {}}}
+    issuer = {
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Issuer",
+        "metadata": _meta(WEBHOOK, NAMESPACE),
+        "spec": {"selfSigned": {}},
+    }
     certificate = {
         "apiVersion": "cert-manager.io/v1",
         "kind": "Certificate",
@@ -124,12 +130,26 @@ def _deployment(webhook_image: str) -> Obj:
     container = {
         "name": "webhook",
         "image": webhook_image,
-        "args": ["webhook", "serve", POLICY_PATH, "--cert", f"{TLS_DIR}/tls.crt", "--key", f"{TLS_DIR}/tls.key", "--port", str(PORT)],
+        "args": [
+            "webhook",
+            "serve",
+            POLICY_PATH,
+            "--cert",
+            f"{TLS_DIR}/tls.crt",
+            "--key",
+            f"{TLS_DIR}/tls.key",
+            "--port",
+            str(PORT),
+        ],
         "ports": [{"name": "https", "containerPort": PORT}],
         "readinessProbe": probe,
         "livenessProbe": probe,
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
-        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
         "volumeMounts": [
             {"name": "policy", "mountPath": "/etc/gpufleet", "readOnly": True},
             {"name": "tls", "mountPath": TLS_DIR, "readOnly": True},
@@ -161,11 +181,21 @@ def _deployment(webhook_image: str) -> Obj:
 
 def webhook_objects(fleet: Fleet, webhook_image: str = DEFAULT_IMAGE) -> list[Obj]:
     policy_text = yaml.safe_dump(fleet.policy.model_dump(mode="json", exclude_none=True), sort_keys=False)
-    inject = {"annotations": {"cert-manager.io/inject-ca-from": f"{NAMESPACE}/{WEBHOOK}"}}
+    inject = {"cert-manager.io/inject-ca-from": f"{NAMESPACE}/{WEBHOOK}"}
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(NAMESPACE)},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(WEBHOOK, NAMESPACE), "automountServiceAccountToken": False},
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(f"{WEBHOOK}-policy", NAMESPACE), "data": {"fleet.yaml": policy_text}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _meta(WEBHOOK, NAMESPACE),
+            "automountServiceAccountToken": False,
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(f"{WEBHOOK}-policy", NAMESPACE),
+            "data": {"fleet.yaml": policy_text},
+        },
         *_cert_manager(),
         _deployment(webhook_image),
         {
@@ -177,13 +207,13 @@ def webhook_objects(fleet: Fleet, webhook_image: str = DEFAULT_IMAGE) -> list[Ob
         {
             "apiVersion": ADMISSION_API,
             "kind": "MutatingWebhookConfiguration",
-            "metadata": _meta(WEBHOOK, **inject),
+            "metadata": _meta(WEBHOOK, annotations=inject),
             "webhooks": [_webhook(fleet, "mutate.gpufleet.io", "/mutate", ["CREATE"], batch_only=True)],
         },
         {
             "apiVersion": ADMISSION_API,
             "kind": "ValidatingWebhookConfiguration",
-            "metadata": _meta(WEBHOOK, **inject),
+            "metadata": _meta(WEBHOOK, annotations=inject),
             "webhooks": [_webhook(fleet, "validate.gpufleet.io", "/validate", ["CREATE", "UPDATE"], batch_only=False)],
         },
     ]

@@ -54,7 +54,11 @@ def patch(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> Patch:
     if "labels" not in mapping(obj, "metadata") or not isinstance(obj["metadata"]["labels"], dict):
         return [{"op": "add", "path": "/metadata/labels", "value": {f.label: f.value for f in filled}}]
     return [
-        {"op": "replace" if f.label in labels else "add", "path": f"/metadata/labels/{_escape(f.label)}", "value": f.value}
+        {
+            "op": "replace" if f.label in labels else "add",
+            "path": f"/metadata/labels/{_escape(f.label)}",
+            "value": f.value,
+        }
         for f in filled
     ]
 

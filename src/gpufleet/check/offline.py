@@ -38,7 +38,9 @@ def _lists_library() -> cel.CelExtension:
     t = cel.Type
 
     def member(name: str, impl: Any) -> cel.FunctionDecl:
-        overload = cel.Overload(f"list_{name}", return_type=t.DYN, parameters=[t.List(t.DYN)], is_member=True, impl=impl)
+        overload = cel.Overload(
+            f"list_{name}", return_type=t.DYN, parameters=[t.List(t.DYN)], is_member=True, impl=impl
+        )
         return cel.FunctionDecl(name, [overload])
 
     return cel.CelExtension("gpufleet.lists", [member("sum", _list_sum), member("max", _list_max)])

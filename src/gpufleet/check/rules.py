@@ -67,7 +67,7 @@ class Subject:
 
 
 def requests_gpus(specs: list[dict[str, Any]]) -> bool:
-    return any(gpu_entries(c) for spec in specs for c in sum(containers(spec), []))
+    return any(gpu_entries(c) for spec in specs for part in containers(spec) for c in part)
 
 
 def subject(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> Subject | None:
@@ -151,9 +151,13 @@ def _selects_serving(spec: dict[str, Any], selector: dict[str, str], nodes: tupl
         return True
     if text(spec, "nodeName") in nodes:
         return True
-    required = mapping(mapping(mapping(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution")
+    required = mapping(
+        mapping(mapping(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"
+    )
     return any(
-        text(e, "key") in selector and text(e, "operator") == "In" and selector[str(text(e, "key"))] in sequence(e, "values")
+        text(e, "key") in selector
+        and text(e, "operator") == "In"
+        and selector[str(text(e, "key"))] in sequence(e, "values")
         for term in sequence(required, "nodeSelectorTerms")
         for e in sequence(term, "matchExpressions")
     )
@@ -220,9 +224,7 @@ def candidates(team: TeamFacts, spec: dict[str, Any]) -> list[PoolOffer]:
 def _not_offered(facts: AdmissionFacts, team: TeamFacts, spec: dict[str, Any]) -> bool:
     pools = candidates(team, spec)
     needs = pod_gpus(spec, facts.gpu_resources)
-    return unknown_gpus(spec, facts.gpu_resources) or any(
-        not any(r in p.per_node for p in pools) for r in needs
-    )
+    return unknown_gpus(spec, facts.gpu_resources) or any(not any(r in p.per_node for p in pools) for r in needs)
 
 
 def fits(offer: PoolOffer, needs: dict[str, int]) -> bool:
@@ -242,9 +244,9 @@ def _gpu_fits(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
         return None
     for spec in s.specs:
         needs = pod_gpus(spec, facts.gpu_resources)
-        if needs and not _not_offered(facts, s.my_team, spec):
-            if not any(fits(p, needs) for p in candidates(s.my_team, spec)):
-                return {"team": s.my_team.name, "offers": s.my_team.offers_text}
+        offered = bool(needs) and not _not_offered(facts, s.my_team, spec)
+        if offered and not any(fits(p, needs) for p in candidates(s.my_team, spec)):
+            return {"team": s.my_team.name, "offers": s.my_team.offers_text}
     return None
 
 

@@ -36,7 +36,9 @@ class WorkloadKind:
 
 
 def _kubeflow(kind: str, replica_specs: str) -> WorkloadKind:
-    return WorkloadKind("kubeflow.org", kind, kind.lower() + "s", (("spec", replica_specs, "{}", "template", "spec"),), True)
+    return WorkloadKind(
+        "kubeflow.org", kind, kind.lower() + "s", (("spec", replica_specs, "{}", "template", "spec"),), True
+    )
 
 
 _RAY_CLUSTER: tuple[Path, ...] = (
@@ -47,7 +49,11 @@ _RAY_CLUSTER: tuple[Path, ...] = (
 KINDS: tuple[WorkloadKind, ...] = (
     WorkloadKind("batch", "Job", "jobs", (("spec", "template", "spec"),), True),
     WorkloadKind(
-        "jobset.x-k8s.io", "JobSet", "jobsets", (("spec", "replicatedJobs", "[]", "template", "spec", "template", "spec"),), True
+        "jobset.x-k8s.io",
+        "JobSet",
+        "jobsets",
+        (("spec", "replicatedJobs", "[]", "template", "spec", "template", "spec"),),
+        True,
     ),
     _kubeflow("PyTorchJob", "pytorchReplicaSpecs"),
     _kubeflow("TFJob", "tfReplicaSpecs"),
@@ -66,7 +72,7 @@ _BY_KEY = {k.key: k for k in KINDS}
 
 
 def group_of(api_version: str) -> str:
-    return api_version.split("/")[0] if "/" in api_version else ""
+    return api_version.split("/", maxsplit=1)[0] if "/" in api_version else ""
 
 
 def kind_of(obj: dict[str, Any]) -> WorkloadKind | None:
@@ -109,7 +115,10 @@ def text(node: Any, key: str) -> str | None:
 
 def is_controlled(obj: dict[str, Any]) -> bool:
     """Owned by a controller (a Job's pods, a JobSet's Jobs): the owner was checked, not the child."""
-    return any(isinstance(ref, dict) and ref.get("controller") is True for ref in sequence(obj.get("metadata"), "ownerReferences"))
+    return any(
+        isinstance(ref, dict) and ref.get("controller") is True
+        for ref in sequence(obj.get("metadata"), "ownerReferences")
+    )
 
 
 def whole(raw: Any) -> int | None:

@@ -46,9 +46,16 @@ def _print(verdicts: list[Verdict]) -> None:
             where = f" → LocalQueue {v.local_queue}, ClusterQueue {v.cluster_queue}, flavors: {flavors}"
         console.print(f"[bold green]✓ admitted[/] {ident} ({_where(v)}){where}", highlight=False, soft_wrap=True)
         for f in v.filled:
-            console.print(f"    filled in by the webhook: {f.label}={f.value} ({f.why})", highlight=False, markup=False, soft_wrap=True)
+            console.print(
+                f"    filled in by the webhook: {f.label}={f.value} ({f.why})",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
     denied = sum(1 for v in verdicts if v.denials)
-    console.print(f"{len(verdicts)} objects: {len(verdicts) - denied} admitted, {denied} denied", highlight=False, soft_wrap=True)
+    console.print(
+        f"{len(verdicts)} objects: {len(verdicts) - denied} admitted, {denied} denied", highlight=False, soft_wrap=True
+    )
 
 
 @guarded
@@ -73,18 +80,23 @@ def check_cmd(
         raise typer.Exit(EXIT_DENIED)
 
 
-webhook_app = typer.Typer(help="The admission webhook (validating and mutating, AdmissionReview v1).", no_args_is_help=True)
+webhook_app = typer.Typer(
+    help="The admission webhook (validating and mutating, AdmissionReview v1).", no_args_is_help=True
+)
 
 
 @webhook_app.command("serve")
 @guarded
 def serve(
     policy: PolicyArg,
+    *,
     cert: Annotated[Path, typer.Option("--cert", help="TLS certificate (PEM); reloaded when it changes")],
     key: Annotated[Path, typer.Option("--key", help="TLS private key (PEM)")],
     port: Annotated[int, typer.Option("--port", help="HTTPS port")] = 8443,
     host: Annotated[str, typer.Option("--host", help="Address to listen on (all interfaces in a pod)")] = "0.0.0.0",
-    reload_seconds: Annotated[float, typer.Option("--reload-seconds", help="How often to look for a renewed certificate")] = RELOAD_SECONDS,
+    reload_seconds: Annotated[
+        float, typer.Option("--reload-seconds", help="How often to look for a renewed certificate")
+    ] = RELOAD_SECONDS,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
 ) -> None:
     """Serve /validate, /mutate, /healthz and /metrics over HTTPS."""

@@ -76,7 +76,9 @@ def create_app(facts: AdmissionFacts, metrics: Metrics | None = None) -> Starlet
                 body, outcome, details = _refuse(req.uid, "ObjectTooDeep", "the object is nested too deeply to check")
             except Exception:  # a bug must refuse with a message, not answer 500 and leave the user guessing
                 log.exception("rule failure", extra={"fields": {"endpoint": name, "uid": req.uid}})
-                body, outcome, details = _refuse(req.uid, "InternalError", "the gpufleet webhook failed on this object; see its log")
+                body, outcome, details = _refuse(
+                    req.uid, "InternalError", "the gpufleet webhook failed on this object; see its log"
+                )
             elapsed = time.perf_counter() - started
             metrics.reviews.labels(name, outcome).inc()
             metrics.latency.labels(name).observe(elapsed)

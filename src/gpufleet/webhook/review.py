@@ -52,7 +52,9 @@ def parse(body: bytes) -> Request:
     if not isinstance(review, dict):
         raise BadReview("expected a JSON object")
     if review.get("apiVersion") != API_VERSION or review.get("kind") != KIND:
-        raise BadReview(f"expected apiVersion {API_VERSION} kind {KIND}, got {review.get('apiVersion')!r} {review.get('kind')!r}")
+        raise BadReview(
+            f"expected apiVersion {API_VERSION} kind {KIND}, got {review.get('apiVersion')!r} {review.get('kind')!r}"
+        )
     request = review.get("request")
     if not isinstance(request, dict) or not isinstance(request.get("uid"), str) or not request["uid"]:
         raise BadReview("request.uid is missing")
@@ -70,7 +72,9 @@ def parse(body: bytes) -> Request:
     )
 
 
-def response(uid: str, *, denials: list[tuple[str, str]] | None = None, patch: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def response(
+    uid: str, *, denials: list[tuple[str, str]] | None = None, patch: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """An AdmissionReview response: allowed unless there are denials (reason, message)."""
     body: dict[str, Any] = {"uid": uid, "allowed": not denials}
     if denials:

@@ -39,13 +39,26 @@ class WebhookServer:
     """A uvicorn server over TLS plus its certificate watcher."""
 
     def __init__(
-        self, app: Starlette, *, cert: Path, key: Path, host: str = "127.0.0.1", port: int = 8443,
+        self,
+        app: Starlette,
+        *,
+        cert: Path,
+        key: Path,
+        host: str = "127.0.0.1",
+        port: int = 8443,
         reload_seconds: float = RELOAD_SECONDS,
     ) -> None:
         self.cert, self.key, self.reload_seconds = cert, key, reload_seconds
         self.config = uvicorn.Config(
-            app, host=host, port=port, ssl_certfile=str(cert), ssl_keyfile=str(key),
-            log_config=None, access_log=False, lifespan="off", timeout_keep_alive=30,
+            app,
+            host=host,
+            port=port,
+            ssl_certfile=str(cert),
+            ssl_keyfile=str(key),
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            timeout_keep_alive=30,
         )
         self.server = uvicorn.Server(self.config)
         self.reloads = 0

@@ -50,7 +50,13 @@ class Metrics:
         self.reviews = Counter(
             "gpufleet_webhook_reviews", "AdmissionReviews answered", ["endpoint", "outcome"], registry=self.registry
         )
-        self.denials = Counter("gpufleet_webhook_denials", "Denials by machine reason", ["reason"], registry=self.registry)
+        self.denials = Counter(
+            "gpufleet_webhook_denials", "Denials by machine reason", ["reason"], registry=self.registry
+        )
         self.latency = Histogram(
-            "gpufleet_webhook_review_seconds", "Time to answer a review", ["endpoint"], buckets=BUCKETS, registry=self.registry
+            "gpufleet_webhook_review_seconds",
+            "Time to answer a review",
+            ["endpoint"],
+            buckets=BUCKETS,
+            registry=self.registry,
         )

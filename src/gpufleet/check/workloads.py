@@ -155,16 +155,17 @@ def has_invalid_count(spec: dict[str, Any]) -> bool:
     return False
 
 
-def _count(container: dict[str, Any], resource: str) -> int:
-    return whole(gpu_entries(container).get(resource, 0)) or 0
-
-
 def pod_gpus(spec: dict[str, Any], resources: tuple[str, ...]) -> dict[str, int]:
     """What the pod needs of each resource in ``resources`` (only those it needs, in the given order)."""
     app, init = containers(spec)
+    app_counts = [gpu_entries(c) for c in app]
+    init_counts = [gpu_entries(c) for c in init]
     out: dict[str, int] = {}
     for resource in resources:
-        total = max([sum(_count(c, resource) for c in app)] + [_count(c, resource) for c in init])
+        total = max(
+            [sum(whole(e.get(resource, 0)) or 0 for e in app_counts)]
+            + [whole(e.get(resource, 0)) or 0 for e in init_counts]
+        )
         if total > 0:
             out[resource] = total
     return out

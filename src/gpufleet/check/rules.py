@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from gpufleet.check.catalogue import RULES, Scope
@@ -48,10 +49,26 @@ class Subject:
     scope: Scope
     team: TeamFacts | None
     specs: list[dict[str, Any]] = field(default_factory=list)
+    gpu_resources: tuple[str, ...] = ()
 
-    @property
+    # computed once per object: several rules read them
+    @cached_property
     def labels(self) -> dict[str, Any]:
         return mapping(self.obj.get("metadata"), "labels")
+
+    @cached_property
+    def invalid_counts(self) -> bool:
+        return any(has_invalid_count(spec) for spec in self.specs)
+
+    @cached_property
+    def needs(self) -> list[dict[str, int]]:
+        """Per pod spec, the GPUs it needs of each resource the fleet knows."""
+        return [pod_gpus(spec, self.gpu_resources) for spec in self.specs]
+
+    @cached_property
+    def unknown(self) -> list[bool]:
+        """Per pod spec, whether it asks for a GPU resource no pool of the fleet yields."""
+        return [unknown_gpus(spec, self.gpu_resources) for spec in self.specs]
 
     def label(self, key: str) -> str | None:
         return text(self.labels, key)
@@ -79,9 +96,10 @@ def subject(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> Subje
     team = facts.team_of(namespace)
     if team is not None:
         batch = kind.batch and not is_controlled(obj) and (kind.kind != "Pod" or requests_gpus(specs))
-        return Subject(obj, kind, namespace, Scope.BATCH if batch else Scope.PODS, team, specs)
+        scope = Scope.BATCH if batch else Scope.PODS
+        return Subject(obj, kind, namespace, scope, team, specs, facts.gpu_resources)
     if facts.serving is not None and namespace == facts.serving.namespace and not kind.batch:
-        return Subject(obj, kind, namespace, Scope.SERVING, None, specs)
+        return Subject(obj, kind, namespace, Scope.SERVING, None, specs, facts.gpu_resources)
     return None
 
 
@@ -212,7 +230,7 @@ def _checkpoint_location(facts: AdmissionFacts, s: Subject) -> dict[str, str] | 
 
 
 def _gpu_count(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
-    return {"kind": s.kind.kind} if any(has_invalid_count(spec) for spec in s.specs) else None
+    return {"kind": s.kind.kind} if s.invalid_counts else None
 
 
 def candidates(team: TeamFacts, spec: dict[str, Any]) -> list[PoolOffer]:
@@ -221,10 +239,9 @@ def candidates(team: TeamFacts, spec: dict[str, Any]) -> list[PoolOffer]:
     return [p for p in team.pools if all(node_selector.get(k, v) == v for k, v in p.selector.items())]
 
 
-def _not_offered(facts: AdmissionFacts, team: TeamFacts, spec: dict[str, Any]) -> bool:
-    pools = candidates(team, spec)
-    needs = pod_gpus(spec, facts.gpu_resources)
-    return unknown_gpus(spec, facts.gpu_resources) or any(not any(r in p.per_node for p in pools) for r in needs)
+def _not_offered(s: Subject, index: int) -> bool:
+    pools = candidates(s.my_team, s.specs[index])
+    return s.unknown[index] or any(not any(r in p.per_node for p in pools) for r in s.needs[index])
 
 
 def fits(offer: PoolOffer, needs: dict[str, int]) -> bool:
@@ -232,19 +249,17 @@ def fits(offer: PoolOffer, needs: dict[str, int]) -> bool:
 
 
 def _gpu_offered(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
-    if any(has_invalid_count(spec) for spec in s.specs):
-        return None
-    if not any(_not_offered(facts, s.my_team, spec) for spec in s.specs):
+    if s.invalid_counts or not any(_not_offered(s, i) for i in range(len(s.specs))):
         return None
     return {"team": s.my_team.name, "offers": s.my_team.offers_text}
 
 
 def _gpu_fits(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
-    if any(has_invalid_count(spec) for spec in s.specs):
+    if s.invalid_counts:
         return None
-    for spec in s.specs:
-        needs = pod_gpus(spec, facts.gpu_resources)
-        offered = bool(needs) and not _not_offered(facts, s.my_team, spec)
+    for i, spec in enumerate(s.specs):
+        needs = s.needs[i]
+        offered = bool(needs) and not _not_offered(s, i)
         if offered and not any(fits(p, needs) for p in candidates(s.my_team, spec)):
             return {"team": s.my_team.name, "offers": s.my_team.offers_text}
     return None

@@ -1,79 +1,31 @@
 """Run a rendered ValidatingAdmissionPolicy's CEL offline, the way the API server would.
 
-Used by ``gpufleet check --cel`` style comparisons and by the differential test: the variables are
-evaluated in order, then the match conditions, then every validation; a validation that is false
-contributes its ``messageExpression``. An expression that fails at run time denies the request, as it
-does under ``failurePolicy: Fail``.
-
-The environment offers what the shipped expressions use and the API server provides: standard CEL,
-the strings, optional and bindings extensions, and the Kubernetes lists library's ``sum`` and ``max``.
+Used by the differential test and the rule tests: the variables are evaluated in order, then the
+match conditions, then every validation; a validation that is false contributes its
+``messageExpression``. An expression that fails at run time denies the request, as it does under
+``failurePolicy: Fail``. The CEL environment is ``gpufleet.validation.cel``'s: standard CEL, the
+extensions the API server offers and the Kubernetes library functions (``sum``, ``max``, ...).
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
-from cel_expr_python import cel
-from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
-
 from gpufleet.errors import InputError
-
-VARIABLES = ("object", "oldObject", "request", "params", "namespaceObject", "variables")
-
-
-def _list_sum(values: list[Any]) -> Any:
-    return sum(values)
+from gpufleet.validation import cel
+from gpufleet.validation.cel import ADMISSION_VARIABLES, CelCompileError, CelEvaluationError, Program
 
 
-def _list_max(values: list[Any]) -> Any:
-    if not values:
-        raise ValueError("max called on empty list")
-    return max(values)
-
-
-def _lists_library() -> cel.CelExtension:
-    """The two Kubernetes lists functions the rules use (``[1, 2].sum()``, ``[1, 2].max()``)."""
-    t = cel.Type
-
-    def member(name: str, impl: Any) -> cel.FunctionDecl:
-        overload = cel.Overload(
-            f"list_{name}", return_type=t.DYN, parameters=[t.List(t.DYN)], is_member=True, impl=impl
-        )
-        return cel.FunctionDecl(name, [overload])
-
-    return cel.CelExtension("gpufleet.lists", [member("sum", _list_sum), member("max", _list_max)])
-
-
-@functools.cache
-def _environment() -> cel.Env:
-    return cel.NewEnv(
-        variables=dict.fromkeys(VARIABLES, cel.Type.DYN),
-        extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(), ext_bindings.ExtBindings(), _lists_library()],
-    )
-
-
-class EvaluationError(Exception):
-    """An expression failed at run time (the API server denies the request under failurePolicy Fail)."""
-
-
-@functools.lru_cache(maxsize=1024)
-def _compile(expression: str) -> Any:
+def _compile(expression: str) -> Program:
     try:
-        return _environment().compile(expression)
-    except RuntimeError as exc:
+        return cel.compile(expression, variables=ADMISSION_VARIABLES)
+    except CelCompileError as exc:
         raise InputError.one(f"CEL does not compile: {exc}: {expression[:200]}") from None
 
 
 def _run(expression: str, activation: dict[str, Any]) -> Any:
-    try:
-        value = _compile(expression).eval(data=activation)
-    except RuntimeError as exc:
-        raise EvaluationError(str(exc)) from None
-    if value.type() == cel.Type.ERROR:
-        raise EvaluationError(str(value.value()))
-    return value.plain_value()
+    return cel.evaluate(_compile(expression), activation)
 
 
 @dataclass(frozen=True)
@@ -115,6 +67,6 @@ class OfflinePolicy:
             for validation in self.spec.get("validations", []):
                 if _run(validation["expression"], activation) is not True:
                     denials.append(str(_run(validation["messageExpression"], activation)))
-        except EvaluationError as exc:
+        except CelEvaluationError as exc:
             return [f"EvaluationError: {exc}"]
         return denials

@@ -8,9 +8,11 @@ import kubernetes_validate
 import pytest
 
 from gpufleet.check.catalogue import RULES
+from gpufleet.check.facts import AdmissionFacts
 from gpufleet.check.manifests import NAMESPACE, TIMEOUT_SECONDS, admission_objects
-from gpufleet.check.rules import CHECKS
+from gpufleet.check.rules import CHECKS, judge
 from gpufleet.policy import Fleet, parse_policy
+from gpufleet.render import render
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
@@ -70,3 +72,21 @@ def test_the_webhook_needs_no_rbac_and_serves_the_policy_it_was_rendered_from(
     assert pod["containers"][0]["image"] == "registry.example/gpufleet:test"
     config = by_kind(objects, "ConfigMap")
     assert parse_policy(config["data"]["fleet.yaml"]) == fleet.policy
+
+
+def test_everything_the_renderer_writes_passes_the_rules(fleet: Fleet, facts: AdmissionFacts) -> None:
+    """The serving Deployments tolerate the serving pool and carry no queue name: they must be admitted."""
+    rendered = render(fleet).objects()
+    deployments = [o for o in rendered if o["kind"] == "Deployment"]
+    assert deployments
+    for obj in rendered:
+        assert judge(facts, obj, obj["metadata"].get("namespace", "")) == [], obj["metadata"]["name"]
+
+
+def test_the_rules_use_the_renderers_queue_and_taint(fleet: Fleet, facts: AdmissionFacts) -> None:
+    rendered = render(fleet).objects()
+    queues = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in rendered if o["kind"] == "LocalQueue"}
+    assert queues == {(ns, t.name) for t in facts.teams for ns in t.namespaces}
+    assert facts.serving is not None
+    (serving_node,) = [o for o in rendered if o["kind"] == "Node" and o["metadata"]["name"] in facts.serving.nodes]
+    assert [(t["key"], t["value"], t["effect"]) for t in serving_node["spec"]["taints"]] == list(facts.serving.taints)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -106,7 +105,7 @@ def serve(
     facts = admission_facts(resolve(load_policy(policy)))
     configure_logging(log_level)
     server = WebhookServer(create_app(facts), cert=cert, key=key, host=host, port=port, reload_seconds=reload_seconds)
-    asyncio.run(server.serve())
+    server.run()
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ import ssl
 from pathlib import Path
 
 import uvicorn
+import uvloop
 from starlette.applications import Starlette
 
 from gpufleet.webhook.telemetry import LOGGER
@@ -91,6 +92,10 @@ class WebhookServer:
             now = _stamp(self.cert, self.key)
             if now != seen and self.reload_certificate():
                 seen = now
+
+    def run(self) -> None:
+        """Serve until stopped, on uvloop (what uvicorn itself picks; it comes with uvicorn[standard])."""
+        uvloop.run(self.serve())
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         watcher = asyncio.create_task(self._watch())

@@ -5,8 +5,11 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import socket
 import ssl
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,8 +17,8 @@ from typing import Any
 import httpx2
 import pytest
 import trustme
-from conftest import start, write_pair
 from cryptography import x509
+from tls_server import start, write_pair
 
 from gpufleet.check.facts import AdmissionFacts
 from gpufleet.webhook.telemetry import LOGGER, JsonFormatter
@@ -153,3 +156,34 @@ def test_a_broken_renewal_keeps_the_old_certificate(facts: AdmissionFacts, ca: t
     finally:
         running.server.stop()
         running.thread.join(timeout=10)
+
+
+def test_the_serve_command_answers_over_tls(ca: trustme.CA, tmp_path: Path) -> None:
+    cert, key = write_pair(ca, tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-m", "gpufleet", "webhook", "serve", str(root / "examples" / "fleet.yaml")]
+    command += ["--cert", str(cert), "--key", str(key), "--host", "127.0.0.1", "--port", str(port)]
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    try:
+        deadline = time.monotonic() + 30
+        with httpx2.Client(base_url=f"https://127.0.0.1:{port}", verify=context, timeout=5) as c:
+            while True:
+                try:
+                    answer = c.get("/healthz")
+                    break
+                except httpx2.ConnectError:
+                    assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
+                    time.sleep(0.1)
+            assert answer.status_code == 200
+            c.post("/validate", json=review(job({})))
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=10)
+    lines = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
+    assert any(line.get("msg") == "review" and line.get("outcome") == "denied" for line in lines)

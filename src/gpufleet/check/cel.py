@@ -178,22 +178,25 @@ def _conditions(facts: AdmissionFacts) -> dict[str, tuple[str, dict[str, str]]]:
     has_priority = f"{lit(PRIORITY_LABEL)} in variables.labels"
     allowed_priority = "variables.team.priorityClassesText"
     if serving is not None:
-        tolerates = " || ".join(_tolerates(t) for t in serving.taints)
+        tolerations = "(has(sp.tolerations) ? sp.tolerations : [])"
+        tolerates_all = " && ".join(f"{tolerations}.exists(t, {_tolerates(t)})" for t in serving.taints)
         selector, nodes = lit(serving.selector), lit(list(serving.nodes))
         required = "sp.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-        affinity = (
-            f"({_has_chain('sp', ('affinity', 'nodeAffinity', 'requiredDuringSchedulingIgnoredDuringExecution', 'nodeSelectorTerms'))}"
-            f" && {required}.nodeSelectorTerms.exists(term, has(term.matchExpressions) && term.matchExpressions.exists(e, "
-            f"has(e.key) && e.key in {selector} && has(e.operator) && e.operator == 'In' && has(e.values) && "
-            f"{selector}[e.key] in e.values)))"
+        has_terms = _has_chain(
+            "sp", ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
+        )
+        pins = (
+            f"has(term.matchExpressions) && {selector}.all(k, term.matchExpressions.exists(e, has(e.key) && e.key == k"
+            f" && has(e.operator) && e.operator == 'In' && has(e.values) && {selector}[k] in e.values))"
         )
         selects = (
-            f"{selector}.exists(k, k in {_NODE_SELECTOR} && {_NODE_SELECTOR}[k] == {selector}[k]) || "
-            f"(has(sp.nodeName) && sp.nodeName in {nodes}) || {affinity}"
+            f"{selector}.all(k, k in {_NODE_SELECTOR} && {_NODE_SELECTOR}[k] == {selector}[k]) || "
+            f"(has(sp.nodeName) && sp.nodeName in {nodes}) || "
+            f"({has_terms} && {required}.nodeSelectorTerms.exists(term, {pins}))"
         )
         pc = lit(serving.priority_class)
         out["serving-toleration"] = (
-            f"{specs}.exists(sp, (has(sp.tolerations) ? sp.tolerations : []).exists(t, {tolerates}))",
+            f"{specs}.exists(sp, {tolerates_all})",
             {"kinds": kinds, "namespace": ns, "taint": lit(serving.taint_text)},
         )
         out["serving-nodes"] = (

@@ -154,18 +154,21 @@ def tolerates(toleration: Any, taint: tuple[str, str, str]) -> bool:
 
 
 def _serving_toleration(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    """Tolerating every taint of the serving pool lets a pod land there (its own taint is unique to it)."""
     serving = facts.serving
     if serving is None:
         return None
     hit = any(
-        tolerates(t, taint) for spec in s.specs for t in sequence(spec, "tolerations") for taint in serving.taints
+        all(any(tolerates(t, taint) for t in sequence(spec, "tolerations")) for taint in serving.taints)
+        for spec in s.specs
     )
     return {"kinds": s.kinds, "namespace": s.namespace, "taint": serving.taint_text} if hit else None
 
 
 def _selects_serving(spec: dict[str, Any], selector: dict[str, str], nodes: tuple[str, ...]) -> bool:
+    """A node selector or a required affinity term that pins every label of the serving pool, or a serving node."""
     node_selector = mapping(spec, "nodeSelector")
-    if any(node_selector.get(k) == v for k, v in selector.items()):
+    if all(node_selector.get(k) == v for k, v in selector.items()):
         return True
     if text(spec, "nodeName") in nodes:
         return True
@@ -173,11 +176,14 @@ def _selects_serving(spec: dict[str, Any], selector: dict[str, str], nodes: tupl
         mapping(mapping(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"
     )
     return any(
-        text(e, "key") in selector
-        and text(e, "operator") == "In"
-        and selector[str(text(e, "key"))] in sequence(e, "values")
+        all(
+            any(
+                text(e, "key") == k and text(e, "operator") == "In" and v in sequence(e, "values")
+                for e in sequence(term, "matchExpressions")
+            )
+            for k, v in selector.items()
+        )
         for term in sequence(required, "nodeSelectorTerms")
-        for e in sequence(term, "matchExpressions")
     )
 
 

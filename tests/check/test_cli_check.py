@@ -70,6 +70,13 @@ def test_reads_a_kubectl_list(tmp_path: Path) -> None:
     assert [o["item"] for o in json.loads(result.stdout)["objects"]] == [0, 1]
 
 
+def test_reads_kubectl_output_from_stdin() -> None:
+    listing = {"apiVersion": "v1", "kind": "List", "items": documents()}
+    result = runner.invoke(app, ["check", POLICY, "-", "--json"], input=yaml.safe_dump(listing))
+    assert result.exit_code == 1
+    assert [o["file"] for o in json.loads(result.stdout)["objects"]] == ["-", "-"]
+
+
 def test_objects_without_a_namespace_take_the_option(tmp_path: Path) -> None:
     doc = documents()[1]
     del doc["metadata"]["namespace"]  # type: ignore[index]

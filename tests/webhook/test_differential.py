@@ -78,3 +78,4 @@ def test_python_cel_and_webhook_agree(
     after = [d.message for d in judge(facts, mutated, namespace)]
     assert offline.judge(mutated, namespace) == after
     assert not any(m.startswith("MissingQueueName") for m in after)
+    assert webhook_patch(client, mutated, namespace) == []  # mutation is idempotent, as reinvocation needs

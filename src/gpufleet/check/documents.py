@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
@@ -69,13 +69,13 @@ def parse(text: str, file: str) -> list[Source]:
     return sources
 
 
-def read(paths: list[Path]) -> list[Source]:
-    """Every object in ``paths``, in order; raise one InputError with every problem found."""
+def read(paths: list[Path], stdin: TextIO | None = None) -> list[Source]:
+    """Every object in ``paths`` (``-`` is ``stdin``), in order; raise one InputError with every problem found."""
     sources: list[Source] = []
     problems: list[Problem] = []
     for path in paths:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = stdin.read() if str(path) == "-" and stdin is not None else path.read_text(encoding="utf-8")
         except FileNotFoundError:
             problems.append(Problem("no such file", file=str(path)))
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -60,7 +61,9 @@ def _print(verdicts: list[Verdict]) -> None:
 @guarded
 def check_cmd(
     policy: PolicyArg,
-    files: Annotated[list[Path], typer.Argument(help="Manifests: multi-document YAML or kubectl get -o yaml Lists")],
+    files: Annotated[
+        list[Path], typer.Argument(help="Manifests: multi-document YAML or kubectl get -o yaml Lists; - reads stdin")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON")] = False,
     namespace: Annotated[
         str, typer.Option("-n", "--namespace", help="Namespace for objects that name none")
@@ -68,7 +71,7 @@ def check_cmd(
 ) -> None:
     """Judge manifests by the fleet's admission rules: exit 0 all admitted, 1 any denied, 2 unreadable input."""
     facts = admission_facts(resolve(load_policy(policy)))
-    verdicts = check(facts, read(files), namespace)
+    verdicts = check(facts, read(files, sys.stdin), namespace)
     if as_json:
         denied = sum(1 for v in verdicts if v.denials)
         out = {"objects": [v.as_dict() for v in verdicts], "admitted": len(verdicts) - denied, "denied": denied}

@@ -58,6 +58,7 @@ def test_json_lists_reasons_queue_flavors_and_what_the_webhook_fills() -> None:
     assert [d["reason"] for d in denied["denials"]][:2] == ["MissingLabel", "WrongQueueName"]
     assert admitted["localQueue"] == admitted["clusterQueue"] == "nlp"
     assert admitted["flavors"] == ["a100-mig"]
+    assert admitted["requestsGPUs"] is True
     assert [(f["label"], f["value"]) for f in admitted["filled"]] == [
         ("kueue.x-k8s.io/queue-name", "nlp"),
         ("kueue.x-k8s.io/priority-class", "dev"),

@@ -53,6 +53,7 @@ class Verdict:
             "localQueue": self.local_queue,
             "clusterQueue": self.cluster_queue,
             "flavors": self.flavors,
+            "requestsGPUs": self.requests_gpus,
         }
 
 

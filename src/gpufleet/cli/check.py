@@ -42,7 +42,7 @@ def _print(verdicts: list[Verdict]) -> None:
             continue
         where = ""
         if v.local_queue:
-            flavors = ", ".join(v.flavors) if v.flavors else "none needed (no GPU request)"
+            flavors = ", ".join(v.flavors) if v.requests_gpus else "none needed (no GPU request)"
             where = f" → LocalQueue {v.local_queue}, ClusterQueue {v.cluster_queue}, flavors: {flavors}"
         console.print(f"[bold green]✓ admitted[/] {ident} ({_where(v)}){where}", highlight=False, soft_wrap=True)
         for f in v.filled:

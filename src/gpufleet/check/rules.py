@@ -79,7 +79,8 @@ class Subject:
 
     @property
     def my_team(self) -> TeamFacts:
-        assert self.team is not None, "team rules run in team namespaces only"
+        if self.team is None:
+            raise ValueError("team rules run in team namespaces only")
         return self.team
 
 

@@ -101,19 +101,32 @@ async def _client(port: int, context: ssl.SSLContext, stop_at: float, latencies:
         writer.close()
 
 
-async def _level(port: int, context: ssl.SSLContext, clients: int, seconds: float) -> dict[str, float]:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc); NaN where /proc is absent."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _level(port: int, context: ssl.SSLContext, clients: int, seconds: float, server_pid: int) -> dict[str, float]:
     await asyncio.gather(*(_client(port, context, time.perf_counter() + 0.5, []) for _ in range(clients)))  # warm-up
     latencies: list[float] = []
+    server_cpu, client_cpu = _cpu_seconds(server_pid), time.process_time()
     started = time.perf_counter()
     await asyncio.gather(*(_client(port, context, started + seconds, latencies) for _ in range(clients)))
     elapsed = time.perf_counter() - started
+    n = len(latencies)
     cuts = statistics.quantiles(latencies, n=100)
     return {
         "clients": clients,
-        "requests": len(latencies),
-        "rps": len(latencies) / elapsed,
+        "requests": n,
+        "rps": n / elapsed,
         "p50_ms": cuts[49] * 1000,
         "p99_ms": cuts[98] * 1000,
+        "server_cpu_us": (_cpu_seconds(server_pid) - server_cpu) / n * 1e6,
+        "client_cpu_us": (time.process_time() - client_cpu) / n * 1e6,
     }
 
 
@@ -167,15 +180,20 @@ def main() -> None:
                 uvloop.install()
             except ImportError:
                 pass
-            rows = [asyncio.run(_level(port, context, n, args.seconds)) for n in LEVELS]
+            rows = [asyncio.run(_level(port, context, n, args.seconds, server.pid)) for n in LEVELS]
         finally:
             server.terminate()
             server.wait(timeout=10)
     print(f"webhook /validate over TLS on loopback, {os.cpu_count()} CPUs, {args.seconds:.0f} s per level")
-    print(f"{'clients':>7} {'requests':>9} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
+    load = os.getloadavg()[0]
+    print(f"load average (1 min) at the end: {load:.2f} on {os.cpu_count()} CPUs: other work on the machine competes")
+    print(
+        f"{'clients':>7} {'requests':>9} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'server CPU us/req':>18} {'client CPU us/req':>18}"
+    )
     for row in rows:
         print(
             f"{row['clients']:>7} {row['requests']:>9} {row['rps']:>9.0f} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f}"
+            f" {row['server_cpu_us']:>18.0f} {row['client_cpu_us']:>18.0f}"
         )
     at16 = next(r for r in rows if r["clients"] == 16)
     verdict = "meets" if at16["p99_ms"] < TARGET_P99_MS else "misses"

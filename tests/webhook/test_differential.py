@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from manifest_strategies import manifests
 
@@ -61,6 +62,7 @@ def webhook_patch(client: httpx2.Client, obj: dict[str, Any], namespace: str) ->
     return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=manifests(_FACTS))
 def test_python_cel_and_webhook_agree(

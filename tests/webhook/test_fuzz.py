@@ -79,6 +79,7 @@ def assert_well_answered(answer: httpx2.Response) -> None:
             assert "InternalError" not in response["status"]["message"]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=BODIES, path=st.sampled_from(["/validate", "/mutate"]))
 def test_fuzzed_reviews_get_a_400_or_an_answer(client: httpx2.Client, body: bytes, path: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
-from gpufleet.cli import evidence, policy
+from gpufleet.cli import check, evidence, policy
 
 app = typer.Typer(
     name="gpufleet",
@@ -32,6 +32,7 @@ def version() -> None:
 
 policy.register(app)
 evidence.register(app)
+check.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,321 @@
+"""The admission rules in Python: one object in, every reason it is refused out.
+
+Pure: the facts and the object are all it reads. The webhook and ``gpufleet check`` call ``judge``;
+``gpufleet.check.cel`` compiles the same catalogue into CEL, and the differential test holds the two
+to the same answers, message for message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from gpufleet.check.catalogue import RULES, Scope
+from gpufleet.check.facts import PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, PoolOffer, TeamFacts, join_or_none
+from gpufleet.check.workloads import (
+    WorkloadKind,
+    containers,
+    gpu_entries,
+    has_invalid_count,
+    is_controlled,
+    kind_of,
+    mapping,
+    pod_gpus,
+    pod_specs,
+    sequence,
+    text,
+    unknown_gpus,
+)
+
+
+@dataclass(frozen=True)
+class Denial:
+    reason: str
+    message: str  # starts with the reason: "MissingLabel: label ... is required ..."
+
+    def as_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One object as the rules see it."""
+
+    obj: dict[str, Any]
+    kind: WorkloadKind
+    namespace: str
+    scope: Scope
+    team: TeamFacts | None
+    specs: list[dict[str, Any]] = field(default_factory=list)
+    gpu_resources: tuple[str, ...] = ()
+
+    # computed once per object: several rules read them
+    @cached_property
+    def labels(self) -> dict[str, Any]:
+        return mapping(self.obj.get("metadata"), "labels")
+
+    @cached_property
+    def invalid_counts(self) -> bool:
+        return any(has_invalid_count(spec) for spec in self.specs)
+
+    @cached_property
+    def needs(self) -> list[dict[str, int]]:
+        """Per pod spec, the GPUs it needs of each resource the fleet knows."""
+        return [pod_gpus(spec, self.gpu_resources) for spec in self.specs]
+
+    @cached_property
+    def unknown(self) -> list[bool]:
+        """Per pod spec, whether it asks for a GPU resource no pool of the fleet yields."""
+        return [unknown_gpus(spec, self.gpu_resources) for spec in self.specs]
+
+    def label(self, key: str) -> str | None:
+        return text(self.labels, key)
+
+    @property
+    def kinds(self) -> str:
+        return f"{self.kind.kind}s"
+
+    @property
+    def my_team(self) -> TeamFacts:
+        if self.team is None:
+            raise ValueError("team rules run in team namespaces only")
+        return self.team
+
+
+def requests_gpus(specs: list[dict[str, Any]]) -> bool:
+    return any(gpu_entries(c) for spec in specs for part in containers(spec) for c in part)
+
+
+def subject(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> Subject | None:
+    """Which rules see this object, if any: the governing decision shared with the CEL match conditions."""
+    kind = kind_of(obj)
+    if kind is None or "deletionTimestamp" in mapping(obj, "metadata"):
+        return None  # an object on its way out only sheds finalizers: refusing that would leave it stuck
+    specs = pod_specs(obj, kind)
+    team = facts.team_of(namespace)
+    if team is not None:
+        batch = kind.batch and not is_controlled(obj) and (kind.kind != "Pod" or requests_gpus(specs))
+        scope = Scope.BATCH if batch else Scope.PODS
+        return Subject(obj, kind, namespace, scope, team, specs, facts.gpu_resources)
+    if facts.serving is not None and namespace == facts.serving.namespace and not kind.batch:
+        return Subject(obj, kind, namespace, Scope.SERVING, None, specs, facts.gpu_resources)
+    return None
+
+
+Check = Callable[[AdmissionFacts, Subject], dict[str, str] | None]
+
+
+def _required(label_of: Callable[[AdmissionFacts], str], purpose: Callable[[AdmissionFacts, Subject], str]) -> Check:
+    def check(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+        if s.label(label_of(facts)):
+            return None
+        return {"label": label_of(facts), "kinds": s.kinds, "namespace": s.namespace, "purpose": purpose(facts, s)}
+
+    return check
+
+
+def _team_matches(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    value = s.label(facts.team_label)
+    if not value or value == s.my_team.name:
+        return None
+    return {"label": facts.team_label, "value": value, "namespace": s.namespace, "team": s.my_team.name}
+
+
+def _data_class_allowed(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    value = s.label(facts.data_class_label)
+    if not value or value in s.my_team.data_classes:
+        return None
+    allowed = join_or_none(s.my_team.data_classes)
+    return {"label": facts.data_class_label, "value": value, "team": s.my_team.name, "allowed": allowed}
+
+
+def _queue_name(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    if s.label(QUEUE_LABEL):
+        return None
+    return {"label": QUEUE_LABEL, "kinds": s.kinds, "namespace": s.namespace, "team": s.my_team.name}
+
+
+def _queue_matches(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    value = s.label(QUEUE_LABEL)
+    if not value or value == s.my_team.name:
+        return None
+    return {"label": QUEUE_LABEL, "value": value, "team": s.my_team.name}
+
+
+def tolerates(toleration: Any, taint: tuple[str, str, str]) -> bool:
+    """Kubernetes' toleration matching: an empty key with Exists tolerates every taint."""
+    key, value, effect = taint
+    operator = text(toleration, "operator") or "Equal"
+    own_key = text(toleration, "key") or ""
+    key_ok = own_key == key or (own_key == "" and operator == "Exists")
+    value_ok = operator == "Exists" or (text(toleration, "value") or "") == value
+    return key_ok and value_ok and (text(toleration, "effect") or "") in ("", effect)
+
+
+def _serving_toleration(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    """Tolerating every taint of the serving pool lets a pod land there (its own taint is unique to it)."""
+    serving = facts.serving
+    if serving is None:
+        return None
+    hit = any(
+        all(any(tolerates(t, taint) for t in sequence(spec, "tolerations")) for taint in serving.taints)
+        for spec in s.specs
+    )
+    return {"kinds": s.kinds, "namespace": s.namespace, "taint": serving.taint_text} if hit else None
+
+
+def _selects_serving(spec: dict[str, Any], selector: dict[str, str], nodes: tuple[str, ...]) -> bool:
+    """A node selector or a required affinity term that pins every label of the serving pool, or a serving node."""
+    node_selector = mapping(spec, "nodeSelector")
+    if all(node_selector.get(k) == v for k, v in selector.items()):
+        return True
+    if text(spec, "nodeName") in nodes:
+        return True
+    required = mapping(
+        mapping(mapping(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    return any(
+        all(
+            any(
+                text(e, "key") == k and text(e, "operator") == "In" and v in sequence(e, "values")
+                for e in sequence(term, "matchExpressions")
+            )
+            for k, v in selector.items()
+        )
+        for term in sequence(required, "nodeSelectorTerms")
+    )
+
+
+def _serving_nodes(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    serving = facts.serving
+    if serving is None or not any(_selects_serving(spec, serving.selector, serving.nodes) for spec in s.specs):
+        return None
+    return {"kinds": s.kinds, "namespace": s.namespace, "selector": serving.selector_text}
+
+
+def _serving_priority(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    serving = facts.serving
+    if serving is None:
+        return None
+    used = [s.label(PRIORITY_LABEL)] + [text(spec, "priorityClassName") for spec in s.specs]
+    if serving.priority_class not in used:
+        return None
+    allowed = join_or_none(s.my_team.priority_classes)
+    return {"value": serving.priority_class, "kinds": s.kinds, "namespace": s.namespace, "allowed": allowed}
+
+
+def _not_serving(facts: AdmissionFacts, value: str) -> bool:
+    return facts.serving is None or value != facts.serving.priority_class
+
+
+def _priority_label_allowed(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    value = s.label(PRIORITY_LABEL)
+    if value is None or value in s.my_team.priority_classes or not _not_serving(facts, value):
+        return None
+    allowed = join_or_none(s.my_team.priority_classes)
+    return {"value": value, "team": s.my_team.name, "label": PRIORITY_LABEL, "allowed": allowed}
+
+
+def _pod_priority_allowed(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    names = [text(spec, "priorityClassName") for spec in s.specs]
+    if not any(n is not None and n not in s.my_team.priority_classes and _not_serving(facts, n) for n in names):
+        return None
+    return {"team": s.my_team.name, "allowed": join_or_none(s.my_team.priority_classes)}
+
+
+def _checkpoint_location(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    value = text(mapping(s.obj.get("metadata"), "annotations"), facts.checkpoint_annotation)
+    data_class = s.label(facts.data_class_label)
+    if value is None or not data_class or data_class not in s.my_team.data_classes:
+        return None
+    locations = facts.checkpoint_locations.get(data_class, ())
+    if any(value.startswith(loc) for loc in locations):
+        return None
+    return {"value": value, "data_class": data_class, "allowed": join_or_none(locations)}
+
+
+def _gpu_count(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    return {"kind": s.kind.kind} if s.invalid_counts else None
+
+
+def candidates(team: TeamFacts, spec: dict[str, Any]) -> list[PoolOffer]:
+    """The team's pools whose node labels agree with the pod's node selector (Kueue's flavor filter)."""
+    node_selector = mapping(spec, "nodeSelector")
+    return [p for p in team.pools if all(node_selector.get(k, v) == v for k, v in p.selector.items())]
+
+
+def _not_offered(s: Subject, index: int) -> bool:
+    pools = candidates(s.my_team, s.specs[index])
+    return s.unknown[index] or any(not any(r in p.per_node for p in pools) for r in s.needs[index])
+
+
+def fits(offer: PoolOffer, needs: dict[str, int]) -> bool:
+    return all(r in offer.per_node and n <= offer.per_node[r] for r, n in needs.items())
+
+
+def _gpu_offered(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    if s.invalid_counts or not any(_not_offered(s, i) for i in range(len(s.specs))):
+        return None
+    return {"team": s.my_team.name, "offers": s.my_team.offers_text}
+
+
+def _gpu_fits(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    if s.invalid_counts:
+        return None
+    for i, spec in enumerate(s.specs):
+        needs = s.needs[i]
+        offered = bool(needs) and not _not_offered(s, i)
+        if offered and not any(fits(p, needs) for p in candidates(s.my_team, spec)):
+            return {"team": s.my_team.name, "offers": s.my_team.offers_text}
+    return None
+
+
+def _serving_queue_name(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    template_labels = mapping(mapping(mapping(s.obj.get("spec"), "template"), "metadata"), "labels")
+    if QUEUE_LABEL not in s.labels and QUEUE_LABEL not in template_labels:
+        return None
+    return {"kinds": s.kinds, "label": QUEUE_LABEL}
+
+
+CHECKS: dict[str, Check] = {
+    "team-label": _required(lambda f: f.team_label, lambda f, s: f"the team that owns this work: {s.my_team.name}"),
+    "model-label": _required(lambda f: f.model_label, lambda f, s: "the model this job trains or serves"),
+    "data-class-label": _required(
+        lambda f: f.data_class_label,
+        lambda f, s: f"the class of the data it uses, one of: {join_or_none(s.my_team.data_classes)}",
+    ),
+    "team-matches": _team_matches,
+    "data-class-allowed": _data_class_allowed,
+    "queue-name": _queue_name,
+    "queue-matches": _queue_matches,
+    "serving-toleration": _serving_toleration,
+    "serving-nodes": _serving_nodes,
+    "serving-priority": _serving_priority,
+    "priority-label-allowed": _priority_label_allowed,
+    "pod-priority-allowed": _pod_priority_allowed,
+    "checkpoint-location": _checkpoint_location,
+    "gpu-count": _gpu_count,
+    "gpu-offered": _gpu_offered,
+    "gpu-fits": _gpu_fits,
+    "serving-queue-name": _serving_queue_name,
+}
+
+
+def applies(rule_scope: Scope, scope: Scope) -> bool:
+    return rule_scope is scope or (rule_scope is Scope.PODS and scope is Scope.BATCH)
+
+
+def judge(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> list[Denial]:
+    """Every reason ``obj`` in ``namespace`` is refused, in catalogue order; empty means admitted."""
+    s = subject(facts, obj, namespace)
+    if s is None:
+        return []
+    denials = []
+    for rule in RULES:
+        if applies(rule.scope, s.scope):
+            values = CHECKS[rule.id](facts, s)
+            if values is not None:
+                denials.append(Denial(rule.reason, rule.message(values)))
+    return denials

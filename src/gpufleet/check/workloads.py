@@ -1,0 +1,177 @@
+"""Which objects the rules govern, where their pod templates are, and what GPUs a pod asks for.
+
+Each kind names the paths to its pod specs in a tiny path language (a field name, ``[]`` for every
+item of a list, ``{}`` for every value of a map). The Python rules walk these paths and the CEL compiler
+turns the same paths into expressions, so both look at exactly the same pod specs.
+
+GPU arithmetic follows Kubernetes: a container's count is its request, or its limit when it sets no
+request; a pod needs the sum over its containers or the largest init container, whichever is more.
+Counts must be whole numbers of at most nine digits (so the CEL side can never overflow).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gpufleet.check.facts import GPU_PREFIX
+
+Path = tuple[str, ...]
+MAX_DIGITS = 9
+_WHOLE = re.compile(rf"^[0-9]{{1,{MAX_DIGITS}}}$")
+
+
+@dataclass(frozen=True)
+class WorkloadKind:
+    group: str
+    kind: str
+    plural: str  # the API resource, for the admission match rules
+    templates: tuple[Path, ...]  # paths to pod specs
+    batch: bool  # batch work Kueue manages (all rules) or a pod owner the serving rules watch
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}/{self.kind}"
+
+
+def _kubeflow(kind: str, replica_specs: str) -> WorkloadKind:
+    return WorkloadKind(
+        "kubeflow.org", kind, kind.lower() + "s", (("spec", replica_specs, "{}", "template", "spec"),), True
+    )
+
+
+_RAY_CLUSTER: tuple[Path, ...] = (
+    ("headGroupSpec", "template", "spec"),
+    ("workerGroupSpecs", "[]", "template", "spec"),
+)
+
+KINDS: tuple[WorkloadKind, ...] = (
+    WorkloadKind("batch", "Job", "jobs", (("spec", "template", "spec"),), True),
+    WorkloadKind(
+        "jobset.x-k8s.io",
+        "JobSet",
+        "jobsets",
+        (("spec", "replicatedJobs", "[]", "template", "spec", "template", "spec"),),
+        True,
+    ),
+    _kubeflow("PyTorchJob", "pytorchReplicaSpecs"),
+    _kubeflow("TFJob", "tfReplicaSpecs"),
+    _kubeflow("MPIJob", "mpiReplicaSpecs"),
+    _kubeflow("XGBoostJob", "xgbReplicaSpecs"),
+    _kubeflow("PaddleJob", "paddleReplicaSpecs"),
+    _kubeflow("JAXJob", "jaxReplicaSpecs"),
+    WorkloadKind("ray.io", "RayJob", "rayjobs", tuple(("spec", "rayClusterSpec", *p) for p in _RAY_CLUSTER), True),
+    WorkloadKind("ray.io", "RayCluster", "rayclusters", tuple(("spec", *p) for p in _RAY_CLUSTER), True),
+    # a Pod is batch work only when it requests GPUs and no controller owns it (see rules.is_batch)
+    WorkloadKind("", "Pod", "pods", (("spec",),), True),
+    WorkloadKind("apps", "Deployment", "deployments", (("spec", "template", "spec"),), False),
+    WorkloadKind("apps", "StatefulSet", "statefulsets", (("spec", "template", "spec"),), False),
+)
+_BY_KEY = {k.key: k for k in KINDS}
+
+
+def group_of(api_version: str) -> str:
+    return api_version.split("/", maxsplit=1)[0] if "/" in api_version else ""
+
+
+def kind_of(obj: dict[str, Any]) -> WorkloadKind | None:
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    return _BY_KEY.get(f"{group_of(api_version)}/{kind}")
+
+
+def _walk(node: Any, path: Path) -> list[dict[str, Any]]:
+    """The pod specs at ``path`` under ``node``; a missing or mistyped step yields none."""
+    if not path:
+        return [node] if isinstance(node, dict) else []
+    step, rest = path[0], path[1:]
+    if step == "[]":
+        return [spec for item in node for spec in _walk(item, rest)] if isinstance(node, list) else []
+    if step == "{}":
+        return [spec for item in node.values() for spec in _walk(item, rest)] if isinstance(node, dict) else []
+    return _walk(node[step], rest) if isinstance(node, dict) and step in node else []
+
+
+def pod_specs(obj: dict[str, Any], kind: WorkloadKind) -> list[dict[str, Any]]:
+    return [spec for path in kind.templates for spec in _walk(obj, path)]
+
+
+def mapping(node: Any, key: str) -> dict[str, Any]:
+    value = node.get(key) if isinstance(node, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def sequence(node: Any, key: str) -> list[Any]:
+    value = node.get(key) if isinstance(node, dict) else None
+    return value if isinstance(value, list) else []
+
+
+def text(node: Any, key: str) -> str | None:
+    value = node.get(key) if isinstance(node, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def is_controlled(obj: dict[str, Any]) -> bool:
+    """Owned by a controller (a Job's pods, a JobSet's Jobs): the owner was checked, not the child."""
+    return any(
+        isinstance(ref, dict) and ref.get("controller") is True
+        for ref in sequence(obj.get("metadata"), "ownerReferences")
+    )
+
+
+def whole(raw: Any) -> int | None:
+    """A GPU count as written: an int, or a string of digits; anything else is not a count."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw if 0 <= raw < 10**MAX_DIGITS else None
+    if isinstance(raw, str) and _WHOLE.match(raw):
+        return int(raw)
+    return None
+
+
+def containers(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    app = [c for c in sequence(spec, "containers") if isinstance(c, dict)]
+    init = [c for c in sequence(spec, "initContainers") if isinstance(c, dict)]
+    return app, init
+
+
+def gpu_entries(container: dict[str, Any]) -> dict[str, Any]:
+    """The container's GPU quantities as written: its requests, falling back to its limits."""
+    resources = mapping(container, "resources")
+    merged = {**mapping(resources, "limits"), **mapping(resources, "requests")}
+    return {k: v for k, v in merged.items() if isinstance(k, str) and k.startswith(GPU_PREFIX)}
+
+
+def has_invalid_count(spec: dict[str, Any]) -> bool:
+    app, init = containers(spec)
+    for c in app + init:
+        resources = mapping(c, "resources")
+        for part in (mapping(resources, "requests"), mapping(resources, "limits")):
+            if any(k.startswith(GPU_PREFIX) and whole(v) is None for k, v in part.items() if isinstance(k, str)):
+                return True
+    return False
+
+
+def pod_gpus(spec: dict[str, Any], resources: tuple[str, ...]) -> dict[str, int]:
+    """What the pod needs of each resource in ``resources`` (only those it needs, in the given order)."""
+    app, init = containers(spec)
+    app_counts = [gpu_entries(c) for c in app]
+    init_counts = [gpu_entries(c) for c in init]
+    out: dict[str, int] = {}
+    for resource in resources:
+        total = max(
+            [sum(whole(e.get(resource, 0)) or 0 for e in app_counts)]
+            + [whole(e.get(resource, 0)) or 0 for e in init_counts]
+        )
+        if total > 0:
+            out[resource] = total
+    return out
+
+
+def unknown_gpus(spec: dict[str, Any], known: tuple[str, ...]) -> bool:
+    """Whether some container asks for a GPU resource no pool of the fleet yields at all."""
+    app, init = containers(spec)
+    return any(r not in known and (whole(v) or 0) > 0 for c in app + init for r, v in gpu_entries(c).items())

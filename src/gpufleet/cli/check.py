@@ -1,0 +1,116 @@
+"""``gpufleet check`` (the admission rules as a CI gate) and ``gpufleet webhook serve``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from gpufleet.check.documents import read
+from gpufleet.check.facts import admission_facts
+from gpufleet.check.gate import DEFAULT_NAMESPACE, Verdict, check
+from gpufleet.cli.common import console, guarded
+from gpufleet.errors import InputError
+from gpufleet.policy import load_policy, resolve
+from gpufleet.webhook.app import create_app
+from gpufleet.webhook.server import RELOAD_SECONDS, WebhookServer
+from gpufleet.webhook.telemetry import configure_logging
+
+EXIT_DENIED = 1
+PolicyArg = Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)]
+
+
+def _where(v: Verdict) -> str:
+    item = f" item {v.source.item}" if v.source.item is not None else ""
+    return escape(f"{v.source.file} #{v.source.document}{item}")
+
+
+def _print(verdicts: list[Verdict]) -> None:
+    for v in verdicts:
+        ident = escape(f"{v.kind} {v.namespace}/{v.name}")
+        if not v.governed:
+            console.print(f"[dim]· not governed {ident} ({_where(v)})[/]", highlight=False, soft_wrap=True)
+            continue
+        if v.denials:
+            console.print(f"[bold red]✗ denied[/]   {ident} ({_where(v)})", highlight=False, soft_wrap=True)
+            for d in v.denials:
+                console.print(f"    {d.message}", highlight=False, markup=False, soft_wrap=True)
+            continue
+        where = ""
+        if v.local_queue:
+            flavors = ", ".join(v.flavors) if v.requests_gpus else "none needed (no GPU request)"
+            where = f" → LocalQueue {v.local_queue}, ClusterQueue {v.cluster_queue}, flavors: {flavors}"
+        console.print(f"[bold green]✓ admitted[/] {ident} ({_where(v)}){where}", highlight=False, soft_wrap=True)
+        for f in v.filled:
+            console.print(
+                f"    filled in by the webhook: {f.label}={f.value} ({f.why})",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+    denied = sum(1 for v in verdicts if v.denials)
+    console.print(
+        f"{len(verdicts)} objects: {len(verdicts) - denied} admitted, {denied} denied", highlight=False, soft_wrap=True
+    )
+
+
+@guarded
+def check_cmd(
+    policy: PolicyArg,
+    files: Annotated[
+        list[Path], typer.Argument(help="Manifests: multi-document YAML or kubectl get -o yaml Lists; - reads stdin")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts as JSON")] = False,
+    namespace: Annotated[
+        str, typer.Option("-n", "--namespace", help="Namespace for objects that name none")
+    ] = DEFAULT_NAMESPACE,
+) -> None:
+    """Judge manifests by the fleet's admission rules: exit 0 all admitted, 1 any denied, 2 unreadable input."""
+    facts = admission_facts(resolve(load_policy(policy)))
+    verdicts = check(facts, read(files, sys.stdin), namespace)
+    if as_json:
+        denied = sum(1 for v in verdicts if v.denials)
+        out = {"objects": [v.as_dict() for v in verdicts], "admitted": len(verdicts) - denied, "denied": denied}
+        typer.echo(json.dumps(out, indent=2))
+    else:
+        _print(verdicts)
+    if any(v.denials for v in verdicts):
+        raise typer.Exit(EXIT_DENIED)
+
+
+webhook_app = typer.Typer(
+    help="The admission webhook (validating and mutating, AdmissionReview v1).", no_args_is_help=True
+)
+
+
+@webhook_app.command("serve")
+@guarded
+def serve(
+    policy: PolicyArg,
+    *,
+    cert: Annotated[Path, typer.Option("--cert", help="TLS certificate (PEM); reloaded when it changes")],
+    key: Annotated[Path, typer.Option("--key", help="TLS private key (PEM)")],
+    port: Annotated[int, typer.Option("--port", help="HTTPS port")] = 8443,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (all interfaces in a pod)")] = "0.0.0.0",
+    reload_seconds: Annotated[
+        float, typer.Option("--reload-seconds", help="How often to look for a renewed certificate")
+    ] = RELOAD_SECONDS,
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
+) -> None:
+    """Serve /validate, /mutate, /healthz and /metrics over HTTPS."""
+    for path, what in ((cert, "certificate"), (key, "key")):
+        if not path.is_file():
+            raise InputError.one(f"no such {what} file", file=str(path))
+    facts = admission_facts(resolve(load_policy(policy)))
+    configure_logging(log_level)
+    server = WebhookServer(create_app(facts), cert=cert, key=key, host=host, port=port, reload_seconds=reload_seconds)
+    server.run()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check")(check_cmd)
+    app.add_typer(webhook_app, name="webhook")

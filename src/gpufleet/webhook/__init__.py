@@ -1,0 +1,1 @@
+"""The admission webhook: AdmissionReview v1 over HTTPS, validating with the check rules and mutating."""

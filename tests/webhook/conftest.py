@@ -1,0 +1,52 @@
+"""The example fleet, its offline policy, and a real webhook over TLS shared by a test module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+import trustme
+from tls_server import Running, start
+
+from gpufleet.check.facts import AdmissionFacts, admission_facts
+from gpufleet.check.manifests import validating_admission_policy
+from gpufleet.check.offline import OfflinePolicy
+from gpufleet.policy import Fleet, load_policy, resolve
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture(scope="session")
+def fleet() -> Fleet:
+    return resolve(load_policy(EXAMPLES / "fleet.yaml"))
+
+
+@pytest.fixture(scope="session")
+def facts(fleet: Fleet) -> AdmissionFacts:
+    return admission_facts(fleet)
+
+
+@pytest.fixture(scope="session")
+def offline(fleet: Fleet) -> OfflinePolicy:
+    return OfflinePolicy(validating_admission_policy(fleet)[0]["spec"])
+
+
+@pytest.fixture(scope="session")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture(scope="module")
+def webhook(facts: AdmissionFacts, ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    running = start(facts, ca, tmp_path_factory.mktemp("tls"))
+    yield running
+    running.server.stop()
+    running.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def client(webhook: Running) -> Iterator[httpx2.Client]:
+    with webhook.client() as c:
+        yield c

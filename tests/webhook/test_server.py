@@ -1,0 +1,189 @@
+"""The webhook over real TLS: health, metrics, mutation, logs, and a certificate swapped under it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import trustme
+from cryptography import x509
+from tls_server import start, write_pair
+
+from gpufleet.check.facts import AdmissionFacts
+from gpufleet.webhook.telemetry import LOGGER, JsonFormatter
+
+
+def review(obj: dict[str, Any] | None, namespace: str = "research", operation: str = "CREATE") -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "u-1", "namespace": namespace, "operation": operation, "object": obj},
+    }
+
+
+def job(labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "labels": labels},
+        "spec": {
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+        },
+    }
+
+
+LABELS = {"gpufleet.io/team": "research", "gpufleet.io/model": "m", "gpufleet.io/data-class": "internal"}
+
+
+def test_healthz_answers_over_tls(client: httpx2.Client) -> None:
+    answer = client.get("/healthz")
+    assert answer.status_code == 200
+    assert answer.json() == {"status": "ok", "teams": 3}
+
+
+def test_a_denial_carries_uid_reason_and_message(client: httpx2.Client) -> None:
+    response = client.post("/validate", json=review(job({}))).json()["response"]
+    assert response["uid"] == "u-1"
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 403
+    assert [c["reason"] for c in response["status"]["details"]["causes"]] == ["MissingLabel"] * 3 + ["MissingQueueName"]
+    assert "label gpufleet.io/model is required on Jobs in namespace research" in response["status"]["message"]
+
+
+def test_delete_has_no_object_and_is_allowed(client: httpx2.Client) -> None:
+    response = client.post("/validate", json=review(None, operation="DELETE")).json()["response"]
+    assert response == {"uid": "u-1", "allowed": True}
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        (
+            LABELS,
+            [
+                ("/metadata/labels/kueue.x-k8s.io~1queue-name", "research"),
+                ("/metadata/labels/kueue.x-k8s.io~1priority-class", "dev"),
+            ],
+        ),
+        ({**LABELS, "kueue.x-k8s.io/queue-name": "research", "kueue.x-k8s.io/priority-class": "batch"}, []),
+        (
+            {**LABELS, "kueue.x-k8s.io/queue-name": "wrong"},
+            [("/metadata/labels/kueue.x-k8s.io~1priority-class", "dev")],
+        ),
+    ],
+    ids=["fills-queue-and-priority", "leaves-complete-job", "never-corrects-a-wrong-queue"],
+)
+def test_mutate_fills_only_what_is_missing(
+    client: httpx2.Client, labels: dict[str, str], expected: list[tuple[str, str]]
+) -> None:
+    response = client.post("/mutate", json=review(job(labels))).json()["response"]
+    assert response["allowed"] is True
+    patch = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+    assert [(op["path"], op["value"]) for op in patch] == expected
+    assert all(op["op"] == "add" for op in patch)
+
+
+def test_metrics_count_reviews_and_reasons(client: httpx2.Client) -> None:
+    client.post("/validate", json=review(job({})))
+    text = client.get("/metrics").text
+    assert 'gpufleet_webhook_reviews_total{endpoint="validate",outcome="denied"}' in text
+    assert 'gpufleet_webhook_denials_total{reason="MissingQueueName"}' in text
+    assert "gpufleet_webhook_review_seconds_bucket" in text
+
+
+def test_each_review_is_one_json_log_line(client: httpx2.Client, caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger(LOGGER)
+    logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger=LOGGER):
+            client.post("/validate", json=review(job({})))
+    finally:
+        logger.removeHandler(caplog.handler)
+    record = next(r for r in caplog.records if r.getMessage() == "review")
+    line = json.loads(JsonFormatter().format(record))
+    assert line["endpoint"] == "validate"
+    assert line["outcome"] == "denied"
+    assert line["namespace"] == "research"
+    assert line["details"][-1] == "MissingQueueName"
+
+
+def _served_serial(port: int, context: ssl.SSLContext) -> int:
+    with (
+        socket.create_connection(("127.0.0.1", port)) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).serial_number
+
+
+def test_a_renewed_certificate_is_served_without_restart(facts: AdmissionFacts, ca: trustme.CA, tmp_path: Path) -> None:
+    running = start(facts, ca, tmp_path, reload_seconds=0.05)
+    try:
+        port = int(running.url.rsplit(":", 1)[1])
+        before = _served_serial(port, running.client_context)
+        write_pair(ca, tmp_path)  # a new certificate from the same CA, as cert-manager renews it
+        deadline = time.monotonic() + 10
+        while running.server.reloads == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        after = _served_serial(port, running.client_context)
+        assert before != after
+        with running.client() as c:
+            assert c.get("/healthz").status_code == 200
+    finally:
+        running.server.stop()
+        running.thread.join(timeout=10)
+
+
+def test_a_broken_renewal_keeps_the_old_certificate(facts: AdmissionFacts, ca: trustme.CA, tmp_path: Path) -> None:
+    running = start(facts, ca, tmp_path, reload_seconds=0.05)
+    try:
+        (tmp_path / "tls.crt").write_text("not a certificate")
+        assert running.server.reload_certificate() is False
+        with running.client() as c:
+            assert c.get("/healthz").status_code == 200
+    finally:
+        running.server.stop()
+        running.thread.join(timeout=10)
+
+
+def test_the_serve_command_answers_over_tls(ca: trustme.CA, tmp_path: Path) -> None:
+    cert, key = write_pair(ca, tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-m", "gpufleet", "webhook", "serve", str(root / "examples" / "fleet.yaml")]
+    command += ["--cert", str(cert), "--key", str(key), "--host", "127.0.0.1", "--port", str(port)]
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    try:
+        deadline = time.monotonic() + 30
+        with httpx2.Client(base_url=f"https://127.0.0.1:{port}", verify=context, timeout=5) as c:
+            while True:
+                try:
+                    answer = c.get("/healthz")
+                    break
+                except httpx2.ConnectError:
+                    assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
+                    time.sleep(0.1)
+            assert answer.status_code == 200
+            c.post("/validate", json=review(job({})))
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=10)
+    lines = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
+    assert any(line.get("msg") == "review" and line.get("outcome") == "denied" for line in lines)

@@ -1,0 +1,63 @@
+"""Run the real webhook (uvicorn over TLS on 127.0.0.1, a trustme certificate) in a background thread."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+import trustme
+
+from gpufleet.check.facts import AdmissionFacts
+from gpufleet.webhook.app import create_app
+from gpufleet.webhook.server import WebhookServer
+
+
+def write_pair(ca: trustme.CA, folder: Path) -> tuple[Path, Path]:
+    issued = ca.issue_cert("127.0.0.1", "localhost")
+    cert, key = folder / "tls.crt", folder / "tls.key"
+    tmp_cert, tmp_key = folder / ".tls.crt", folder / ".tls.key"
+    for blob, path in (
+        (b"".join(p.bytes() for p in issued.cert_chain_pems), tmp_cert),
+        (issued.private_key_pem.bytes(), tmp_key),
+    ):
+        path.write_bytes(blob)
+    tmp_key.replace(key)
+    tmp_cert.replace(cert)
+    return cert, key
+
+
+@dataclass
+class Running:
+    server: WebhookServer
+    url: str
+    thread: threading.Thread
+    client_context: ssl.SSLContext
+
+    def client(self) -> httpx2.Client:
+        return httpx2.Client(base_url=self.url, verify=self.client_context, timeout=10)
+
+
+def start(facts: AdmissionFacts, ca: trustme.CA, folder: Path, reload_seconds: float = 10.0) -> Running:
+    cert, key = write_pair(ca, folder)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = WebhookServer(
+        create_app(facts), cert=cert, key=key, host="127.0.0.1", port=port, reload_seconds=reload_seconds
+    )
+    thread = threading.Thread(target=asyncio.run, args=(server.serve(sockets=[sock]),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the webhook did not start")
+        time.sleep(0.02)
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    return Running(server, f"https://127.0.0.1:{port}", thread, context)

@@ -18,7 +18,8 @@ from gpufleet.errors import InputError
 from gpufleet.plan import Plan, make_plan
 from gpufleet.policy import FleetPolicy, load_policy, resolve
 from gpufleet.render import render, write_bundle
-from gpufleet.validation import load_crds, validate
+from gpufleet.render.check import check_bundle
+from gpufleet.validation import load_crds
 
 PolicyArg = Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)]
 
@@ -141,19 +142,20 @@ def render_cmd(
                 "(config/components/crd/bases of the Kueue release you run)",
                 path="--crds",
             )
-        findings = validate(bundle.objects(), kubernetes=loaded.cluster.kubernetes, crds=load_crds(crds))
-        if findings:
-            table = Table(title=f"{len(findings)} objects fail validation; nothing was written", title_justify="left")
+        report = check_bundle(bundle, kubernetes=loaded.cluster.kubernetes, crds=load_crds(crds))
+        if report.findings:
+            table = Table(title=f"{len(report.findings)} problems; nothing was written", title_justify="left")
             for col in ("object", "field", "source", "problem"):
                 table.add_column(col, overflow="fold")
-            for f in findings:
+            for f in report.findings:
                 table.add_row(f.object, f.path, f.source, f.message)
             console.print(table)
             raise typer.Exit(1)
         console.print(
-            f"checked {len(bundle.objects())} objects against Kubernetes {loaded.cluster.kubernetes} "
-            "and the CRDs: all valid"
+            f"checked {report.checked} objects against Kubernetes {loaded.cluster.kubernetes} and the CRDs: all valid"
         )
+        for name in report.unchecked:
+            console.print(f"  [yellow]not checked[/] {name}", highlight=False)
     paths = write_bundle(bundle, out)
     console.print(f"wrote {len(paths)} files to {out}:")
     for path in paths:

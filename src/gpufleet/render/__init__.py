@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gpufleet.check.manifests import DEFAULT_IMAGE as DEFAULT_WEBHOOK_IMAGE
+from gpufleet.check.manifests import validating_admission_policy, webhook_objects
 from gpufleet.policy.fleet import Fleet
 from gpufleet.render import dra, gpu_operator, kueue, nodes, serving
 from gpufleet.render.bundle import Bundle, RenderedFile, describe, write_bundle
@@ -30,7 +32,7 @@ def namespaces(fleet: Fleet) -> list[Obj]:
     return out
 
 
-def render(fleet: Fleet) -> Bundle:
+def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundle:
     """Every object the policy implies, grouped into files; empty concerns produce no file."""
     dra_on = dra.enabled(fleet)
     files = [
@@ -46,6 +48,8 @@ def render(fleet: Fleet) -> Bundle:
         ),
         RenderedFile("nodes.yaml", nodes.node_patches(fleet)),
         RenderedFile("serving.yaml", serving.serving_objects(fleet)),
+        RenderedFile("admission-policy.yaml", validating_admission_policy(fleet)),
+        RenderedFile("admission-webhook.yaml", webhook_objects(fleet, webhook_image)),
     ]
     if dra_on:
         files.append(RenderedFile("dra.yaml", dra.device_classes(fleet) + dra.claim_templates(fleet)))

@@ -287,7 +287,15 @@ def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.Work
     return s.WorkloadSpec(
         ns, str(meta.get("name")), str(queue or ""), pod_sets, priority, created,
         str(meta.get("uid", "")), admission, bool(spec.get("active", True)),
+        _reserved_at(doc, status, index) if admission else 0,
     )  # fmt: skip
+
+
+def _reserved_at(doc: _Doc, status: dict[str, Any], index: int) -> int:
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "QuotaReserved" and cond.get("status") == "True":
+            return _timestamp(doc, cond.get("lastTransitionTime"), 0)
+    return 0
 
 
 def _count_of(pod_sets: tuple[s.PodSetSpec, ...], assignment: dict[str, Any]) -> int:

@@ -73,7 +73,7 @@ class Preemptor:
         candidates = self.find_candidates(wl, cq, frs)
         if not candidates:
             return []
-        candidates.sort(key=lambda c: (c.cluster_queue == cq.name, c.priority, -c.reserved_seq, c.order[2]))
+        candidates.sort(key=lambda c: (c.cluster_queue == cq.name, c.priority, -c.reserved_at, c.order[2]))
         own = [c for c in candidates if c.cluster_queue == cq.name]
         if len(own) == len(candidates):
             return self.minimal(request, cq, frs, candidates, allow_borrowing=True, threshold=None)

@@ -58,7 +58,9 @@ class Twin:
         self.workloads: dict[str, Workload] = {}
         self.last_status: dict[str, Pending] = {}
         self.cycle = 0
-        self._seq = 0
+        # Admissions made by the twin happen "after" everything in the input: cycle n reserves at
+        # (latest input timestamp + n), so "admitted more recently" keeps its meaning.
+        self._epoch = max((max(w.created, w.reserved_at) for w in spec.workloads), default=0)
         for wl in spec.workloads:
             self.add_workload(wl)
 
@@ -83,7 +85,7 @@ class Twin:
                     f"Workload {spec.key} is admitted to ClusterQueue {cq_name}, which does not exist",
                     path=f"Workload/{spec.key}.status.admission.clusterQueue",
                 )
-            self._reserve(wl, cq, self._admission_from_status(wl, cq))
+            self._reserve(wl, cq, self._admission_from_status(wl, cq), spec.reserved_at)
             return wl
         queue = self.queues.by_cq.get(cq_name)
         if queue is None:
@@ -175,7 +177,8 @@ class Twin:
         return selector.matches(labels)
 
     def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
-        self._reserve(wl, cq, Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items())))
+        admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
+        self._reserve(wl, cq, admission, self._epoch + self.cycle + 1)
         self.last_status.pop(wl.key, None)
 
     def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted:
@@ -262,11 +265,10 @@ class Twin:
             pod_sets.append(PodSetAdmission(ps.name, a.count, a.flavors))
         return Admission(cq.name, tuple(pod_sets), tuple(usage.items()))
 
-    def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission) -> None:
+    def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission, at: int) -> None:
         wl.admission = admission
         wl.cluster_queue = cq.name
-        self._seq += 1
-        wl.reserved_seq = self._seq
+        wl.reserved_at = at
         cq.workloads[wl.key] = wl
         for fr, q in admission.usage:
             add_usage(cq.node, fr, q)

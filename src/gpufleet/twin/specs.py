@@ -187,6 +187,7 @@ class WorkloadSpec:
     uid: str = ""
     admission: AdmissionSpec | None = None
     active: bool = True
+    reserved_at: int = 0  # QuotaReserved's lastTransitionTime (epoch ms) for admitted ones
 
     @property
     def key(self) -> str:

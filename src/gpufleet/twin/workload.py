@@ -40,7 +40,7 @@ class Workload:
         "order",
         "pod_sets",
         "priority",
-        "reserved_seq",
+        "reserved_at",
         "spec",
     )
 
@@ -53,7 +53,7 @@ class Workload:
         self.pod_sets: tuple[PodSetSpec, ...] = spec.pod_sets
         self.order: tuple[int, int, str] = (-spec.priority, spec.created, spec.uid or spec.key)
         self.admission: Admission | None = None
-        self.reserved_seq = 0  # when quota was reserved; "admitted more recently" orders victims
+        self.reserved_at = 0  # when quota was reserved; "admitted more recently" orders victims
 
     @property
     def created(self) -> int:

@@ -66,7 +66,8 @@ def load_documents(text: str, file: str) -> list[tuple[Any, int]]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise InputError([Problem(f"not valid YAML: {exc}", file, "", line)]) from None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError([Problem(f"not valid YAML: {problem}", file, "", line)]) from None
     finally:
         loader.dispose()
     return docs

@@ -53,10 +53,12 @@ class Twin:
         self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing)
         self.queues = Queues()
         for name in sorted(self.tree.cluster_queues):
-            self.queues.add_cluster_queue(name, self.tree.cluster_queues[name].spec.queueing_strategy)
+            cq = self.tree.cluster_queues[name]
+            self.queues.add_cluster_queue(name, cq.spec.queueing_strategy, _root_key(cq))
         self.active_queues = {name: cq.active for name, cq in self.tree.cluster_queues.items()}
         self.workloads: dict[str, Workload] = {}
         self.last_status: dict[str, Pending] = {}
+        self.held: dict[str, Workload] = {}
         self.cycle = 0
         # Admissions made by the twin happen "after" everything in the input: cycle n reserves at
         # (latest input timestamp + n), so "admitted more recently" keeps its meaning.
@@ -91,7 +93,7 @@ class Twin:
         if queue is None:
             self.last_status[wl.key] = Pending(wl.key, cq_name, MISCONFIGURED, cluster_queue_not_found(cq_name), INADMISSIBLE)
         elif lq is not None and lq.stop_policy != "None":
-            queue.park(wl)
+            self.held[wl.key] = wl  # a stopped LocalQueue hands nothing to its ClusterQueue
             self.last_status[wl.key] = Pending(wl.key, cq_name, SUSPENDED, local_queue_stopped(lq.namespace + "/" + lq.name), INADMISSIBLE)
         elif spec.active:
             queue.push(wl)
@@ -101,6 +103,7 @@ class Twin:
         """A workload completed: release its quota and let parked workloads of its tree retry."""
         wl = self.workloads.pop(key)
         if wl.admission is None:
+            self.held.pop(key, None)
             queue = self.queues.by_cq.get(wl.cluster_queue)
             if queue is not None:
                 queue.delete(key)
@@ -129,7 +132,11 @@ class Twin:
             previous = result.pending
 
     def has_heads(self) -> bool:
-        return any(q.active and self.active_queues.get(name) for name, q in self.queues.by_cq.items())
+        """Whether a cycle now would find work (parked workloads of changed trees count)."""
+        queues = self.queues
+        if queues.dirty_parked():
+            return True
+        return any(q.active and self.active_queues.get(name) for name, q in queues.by_cq.items())
 
     # --- what the cycle calls --------------------------------------------------------------------
     def get_assignments(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
@@ -233,7 +240,9 @@ class Twin:
                 else:
                     message = f"waiting in ClusterQueue {name}, position {position}"
                     result.append(Pending(wl.key, name, PENDING, message, state))
-        orphans = [p for key, p in self.last_status.items() if p.cluster_queue not in self.queues.by_cq]
+        orphans = [
+            p for key, p in self.last_status.items() if p.cluster_queue not in self.queues.by_cq or key in self.held
+        ]
         return sorted(result + orphans, key=lambda p: p.workload)
 
     # --- internals -------------------------------------------------------------------------------
@@ -281,4 +290,10 @@ class Twin:
         wl.admission = None
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
-        self.queues.flush(q.name for q in self.tree.subtree_queues(cq.node.root))
+        self.queues.capacity_changed(_root_key(cq))
+
+
+def _root_key(cq: ClusterQueue) -> str:
+    """Names the cohort tree a ClusterQueue belongs to (a lone queue is its own tree)."""
+    root = cq.node.root
+    return f"cohort/{root.name}" if root.is_cohort else f"queue/{root.name}"

@@ -37,7 +37,9 @@ NOMINATED, SKIPPED, ASSUMED, PREEMPTING = "nominated", "skipped", "assumed", "pr
 class Entry:
     """A head under consideration this cycle: its assignment, targets and decision record."""
 
-    __slots__ = ("assignment", "cq", "message", "reason", "requeue_now", "status", "targets", "wl")
+    __slots__ = (
+        "assignment", "cq", "message", "node", "order", "reason", "requeue_now", "status", "targets", "usage", "wl",
+    )  # fmt: skip
 
     def __init__(self, wl: Workload, cq: ClusterQueue | None) -> None:
         self.wl = wl
@@ -48,20 +50,15 @@ class Entry:
         self.reason = ""
         self.message = ""
         self.requeue_now = False  # Kueue's FailedAfterNomination / PendingPreemption
+        # What the fair-sharing tournament reads (plain attributes: it reads them a lot).
+        self.order = wl.order
+        self.usage: dict[int, int] = self.assignment.usage
+        if cq is not None:
+            self.node: QuotaNode = cq.node
 
-    # What the fair-sharing tournament reads.
-    @property
-    def node(self) -> QuotaNode:
-        assert self.cq is not None
-        return self.cq.node
-
-    @property
-    def usage(self) -> dict[int, int]:
-        return self.assignment.usage
-
-    @property
-    def order(self) -> tuple[int, int, str]:
-        return self.wl.order
+    def assign(self, assignment: Assignment, targets: list[Target]) -> None:
+        self.assignment, self.targets, self.usage = assignment, targets, assignment.usage
+        self.reason, self.message = assignment.reason, assignment.message
 
     def classical_key(self) -> tuple[int, int, int, str]:
         return (self.assignment.borrowing, *self.wl.order)
@@ -123,8 +120,7 @@ def nominate(twin: Twin, heads: Iterable[Workload]) -> tuple[list[Entry], list[E
             e.reason, e.message = reasons.MISCONFIGURED, reasons.NAMESPACE_MISMATCH
             e.status = "namespaceMismatch"
         else:
-            e.assignment, e.targets = twin.get_assignments(wl, cq)
-            e.reason, e.message = e.assignment.reason, e.assignment.message
+            e.assign(*twin.get_assignments(wl, cq))
             entries.append(e)
             continue
         rejected.append(e)
@@ -169,10 +165,16 @@ def _skip(e: Entry, message: str) -> None:
 
 
 def _fits_without(twin: Twin, cq: ClusterQueue, usage: dict[int, int], gone: list[Target]) -> bool:
+    if not gone:
+        node = cq.node
+        for fr, q in usage.items():
+            if q > available(node, fr):
+                return False
+        return True
     for t in gone:
         twin.preemptor.remove(t.workload)
     try:
-        return all(q <= available(cq.node, fr) for fr, q in usage.items())
+        return _fits_without(twin, cq, usage, [])
     finally:
         for t in gone:
             twin.preemptor.restore(t.workload)

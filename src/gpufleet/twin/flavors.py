@@ -83,6 +83,15 @@ def matches(ps: PodSetSpec, flavor: ResourceFlavorSpec) -> str:
     return ""
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """How one pod set maps onto one ClusterQueue's resource groups (computed once, cached)."""
+
+    missing: tuple[str, ...]  # requested resources no resource group covers
+    groups: tuple[tuple[int, tuple[tuple[str, int], ...], tuple[tuple[FlavorChoice, str], ...]], ...]
+    # per group: (index, ((resource, per-pod request), ...), ((flavor, mismatch reason or ""), ...))
+
+
 class FlavorAssigner:
     """Assigns flavors for workloads of one configuration (flavors, fair-sharing flag, oracle)."""
 
@@ -90,46 +99,63 @@ class FlavorAssigner:
         self.flavors = flavors
         self.oracle = oracle
         self.fair_sharing = fair_sharing
-        self._match_cache: dict[tuple[PodSetSpec, str], str] = {}
+        self._layouts: dict[tuple[str, PodSetSpec], _Layout] = {}
+
+    def layout(self, cq: ClusterQueue, ps: PodSetSpec) -> _Layout:
+        key = (cq.name, ps)
+        found = self._layouts.get(key)
+        if found is None:
+            missing = tuple(r for r, q in ps.requests if q > 0 and r not in cq.group_of)
+            by_group: dict[int, list[tuple[str, int]]] = {}
+            for resource, per_pod in ps.requests:
+                if resource in cq.group_of:
+                    by_group.setdefault(cq.group_of[resource], []).append((resource, per_pod))
+            groups = []
+            for idx in sorted(by_group):
+                choices = []
+                for flavor in cq.groups[idx].flavors:
+                    spec = self.flavors.get(flavor.flavor) or ResourceFlavorSpec(flavor.flavor)
+                    choices.append((flavor, matches(ps, spec)))
+                groups.append((idx, tuple(by_group[idx]), tuple(choices)))
+            found = self._layouts[key] = _Layout(missing, tuple(groups))
+        return found
 
     def assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
         result = Assignment()
+        usage = result.usage
         for ps, count in zip(wl.pod_sets, counts, strict=True):
-            flavors_of_ps: list[tuple[str, str]] = []
-            by_group: dict[int, list[tuple[str, int]]] = {}
+            layout = self.layout(cq, ps)
             failures: list[str] = []
             failure_reasons: set[str] = set()
-            for resource, per_pod in ps.requests:
-                group = cq.group_of.get(resource)
-                if group is None:
-                    if per_pod > 0:
-                        failures.append(reasons.resource_unavailable(resource))
-                        failure_reasons.add(reasons.NO_MATCHING_FLAVOR)
-                    continue
-                by_group.setdefault(group, []).append((resource, per_pod * count))
-            if not failures:
-                for group_idx in sorted(by_group):
-                    chosen = self._choose(wl, ps, cq, group_idx, by_group[group_idx], result, failures, failure_reasons)
-                    if chosen is None:
-                        break
-                    flavor, mode, level = chosen
-                    for resource, qty in by_group[group_idx]:
-                        fr = flavor.frs[resource]
-                        result.usage[fr] = result.usage.get(fr, 0) + qty
-                        flavors_of_ps.append((resource, flavor.flavor))
-                        if mode < FIT:
-                            result.contested.add(fr)
-                    result.mode = min(result.mode, mode)
-                    result.borrowing = max(result.borrowing, level)
+            if layout.missing:
+                failures.extend(reasons.resource_unavailable(r) for r in layout.missing)
+                result.mode = NO_FIT
+                self._note(result, ps.name, failures, {reasons.NO_MATCHING_FLAVOR})
+                return result
+            flavors_of_ps: list[tuple[str, str]] = []
+            for _, per_pod, choices in layout.groups:
+                requests = [(r, q * count) for r, q in per_pod]
+                chosen = self._choose(wl, cq, choices, requests, usage, failures, failure_reasons)
+                if chosen is None:
+                    result.mode = NO_FIT
+                    self._note(result, ps.name, failures, failure_reasons)
+                    return result
+                flavor, mode, level = chosen
+                for resource, qty in requests:
+                    fr = flavor.frs[resource]
+                    usage[fr] = usage.get(fr, 0) + qty
+                    flavors_of_ps.append((resource, flavor.flavor))
                     if mode < FIT:
-                        self._note(result, ps.name, failures, failure_reasons)
+                        result.contested.add(fr)
+                if mode < result.mode:
+                    result.mode = mode
+                if level > result.borrowing:
+                    result.borrowing = level
+                if mode < FIT:
+                    self._note(result, ps.name, failures, failure_reasons)
+                if failures:
                     failures, failure_reasons = [], set()
-                else:
-                    result.pod_sets.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
-                    continue
-            result.mode = NO_FIT
-            self._note(result, ps.name, failures, failure_reasons)
-            return result
+            result.pod_sets.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
         return result
 
     @staticmethod
@@ -142,19 +168,17 @@ class FlavorAssigner:
     def _choose(
         self,
         wl: Workload,
-        ps: PodSetSpec,
         cq: ClusterQueue,
-        group_idx: int,
+        choices: tuple[tuple[FlavorChoice, str], ...],
         requests: list[tuple[str, int]],
-        so_far: Assignment,
+        so_far: dict[int, int],
         failures: list[str],
         failure_reasons: set[str],
     ) -> tuple[FlavorChoice, int, int] | None:
         fungibility = cq.spec.flavor_fungibility
         best: tuple[FlavorChoice, int, int] | None = None
         best_rank: tuple[int, ...] | None = None
-        for flavor in cq.groups[group_idx].flavors:
-            mismatch = self._mismatch(ps, flavor.flavor)
+        for flavor, mismatch in choices:
             if mismatch:
                 failures.append(mismatch)
                 failure_reasons.add(reasons.NO_MATCHING_FLAVOR)
@@ -167,9 +191,11 @@ class FlavorAssigner:
                     failure_reasons.add(reasons.NO_MATCHING_FLAVOR)
                     mode = NO_FIT
                     continue
-                m, lv = self._fits(wl, cq, fr, resource, flavor.flavor, so_far.usage.get(fr, 0), qty, failures, failure_reasons)
-                mode = min(mode, m)
-                level = max(level, lv)
+                m, lv = self._fits(wl, cq, fr, resource, flavor.flavor, so_far.get(fr, 0), qty, failures, failure_reasons)
+                if m < mode:
+                    mode = m
+                if lv > level:
+                    level = lv
             if mode == FIT and level == 0:
                 return flavor, mode, level
             if mode > NO_CANDIDATES:
@@ -183,19 +209,9 @@ class FlavorAssigner:
                 )
                 if not try_next:
                     return flavor, mode, level
-            elif mode == NO_CANDIDATES and best is None:
-                best, best_rank = (flavor, mode, level), (9, level)
-            elif mode == NO_CANDIDATES and best_rank is not None and best_rank[0] == 9 and level < best_rank[1]:
-                best, best_rank = (flavor, mode, level), (9, level)
+            elif mode == NO_CANDIDATES and (best_rank is None or (best_rank[0] == 9 and level < best_rank[1])):
+                best, best_rank = (flavor, mode, level), (9, level)  # below any viable flavor
         return best
-
-    def _mismatch(self, ps: PodSetSpec, flavor: str) -> str:
-        key = (ps, flavor)
-        cached = self._match_cache.get(key)
-        if cached is None:
-            spec = self.flavors.get(flavor) or ResourceFlavorSpec(flavor)
-            cached = self._match_cache[key] = matches(ps, spec)
-        return cached
 
     def _fits(
         self,
@@ -211,14 +227,14 @@ class FlavorAssigner:
     ) -> tuple[int, int]:
         node = cq.node
         val = previous + request
+        free = available(node, fr)
+        if val <= free:  # available never exceeds potential_available, so this is a Fit
+            return FIT, borrowing_level(node, fr, val)
         capacity = potential_available(node, fr)
         if val > capacity:
             failures.append(reasons.insufficient_quota(resource, flavor, previous, request, capacity))
             failure_reasons.add(reasons.EXCEEDS_MAX_QUOTA)
             return NO_FIT, 0
-        free = available(node, fr)
-        if val <= free:
-            return FIT, borrowing_level(node, fr, val)
         failures.append(reasons.insufficient_unused_quota(resource, flavor, val - free))
         failure_reasons.add(reasons.WAITING_FOR_QUOTA)
         policy = cq.spec.preemption

@@ -59,6 +59,7 @@ class Twin:
         self.workloads: dict[str, Workload] = {}
         self.last_status: dict[str, Pending] = {}
         self.held: dict[str, Workload] = {}
+        self._ns_match: dict[tuple[str, str], bool] = {}
         self.cycle = 0
         # Admissions made by the twin happen "after" everything in the input: cycle n reserves at
         # (latest input timestamp + n), so "admitted more recently" keeps its meaning.
@@ -175,13 +176,16 @@ class Twin:
         return RECLAIM if all(t.workload.cluster_queue != cq.name for t in targets) else PREEMPT
 
     def namespace_matches(self, cq: ClusterQueue, wl: Workload) -> bool:
-        selector = cq.spec.namespace_selector
-        if selector is None:
-            return False
-        ns = self.spec.namespaces.get(wl.spec.namespace)
-        labels = dict(ns.labels) if ns is not None else {"kubernetes.io/metadata.name": wl.spec.namespace}
-        labels.setdefault("kubernetes.io/metadata.name", wl.spec.namespace)
-        return selector.matches(labels)
+        """The ClusterQueue's namespaceSelector against the namespace's labels (null matches none)."""
+        key = (cq.name, wl.spec.namespace)
+        found = self._ns_match.get(key)
+        if found is None:
+            selector = cq.spec.namespace_selector
+            ns = self.spec.namespaces.get(wl.spec.namespace)
+            labels = dict(ns.labels) if ns is not None else {}
+            labels.setdefault("kubernetes.io/metadata.name", wl.spec.namespace)
+            found = self._ns_match[key] = selector is not None and selector.matches(labels)
+        return found
 
     def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
         admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
@@ -201,12 +205,7 @@ class Twin:
 
     def admitted_record(self, wl: Workload) -> Admitted:
         assert wl.admission is not None
-        return Admitted(
-            wl.key,
-            wl.admission.cluster_queue,
-            {ps.name: dict(ps.flavors) for ps in wl.admission.pod_sets},
-            {ps.name: ps.count for ps in wl.admission.pod_sets},
-        )
+        return Admitted(wl.key, wl.admission.cluster_queue, wl.admission.pod_sets)
 
     # --- reading the state -----------------------------------------------------------------------
     def path(self, cq_name: str) -> str:

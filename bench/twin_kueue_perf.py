@@ -58,6 +58,16 @@ class Job:
     runtime_ms: int = field(compare=False)
     priority: int = field(compare=False)
     klass: str = field(compare=False)
+    spec: WorkloadSpec | None = field(compare=False, default=None)
+
+    def workload(self) -> WorkloadSpec:
+        """The Workload this job submits (built when the trace is built, outside any timing)."""
+        if self.spec is None:
+            pod = PodSetSpec("main", 1, (("cpu", self.cpu_milli),))
+            self.spec = WorkloadSpec(
+                "ns", self.name, self.cluster_queue, (pod,), self.priority, self.arrival_ms
+            )
+        return self.spec
 
 
 def cluster(
@@ -69,7 +79,9 @@ def cluster(
     for c in range(cohorts):
         for q in range(queues_per_cohort):
             name = f"cq-{c}-{q}"
-            quota = ResourceQuotaSpec("cpu", nominal_cpu * 1000, None if borrowing_cpu is None else borrowing_cpu * 1000)
+            quota = ResourceQuotaSpec(
+                "cpu", nominal_cpu * 1000, None if borrowing_cpu is None else borrowing_cpu * 1000
+            )
             cqs[name] = ClusterQueueSpec(
                 name=name,
                 cohort=f"cohort-{c}",
@@ -78,7 +90,9 @@ def cluster(
                 preemption=PreemptionSpec(within_cluster_queue=LOWER_PRIORITY, reclaim_within_cohort=ANY),
             )
             lqs[f"ns/{name}"] = LocalQueueSpec("ns", name, name)
-    return ClusterSpec({"default": ResourceFlavorSpec("default")}, {}, cqs, lqs, {}, (), ConfigSpec(fair_sharing=fair))
+    return ClusterSpec(
+        {"default": ResourceFlavorSpec("default")}, {}, cqs, lqs, {}, (), ConfigSpec(fair_sharing=fair)
+    )
 
 
 def baseline_trace(cohorts: int = 5, queues_per_cohort: int = 6) -> list[Job]:
@@ -88,7 +102,9 @@ def baseline_trace(cohorts: int = 5, queues_per_cohort: int = 6) -> list[Job]:
             cq = f"cq-{c}-{q}"
             for klass, (cpu, runtime, prio, every, count) in CLASSES.items():
                 for i in range(count):
-                    jobs.append(Job(i * every, f"{cq}-{klass}-{i}", cq, cpu * 1000, runtime, prio, klass))
+                    job = Job(i * every, f"{cq}-{klass}-{i}", cq, cpu * 1000, runtime, prio, klass)
+                    job.workload()
+                    jobs.append(job)
     return sorted(jobs)
 
 
@@ -101,6 +117,7 @@ class Outcome:
     admissions: int
     preemptions: int
     wall_clock_s: float
+    cpu_s: float
 
 
 def simulate(spec: ClusterSpec, jobs: Iterable[Job], latency_ms: int) -> Outcome:
@@ -110,7 +127,7 @@ def simulate(spec: ClusterSpec, jobs: Iterable[Job], latency_ms: int) -> Outcome
     changes nothing. Otherwise each cycle costs ``latency_ms`` of simulated time, and the clock
     jumps to the next event when the twin has nothing left to try.
     """
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     twin = Twin(spec)
     nominal = sum(cq.node.subtree[0] for cq in twin.tree.cluster_queues.values())
     nodes = [cq.node for cq in twin.tree.cluster_queues.values()]
@@ -131,7 +148,9 @@ def simulate(spec: ClusterSpec, jobs: Iterable[Job], latency_ms: int) -> Outcome
             key = f"ns/{job.name}"
             by_name[key] = job
             pod = PodSetSpec("main", 1, (("cpu", job.cpu_milli),))
-            twin.add_workload(WorkloadSpec("ns", job.name, job.cluster_queue, (pod,), job.priority, job.arrival_ms))
+            twin.add_workload(
+                WorkloadSpec("ns", job.name, job.cluster_queue, (pod,), job.priority, job.arrival_ms)
+            )
         while completions and completions[0][0] <= now:
             _, key, ep = heapq.heappop(completions)
             if epoch.get(key) == ep and key in twin.workloads:
@@ -159,7 +178,14 @@ def simulate(spec: ClusterSpec, jobs: Iterable[Job], latency_ms: int) -> Outcome
         if latency_ms and (changed or twin.has_heads()) and _worth_retrying(twin, changed):
             now += latency_ms
             continue
-        upcoming = [t for t in (arrivals[-1].arrival_ms if arrivals else None, completions[0][0] if completions else None) if t is not None]
+        upcoming = [
+            t
+            for t in (
+                arrivals[-1].arrival_ms if arrivals else None,
+                completions[0][0] if completions else None,
+            )
+            if t is not None
+        ]
         if not upcoming:
             break
         now = max(now + (latency_ms if changed else 0), min(upcoming)) if latency_ms else min(upcoming)
@@ -175,6 +201,7 @@ def simulate(spec: ClusterSpec, jobs: Iterable[Job], latency_ms: int) -> Outcome
         admissions,
         preemptions,
         time.perf_counter() - started,
+        time.process_time() - cpu_started,
     )
 
 
@@ -190,7 +217,9 @@ def calibrate(spec: ClusterSpec, jobs: list[Job], target_s: float) -> tuple[int,
     while lo <= hi:
         mid = (lo + hi) // 2
         out = simulate(spec, jobs, mid)
-        if best is None or abs(out.makespan_ms / 1000 - target_s) < abs(best[1].makespan_ms / 1000 - target_s):
+        if best is None or abs(out.makespan_ms / 1000 - target_s) < abs(
+            best[1].makespan_ms / 1000 - target_s
+        ):
             best = (mid, out)
         if out.makespan_ms / 1000 < target_s:
             lo = mid + 1
@@ -208,8 +237,10 @@ def report(label: str, out: Outcome, latency_ms: int) -> list[str]:
         "tta_medium_s": out.tta_ms["medium"] / 1000,
         "tta_small_s": out.tta_ms["small"] / 1000,
     }
-    lines = [f"{label} (cycle latency {latency_ms} ms; {out.cycles} cycles, {out.admissions} admissions, "
-             f"{out.preemptions} preemptions; twin ran in {out.wall_clock_s:.1f} s of real time)"]
+    lines = [
+        f"{label} (cycle latency {latency_ms} ms; {out.cycles} cycles, {out.admissions} admissions, "
+        f"{out.preemptions} preemptions; twin ran in {out.wall_clock_s:.1f} s, {out.cpu_s:.1f} s of CPU)"
+    ]
     lines.append(f"  {'metric':<14}{'Kueue':>10}{'twin':>10}{'twin/Kueue':>12}")
     for key, kueue in KUEUE.items():
         mine = figures[key]

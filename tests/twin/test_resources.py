@@ -25,7 +25,7 @@ from gpufleet.twin.resources import QuantityError, format_quantity, parse_quanti
         ("1k", "nvidia.com/gpu", 1000),
         ("100m", "memory", 1),  # a tenth of a byte rounds up to one
     ],
-    ids=lambda v: str(v),
+    ids=str,
 )
 def test_parse_quantity(value: object, resource: str, want: int) -> None:
     assert parse_quantity(value, resource) == want

@@ -25,7 +25,9 @@ def _objects_only(tmp_path: Path, source: Path) -> Path:
 
 
 def test_json_report_has_the_documented_keys(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["twin", "step", str(_objects_only(tmp_path, SCENARIO)), "--cycles", "2", "--json"])
+    result = runner.invoke(
+        app, ["twin", "step", str(_objects_only(tmp_path, SCENARIO)), "--cycles", "2", "--json"]
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert set(report) >= {"cycles", "clusterQueues"}
@@ -58,7 +60,8 @@ BAD = {
     ),
     "malformed quantity": (
         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\nspec:\n"
-        "  resourceGroups: [{coveredResources: [cpu], flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1xyz}]}]}]\n",
+        "  resourceGroups: [{coveredResources: [cpu],\n"
+        "    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 1xyz}]}]}]\n",
         "ClusterQueue cq: malformed quantity '1xyz'",
     ),
     "not yaml": ("kind: [\n", "not valid YAML"),

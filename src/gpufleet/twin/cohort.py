@@ -57,8 +57,8 @@ class CohortTree:
 
     def __init__(self, spec: ClusterSpec) -> None:
         self.frs = FlavorResources()
-        for cq in spec.cluster_queues.values():
-            _intern_groups(self.frs, cq.resource_groups)
+        for cq_spec in spec.cluster_queues.values():
+            _intern_groups(self.frs, cq_spec.resource_groups)
         for co in spec.cohorts.values():
             _intern_groups(self.frs, co.resource_groups)
         size = len(self.frs)
@@ -68,10 +68,11 @@ class CohortTree:
             _set_quotas(node, self.frs, co.resource_groups)
             self.cohorts[co.name] = node
         self.cluster_queues: dict[str, ClusterQueue] = {}
-        for cq in spec.cluster_queues.values():
-            node = QuotaNode(cq.name, size, is_cohort=False, weight=cq.fair_weight)
-            _set_quotas(node, self.frs, cq.resource_groups)
-            self.cluster_queues[cq.name] = ClusterQueue(cq, node, _groups(self.frs, cq.resource_groups))
+        for cq_spec in spec.cluster_queues.values():
+            node = QuotaNode(cq_spec.name, size, is_cohort=False, weight=cq_spec.fair_weight)
+            _set_quotas(node, self.frs, cq_spec.resource_groups)
+            groups = _groups(self.frs, cq_spec.resource_groups)
+            self.cluster_queues[cq_spec.name] = ClusterQueue(cq_spec, node, groups)
         for co in spec.cohorts.values():
             if co.parent:
                 _link(self.cohorts[co.name], self._cohort(co.parent, size))
@@ -84,7 +85,7 @@ class CohortTree:
             top = cq.node
             while top.parent is not None:
                 top = top.parent
-            tops[top.name] = top
+            tops[f"{'cohort' if top.is_cohort else 'queue'}/{top.name}"] = top
         self.roots = [tops[name] for name in sorted(tops)]
         for root in self.roots:
             _set_paths(root, ())
@@ -137,7 +138,9 @@ def _set_quotas(node: QuotaNode, frs: FlavorResources, groups: tuple[ResourceGro
             for quota in flavor.resources:
                 fr = frs.intern(flavor.flavor, quota.resource)
                 node.nominal[fr] = quota.nominal
-                node.borrowing_limit[fr] = UNLIMITED if quota.borrowing_limit is None else quota.borrowing_limit
+                node.borrowing_limit[fr] = (
+                    UNLIMITED if quota.borrowing_limit is None else quota.borrowing_limit
+                )
                 node.lending_limit[fr] = quota.lending_limit
                 defined.append(fr)
     node.defined = tuple(defined)

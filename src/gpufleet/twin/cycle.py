@@ -25,7 +25,7 @@ from gpufleet.twin.fairshare import tournament
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment
 from gpufleet.twin.preemption import Target
 from gpufleet.twin.quota import QuotaNode, add_usage, available, remove_usage
-from gpufleet.twin.results import ACTIVE, INADMISSIBLE, Admitted, CycleResult, Pending, Preempted
+from gpufleet.twin.results import ACTIVE, INADMISSIBLE, CycleResult, Pending
 from gpufleet.twin.workload import Workload
 
 if TYPE_CHECKING:
@@ -38,7 +38,8 @@ class Entry:
     """A head under consideration this cycle: its assignment, targets and decision record."""
 
     __slots__ = (
-        "assignment", "cq", "message", "node", "order", "reason", "requeue_now", "status", "targets", "usage", "wl",
+        "assignment", "cq", "message", "node", "order", "reason",
+        "requeue_now", "status", "targets", "usage", "wl",
     )  # fmt: skip
 
     def __init__(self, wl: Workload, cq: ClusterQueue | None) -> None:
@@ -92,7 +93,11 @@ def run_cycle(twin: Twin) -> CycleResult:
     # 3. Nominate: flavors, borrowing and preemption targets for each head.
     entries, rejected = nominate(twin, heads)
     # 4. Order the entries.
-    ordered = tournament(twin.fair, entries) if twin.fair is not None else iter(sorted(entries, key=Entry.classical_key))
+    ordered = (
+        tournament(twin.fair, entries)
+        if twin.fair is not None
+        else iter(sorted(entries, key=Entry.classical_key))
+    )
     # 5. Admit greedily; issue preemptions; never admit a preemptor in the cycle of its evictions.
     victims: dict[str, tuple[Target, Entry]] = {}
     admitted = [e for e in _process(twin, ordered, snapshot, victims) if e.status == ASSUMED]
@@ -167,10 +172,7 @@ def _skip(e: Entry, message: str) -> None:
 def _fits_without(twin: Twin, cq: ClusterQueue, usage: dict[int, int], gone: list[Target]) -> bool:
     if not gone:
         node = cq.node
-        for fr, q in usage.items():
-            if q > available(node, fr):
-                return False
-        return True
+        return all(q <= available(node, fr) for fr, q in usage.items())
     for t in gone:
         twin.preemptor.remove(t.workload)
     try:

@@ -135,7 +135,9 @@ class FlavorAssigner:
             flavors_of_ps: list[tuple[str, str]] = []
             for _, per_pod, choices in layout.groups:
                 requests = [(r, q * count) for r, q in per_pod]
-                chosen = self._choose(wl, cq, choices, requests, usage, failures, failure_reasons)
+                chosen = self._choose(
+                    wl, cq, choices, requests, so_far=usage, failures=failures, why=failure_reasons
+                )
                 if chosen is None:
                     result.mode = NO_FIT
                     self._note(result, ps.name, failures, failure_reasons)
@@ -147,10 +149,8 @@ class FlavorAssigner:
                     flavors_of_ps.append((resource, flavor.flavor))
                     if mode < FIT:
                         result.contested.add(fr)
-                if mode < result.mode:
-                    result.mode = mode
-                if level > result.borrowing:
-                    result.borrowing = level
+                result.mode = min(result.mode, mode)
+                result.borrowing = max(result.borrowing, level)
                 if mode < FIT:
                     self._note(result, ps.name, failures, failure_reasons)
                 if failures:
@@ -171,10 +171,12 @@ class FlavorAssigner:
         cq: ClusterQueue,
         choices: tuple[tuple[FlavorChoice, str], ...],
         requests: list[tuple[str, int]],
+        *,
         so_far: dict[int, int],
         failures: list[str],
-        failure_reasons: set[str],
+        why: set[str],
     ) -> tuple[FlavorChoice, int, int] | None:
+        failure_reasons = why
         fungibility = cq.spec.flavor_fungibility
         best: tuple[FlavorChoice, int, int] | None = None
         best_rank: tuple[int, ...] | None = None
@@ -191,11 +193,19 @@ class FlavorAssigner:
                     failure_reasons.add(reasons.NO_MATCHING_FLAVOR)
                     mode = NO_FIT
                     continue
-                m, lv = self._fits(wl, cq, fr, resource, flavor.flavor, so_far.get(fr, 0), qty, failures, failure_reasons)
-                if m < mode:
-                    mode = m
-                if lv > level:
-                    level = lv
+                m, lv = self._fits(
+                    wl,
+                    cq,
+                    fr,
+                    resource=resource,
+                    flavor=flavor.flavor,
+                    previous=so_far.get(fr, 0),
+                    request=qty,
+                    failures=failures,
+                    failure_reasons=failure_reasons,
+                )
+                mode = min(mode, m)
+                level = max(level, lv)
             if mode == FIT and level == 0:
                 return flavor, mode, level
             if mode > NO_CANDIDATES:
@@ -209,7 +219,9 @@ class FlavorAssigner:
                 )
                 if not try_next:
                     return flavor, mode, level
-            elif mode == NO_CANDIDATES and (best_rank is None or (best_rank[0] == 9 and level < best_rank[1])):
+            elif mode == NO_CANDIDATES and (
+                best_rank is None or (best_rank[0] == 9 and level < best_rank[1])
+            ):
                 best, best_rank = (flavor, mode, level), (9, level)  # below any viable flavor
         return best
 
@@ -218,6 +230,7 @@ class FlavorAssigner:
         wl: Workload,
         cq: ClusterQueue,
         fr: int,
+        *,
         resource: str,
         flavor: str,
         previous: int,
@@ -240,7 +253,8 @@ class FlavorAssigner:
         policy = cq.spec.preemption
         within_nominal = val <= node.nominal[fr]
         may_borrow_preempt = node.parent is not None and (
-            policy.borrow_within_cohort != NEVER or (self.fair_sharing and policy.reclaim_within_cohort != NEVER)
+            policy.borrow_within_cohort != NEVER
+            or (self.fair_sharing and policy.reclaim_within_cohort != NEVER)
         )
         if not within_nominal and not may_borrow_preempt:
             return NO_FIT, 0

@@ -128,7 +128,9 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
         if not cq:
             doc.fail("spec.clusterQueue", "spec.clusterQueue is required")
             return
-        st.local_queues[f"{ns}/{name}"] = s.LocalQueueSpec(ns, name, str(cq), str(spec.get("stopPolicy", "None")))
+        st.local_queues[f"{ns}/{name}"] = s.LocalQueueSpec(
+            ns, name, str(cq), str(spec.get("stopPolicy", "None"))
+        )
     elif kind in ("WorkloadPriorityClass", "PriorityClass"):
         group = KUEUE_GROUP if kind == "WorkloadPriorityClass" else "scheduling.k8s.io"
         st.priority_classes[(group, name)] = _int(doc, "value", obj.get("value", 0))
@@ -136,11 +138,15 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
         st.workloads.append((doc, obj, index))
     elif kind == "Namespace":
         labels = meta.get("labels") or {}
-        st.namespaces[name] = s.NamespaceSpec(name, tuple(sorted((str(k), str(v)) for k, v in labels.items())))
+        st.namespaces[name] = s.NamespaceSpec(
+            name, tuple(sorted((str(k), str(v)) for k, v in labels.items()))
+        )
     elif kind == "Configuration":
         st.config = _config(doc, obj)
     else:
-        doc.fail("kind", f"unknown kind {kind!r} (the twin reads Kueue objects, Namespaces and Configuration)")
+        doc.fail(
+            "kind", f"unknown kind {kind!r} (the twin reads Kueue objects, Namespaces and Configuration)"
+        )
 
 
 def _flavor(doc: _Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
@@ -159,7 +165,12 @@ def _flavor(doc: _Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
 
 def _tolerations(raw: Any) -> tuple[s.Toleration, ...]:
     return tuple(
-        s.Toleration(str(t.get("key", "")), str(t.get("operator", "Equal")), str(t.get("value", "")), str(t.get("effect", "")))
+        s.Toleration(
+            str(t.get("key", "")),
+            str(t.get("operator", "Equal")),
+            str(t.get("value", "")),
+            str(t.get("effect", "")),
+        )
         for t in raw or []
     )
 
@@ -204,15 +215,21 @@ def _cluster_queue(doc: _Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueS
         namespace_selector=None if selector is None else _selector(selector),
         queueing_strategy=str(spec.get("queueingStrategy", s.BEST_EFFORT_FIFO)),
         flavor_fungibility=s.FlavorFungibilitySpec(
-            _FUNGIBILITY_V1BETA1.get(fung.get("whenCanBorrow", ""), fung.get("whenCanBorrow", s.MAY_STOP_SEARCH)),
-            _FUNGIBILITY_V1BETA1.get(fung.get("whenCanPreempt", ""), fung.get("whenCanPreempt", s.TRY_NEXT_FLAVOR)),
+            _FUNGIBILITY_V1BETA1.get(
+                fung.get("whenCanBorrow", ""), fung.get("whenCanBorrow", s.MAY_STOP_SEARCH)
+            ),
+            _FUNGIBILITY_V1BETA1.get(
+                fung.get("whenCanPreempt", ""), fung.get("whenCanPreempt", s.TRY_NEXT_FLAVOR)
+            ),
             fung.get("preference"),
         ),
         preemption=s.PreemptionSpec(
             str(pre.get("withinClusterQueue", s.NEVER)),
             str(pre.get("reclaimWithinCohort", s.NEVER)),
             str(bwc.get("policy", s.NEVER)),
-            None if threshold is None else _int(doc, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", threshold),
+            None
+            if threshold is None
+            else _int(doc, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", threshold),
         ),
         fair_weight=_weight(doc, spec),
         stop_policy=str(spec.get("stopPolicy", "None")),
@@ -222,7 +239,9 @@ def _cluster_queue(doc: _Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueS
 def _selector(raw: dict[str, Any]) -> s.LabelSelector:
     reqs = [s.Requirement(str(k), "In", (str(v),)) for k, v in (raw.get("matchLabels") or {}).items()]
     reqs += [
-        s.Requirement(str(e.get("key", "")), str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or []))
+        s.Requirement(
+            str(e.get("key", "")), str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or [])
+        )
         for e in raw.get("matchExpressions") or []
     ]
     return s.LabelSelector(tuple(reqs))
@@ -280,7 +299,11 @@ def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.Work
                 s.PodSetAssignmentSpec(
                     str(a.get("name", "main")),
                     tuple((str(r), str(f)) for r, f in (a.get("flavors") or {}).items()),
-                    _int(doc, "status.admission.podSetAssignments.count", a.get("count", _count_of(pod_sets, a))),
+                    _int(
+                        doc,
+                        "status.admission.podSetAssignments.count",
+                        a.get("count", _count_of(pod_sets, a)),
+                    ),
                 )
                 for a in admission_raw.get("podSetAssignments") or []
             ),
@@ -327,10 +350,14 @@ def _pod_set(doc: _Doc, raw: dict[str, Any], i: int) -> s.PodSetSpec:
         for res, qty in _container_requests(doc, f"{path}.template.spec.containers[{c}]", container).items():
             requests[res] = requests.get(res, 0) + qty
     for c, container in enumerate(pod.get("initContainers") or []):
-        for res, qty in _container_requests(doc, f"{path}.template.spec.initContainers[{c}]", container).items():
+        for res, qty in _container_requests(
+            doc, f"{path}.template.spec.initContainers[{c}]", container
+        ).items():
             requests[res] = max(requests.get(res, 0), qty)
     for res, qty in (pod.get("overhead") or {}).items():
-        requests[res] = requests.get(res, 0) + (_quantity(doc, f"{path}.template.spec.overhead", qty, res) or 0)
+        requests[res] = requests.get(res, 0) + (
+            _quantity(doc, f"{path}.template.spec.overhead", qty, res) or 0
+        )
     terms = []
     affinity = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
@@ -338,7 +365,11 @@ def _pod_set(doc: _Doc, raw: dict[str, Any], i: int) -> s.PodSetSpec:
     for term in affinity.get("nodeSelectorTerms") or []:
         terms.append(
             tuple(
-                s.Requirement(str(e.get("key", "")), str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or []))
+                s.Requirement(
+                    str(e.get("key", "")),
+                    str(e.get("operator", "In")),
+                    tuple(str(v) for v in e.get("values") or []),
+                )
                 for e in term.get("matchExpressions") or []
             )
         )
@@ -359,7 +390,9 @@ def _container_requests(doc: _Doc, path: str, container: dict[str, Any]) -> dict
     resources = container.get("resources") or {}
     merged = dict(resources.get("limits") or {})
     merged.update(resources.get("requests") or {})  # limits stand in for missing requests
-    return {str(r): _quantity(doc, f"{path}.resources.requests[{r}]", q, str(r)) or 0 for r, q in merged.items()}
+    return {
+        str(r): _quantity(doc, f"{path}.resources.requests[{r}]", q, str(r)) or 0 for r, q in merged.items()
+    }
 
 
 def _quantity(doc: _Doc, path: str, value: Any, resource: str) -> int | None:

@@ -79,7 +79,7 @@ class Preemptor:
             return self.minimal(request, cq, frs, candidates, allow_borrowing=True, threshold=None)
         if self.fair is not None:
             return self.fair_preemptions(wl, cq, request, frs, candidates)
-        return self.classic(wl, cq, request, frs, candidates, own)
+        return self.classic(wl, cq, request, frs, candidates=candidates, own=own)
 
     def classic(
         self,
@@ -87,6 +87,7 @@ class Preemptor:
         cq: ClusterQueue,
         request: dict[int, int],
         frs: frozenset[int],
+        *,
         candidates: list[Workload],
         own: list[Workload],
     ) -> list[Target]:
@@ -196,7 +197,12 @@ class Preemptor:
 
     # --- fair sharing ---------------------------------------------------------------------------
     def fair_preemptions(
-        self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int], candidates: list[Workload]
+        self,
+        wl: Workload,
+        cq: ClusterQueue,
+        request: dict[int, int],
+        frs: frozenset[int],
+        candidates: list[Workload],
     ) -> list[Target]:
         """Visit the candidate queue with the highest share first; each victim must pass a strategy.
 
@@ -247,16 +253,7 @@ class Preemptor:
                     pools.append(pool)
                 break
         if not fits and len(strategies) > 1:
-            for pool in sorted(
-                _pools(retry, self.tree, fair, first_only=True), key=lambda p: (p.share.key(), p.cq.name), reverse=True
-            ):
-                if _strategy(strategies[1], new_share, pool.share, pool.share):
-                    victim = pool.workloads[0]
-                    self.remove(victim)
-                    targets.append(Target(victim, reasons.IN_COHORT_FAIR_SHARING))
-                    if workload_fits(request, cq, True):
-                        fits = True
-                        break
+            fits = self._second_strategy(strategies[1], cq, request, new_share, retry=retry, targets=targets)
         if not fits:
             for t in targets:
                 self.restore(t.workload)
@@ -265,6 +262,30 @@ class Preemptor:
         for t in targets:
             self.restore(t.workload)
         return targets
+
+    def _second_strategy(
+        self,
+        strategy: str,
+        cq: ClusterQueue,
+        request: dict[int, int],
+        new_share: tuple[int, float],
+        *,
+        retry: list[Workload],
+        targets: list[Target],
+    ) -> bool:
+        """Rule S2-b over the candidates the first strategy refused: one victim per queue, the
+        queue with the highest share first (the rule does not depend on the victim)."""
+        fair = self.fair
+        assert fair is not None
+        pools = _pools(retry, self.tree, fair, first_only=True)
+        for pool in sorted(pools, key=lambda p: (p.share.key(), p.cq.name), reverse=True):
+            if _strategy(strategy, new_share, pool.share, pool.share):
+                victim = pool.workloads[0]
+                self.remove(victim)
+                targets.append(Target(victim, reasons.IN_COHORT_FAIR_SHARING))
+                if workload_fits(request, cq, True):
+                    return True
+        return False
 
     def can_always_reclaim(self, cq: ClusterQueue) -> bool:
         """A queue that can reclaim any borrowed quota needs no reservation when it cannot preempt."""

@@ -75,7 +75,8 @@ class Twin:
             raise InputError.one(f"Workload {spec.key} is defined twice", path=f"Workload/{spec.key}")
         if lq is None and spec.admission is None:
             raise InputError.one(
-                f"Workload {spec.key} points at LocalQueue {spec.namespace}/{spec.queue_name}, which does not exist",
+                f"Workload {spec.key} points at LocalQueue {spec.namespace}/{spec.queue_name}, "
+                "which does not exist",
                 path=f"Workload/{spec.key}.spec.queueName",
             )
         cq_name = spec.admission.cluster_queue if spec.admission else lq.cluster_queue if lq else ""
@@ -92,10 +93,14 @@ class Twin:
             return wl
         queue = self.queues.by_cq.get(cq_name)
         if queue is None:
-            self.last_status[wl.key] = Pending(wl.key, cq_name, MISCONFIGURED, cluster_queue_not_found(cq_name), INADMISSIBLE)
+            self.last_status[wl.key] = Pending(
+                wl.key, cq_name, MISCONFIGURED, cluster_queue_not_found(cq_name), INADMISSIBLE
+            )
         elif lq is not None and lq.stop_policy != "None":
             self.held[wl.key] = wl  # a stopped LocalQueue hands nothing to its ClusterQueue
-            self.last_status[wl.key] = Pending(wl.key, cq_name, SUSPENDED, local_queue_stopped(lq.namespace + "/" + lq.name), INADMISSIBLE)
+            self.last_status[wl.key] = Pending(
+                wl.key, cq_name, SUSPENDED, local_queue_stopped(lq.namespace + "/" + lq.name), INADMISSIBLE
+            )
         elif spec.active:
             queue.push(wl)
         return wl
@@ -153,7 +158,9 @@ class Twin:
         found: tuple[Assignment, list[Target]] | None = None
         while lo <= hi:
             mid = (lo + hi) // 2
-            counts = tuple(ps.count - (r * mid) // steps for ps, r in zip(wl.pod_sets, reducible, strict=True))
+            counts = tuple(
+                ps.count - (r * mid) // steps for ps, r in zip(wl.pod_sets, reducible, strict=True)
+            )
             attempt = self._try(wl, cq, counts)
             if attempt[0].mode == FIT or attempt[1]:
                 found, hi = attempt, mid - 1
@@ -161,7 +168,9 @@ class Twin:
                 lo = mid + 1
         return found if found is not None else (assignment, targets)
 
-    def _try(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> tuple[Assignment, list[Target]]:
+    def _try(
+        self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]
+    ) -> tuple[Assignment, list[Target]]:
         assignment = self.assigner.assign(wl, cq, counts)
         if assignment.mode in (PREEMPT, RECLAIM, NO_CANDIDATES):
             targets = self.preemptor.get_targets(wl, cq, assignment.usage, assignment.contested)
@@ -197,7 +206,10 @@ class Twin:
         cq = self.tree.cluster_queues[wl.cluster_queue]
         self._release(wl, cq)
         message = preempted_message(
-            f"UID: {preemptor.spec.uid or preemptor.key}", reason, self.path(preemptor.cluster_queue), self.path(cq.name)
+            f"UID: {preemptor.spec.uid or preemptor.key}",
+            reason,
+            self.path(preemptor.cluster_queue),
+            self.path(cq.name),
         )
         self.queues.by_cq[cq.name].push(wl)
         self._capacity_changed(cq)
@@ -219,7 +231,9 @@ class Twin:
         usage = {str(keys[fr]): node.usage[fr] for fr in node.defined}
         borrowed = {str(keys[fr]): max(0, node.usage[fr] - node.subtree[fr]) for fr in node.defined}
         share = self.fair.drs(node).weighted_share() if self.fair is not None else 0
-        return ClusterQueueStatus(name, usage, borrowed, share, len(cq.workloads), len(self.queues.by_cq[name]))
+        return ClusterQueueStatus(
+            name, usage, borrowed, share, len(cq.workloads), len(self.queues.by_cq[name])
+        )
 
     def statuses(self) -> list[ClusterQueueStatus]:
         return [self.status(name) for name in sorted(self.tree.cluster_queues)]
@@ -240,7 +254,9 @@ class Twin:
                     message = f"waiting in ClusterQueue {name}, position {position}"
                     result.append(Pending(wl.key, name, PENDING, message, state))
         orphans = [
-            p for key, p in self.last_status.items() if p.cluster_queue not in self.queues.by_cq or key in self.held
+            p
+            for key, p in self.last_status.items()
+            if p.cluster_queue not in self.queues.by_cq or key in self.held
         ]
         return sorted(result + orphans, key=lambda p: p.workload)
 

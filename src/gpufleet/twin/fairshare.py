@@ -62,8 +62,6 @@ class DRS:
         return any(fr in self.borrowed for fr in frs)
 
 
-ZERO = DRS(0.0, 1.0, (), "")
-
 
 class FairShare:
     """Computes DRS on the live quota tree; what a parent can lend is cached (it ignores usage)."""

@@ -38,8 +38,6 @@ PREEMPT = 2
 RECLAIM = 3
 FIT = 4
 
-MODE_NAMES = {NO_FIT: "NoFit", NO_CANDIDATES: "Preempt", PREEMPT: "Preempt", RECLAIM: "Preempt", FIT: "Fit"}
-
 Oracle = Callable[[Workload, ClusterQueue, int, int], int]
 """Simulates preemption for one flavor-resource and quantity; returns PREEMPT, RECLAIM or NO_CANDIDATES."""
 
@@ -55,10 +53,6 @@ class Assignment:
     contested: set[int] = field(default_factory=set)  # flavor-resources that need preemption
     reason: str = ""
     message: str = ""
-
-    @property
-    def representative_mode(self) -> str:
-        return MODE_NAMES[self.mode]
 
 
 def matches(ps: PodSetSpec, flavor: ResourceFlavorSpec) -> str:

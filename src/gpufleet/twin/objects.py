@@ -12,7 +12,7 @@ raised together as one ``InputError``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -117,7 +117,7 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
         st.cohorts[name] = s.CohortSpec(
             name,
             spec.get("parentName") or spec.get("parent") or None,
-            _groups(doc, spec.get("resourceGroups") or [], cohort=True),
+            _groups(doc, spec.get("resourceGroups") or []),
             _weight(doc, spec),
         )
     elif kind == "ClusterQueue":
@@ -175,7 +175,7 @@ def _tolerations(raw: Any) -> tuple[s.Toleration, ...]:
     )
 
 
-def _groups(doc: _Doc, raw: list[Any], *, cohort: bool) -> tuple[s.ResourceGroupSpec, ...]:
+def _groups(doc: _Doc, raw: list[Any]) -> tuple[s.ResourceGroupSpec, ...]:
     groups = []
     for gi, group in enumerate(raw):
         covered = tuple(str(r) for r in group.get("coveredResources") or [])
@@ -197,7 +197,6 @@ def _groups(doc: _Doc, raw: list[Any], *, cohort: bool) -> tuple[s.ResourceGroup
                 )
             flavors.append(s.FlavorQuotasSpec(str(flavor.get("name", "")), tuple(quotas)))
         groups.append(s.ResourceGroupSpec(covered, tuple(flavors)))
-    del cohort
     return tuple(groups)
 
 
@@ -211,7 +210,7 @@ def _cluster_queue(doc: _Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueS
     return s.ClusterQueueSpec(
         name=doc.name,
         cohort=str(cohort) if cohort else None,
-        resource_groups=_groups(doc, spec.get("resourceGroups") or [], cohort=False),
+        resource_groups=_groups(doc, spec.get("resourceGroups") or []),
         namespace_selector=None if selector is None else _selector(selector),
         queueing_strategy=str(spec.get("queueingStrategy", s.BEST_EFFORT_FIFO)),
         flavor_fungibility=s.FlavorFungibilitySpec(
@@ -311,11 +310,12 @@ def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.Work
     return s.WorkloadSpec(
         ns, str(meta.get("name")), str(queue or ""), pod_sets, priority, created,
         str(meta.get("uid", "")), admission, bool(spec.get("active", True)),
-        _reserved_at(doc, status, index) if admission else 0,
+        _reserved_at(doc, status) if admission else 0,
     )  # fmt: skip
 
 
-def _reserved_at(doc: _Doc, status: dict[str, Any], index: int) -> int:
+def _reserved_at(doc: _Doc, status: dict[str, Any]) -> int:
+    """QuotaReserved's lastTransitionTime: orders victims by \"admitted more recently\"."""
     for cond in status.get("conditions") or []:
         if cond.get("type") == "QuotaReserved" and cond.get("status") == "True":
             return _timestamp(doc, cond.get("lastTransitionTime"), 0)
@@ -426,4 +426,4 @@ def _timestamp(doc: _Doc, value: Any, index: int) -> int:
         return index
 
 
-__all__ = ["load_documents", "parse_cluster", "replace"]
+__all__ = ["load_documents", "parse_cluster"]

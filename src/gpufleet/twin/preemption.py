@@ -29,7 +29,6 @@ from gpufleet.twin.specs import (
     LESS_THAN_INITIAL_SHARE,
     LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
     LOWER_OR_NEWER_EQUAL_PRIORITY,
-    LOWER_PRIORITY,
     NEVER,
 )
 from gpufleet.twin.workload import Workload
@@ -344,5 +343,3 @@ def under_nominal(cq: ClusterQueue, frs: Iterable[int]) -> bool:
     node = cq.node
     return all(node.usage[fr] < node.nominal[fr] for fr in frs)
 
-
-__all__ = ["LOWER_PRIORITY", "Preemptor", "Target", "under_nominal", "workload_fits"]

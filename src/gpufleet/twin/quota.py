@@ -128,11 +128,6 @@ def remove_usage(node: QuotaNode, fr: int, val: int) -> None:
         n = n.parent
 
 
-def borrowing_with(node: QuotaNode, fr: int, val: int) -> bool:
-    """Whether ``node`` would use more than its own subtree quota of ``fr`` after adding ``val``."""
-    return node.usage[fr] + val > node.subtree[fr]
-
-
 def is_borrowing(node: QuotaNode, fr: int) -> bool:
     """Whether ``node`` already uses more than its own subtree quota of ``fr``."""
     return node.parent is not None and node.usage[fr] > node.subtree[fr]

@@ -33,19 +33,16 @@ class ResourceGroup:
 class ClusterQueue:
     """A ClusterQueue: its frozen spec, its quota node, and the workloads holding its quota."""
 
-    __slots__ = ("group_of", "groups", "inactive_reason", "node", "spec", "workloads")
+    __slots__ = ("group_of", "groups", "inactive_reason", "name", "node", "spec", "workloads")
 
     def __init__(self, spec: ClusterQueueSpec, node: QuotaNode, groups: tuple[ResourceGroup, ...]) -> None:
         self.spec = spec
+        self.name = spec.name
         self.node = node
         self.groups = groups
         self.group_of = {r: i for i, g in enumerate(groups) for r in g.covered}
         self.workloads: dict[str, Workload] = {}
         self.inactive_reason = "" if spec.stop_policy == "None" else "Stopped"
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
 
     @property
     def active(self) -> bool:

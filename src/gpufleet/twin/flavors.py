@@ -17,7 +17,7 @@ queue's order (Kueue's ``flavorassigner.go``):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, FlavorChoice
@@ -42,17 +42,19 @@ Oracle = Callable[[Workload, ClusterQueue, int, int], int]
 """Simulates preemption for one flavor-resource and quantity; returns PREEMPT, RECLAIM or NO_CANDIDATES."""
 
 
-@dataclass(slots=True)
 class Assignment:
     """The outcome of flavor assignment for one workload at given pod counts."""
 
-    pod_sets: list[PodSetAdmission] = field(default_factory=list)
-    mode: int = FIT
-    borrowing: int = 0
-    usage: dict[int, int] = field(default_factory=dict)
-    contested: set[int] = field(default_factory=set)  # flavor-resources that need preemption
-    reason: str = ""
-    message: str = ""
+    __slots__ = ("borrowing", "contested", "message", "mode", "pod_sets", "reason", "usage")
+
+    def __init__(self, mode: int = FIT) -> None:
+        self.pod_sets: list[PodSetAdmission] = []
+        self.mode = mode
+        self.borrowing = 0  # the deepest borrowing level over the assigned flavor-resources
+        self.usage: dict[int, int] = {}  # flavor-resource index -> quantity
+        self.contested: set[int] = set()  # flavor-resources that need preemption
+        self.reason = ""
+        self.message = ""
 
 
 def matches(ps: PodSetSpec, flavor: ResourceFlavorSpec) -> str:

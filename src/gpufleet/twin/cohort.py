@@ -69,7 +69,9 @@ class CohortTree:
             node = QuotaNode(cq_spec.name, size, is_cohort=False, weight=cq_spec.fair_weight)
             _set_quotas(node, self.frs, cq_spec.resource_groups)
             groups = _groups(self.frs, cq_spec.resource_groups)
-            self.cluster_queues[cq_spec.name] = ClusterQueue(cq_spec, node, groups)
+            cq = self.cluster_queues[cq_spec.name] = ClusterQueue(cq_spec, node, groups)
+            if any(f.flavor not in spec.flavors for g in groups for f in g.flavors):
+                cq.inactive_reason = "FlavorNotFound"  # Kueue keeps such a queue inactive
         for co in spec.cohorts.values():
             if co.parent:
                 _link(self.cohorts[co.name], self._cohort(co.parent, size))

@@ -62,7 +62,6 @@ class DRS:
         return any(fr in self.borrowed for fr in frs)
 
 
-
 class FairShare:
     """Computes DRS on the live quota tree; what a parent can lend is cached (it ignores usage)."""
 

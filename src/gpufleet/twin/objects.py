@@ -311,6 +311,7 @@ def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.Work
         ns, str(meta.get("name")), str(queue or ""), pod_sets, priority, created,
         str(meta.get("uid", "")), admission, bool(spec.get("active", True)),
         _reserved_at(doc, status) if admission else 0,
+        str((meta.get("labels") or {}).get("kueue.x-k8s.io/job-uid", "")),
     )  # fmt: skip
 
 

@@ -342,4 +342,3 @@ def under_nominal(cq: ClusterQueue, frs: Iterable[int]) -> bool:
     """Kueue's ``queueUnderNominalInResourcesNeedingPreemption``."""
     node = cq.node
     return all(node.usage[fr] < node.nominal[fr] for fr in frs)
-

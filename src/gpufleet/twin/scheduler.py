@@ -205,12 +205,10 @@ class Twin:
         """Evict a victim: free its quota, requeue it, and wake parked workloads of its tree."""
         cq = self.tree.cluster_queues[wl.cluster_queue]
         self._release(wl, cq)
-        message = preempted_message(
-            f"UID: {preemptor.spec.uid or preemptor.key}",
-            reason,
-            self.path(preemptor.cluster_queue),
-            self.path(cq.name),
-        )
+        who = f"UID: {preemptor.spec.uid or preemptor.key}"
+        if preemptor.spec.job_uid:
+            who += f", JobUID: {preemptor.spec.job_uid}"
+        message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
         self.queues.by_cq[cq.name].push(wl)
         self._capacity_changed(cq)
         return Preempted(wl.key, cq.name, preemptor.key, reason, message)

@@ -31,7 +31,8 @@ from gpufleet.twin.workload import Workload
 if TYPE_CHECKING:
     from gpufleet.twin.scheduler import Twin
 
-NOMINATED, SKIPPED, ASSUMED, PREEMPTING = "nominated", "skipped", "assumed", "preempting"
+SKIPPED, ASSUMED, PREEMPTING = "skipped", "assumed", "preempting"
+UNASSIGNED = Assignment(mode=NO_FIT)  # shared, never mutated: heads rejected before flavor assignment
 
 
 class Entry:
@@ -45,7 +46,7 @@ class Entry:
     def __init__(self, wl: Workload, cq: ClusterQueue | None) -> None:
         self.wl = wl
         self.cq = cq
-        self.assignment = Assignment(mode=NO_FIT)
+        self.assignment = UNASSIGNED
         self.targets: list[Target] = []
         self.status = ""
         self.reason = ""

@@ -130,7 +130,7 @@ class FlavorAssigner:
                 return result
             flavors_of_ps: list[tuple[str, str]] = []
             for _, per_pod, choices in layout.groups:
-                requests = [(r, q * count) for r, q in per_pod]
+                requests = per_pod if count == 1 else tuple((r, q * count) for r, q in per_pod)
                 chosen = self._choose(
                     wl, cq, choices, requests, so_far=usage, failures=failures, why=failure_reasons
                 )
@@ -166,7 +166,7 @@ class FlavorAssigner:
         wl: Workload,
         cq: ClusterQueue,
         choices: tuple[tuple[FlavorChoice, str], ...],
-        requests: list[tuple[str, int]],
+        requests: tuple[tuple[str, int], ...],
         *,
         so_far: dict[int, int],
         failures: list[str],

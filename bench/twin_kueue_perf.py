@@ -130,7 +130,6 @@ def simulate(spec: ClusterSpec, jobs: Iterable[Job], latency_ms: int) -> Outcome
     started, cpu_started = time.perf_counter(), time.process_time()
     twin = Twin(spec)
     nominal = sum(cq.node.subtree[0] for cq in twin.tree.cluster_queues.values())
-    nodes = [cq.node for cq in twin.tree.cluster_queues.values()]
     by_name: dict[str, Job] = {}
     arrivals = list(jobs)
     arrivals.reverse()
@@ -141,22 +140,20 @@ def simulate(spec: ClusterSpec, jobs: Iterable[Job], latency_ms: int) -> Outcome
     now = cycles = admissions = preemptions = 0
     used_area = 0  # integral of total usage over time (milli-cpu x ms)
     last_t = 0
-    usage = 0
+    usage = 0  # reserved milli-CPU across all ClusterQueues, kept up to date per event
     while arrivals or completions or twin.has_heads():
+        used_area += usage * (now - last_t)  # usage was constant since the previous event
+        last_t = now
         while arrivals and arrivals[-1].arrival_ms <= now:
             job = arrivals.pop()
             key = f"ns/{job.name}"
             by_name[key] = job
-            pod = PodSetSpec("main", 1, (("cpu", job.cpu_milli),))
-            twin.add_workload(
-                WorkloadSpec("ns", job.name, job.cluster_queue, (pod,), job.priority, job.arrival_ms)
-            )
+            twin.add_workload(job.workload())
         while completions and completions[0][0] <= now:
             _, key, ep = heapq.heappop(completions)
             if epoch.get(key) == ep and key in twin.workloads:
                 twin.finish(key)
-        used_area += usage * (now - last_t)
-        last_t = now
+                usage -= by_name[key].cpu_milli
         changed = False
         for _ in range(1 if latency_ms else 1000):
             result = twin.run_cycle()
@@ -167,14 +164,15 @@ def simulate(spec: ClusterSpec, jobs: Iterable[Job], latency_ms: int) -> Outcome
                 epoch[a.workload] = epoch.get(a.workload, 0) + 1
                 admitted_at[a.workload] = done
                 heapq.heappush(completions, (done + job.runtime_ms, a.workload, epoch[a.workload]))
+                usage += job.cpu_milli
             preemptions += len(result.preempted)
             for p in result.preempted:
                 epoch[p.workload] = epoch.get(p.workload, 0) + 1
+                usage -= by_name[p.workload].cpu_milli
             admissions += len(result.admitted)
             changed = changed or result.changed
             if latency_ms or not result.changed:
                 break
-        usage = sum(n.usage[0] for n in nodes)
         if latency_ms and (changed or twin.has_heads()) and _worth_retrying(twin, changed):
             now += latency_ms
             continue

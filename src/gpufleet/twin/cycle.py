@@ -88,7 +88,7 @@ class Snapshot:
 
 def run_cycle(twin: Twin) -> CycleResult:
     # 1. Get the heads from the queues, one per active ClusterQueue.
-    heads = twin.queues.heads(twin.active_queues)
+    heads = twin.queues.heads()
     # 2. Take a snapshot of the quota tree (an undo journal over the live one).
     snapshot = Snapshot()
     # 3. Nominate: flavors, borrowing and preemption targets for each head.

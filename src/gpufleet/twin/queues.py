@@ -100,6 +100,7 @@ class Queues:
         self.root_of: dict[str, str] = {}
         self._parked: set[str] = set()
         self._dirty: set[str] = set()
+        self.serving: list[ClusterQueueQueue] = []  # queues heads are taken from (active ClusterQueues)
 
     def add_cluster_queue(self, name: str, strategy: str, root: str) -> None:
         self.by_cq[name] = ClusterQueueQueue(name, strategy, self._parked)
@@ -111,14 +112,18 @@ class Queues:
     def dirty_parked(self) -> bool:
         return bool(self._dirty) and any(self.root_of[n] in self._dirty for n in self._parked)
 
-    def heads(self, active: dict[str, bool]) -> list[Workload]:
+    def set_active(self, names: list[str]) -> None:
+        """Only active ClusterQueues give heads; name order keeps every run reproducible."""
+        self.serving = [self.by_cq[name] for name in sorted(names)]
+
+    def heads(self) -> list[Workload]:
         if self._dirty:
             for name in [n for n in self._parked if self.root_of[n] in self._dirty]:
                 self.by_cq[name].flush_inadmissible()
             self._dirty.clear()
         result = []
-        for name, queue in self.by_cq.items():
-            if queue.active and active.get(name):
+        for queue in self.serving:
+            if queue.active:
                 wl = queue.pop()
                 if wl is not None:
                     result.append(wl)

@@ -55,7 +55,7 @@ class Twin:
         for name in sorted(self.tree.cluster_queues):
             cq = self.tree.cluster_queues[name]
             self.queues.add_cluster_queue(name, cq.spec.queueing_strategy, _root_key(cq))
-        self.active_queues = {name: cq.active for name, cq in self.tree.cluster_queues.items()}
+        self.queues.set_active([name for name, cq in self.tree.cluster_queues.items() if cq.active])
         self.workloads: dict[str, Workload] = {}
         self.last_status: dict[str, Pending] = {}
         self.held: dict[str, Workload] = {}
@@ -142,7 +142,7 @@ class Twin:
         queues = self.queues
         if queues.dirty_parked():
             return True
-        return any(q.active and self.active_queues.get(name) for name, q in queues.by_cq.items())
+        return any(q.active for q in queues.serving)
 
     # --- what the cycle calls --------------------------------------------------------------------
     def get_assignments(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:

@@ -1,0 +1,270 @@
+"""Flavor assignment: which flavor each pod set gets, and in which mode (Fit, Preempt, NoFit).
+
+For each pod set and each resource group of the ClusterQueue, the flavors are tried in the
+queue's order (Kueue's ``flavorassigner.go``):
+
+* a flavor whose node labels the pod set's node selector / required affinity contradicts, or
+  whose NoSchedule/NoExecute taints the pod set does not tolerate, is skipped (NoMatchingFlavor);
+* per resource: above ``potential_available`` is NoFit (ExceedsMaxQuota); within ``available``
+  is Fit, with the borrowing level of the lowest subtree that holds it; otherwise preemption is
+  simulated when it could help (request within nominal, ``borrowWithinCohort``, or fair sharing
+  with reclaim) and yields Preempt / Reclaim / no candidates, else NoFit (WaitingForQuota);
+* a flavor's mode is the worst of its resources; the search stops at a Fit without borrowing,
+  or where ``flavorFungibility`` says ``MayStopSearch``; otherwise the best flavor seen wins by
+  ``preference`` (BorrowingOverPreemption by default), the earlier flavor on ties.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gpufleet.twin import reasons
+from gpufleet.twin.cohort import ClusterQueue, FlavorChoice
+from gpufleet.twin.quota import available, borrowing_level, potential_available
+from gpufleet.twin.specs import (
+    NEVER,
+    PREEMPTION_OVER_BORROWING,
+    TRY_NEXT_FLAVOR,
+    PodSetSpec,
+    ResourceFlavorSpec,
+)
+from gpufleet.twin.workload import PodSetAdmission, Workload
+
+# Modes, ordered from worst to best (Kueue's granular ranks).
+NO_FIT = 0
+NO_CANDIDATES = 1  # preemption needed, but no allowed victims: reported as Preempt
+PREEMPT = 2
+RECLAIM = 3
+FIT = 4
+
+Oracle = Callable[[Workload, ClusterQueue, int, int], int]
+"""Simulates preemption for one flavor-resource and quantity; returns PREEMPT, RECLAIM or NO_CANDIDATES."""
+
+
+class Assignment:
+    """The outcome of flavor assignment for one workload at given pod counts."""
+
+    __slots__ = ("borrowing", "contested", "message", "mode", "pod_sets", "reason", "usage")
+
+    def __init__(self, mode: int = FIT) -> None:
+        self.pod_sets: list[PodSetAdmission] = []
+        self.mode = mode
+        self.borrowing = 0  # the deepest borrowing level over the assigned flavor-resources
+        self.usage: dict[int, int] = {}  # flavor-resource index -> quantity
+        self.contested: set[int] = set()  # flavor-resources that need preemption
+        self.reason = ""
+        self.message = ""
+
+
+def matches(ps: PodSetSpec, flavor: ResourceFlavorSpec) -> str:
+    """Why ``flavor`` cannot host ``ps`` (empty when it can): taints, then node labels."""
+    for taint in flavor.node_taints:
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if any(t.tolerates(taint) for t in flavor.tolerations):
+            continue
+        if not any(t.tolerates(taint) for t in ps.tolerations):
+            return reasons.untolerated_taint(taint.key, taint.value, taint.effect, flavor.name)
+    labels = dict(flavor.node_labels)
+    if not labels:
+        return ""
+    for key, value in ps.node_selector:
+        if key in labels and labels[key] != value:
+            return reasons.flavor_selector_mismatch(flavor.name)
+    if ps.affinity_terms:
+        only_own = [tuple(r for r in term if r.key in labels) for term in ps.affinity_terms]
+        if not any(all(r.matches(labels) for r in term) for term in only_own):
+            return reasons.flavor_selector_mismatch(flavor.name)
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """How one pod set maps onto one ClusterQueue's resource groups (computed once, cached)."""
+
+    missing: tuple[str, ...]  # requested resources no resource group covers
+    groups: tuple[tuple[int, tuple[tuple[str, int], ...], tuple[tuple[FlavorChoice, str], ...]], ...]
+    # per group: (index, ((resource, per-pod request), ...), ((flavor, mismatch reason or ""), ...))
+
+
+class FlavorAssigner:
+    """Assigns flavors for workloads of one configuration (flavors, fair-sharing flag, oracle)."""
+
+    def __init__(self, flavors: dict[str, ResourceFlavorSpec], oracle: Oracle, fair_sharing: bool) -> None:
+        self.flavors = flavors
+        self.oracle = oracle
+        self.fair_sharing = fair_sharing
+        self._layouts: dict[tuple[str, PodSetSpec], _Layout] = {}
+
+    def layout(self, cq: ClusterQueue, ps: PodSetSpec) -> _Layout:
+        key = (cq.name, ps)
+        found = self._layouts.get(key)
+        if found is None:
+            missing = tuple(r for r, q in ps.requests if q > 0 and r not in cq.group_of)
+            by_group: dict[int, list[tuple[str, int]]] = {}
+            for resource, per_pod in ps.requests:
+                if resource in cq.group_of:
+                    by_group.setdefault(cq.group_of[resource], []).append((resource, per_pod))
+            groups = []
+            for idx in sorted(by_group):
+                choices = []
+                for flavor in cq.groups[idx].flavors:
+                    spec = self.flavors.get(flavor.flavor) or ResourceFlavorSpec(flavor.flavor)
+                    choices.append((flavor, matches(ps, spec)))
+                groups.append((idx, tuple(by_group[idx]), tuple(choices)))
+            found = self._layouts[key] = _Layout(missing, tuple(groups))
+        return found
+
+    def assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
+        result = Assignment()
+        usage = result.usage
+        for ps, count in zip(wl.pod_sets, counts, strict=True):
+            layout = self.layout(cq, ps)
+            failures: list[str] = []
+            failure_reasons: set[str] = set()
+            if layout.missing:
+                failures.extend(reasons.resource_unavailable(r) for r in layout.missing)
+                result.mode = NO_FIT
+                self._note(result, ps.name, failures, {reasons.NO_MATCHING_FLAVOR})
+                return result
+            flavors_of_ps: list[tuple[str, str]] = []
+            for _, per_pod, choices in layout.groups:
+                requests = per_pod if count == 1 else tuple((r, q * count) for r, q in per_pod)
+                chosen = self._choose(wl, cq, choices, requests, so_far=usage, failures=failures, why=failure_reasons)
+                if chosen is None:
+                    result.mode = NO_FIT
+                    self._note(result, ps.name, failures, failure_reasons)
+                    return result
+                flavor, mode, level = chosen
+                for resource, qty in requests:
+                    fr = flavor.frs[resource]
+                    usage[fr] = usage.get(fr, 0) + qty
+                    flavors_of_ps.append((resource, flavor.flavor))
+                    if mode < FIT:
+                        result.contested.add(fr)
+                result.mode = min(result.mode, mode)
+                result.borrowing = max(result.borrowing, level)
+                if mode < FIT:
+                    self._note(result, ps.name, failures, failure_reasons)
+                if failures:
+                    failures, failure_reasons = [], set()
+            result.pod_sets.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
+        return result
+
+    @staticmethod
+    def _note(result: Assignment, pod_set: str, failures: list[str], failure_reasons: set[str]) -> None:
+        """Keep the first non-fitting pod set's message and reason, as Kueue's ``Message()`` does."""
+        if not result.message and failures:
+            result.message = reasons.couldnt_assign(pod_set, failures)
+            result.reason = reasons.most_hopeful(failure_reasons)
+
+    def _choose(
+        self,
+        wl: Workload,
+        cq: ClusterQueue,
+        choices: tuple[tuple[FlavorChoice, str], ...],
+        requests: tuple[tuple[str, int], ...],
+        *,
+        so_far: dict[int, int],
+        failures: list[str],
+        why: set[str],
+    ) -> tuple[FlavorChoice, int, int] | None:
+        failure_reasons = why
+        fungibility = cq.spec.flavor_fungibility
+        best: tuple[FlavorChoice, int, int] | None = None
+        best_rank: tuple[int, ...] | None = None
+        for flavor, mismatch in choices:
+            if mismatch:
+                failures.append(mismatch)
+                failure_reasons.add(reasons.NO_MATCHING_FLAVOR)
+                continue
+            mode, level = FIT, 0
+            for resource, qty in requests:
+                fr = flavor.frs.get(resource)
+                if fr is None:
+                    failures.append(reasons.resource_unavailable(resource))
+                    failure_reasons.add(reasons.NO_MATCHING_FLAVOR)
+                    mode = NO_FIT
+                    continue
+                m, lv = self._fits(
+                    wl,
+                    cq,
+                    fr,
+                    resource=resource,
+                    flavor=flavor.flavor,
+                    previous=so_far.get(fr, 0),
+                    request=qty,
+                    failures=failures,
+                    failure_reasons=failure_reasons,
+                )
+                mode = min(mode, m)
+                level = max(level, lv)
+            if mode == FIT and level == 0:
+                return flavor, mode, level
+            if mode > NO_CANDIDATES:
+                rank = _rank(mode, level, fungibility.preference)
+                if best_rank is None or rank < best_rank:
+                    best, best_rank = (flavor, mode, level), rank
+                try_next = (
+                    fungibility.when_can_borrow == TRY_NEXT_FLAVOR
+                    if mode == FIT
+                    else fungibility.when_can_preempt == TRY_NEXT_FLAVOR
+                )
+                if not try_next:
+                    return flavor, mode, level
+            elif mode == NO_CANDIDATES and (best_rank is None or (best_rank[0] == 9 and level < best_rank[1])):
+                best, best_rank = (flavor, mode, level), (9, level)  # below any viable flavor
+        return best
+
+    def _fits(
+        self,
+        wl: Workload,
+        cq: ClusterQueue,
+        fr: int,
+        *,
+        resource: str,
+        flavor: str,
+        previous: int,
+        request: int,
+        failures: list[str],
+        failure_reasons: set[str],
+    ) -> tuple[int, int]:
+        node = cq.node
+        val = previous + request
+        free = available(node, fr)
+        if val <= free:  # available never exceeds potential_available, so this is a Fit
+            return FIT, borrowing_level(node, fr, val)
+        capacity = potential_available(node, fr)
+        if val > capacity:
+            failures.append(reasons.insufficient_quota(resource, flavor, previous, request, capacity))
+            failure_reasons.add(reasons.EXCEEDS_MAX_QUOTA)
+            return NO_FIT, 0
+        failures.append(reasons.insufficient_unused_quota(resource, flavor, val - free))
+        failure_reasons.add(reasons.WAITING_FOR_QUOTA)
+        policy = cq.spec.preemption
+        within_nominal = val <= node.nominal[fr]
+        may_borrow_preempt = node.parent is not None and (
+            policy.borrow_within_cohort != NEVER or (self.fair_sharing and policy.reclaim_within_cohort != NEVER)
+        )
+        if not within_nominal and not may_borrow_preempt:
+            return NO_FIT, 0
+        level = 0 if val <= node.subtree[fr] else _level_without_usage(cq, fr, val)
+        return self.oracle(wl, cq, fr, val), level
+
+
+def _level_without_usage(cq: ClusterQueue, fr: int, val: int) -> int:
+    """Borrowing level a request would need with the tree empty (used for preempting entries)."""
+    for level, n in enumerate(cq.node.path):
+        if val <= n.subtree[fr]:
+            return level
+    return len(cq.node.path) - 1
+
+
+def _rank(mode: int, level: int, preference: str | None) -> tuple[int, ...]:
+    """Lower is better: Kueue's ``isPreferred`` as one key (fit/preempt vs borrow order, level)."""
+    fit = 0 if mode == FIT else 1
+    borrow = 1 if level > 0 else 0
+    if preference == PREEMPTION_OVER_BORROWING:
+        return (borrow, fit, level, -mode)
+    return (fit, borrow, level, -mode)

@@ -1,0 +1,73 @@
+"""What a scheduling cycle decided: plain frozen values, ready to print or serialise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.twin.workload import PodSetAdmission
+
+ACTIVE = "active"
+INADMISSIBLE = "inadmissible"
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A quota reservation made this cycle; the per-pod-set views are built only when read."""
+
+    workload: str
+    cluster_queue: str
+    pod_sets: tuple[PodSetAdmission, ...]
+
+    @property
+    def flavors(self) -> dict[str, dict[str, str]]:
+        """Pod set -> resource -> flavor."""
+        return {ps.name: dict(ps.flavors) for ps in self.pod_sets}
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Pod set -> admitted pod count (smaller than requested under partial admission)."""
+        return {ps.name: ps.count for ps in self.pod_sets}
+
+
+@dataclass(frozen=True, slots=True)
+class Preempted:
+    workload: str
+    cluster_queue: str
+    preemptor: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    workload: str
+    cluster_queue: str
+    reason: str
+    message: str
+    queue: str  # "active" (in the heap) or "inadmissible" (parked until capacity changes)
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    """One cycle: admissions, evictions it issued, and the heads it could not admit (with why)."""
+
+    number: int
+    admitted: tuple[Admitted, ...]
+    preempted: tuple[Preempted, ...]
+    pending: tuple[Pending, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.admitted or self.preempted)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueueStatus:
+    """Per-ClusterQueue figures after a cycle; keys are ``flavor/resource``, values Kueue units."""
+
+    name: str
+    usage: dict[str, int]
+    borrowed: dict[str, int]
+    weighted_share: int
+    admitted: int
+    pending: int

@@ -244,9 +244,10 @@ def _weight(doc: _Doc, spec: dict[str, Any]) -> float:
 
 
 def _config(doc: _Doc, obj: dict[str, Any]) -> s.ConfigSpec:
+    excluded = tuple(str(p) for p in ((obj.get("resources") or {}).get("excludeResourcePrefixes") or ()))
     fs = obj.get("fairSharing")
     if fs is None:
-        return s.ConfigSpec(fair_sharing=False)
+        return s.ConfigSpec(fair_sharing=False, excluded_prefixes=excluded)
     enabled = bool(fs.get("enable", True)) if str(obj.get("apiVersion", "")).endswith("v1beta1") else True
     strategies = tuple(str(x) for x in fs.get("preemptionStrategies") or ())
     allowed = {
@@ -256,7 +257,7 @@ def _config(doc: _Doc, obj: dict[str, Any]) -> s.ConfigSpec:
     }
     if strategies and strategies not in allowed:
         doc.fail("fairSharing.preemptionStrategies", f"unsupported strategy list {list(strategies)}")
-    return s.ConfigSpec(enabled, strategies or s.ConfigSpec().preemption_strategies)
+    return s.ConfigSpec(enabled, strategies or s.ConfigSpec().preemption_strategies, excluded)
 
 
 def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.WorkloadSpec | None:

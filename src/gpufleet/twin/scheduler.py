@@ -9,6 +9,7 @@ reads per-ClusterQueue figures. There is no clock: time is whatever integer the 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from gpufleet.errors import InputError
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
@@ -68,6 +69,14 @@ class Twin:
             self.add_workload(wl)
 
     # --- inputs ----------------------------------------------------------------------------------
+    def _without_excluded(self, spec: WorkloadSpec) -> WorkloadSpec:
+        """Drop the requests Kueue's ``excludeResourcePrefixes`` tells it to ignore for quota."""
+        counts = self.spec.config.counts
+        pod_sets = tuple(
+            replace(ps, requests=tuple((r, q) for r, q in ps.requests if counts(r))) for ps in spec.pod_sets
+        )
+        return replace(spec, pod_sets=pod_sets)
+
     def add_workload(self, spec: WorkloadSpec) -> Workload:
         """Add a Workload: admitted ones (``spec.admission``) take quota now, others queue."""
         lq = self.spec.local_queues.get(f"{spec.namespace}/{spec.queue_name}")
@@ -79,6 +88,8 @@ class Twin:
                 path=f"Workload/{spec.key}.spec.queueName",
             )
         cq_name = spec.admission.cluster_queue if spec.admission else lq.cluster_queue if lq else ""
+        if self.spec.config.excluded_prefixes:
+            spec = self._without_excluded(spec)
         wl = Workload(spec, cq_name)
         self.workloads[wl.key] = wl
         if spec.admission is not None:

@@ -210,6 +210,11 @@ class ConfigSpec:
         LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
         LESS_THAN_INITIAL_SHARE,
     )
+    # resources.excludeResourcePrefixes: requests Kueue ignores for quota (e.g. cpu where only GPUs are budgeted)
+    excluded_prefixes: tuple[str, ...] = ()
+
+    def counts(self, resource: str) -> bool:
+        return not resource.startswith(self.excluded_prefixes) if self.excluded_prefixes else True
 
 
 @dataclass(frozen=True, slots=True)

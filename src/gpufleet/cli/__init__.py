@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
+from gpufleet.cli import trace
 
 app = typer.Typer(
     name="gpufleet",
@@ -16,6 +17,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+app.add_typer(trace.app, name="trace")
 
 
 @app.callback()

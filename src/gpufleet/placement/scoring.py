@@ -10,8 +10,13 @@ reproducible (kube-scheduler itself breaks ties at random).
   memory and the node's GPU resource (milli of its full cards, its time-slice replicas, or the
   pod's MIG profile), weight 1 each, a resource the node lacks left out. A fractional share goes to
   the fullest card that still fits it (best fit), then the lowest index.
-- ``FragmentationAware``: the least increase in expected fragmentation (see ``fragmentation``), then
-  the least free GPU left on the node (pack what the measure cannot tell apart), then best fit.
+- ``FragmentationAware``: the least increase in expected fragmentation (see ``fragmentation``),
+  counted in bands of ``resolution`` milli (a tenth of a card by default: smaller differences are
+  noise in an estimate built from a typical-pod mix), then the least free GPU left on the node
+  (pack what the measure cannot tell apart), then the node name. A fractional share takes the card
+  with the least increase, then the fullest such card, then the lowest index. On the FGD packing
+  benchmark, ranking by the exact increase did worse (94.1 % against 95.2-95.4 % allocated on
+  openb default): the bands let the packing tie-breakers fill nodes in order.
 """
 
 from __future__ import annotations
@@ -93,8 +98,11 @@ class FragmentationAware:
 
     name = "FragmentationAware"
 
-    def __init__(self, mix: ShapeMix) -> None:
+    def __init__(self, mix: ShapeMix, resolution: int = 100) -> None:
+        if resolution < 1:
+            raise ValueError("resolution must be >= 1 milli")
         self.meter = FragmentMeter(mix)
+        self.resolution = resolution
 
     def key(self, node: NodeState, pod: PodSpec) -> Key:
         return self._choose(node, pod)[0]
@@ -118,15 +126,15 @@ class FragmentationAware:
             for d in node.devices_for(pod):
                 after[d.gpu] -= d.milli
             grow = self.meter.fragment(model, cpu_after, mem_after, tuple(sorted(after))) - before
-            return (round(grow, 6), left), None
-        best: tuple[float, float, float, int] | None = None
+            return (float(round(grow / self.resolution)), left), None
+        best: tuple[float, float, int] | None = None
         for card in node.candidate_cards(pod):
             after = list(frees)
             after[card] -= pod.gpu_milli
             grow = self.meter.fragment(model, cpu_after, mem_after, tuple(sorted(after))) - before
-            key = (round(grow, 6), left, float(frees[card]), card)
-            if best is None or key < best:
-                best = key
+            choice = (round(grow, 6), float(frees[card]), card)
+            if best is None or choice < best:
+                best = choice
         if best is None:
             raise ValueError(f"pod {pod.name} does not fit node {node.spec.name}")
-        return best[:2], best[3]
+        return (float(round(best[0] / self.resolution)), left), best[2]

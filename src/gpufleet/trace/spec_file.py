@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpufleet.errors import InputError, Problem
 from gpufleet.trace.synth import PoolSpec, Slicing, SynthSpec, TeamSpec
@@ -49,6 +49,12 @@ class _Pool(_Model):
     mig_profiles: list[str] = Field(default_factory=list, alias="migProfiles")
     replicas: int = Field(1, ge=1)
 
+    @model_validator(mode="after")
+    def _mig_needs_profiles(self) -> _Pool:
+        if self.slicing is Slicing.MIG and not self.mig_profiles:
+            raise ValueError("a mig pool needs migProfiles")
+        return self
+
 
 class _Spec(_Model):
     days: int = Field(7, ge=1)
@@ -75,15 +81,8 @@ def load_spec(path: Path) -> SynthSpec:
                 for err in exc.errors(include_url=False)
             ]
         ) from exc
-    problems = [
-        Problem("a mig pool needs migProfiles", str(path), f"pools.{i}.migProfiles")
-        for i, p in enumerate(spec.pools)
-        if p.slicing is Slicing.MIG and not p.mig_profiles
-    ]
     if sum(t.flood for t in spec.teams) > 1:
-        problems.append(Problem("at most one team may flood the queue", str(path), "teams"))
-    if problems:
-        raise InputError(problems)
+        raise InputError([Problem("at most one team may flood the queue", str(path), "teams")])
     return SynthSpec(
         teams=tuple(
             TeamSpec(

@@ -13,13 +13,20 @@ from gpufleet.trace.alibaba import read_nodes, read_pods, to_jobs
 MIB = 1 << 20
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces" / "alibaba-gpu-v2023" / "csv"
 
-EXCERPT = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+HEADER = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+    "creation_time,deletion_time,scheduled_time"
+)
+EXCERPT = (
+    HEADER
+    + """
 openb-pod-0003,88000,327680,8,1000,,Burstable,Succeeded,1000,5000,1100
 openb-pod-0001,4000,15258,1,220,,BE,Running,2000,2600,2000
 openb-pod-0002,16000,32768,1,1000,V100M16|V100M32,LS,Running,1500,1700,1503
 openb-pod-0004,2000,4096,0,0,,BE,Failed,3000,3010,3001
 openb-pod-0005,12000,16384,1,1000,,LS,Pending,3500,3900,
 """
+)
 
 
 def test_excerpt_becomes_the_expected_jobs(tmp_path: Path) -> None:
@@ -31,16 +38,61 @@ def test_excerpt_becomes_the_expected_jobs(tmp_path: Path) -> None:
     jobs = to_jobs(read_pods(path), compression=10, team="alibaba")
     common = {"team": "alibaba", "namespace": "alibaba"}
     assert jobs == [
-        Job("openb-pod-0003", submit_s=0, duration_s=3900, kind=JobKind.TRAINING, gpus=8,
-            cpu_milli=88000, memory=327680 * MIB, priority_class="Burstable", **common),
-        Job("openb-pod-0002", submit_s=50, duration_s=197, kind=JobKind.INFERENCE, gpus=1,
-            gpu_models=("V100M16", "V100M32"), cpu_milli=16000, memory=32768 * MIB, priority_class="LS", **common),
-        Job("openb-pod-0001", submit_s=100, duration_s=600, kind=JobKind.BATCH_EVAL, gpu_milli=220,
-            cpu_milli=4000, memory=15258 * MIB, priority_class="BE", **common),
-        Job("openb-pod-0004", submit_s=200, duration_s=9, kind=JobKind.BATCH_EVAL,
-            cpu_milli=2000, memory=4096 * MIB, priority_class="BE", **common),
-        Job("openb-pod-0005", submit_s=250, duration_s=400, kind=JobKind.INFERENCE, gpus=1,
-            cpu_milli=12000, memory=16384 * MIB, priority_class="LS", **common),
+        Job(
+            "openb-pod-0003",
+            submit_s=0,
+            duration_s=3900,
+            kind=JobKind.TRAINING,
+            gpus=8,
+            cpu_milli=88000,
+            memory=327680 * MIB,
+            priority_class="Burstable",
+            **common,
+        ),
+        Job(
+            "openb-pod-0002",
+            submit_s=50,
+            duration_s=197,
+            kind=JobKind.INFERENCE,
+            gpus=1,
+            gpu_models=("V100M16", "V100M32"),
+            cpu_milli=16000,
+            memory=32768 * MIB,
+            priority_class="LS",
+            **common,
+        ),
+        Job(
+            "openb-pod-0001",
+            submit_s=100,
+            duration_s=600,
+            kind=JobKind.BATCH_EVAL,
+            gpu_milli=220,
+            cpu_milli=4000,
+            memory=15258 * MIB,
+            priority_class="BE",
+            **common,
+        ),
+        Job(
+            "openb-pod-0004",
+            submit_s=200,
+            duration_s=9,
+            kind=JobKind.BATCH_EVAL,
+            cpu_milli=2000,
+            memory=4096 * MIB,
+            priority_class="BE",
+            **common,
+        ),
+        Job(
+            "openb-pod-0005",
+            submit_s=250,
+            duration_s=400,
+            kind=JobKind.INFERENCE,
+            gpus=1,
+            cpu_milli=12000,
+            memory=16384 * MIB,
+            priority_class="LS",
+            **common,
+        ),
     ]
 
 
@@ -48,7 +100,11 @@ def test_excerpt_becomes_the_expected_jobs(tmp_path: Path) -> None:
     ("row", "where", "message"),
     [
         ("x,1,2,1,abc,,LS,Running,0,1,0", (2, 5), "gpu_milli: expected an integer, got 'abc'"),
-        ("x,1,2,2,500,,LS,Running,0,1,0", (2, 5), "gpu_milli: 500 is not a share of one card for a 2-GPU pod"),
+        (
+            "x,1,2,2,500,,LS,Running,0,1,0",
+            (2, 5),
+            "gpu_milli: 500 is not a share of one card for a 2-GPU pod",
+        ),
         ("x,-4,2,1,500,,LS,Running,0,1,0", (2, 2), "cpu_milli: must be >= 0, got -4"),
     ],
     ids=["not-a-number", "share-on-multi-gpu", "negative"],

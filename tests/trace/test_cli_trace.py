@@ -28,7 +28,9 @@ def test_synth_writes_a_reproducible_trace_and_show_summarizes_it(tmp_path: Path
     spec.write_text(SPEC)
     first, second = tmp_path / "a.csv", tmp_path / "b.parquet"
     for out in (first, second):
-        result = runner.invoke(app, ["trace", "synth", str(spec), "--seed", "5", "--days", "1", "-o", str(out)])
+        result = runner.invoke(
+            app, ["trace", "synth", str(spec), "--seed", "5", "--days", "1", "-o", str(out)]
+        )
         assert result.exit_code == 0, result.output
     jobs = read_trace(first)
     assert jobs == read_trace(second)

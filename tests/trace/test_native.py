@@ -64,8 +64,14 @@ GOOD = "j1,a,a,0,60,dev,1,1,0,1g.10gb,,2000,0,,,,"
 @pytest.mark.parametrize(
     ("rows", "expected"),
     [
-        ([GOOD.replace(",60,", ",soon,")], [(2, 5, "duration_s", "duration_s: expected an integer, got 'soon'")]),
-        ([GOOD, GOOD.replace(",dev,", ",play,")], [(3, 6, "kind", "kind: expected training|batch-eval|dev|inference, got 'play'")]),
+        (
+            [GOOD.replace(",60,", ",soon,")],
+            [(2, 5, "duration_s", "duration_s: expected an integer, got 'soon'")],
+        ),
+        (
+            [GOOD, GOOD.replace(",dev,", ",play,")],
+            [(3, 6, "kind", "kind: expected training|batch-eval|dev|inference, got 'play'")],
+        ),
         ([GOOD.replace("j1,a,a", "j1,,a")], [(2, 2, "team", "team is required")]),
         (
             [GOOD.replace(",1,1,0,1g.10gb,", ",1,1,300,1g.10gb,")],
@@ -74,7 +80,9 @@ GOOD = "j1,a,a,0,60,dev,1,1,0,1g.10gb,,2000,0,,,,"
     ],
     ids=["bad-integer", "bad-kind-on-second-row", "missing-team", "share-with-mig"],
 )
-def test_bad_rows_name_file_row_and_column(tmp_path: Path, rows: list[str], expected: list[tuple[int, int, str, str]]) -> None:
+def test_bad_rows_name_file_row_and_column(
+    tmp_path: Path, rows: list[str], expected: list[tuple[int, int, str, str]]
+) -> None:
     path = tmp_path / "t.csv"
     path.write_text("\n".join([HEADER, *rows]) + "\n")
     with pytest.raises(InputError) as caught:
@@ -85,7 +93,7 @@ def test_bad_rows_name_file_row_and_column(tmp_path: Path, rows: list[str], expe
 
 
 def test_unknown_format_and_columns_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="use .csv or .parquet"):
+    with pytest.raises(InputError, match=r"use \.csv or \.parquet"):
         read_trace(tmp_path / "t.json")
     path = tmp_path / "t.csv"
     path.write_text("job_id,team,submit_s,duration_s,kind,colour\nj,a,0,1,dev,red\n")

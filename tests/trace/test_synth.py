@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from itertools import pairwise
 
 import pytest
 
@@ -12,8 +13,15 @@ from gpufleet.trace.synth import DAY, HOUR, MAX_TRAINING_S, diurnal_rate
 
 SPEC = SynthSpec(
     teams=(
-        TeamSpec("research", "research", 2, ("train-high", "batch"), ("internal", "confidential"), ("llama-8b",),
-                 ("s3://eu-central-1/research/",)),
+        TeamSpec(
+            "research",
+            "research",
+            2,
+            ("train-high", "batch"),
+            ("internal", "confidential"),
+            ("llama-8b",),
+            ("s3://eu-central-1/research/",),
+        ),
         TeamSpec("product", "product", 1, ("batch",), ("internal",), ("mistral-7b",)),
         TeamSpec("interns", "sandbox", 1, ("dev",), ("public",), ("gpt2",), flood=True),
     ),
@@ -54,7 +62,7 @@ def test_teams_get_their_weights_and_the_flood_team_its_share(week: list) -> Non
 def test_flood_team_submits_in_bursts(week: list) -> None:
     """Its jobs come in sweeps a few seconds apart: most of them follow another of its own within 3 s."""
     submits = [j.submit_s for j in week if j.team == "interns"]
-    close = sum(1 for a, b in zip(submits, submits[1:], strict=False) if b - a <= 3)
+    close = sum(1 for a, b in pairwise(submits) if b - a <= 3)
     assert close / len(submits) > 0.8
     assert {j.kind for j in week if j.team == "interns"} == {JobKind.BATCH_EVAL}
 

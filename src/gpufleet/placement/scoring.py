@@ -35,7 +35,8 @@ Key = tuple[float, ...]
 
 
 class Policy(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def key(self, node: NodeState, pod: PodSpec) -> Key: ...
 

@@ -7,6 +7,7 @@ writing is atomic (a temporary file beside the target, then a rename).
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -89,7 +90,7 @@ def read_trace(path: Path) -> list[Job]:
     jobs: list[Job] = []
     for row in range(frame.height):
         line = row + first_line
-        job = _job(columns, row, lambda msg, col, line=line: _problem(path, frame, msg, col, line), problems)
+        job = _job(columns, row, functools.partial(_problem, path, frame, line=line), problems)
         if job is not None:
             jobs.append(job)
     if problems:

@@ -197,7 +197,7 @@ def synthesize(spec: SynthSpec, seed: int) -> list[Job]:
             for i in range(rng.randint(20, 60)):
                 at = int(t) + 3 * i
                 if at < horizon:
-                    jobs.append(_job(spec, flood, sampler.shape(JobKind.BATCH_EVAL), at, rng, counters))
+                    jobs.append(_job(flood, sampler.shape(JobKind.BATCH_EVAL), at, rng, counters))
             continue
         if rng.random() < flood_share:
             continue  # the flood team's share is spent in its bursts
@@ -205,14 +205,12 @@ def synthesize(spec: SynthSpec, seed: int) -> list[Job]:
         assert isinstance(team, TeamSpec)
         kind = _pick(rng, kinds)
         assert isinstance(kind, JobKind)
-        jobs.append(_job(spec, team, sampler.shape(kind), int(t), rng, counters))
+        jobs.append(_job(team, sampler.shape(kind), int(t), rng, counters))
     jobs.sort(key=lambda j: (j.submit_s, j.job_id))
     return jobs
 
 
-def _job(
-    spec: SynthSpec, team: TeamSpec, shape: _Shape, at: int, rng: random.Random, counters: dict[str, int]
-) -> Job:
+def _job(team: TeamSpec, shape: _Shape, at: int, rng: random.Random, counters: dict[str, int]) -> Job:
     counters[team.name] = counters.get(team.name, 0) + 1
     job_id = f"{team.name}-{counters[team.name]:06d}"
     sliced = bool(shape.mig_profile) or shape.pool.slicing is Slicing.TIMESLICE

@@ -208,3 +208,16 @@ def test_unbind_gives_everything_back() -> None:
     assert cluster.node(first.node).cpu_free == 8000
     again = cluster.place(pod)
     assert again == first
+
+
+def test_fragmentation_aware_packs_when_fragmentation_ties() -> None:
+    """Whole-card pods only. A 1-card pod leaves no partly used card on either node (fragment
+    0 -> 0 on both), so the bands tie and the node left with less free GPU wins: y (1 card left)
+    over x (3 left), though x sorts first by name."""
+    mix = ShapeMix.of([Shape(cpu_milli=1000, gpus=1)])
+    cluster = Cluster([NodeSpec(n, 8000, 32 * GI, 4, "A100") for n in ("x", "y")], FragmentationAware(mix))
+    held = PodSpec("held", 1000, GI, gpus=2)
+    cluster.bind(held, Placement("held", "y", cluster.node("y").devices_for(held)))
+    decision = cluster.schedule(PodSpec("p", 1000, GI, gpus=1))
+    assert isinstance(decision, Placement)
+    assert (decision.node, [d.gpu for d in decision.devices]) == ("y", [2])

@@ -24,8 +24,11 @@ import math
 import random
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TypeVar
 
 from gpufleet.trace.job import Job, JobKind
+
+T = TypeVar("T")
 
 DAY = 86_400
 HOUR = 3_600
@@ -100,7 +103,7 @@ def diurnal_rate(t: float) -> float:
     return (1 + 0.8 * math.cos(2 * math.pi * (hour - 14) / 24)) * (1.0 if weekday else 0.5)
 
 
-def _pick(rng: random.Random, weighted: tuple[tuple[object, float], ...]) -> object:
+def _pick(rng: random.Random, weighted: tuple[tuple[T, float], ...]) -> T:
     return rng.choices([v for v, _ in weighted], [w for _, w in weighted])[0]
 
 
@@ -150,10 +153,7 @@ class _Sampler:
         raise ValueError(f"no pool can run {kind} jobs")
 
     def _training_size(self) -> tuple[int, int]:
-        weights = tuple(((pods, gpus), w) for pods, gpus, w in TRAINING_SIZES)
-        size = _pick(self.rng, weights)
-        assert isinstance(size, tuple)
-        return size[0], size[1]
+        return _pick(self.rng, tuple(((pods, gpus), w) for pods, gpus, w in TRAINING_SIZES))
 
     def _lognormal(self, median_s: float, sigma: float, cap_s: int) -> int:
         return max(60, min(cap_s, int(self.rng.lognormvariate(math.log(median_s), sigma))))
@@ -175,7 +175,7 @@ def synthesize(spec: SynthSpec, seed: int) -> list[Job]:
     capacity = sum(p.gpus for p in spec.pools) * horizon
     kinds = tuple((k, w) for k, w in KIND_MIX)
     # Mean GPU-seconds per job, from a calibration draw of the same mix (same RNG: reproducible).
-    calibration = [_gpu_seconds(sampler.shape(_pick(rng, kinds))) for _ in range(4000)]  # type: ignore[arg-type]
+    calibration = [_gpu_seconds(sampler.shape(_pick(rng, kinds))) for _ in range(4000)]
     mean_load = sum(calibration) / len(calibration)
     jobs_wanted = spec.load * capacity / mean_load
     mean_rate = sum(diurnal_rate(h * HOUR + HOUR / 2) for h in range(spec.days * 24)) / (spec.days * 24)
@@ -202,9 +202,7 @@ def synthesize(spec: SynthSpec, seed: int) -> list[Job]:
         if rng.random() < flood_share:
             continue  # the flood team's share is spent in its bursts
         team = _pick(rng, others)
-        assert isinstance(team, TeamSpec)
         kind = _pick(rng, kinds)
-        assert isinstance(kind, JobKind)
         jobs.append(_job(team, sampler.shape(kind), int(t), rng, counters))
     jobs.sort(key=lambda j: (j.submit_s, j.job_id))
     return jobs

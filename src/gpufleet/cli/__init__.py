@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
-from gpufleet.cli import check, evidence, policy
+from gpufleet.cli import check, evidence, policy, trace
 from gpufleet.cli import twin as twin_cli
 
 app = typer.Typer(
@@ -21,6 +21,7 @@ app = typer.Typer(
 
 
 app.add_typer(twin_cli.app, name="twin")
+app.add_typer(trace.app, name="trace")
 
 
 @app.callback()

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from evidence_scenario import LivePrometheus, generate, windows
+
+from tests.evidence.evidence_scenario import LivePrometheus, generate, windows
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 PROMTOOL = Path("/usr/bin/promtool")

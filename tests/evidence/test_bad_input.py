@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from evidence_scenario import LivePrometheus
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
+from tests.evidence.evidence_scenario import LivePrometheus
 
 runner = CliRunner()
 POLICY = Path(__file__).with_name("fleet.yaml")

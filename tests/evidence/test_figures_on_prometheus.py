@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_scenario import LivePrometheus
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
+from tests.evidence.evidence_scenario import LivePrometheus
 
 HOURS = 2.0  # each window
 SLOT_H = 30 / 3600

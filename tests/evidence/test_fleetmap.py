@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_scenario import LivePrometheus
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from gpufleet.evidence.fleetmap import PoolView, from_policy, gpu_model
 from gpufleet.policy import load_policy, resolve
+from tests.evidence.evidence_scenario import LivePrometheus
 
 POLICY = Path(__file__).with_name("fleet.yaml")
 runner = CliRunner()

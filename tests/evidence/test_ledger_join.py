@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_scenario import LivePrometheus
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from gpufleet.ledger.records import Allocation, Placement, WaitInterval
 from gpufleet.ledger.store import Ledger
+from tests.evidence.evidence_scenario import LivePrometheus
 
 runner = CliRunner()
 POLICY = Path(__file__).with_name("fleet.yaml")

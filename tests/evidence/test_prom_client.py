@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 import httpx2
 import pytest
-from evidence_scenario import LivePrometheus
 
 from gpufleet.errors import InputError
 from gpufleet.prom import Connection, PromClient, Series
+from tests.evidence.evidence_scenario import LivePrometheus
 
 T = TypeVar("T")
 

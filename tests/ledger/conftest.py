@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pgserver import create_database, find_bin_dir, postgres_server
 
 from gpufleet.ledger.store import Ledger
+from tests.ledger.pgserver import create_database, find_bin_dir, postgres_server
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),

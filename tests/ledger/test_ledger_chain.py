@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import BACKENDS
-from factories import allocation, record_lists
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Connection, text
@@ -20,6 +18,8 @@ from gpufleet.ledger import chain
 from gpufleet.ledger.chain import Tampering
 from gpufleet.ledger.records import Allocation, canonical
 from gpufleet.ledger.store import Ledger
+from tests.ledger.conftest import BACKENDS
+from tests.ledger.factories import allocation, record_lists
 
 SETTINGS = settings(
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

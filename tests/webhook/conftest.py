@@ -8,12 +8,12 @@ from pathlib import Path
 import httpx2
 import pytest
 import trustme
-from tls_server import Running, start
 
 from gpufleet.check.facts import AdmissionFacts, admission_facts
 from gpufleet.check.manifests import validating_admission_policy
 from gpufleet.check.offline import OfflinePolicy
 from gpufleet.policy import Fleet, load_policy, resolve
+from tests.webhook.tls_server import Running, start
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -17,13 +17,13 @@ from typing import Any
 import httpx2
 import pytest
 from hypothesis import HealthCheck, event, given, settings
-from manifest_strategies import manifests
 
 from gpufleet.check.facts import AdmissionFacts, admission_facts
 from gpufleet.check.mutation import apply
 from gpufleet.check.offline import OfflinePolicy
 from gpufleet.check.rules import judge
 from gpufleet.policy import load_policy, resolve
+from tests.webhook.manifest_strategies import manifests
 
 # the strategy needs the facts when the module is imported, before fixtures exist
 _FACTS = admission_facts(resolve(load_policy(Path(__file__).resolve().parents[2] / "examples" / "fleet.yaml")))

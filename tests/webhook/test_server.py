@@ -18,10 +18,10 @@ import httpx2
 import pytest
 import trustme
 from cryptography import x509
-from tls_server import start, write_pair
 
 from gpufleet.check.facts import AdmissionFacts
 from gpufleet.webhook.telemetry import LOGGER, JsonFormatter
+from tests.webhook.tls_server import start, write_pair
 
 
 def review(obj: dict[str, Any] | None, namespace: str = "research", operation: str = "CREATE") -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
-from gpufleet.cli import policy
+from gpufleet.cli import policy, scan
 
 app = typer.Typer(
     name="gpufleet",
@@ -31,6 +31,7 @@ def version() -> None:
 
 
 policy.register(app)
+scan.register(app)
 
 
 def main() -> None:

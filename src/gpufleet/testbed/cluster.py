@@ -1,6 +1,6 @@
 """A real Kubernetes control plane on loopback, with Kueue and kwok fake GPU nodes from a policy.
 
-``up`` starts, in order and each health-checked before the next: etcd, kube-apiserver (client
+``up`` runs numbered steps, each health-checked before the next: certificates, etcd, kube-apiserver (client
 certificates, RBAC, ValidatingAdmissionPolicy and admission webhooks on), Kueue's CRDs, the
 kube-controller-manager (Job, namespace, garbage-collector, service-account, Deployment and
 ReplicaSet controllers), kube-scheduler, Kueue with its webhooks, and kwok with the policy's nodes,
@@ -102,6 +102,16 @@ class Ports:
 
 
 @dataclass(frozen=True)
+class Certificates:
+    server: str
+    ca: pki.KeyPair
+    apiserver: pki.KeyPair
+    admin: pki.KeyPair
+    webhook: pki.KeyPair
+    tokens: pki.KeyPair  # the service-account signing key (.key) and its public half (.pub)
+
+
+@dataclass(frozen=True)
 class State:
     """What ``down`` and clients need to find a running testbed again (``<run>/state.json``)."""
 
@@ -188,11 +198,6 @@ class Testbed:
         self._started.append(proc)
         return proc
 
-    def _client_context(self, admin: pki.KeyPair) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
-        context.load_cert_chain(str(admin.cert), str(admin.key))
-        return context
-
     # -- lifecycle -----------------------------------------------------------------------------
 
     def up(self, fleet: Fleet) -> State:
@@ -211,47 +216,72 @@ class Testbed:
 
     def _up(self, fleet: Fleet) -> State:
         ports = Ports.free()
-        ca = pki.Authority.create(self.pki)
-        serving = ca.serving(
-            "apiserver", "kube-apiserver", extra_dns=pki.APISERVER_NAMES, extra_ips=(pki.APISERVER_SERVICE_IP,)
-        )
-        admin = ca.issue("admin", "gpufleet-testbed-admin", organization="system:masters", client=True)
-        webhook = ca.serving("webhook", "testbed-webhooks")
-        sa = pki.signing_key(self.pki)
-        server = f"https://127.0.0.1:{ports.apiserver}"
-        _write_yaml(self.kubeconfig, [_kubeconfig(server, ca.pair.cert, admin)])
-        os.chmod(self.kubeconfig, 0o600)
-        kc = str(self.kubeconfig)
+        certs = self._certificates(ports)
+        self._etcd(ports)
+        self._apiserver(ports, certs)
+        self._kueue_crds()
+        self._controllers(ports, certs)
+        self._kueue(fleet, ports, certs)
+        self._kwok(fleet)
+        state = State(kubeconfig=str(self.kubeconfig), server=certs.server, ports=ports, processes=list(self._started))
+        self.state_file.write_text(state.dump(), encoding="utf-8")
+        return state
 
+    def _certificates(self, ports: Ports) -> Certificates:
+        """Step 1: the CA, serving and client certificates, the token key, and the kubeconfig."""
+        ca = pki.Authority.create(self.pki)
+        certs = Certificates(
+            server=f"https://127.0.0.1:{ports.apiserver}",
+            ca=ca.pair,
+            apiserver=ca.serving(
+                "apiserver", "kube-apiserver", extra_dns=pki.APISERVER_NAMES, extra_ips=(pki.APISERVER_SERVICE_IP,)
+            ),
+            admin=ca.issue("admin", "gpufleet-testbed-admin", organization="system:masters", client=True),
+            webhook=ca.serving("webhook", "testbed-webhooks"),
+            tokens=pki.signing_key(self.pki),
+        )
+        _write_yaml(self.kubeconfig, [_kubeconfig(certs.server, certs.ca.cert, certs.admin)])
+        os.chmod(self.kubeconfig, 0o600)
+        return certs
+
+    def _etcd(self, ports: Ports) -> None:
+        """Step 2: etcd, without fsync (the data is thrown away at ``down``)."""
+        peer = f"http://127.0.0.1:{ports.etcd_peer}"
+        client = f"http://127.0.0.1:{ports.etcd}"
         etcd = self._start("etcd", [
             str(self.bin.path("etcd")), "--name=testbed", f"--data-dir={self.run / 'etcd'}",
-            f"--listen-client-urls=http://127.0.0.1:{ports.etcd}", f"--advertise-client-urls=http://127.0.0.1:{ports.etcd}",
-            f"--listen-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{ports.etcd_peer}",
-            f"--initial-cluster=testbed=http://127.0.0.1:{ports.etcd_peer}",
-            "--unsafe-no-fsync", "--log-level=warn",
+            f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=testbed={peer}", "--unsafe-no-fsync", "--log-level=warn",
         ])  # fmt: skip
-        wait_until(etcd, http_ok(f"http://127.0.0.1:{ports.etcd}/health"), "healthy etcd", START_TIMEOUT_S)
+        wait_until(etcd, http_ok(f"{client}/health"), "healthy etcd", START_TIMEOUT_S)
 
+    def _apiserver(self, ports: Ports, certs: Certificates) -> None:
+        """Step 3: kube-apiserver with the admission plugins gpufleet relies on."""
         apiserver = self._start("kube-apiserver", [
             str(self.bin.path("kube-apiserver")), f"--etcd-servers=http://127.0.0.1:{ports.etcd}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={ports.apiserver}",
-            f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}",
-            f"--client-ca-file={ca.pair.cert}", "--authorization-mode=RBAC",
+            f"--tls-cert-file={certs.apiserver.cert}", f"--tls-private-key-file={certs.apiserver.key}",
+            f"--client-ca-file={certs.ca.cert}", "--authorization-mode=RBAC",
             f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            f"--service-account-key-file={sa.cert}", f"--service-account-signing-key-file={sa.key}",
+            f"--service-account-key-file={certs.tokens.cert}", f"--service-account-signing-key-file={certs.tokens.key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--enable-priority-and-fairness=false",
             "--profiling=false", "--v=1",
         ])  # fmt: skip
-        wait_until(
-            apiserver, http_ok(f"{server}/readyz", self._client_context(admin)), "ready API server", START_TIMEOUT_S
-        )
+        context = ssl.create_default_context(cafile=str(certs.ca.cert))
+        context.load_cert_chain(str(certs.admin.cert), str(certs.admin.key))
+        wait_until(apiserver, http_ok(f"{certs.server}/readyz", context), "ready API server", START_TIMEOUT_S)
 
+    def _kueue_crds(self) -> None:
+        """Step 4: Kueue's CRDs from the built module, and its namespace."""
         self.kubectl("apply", "--server-side", "--force-conflicts", *(f"--filename={p}" for p in self.bin.kueue_crds()))
         self.kubectl("create", "namespace", kueue.NAMESPACE)
         self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
 
+    def _controllers(self, ports: Ports, certs: Certificates) -> None:
+        """Step 5: kube-controller-manager (the controllers listed in CONTROLLERS) and kube-scheduler."""
+        kc = str(self.kubeconfig)
         delegated = [
             f"--kubeconfig={kc}",
             f"--authentication-kubeconfig={kc}",
@@ -262,7 +292,7 @@ class Testbed:
         kcm = self._start("kube-controller-manager", [
             str(self.bin.path("kube-controller-manager")), *delegated, f"--secure-port={ports.controller_manager}",
             f"--cert-dir={self.run / 'kcm-certs'}", f"--controllers={','.join(CONTROLLERS)}",
-            f"--service-account-private-key-file={sa.key}", f"--root-ca-file={ca.pair.cert}",
+            f"--service-account-private-key-file={certs.tokens.key}", f"--root-ca-file={certs.ca.cert}",
             "--use-service-account-credentials=false", "--v=1",
         ])  # fmt: skip
         scheduler = self._start("kube-scheduler", [
@@ -270,42 +300,39 @@ class Testbed:
             f"--cert-dir={self.run / 'scheduler-certs'}", "--v=1",
         ])  # fmt: skip
         for proc, port in ((kcm, ports.controller_manager), (scheduler, ports.scheduler)):
-            wait_until(
-                proc, http_ok(f"https://127.0.0.1:{port}/healthz", insecure_context()), "healthz", START_TIMEOUT_S
-            )
+            check = http_ok(f"https://127.0.0.1:{port}/healthz", insecure_context())
+            wait_until(proc, check, "healthz", START_TIMEOUT_S)
 
+    def _kueue(self, fleet: Fleet, ports: Ports, certs: Certificates) -> None:
+        """Step 6: Kueue as a local process, then its webhooks pointed at it."""
         kueue_certs = self.run / "kueue-certs"
         kueue_certs.mkdir(exist_ok=True)
-        shutil.copyfile(webhook.cert, kueue_certs / "tls.crt")
-        shutil.copyfile(webhook.key, kueue_certs / "tls.key")
-        _metrics_certs(webhook)
+        shutil.copyfile(certs.webhook.cert, kueue_certs / "tls.crt")
+        shutil.copyfile(certs.webhook.key, kueue_certs / "tls.key")
+        _metrics_certs(certs.webhook)
         rendered = render_kueue.configuration(fleet, dra.device_class_mappings(fleet) if dra.enabled(fleet) else [])
         config = kueue.manager_config(
             webhook_port=ports.kueue_webhook, health_port=ports.kueue_health,
             visibility_port=ports.kueue_visibility, cert_dir=str(kueue_certs), rendered=rendered,
         )  # fmt: skip
-        kueue_file = _write_yaml(self.config / "kueue.yaml", [config])
-        manager = self._start(
-            "kueue", [str(self.bin.path("kueue")), f"--config={kueue_file}", "--zap-log-level=info"], {"KUBECONFIG": kc}
-        )
+        config_file = _write_yaml(self.config / "kueue.yaml", [config])
+        argv = [str(self.bin.path("kueue")), f"--config={config_file}", "--zap-log-level=info"]
+        manager = self._start("kueue", argv, {"KUBECONFIG": str(self.kubeconfig)})
         wait_until(manager, http_ok(f"http://127.0.0.1:{ports.kueue_health}/readyz"), "ready Kueue", START_TIMEOUT_S)
         manifests = list(yaml.safe_load_all(self.bin.kueue_webhooks().read_text(encoding="utf-8")))
-        hooks = kueue.local_webhooks(manifests, port=ports.kueue_webhook, ca_pem=ca.pair.cert.read_bytes())
+        hooks = kueue.local_webhooks(manifests, port=ports.kueue_webhook, ca_pem=certs.ca.cert.read_bytes())
         self.kubectl("apply", "--server-side", f"--filename={_write_yaml(self.config / 'kueue-webhooks.yaml', hooks)}")
 
+    def _kwok(self, fleet: Fleet) -> None:
+        """Step 7: kwok with the testbed's stages, then the policy's nodes, until all are Ready."""
         stages = _write_yaml(self.config / "kwok.yaml", kwok.stages())
         fake = self._start("kwok", [
-            str(self.bin.path("kwok")), f"--kubeconfig={kc}", f"--config={stages}",
+            str(self.bin.path("kwok")), f"--kubeconfig={self.kubeconfig}", f"--config={stages}",
             f"--manage-nodes-with-annotation-selector={nodes.KWOK_ANNOTATION}={nodes.KWOK_VALUE}",
             f"--node-ip={NODE_IP}", f"--cidr={POD_CIDR}", "--node-lease-duration-seconds=0",
         ])  # fmt: skip
-        node_file = _write_yaml(self.config / "nodes.yaml", nodes.fake_nodes(fleet))
-        self.kubectl("create", f"--filename={node_file}")
+        self.kubectl("create", f"--filename={_write_yaml(self.config / 'nodes.yaml', nodes.fake_nodes(fleet))}")
         wait_until(fake, self._nodes_ready, "Ready nodes", START_TIMEOUT_S)
-
-        state = State(kubeconfig=kc, server=server, ports=ports, processes=list(self._started))
-        self.state_file.write_text(state.dump(), encoding="utf-8")
-        return state
 
     def _nodes_ready(self) -> bool:
         result = self.kubectl("get", "nodes", "--selector=type=kwok", "--output=json", check=False)

@@ -25,7 +25,7 @@ test: lint
 	$(BIN)/pytest -n 2 --dist loadgroup
 
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(NAME) $(ARGS)
 
 clean:
 	rm -rf $(VENV) demo-out

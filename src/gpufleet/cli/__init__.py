@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
-from gpufleet.cli import policy, scan
+from gpufleet.cli import evidence, policy, scan
 
 app = typer.Typer(
     name="gpufleet",
@@ -31,6 +31,7 @@ def version() -> None:
 
 
 policy.register(app)
+evidence.register(app)
 scan.register(app)
 
 

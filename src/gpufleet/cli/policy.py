@@ -13,10 +13,12 @@ import typer
 from rich.table import Table
 
 from gpufleet.cli.common import console, guarded
+from gpufleet.demo import run_demo
 from gpufleet.errors import InputError
 from gpufleet.plan import Plan, make_plan
 from gpufleet.policy import FleetPolicy, load_policy, resolve
 from gpufleet.render import render, write_bundle
+from gpufleet.validation import load_crds, validate
 
 PolicyArg = Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)]
 
@@ -124,16 +126,57 @@ def plan(
 def render_cmd(
     policy: PolicyArg,
     out: Annotated[Path, typer.Option("-o", "--out", help="Folder to write (replaced atomically)")],
+    check: Annotated[bool, typer.Option("--check", help="Validate every object offline before writing")] = False,
+    crds: Annotated[
+        Path | None, typer.Option("--crds", help="Folder of Kueue CRD YAML files (needed by --check)")
+    ] = None,
 ) -> None:
     """Write the manifests that put Kueue in front of the cards (a kustomize-ready folder)."""
-    bundle = render(resolve(load_policy(policy)))
+    loaded = load_policy(policy)
+    bundle = render(resolve(loaded))
+    if check:
+        if crds is None:
+            raise InputError.one(
+                "--check validates the Kueue objects against Kueue's CRDs: pass --crds DIR "
+                "(config/components/crd/bases of the Kueue release you run)",
+                path="--crds",
+            )
+        findings = validate(bundle.objects(), kubernetes=loaded.cluster.kubernetes, crds=load_crds(crds))
+        if findings:
+            table = Table(title=f"{len(findings)} objects fail validation; nothing was written", title_justify="left")
+            for col in ("object", "field", "source", "problem"):
+                table.add_column(col, overflow="fold")
+            for f in findings:
+                table.add_row(f.object, f.path, f.source, f.message)
+            console.print(table)
+            raise typer.Exit(1)
+        console.print(
+            f"checked {len(bundle.objects())} objects against Kubernetes {loaded.cluster.kubernetes} "
+            "and the CRDs: all valid"
+        )
     paths = write_bundle(bundle, out)
     console.print(f"wrote {len(paths)} files to {out}:")
     for path in paths:
         console.print(f"  {path.name}")
 
 
+@guarded
+def demo(
+    out: Annotated[Path, typer.Option("-o", "--out", help="Folder for everything the demo produces")] = Path(
+        "demo-out"
+    ),
+) -> None:
+    """Run the whole chain on the bundled example fleet: plan, render, and say where everything is."""
+    result = run_demo(out)
+    print_plan(result.plan)
+    console.print(f"\n[bold]Demo output in {out}/[/]")
+    console.print(f"  policy      {result.policy}")
+    console.print(f"  plan        {result.plan_json}")
+    console.print(f"  manifests   {out / 'manifests'}/ ({len(result.manifests)} files: kubectl apply -k)")
+
+
 def register(app: typer.Typer) -> None:
+    app.command()(demo)
     app.command()(schema)
     app.command()(init)
     app.command()(plan)

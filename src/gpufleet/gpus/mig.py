@@ -167,7 +167,10 @@ def check_layout(gpu: GpuModel, layout: Mapping[str, int]) -> list[str]:
             f"{_describe(known)} needs {compute} compute slices but {gpu.name} has {geometry.compute_slices} ({sizes})"
         )
     if not problems and place(gpu, layout) is None:
-        starts = "; ".join(f"{p.name} may start only at slot {', '.join(map(str, p.starts))}" for p, _ in known)
+        starts = "; ".join(
+            f"{p.name} may start only at {'slots' if len(p.starts) > 1 else 'slot'} {', '.join(map(str, p.starts))}"
+            for p, _ in known
+        )
         problems.append(
             f"{_describe(known)} fits the slice totals ({memory}/{geometry.memory_slices} memory, "
             f"{compute}/{geometry.compute_slices} compute) but no choice of start slots avoids an "

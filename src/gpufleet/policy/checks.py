@@ -53,6 +53,12 @@ def _pools(policy: FleetPolicy, capacity: dict[str, PoolCapacity]) -> Iterator[F
         except ValueError as exc:
             yield (("pools", i, "slicing", "layout"), f"invalid MIG layout for {gpu.name}: {exc}")
             continue
+        if decision.mode == "mig" and not decision.layout:
+            yield (
+                ("pools", i, "slicing", "layout"),
+                "the layout creates no MIG instances: name one that does, or use full",
+            )
+            continue
         capacity[pool.name] = pool_capacity(pool, gpu, decision)
 
 

@@ -1,0 +1,114 @@
+"""Real Prometheus servers on loopback: one over backfilled DCGM series, one that demands credentials."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx2
+import pytest
+from evidence_scenario import LivePrometheus, generate, windows
+
+PROMETHEUS = Path("/usr/bin/prometheus")
+PROMTOOL = Path("/usr/bin/promtool")
+SETUP = ".ci/setup.d/prometheus.sh"
+# basic_auth_users needs a bcrypt hash; no test ever logs in, so any well-formed hash will do
+WEB_CONFIG = "basic_auth_users:\n  admin: $2b$12$hNf2lSsxfm0.i4a.1kVpSOVyBCfIB51VRjgBUyv6kdnyTlgWj81Ay\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _need_binaries() -> None:
+    if not (PROMETHEUS.exists() and PROMTOOL.exists()):
+        pytest.skip(f"Debian's prometheus package is not installed ({PROMETHEUS}, {PROMTOOL}); run {SETUP}")
+
+
+@contextmanager
+def _serve(root: Path, data: Path, *extra: str) -> Iterator[str]:
+    """Start ``prometheus`` over ``data`` on a free loopback port; yield its URL; stop it."""
+    (root / "prometheus.yml").write_text("global:\n  scrape_interval: 30s\nscrape_configs: []\n", encoding="utf-8")
+    port = _free_port()
+    log_path = root / "prometheus.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [
+                str(PROMETHEUS),
+                f"--config.file={root / 'prometheus.yml'}",
+                f"--storage.tsdb.path={data}",
+                "--storage.tsdb.retention.time=10y",
+                f"--web.listen-address=127.0.0.1:{port}",
+                *extra,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx2.get(f"{url}/-/healthy", timeout=1).status_code in (200, 401):
+                        break
+                except httpx2.HTTPError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"prometheus did not start: {log_path.read_text()[-2000:]}")
+                time.sleep(0.2)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="session")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePrometheus]:
+    """Prometheus over the scenario's series, backfilled with ``promtool tsdb create-blocks-from openmetrics``."""
+    _need_binaries()
+    root = tmp_path_factory.mktemp("prometheus")
+    span = windows(datetime.now(UTC))
+    (root / "dcgm.om").write_text(generate(span), encoding="utf-8")
+    data = root / "data"
+    subprocess.run(
+        [str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(root / "dcgm.om"), str(data)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    try:
+        with _serve(root, data) as url:
+            # ready means the backfilled blocks are loaded, not just that the port is open
+            deadline = time.monotonic() + 60
+            while httpx2.get(f"{url}/-/ready", timeout=1).status_code != 200:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("prometheus never became ready")
+                time.sleep(0.2)
+            yield LivePrometheus(url=url, windows=span)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def guarded_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Prometheus with basic auth on (its web config): every unauthenticated query gets HTTP 401."""
+    _need_binaries()
+    root = tmp_path_factory.mktemp("prometheus-auth")
+    (root / "web.yml").write_text(WEB_CONFIG, encoding="utf-8")
+    try:
+        with _serve(root, root / "data", f"--web.config.file={root / 'web.yml'}") as url:
+            yield url
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -16,6 +16,7 @@ import shutil
 import socket
 import ssl
 import subprocess
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,7 @@ class State:
     server: str
     ports: Ports
     processes: list[Started]
+    timings: dict[str, float]  # seconds each start-up step took
 
     def dump(self) -> str:
         def plain(value: Any) -> Any:
@@ -136,6 +138,7 @@ class State:
             server=data["server"],
             ports=Ports(**data["ports"]),
             processes=[Started(p["name"], p["pid"], p["binary"], Path(p["log"])) for p in data["processes"]],
+            timings=data.get("timings", {}),
         )
 
 
@@ -216,14 +219,35 @@ class Testbed:
 
     def _up(self, fleet: Fleet) -> State:
         ports = Ports.free()
+        timings: dict[str, float] = {}
+        began = time.monotonic()
+
+        def done(step: str) -> None:
+            nonlocal began
+            timings[step] = round(time.monotonic() - began, 3)
+            began = time.monotonic()
+
         certs = self._certificates(ports)
+        done("certificates")
         self._etcd(ports)
+        done("etcd")
         self._apiserver(ports, certs)
+        done("kube-apiserver")
         self._kueue_crds()
+        done("kueue-crds")
         self._controllers(ports, certs)
+        done("controllers")
         self._kueue(fleet, ports, certs)
+        done("kueue")
         self._kwok(fleet)
-        state = State(kubeconfig=str(self.kubeconfig), server=certs.server, ports=ports, processes=list(self._started))
+        done("kwok-nodes")
+        state = State(
+            kubeconfig=str(self.kubeconfig),
+            server=certs.server,
+            ports=ports,
+            processes=list(self._started),
+            timings=timings,
+        )
         self.state_file.write_text(state.dump(), encoding="utf-8")
         return state
 

@@ -85,7 +85,7 @@ def test_kueue_webhooks_point_at_the_local_process_and_keep_only_running_integra
 def test_kueue_config_carries_the_rendered_fields() -> None:
     fleet = resolve(load_policy(EXAMPLES / "fleet.yaml"))
     rendered = render_kueue.configuration(fleet, [])
-    config = kueue.manager_config(webhook_port=1, health_port=2, visibility_port=3, cert_dir="/c", rendered=rendered)
+    config = kueue.manager_config(webhook_port=1, health_port=2, cert_dir="/c", rendered=rendered)
     assert config["resources"] == rendered["resources"]
     assert config["fairSharing"] == rendered["fairSharing"]
     assert config["webhook"] == {"host": "127.0.0.1", "port": 1, "certDir": "/c"}

@@ -62,6 +62,9 @@ ADMISSION_PLUGINS = (
     "ValidatingAdmissionWebhook",
     "ResourceQuota",
 )
+# TaintNodesByCondition taints every new node not-ready until the node-lifecycle controller sees its
+# kubelet's heartbeats; kwok's nodes are Ready from the start and no lifecycle controller runs here.
+DISABLED_ADMISSION_PLUGINS = ("TaintNodesByCondition",)
 # Kueue reads its metrics-server certificate from this fixed path when it does not manage certificates.
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
 PORT_NAMES = (
@@ -72,7 +75,6 @@ PORT_NAMES = (
     "scheduler",
     "kueue_webhook",
     "kueue_health",
-    "kueue_visibility",
 )
 
 
@@ -85,7 +87,6 @@ class Ports:
     scheduler: int
     kueue_webhook: int
     kueue_health: int
-    kueue_visibility: int
 
     @classmethod
     def free(cls) -> Ports:
@@ -288,6 +289,7 @@ class Testbed:
             f"--tls-cert-file={certs.apiserver.cert}", f"--tls-private-key-file={certs.apiserver.key}",
             f"--client-ca-file={certs.ca.cert}", "--authorization-mode=RBAC",
             f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
+            f"--disable-admission-plugins={','.join(DISABLED_ADMISSION_PLUGINS)}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={certs.tokens.cert}", f"--service-account-signing-key-file={certs.tokens.key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}", "--enable-priority-and-fairness=false",
@@ -337,7 +339,7 @@ class Testbed:
         rendered = render_kueue.configuration(fleet, dra.device_class_mappings(fleet) if dra.enabled(fleet) else [])
         config = kueue.manager_config(
             webhook_port=ports.kueue_webhook, health_port=ports.kueue_health,
-            visibility_port=ports.kueue_visibility, cert_dir=str(kueue_certs), rendered=rendered,
+            cert_dir=str(kueue_certs), rendered=rendered,
         )  # fmt: skip
         config_file = _write_yaml(self.config / "kueue.yaml", [config])
         argv = [str(self.bin.path("kueue")), f"--config={config_file}", "--zap-log-level=info"]

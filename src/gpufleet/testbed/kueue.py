@@ -26,7 +26,7 @@ SYSTEM_NAMESPACES = ("kube-system", NAMESPACE)
 RENDERED_KEYS = ("resources", "fairSharing")
 
 
-def manager_config(*, webhook_port: int, health_port: int, visibility_port: int, cert_dir: str, rendered: Obj) -> Obj:
+def manager_config(*, webhook_port: int, health_port: int, cert_dir: str, rendered: Obj) -> Obj:
     """Kueue's Configuration for a local process, with gpufleet's rendered fields merged in."""
     config: Obj = {
         "apiVersion": CONFIG_API,
@@ -40,7 +40,9 @@ def manager_config(*, webhook_port: int, health_port: int, visibility_port: int,
         "internalCertManagement": {"enable": False},
         "clientConnection": {"qps": 200, "burst": 400},
         "integrations": {"frameworks": list(FRAMEWORKS)},
-        "visibilityServer": {"bindAddress": "127.0.0.1", "bindPort": visibility_port},
+        # The on-demand visibility API server reads its certificate from a fixed /visibility folder
+        # outside internal certificate management; the testbed does not serve that API.
+        "featureGates": {"VisibilityOnDemand": False},
     }
     for key in RENDERED_KEYS:
         if key in rendered:

@@ -2,8 +2,8 @@
 
 Each process gets its own session (process group), so stopping it never signals anything this module
 did not start, and ``stop`` can run from another Python process (``make testbed-down``) using only the
-pid and the command line recorded at start: a pid is signalled only while ``/proc/<pid>/cmdline``
-still names the same binary, so a recycled pid is never hit.
+pid and the binary recorded at start: a pid is signalled only while ``/proc/<pid>/exe`` is still
+that binary, so a recycled pid is never hit.
 """
 
 from __future__ import annotations
@@ -64,14 +64,18 @@ def start(name: str, argv: Sequence[str], log: Path, env: Mapping[str, str] | No
 
 
 def alive(proc: Started) -> bool:
-    """True while the pid runs the binary it was started with (and is not a zombie)."""
+    """True while the pid runs the binary it was started with and is not a zombie.
+
+    The check reads ``/proc/<pid>/exe``, which points at the new binary from the first moment of
+    ``exec`` (the command line is briefly empty then), and which a kernel thread does not have.
+    """
     try:
-        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        exe = os.readlink(f"/proc/{proc.pid}/exe")
         status = Path(f"/proc/{proc.pid}/stat").read_text()
     except OSError:
         return False
     state = status.rsplit(")", 1)[-1].split()[0]
-    return cmdline.split(b"\0", 1)[0] == proc.binary.encode() and state != "Z"
+    return state != "Z" and exe.removesuffix(" (deleted)") == os.path.realpath(proc.binary)
 
 
 def _reap(pid: int) -> None:

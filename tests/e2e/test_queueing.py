@@ -164,3 +164,24 @@ def test_a_mig_job_gets_a_mig_slice_on_the_mig_pool(teams: Any) -> None:
         "two running pods",
     )
     assert {p["spec"]["nodeName"] for p in pods} == {"e2e-a100-0"}
+
+
+@pytest.mark.parametrize("component", ["kube-apiserver", "kueue"])
+def test_quota_and_admissions_survive_a_restart(teams: Any, component: str) -> None:
+    cluster = teams
+    cluster.apply([job("holder", "alpha", pods=1, per_pod={"nvidia.com/gpu": 4})])
+    before = cluster.eventually(lambda: admitted(cluster, "alpha", "holder"), "the holder to be admitted")
+    cluster.bed.restart(component)
+    after = admitted(cluster, "alpha", "holder")
+    assert after is not None and after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["status"]["admission"] == before["status"]["admission"]
+    # the restarted component still accounts the held quota: more work waits, and is admitted once it frees
+    cluster.apply([job("after", "alpha", pods=1, per_pod={"nvidia.com/gpu": 1})])
+    cluster.eventually(
+        lambda: (condition(workload_of(cluster, "alpha", "after"), "QuotaReserved") or {}).get("reason") == "Pending",
+        f"the new job to wait after the {component} restart",
+    )
+    cluster.kubectl(
+        "delete", "job", "holder", "--namespace=alpha", "--cascade=foreground", "--wait=true", "--timeout=60s"
+    )
+    cluster.eventually(lambda: admitted(cluster, "alpha", "after"), "the new job to be admitted once quota frees")

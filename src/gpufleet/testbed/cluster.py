@@ -17,7 +17,8 @@ import socket
 import ssl
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,10 @@ class State:
             kubeconfig=data["kubeconfig"],
             server=data["server"],
             ports=Ports(**data["ports"]),
-            processes=[Started(p["name"], p["pid"], p["binary"], Path(p["log"])) for p in data["processes"]],
+            processes=[
+                Started(p["name"], p["pid"], Path(p["log"]), tuple(p["argv"]), tuple(map(tuple, p["env"])))
+                for p in data["processes"]
+            ],
             timings=data.get("timings", {}),
         )
 
@@ -376,6 +380,42 @@ class Testbed:
     def running(self) -> list[str]:
         state = self.state()
         return [p.name for p in state.processes if alive(p)] if state else []
+
+    def restart(self, name: str, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Stop one component and start it again with the same arguments, as an operator's restart.
+
+        Waits until the new process runs and the API server answers ``/readyz`` again; the state file
+        records the new pid. Tests use it to show that nothing is lost across a restart.
+        """
+        state = self.state()
+        if state is None:
+            raise TestbedError(f"no testbed runs from {self.run}")
+        old = next((p for p in state.processes if p.name == name), None)
+        if old is None:
+            raise TestbedError(f"no component named {name}; running: {', '.join(p.name for p in state.processes)}")
+        stop(old)
+        new = start(old.name, old.argv, old.log, dict(old.env))
+        processes = [new if p.name == name else p for p in state.processes]
+        self._started = processes
+        self.state_file.write_text(replace(state, processes=processes).dump(), encoding="utf-8")
+
+        def api_ready() -> bool:
+            return self.kubectl("get", "--raw=/readyz", check=False).returncode == 0
+
+        own = self._health(name, state.ports)
+        wait_until(new, lambda: own() and api_ready(), f"a healthy {name} after the restart", timeout_s)
+
+    def _health(self, name: str, ports: Ports) -> Callable[[], bool]:
+        """The component's own health endpoint, where it has one (kwok shows health by Ready nodes)."""
+        local = insecure_context()
+        checks = {
+            "etcd": http_ok(f"http://127.0.0.1:{ports.etcd}/health"),
+            "kube-controller-manager": http_ok(f"https://127.0.0.1:{ports.controller_manager}/healthz", local),
+            "kube-scheduler": http_ok(f"https://127.0.0.1:{ports.scheduler}/healthz", local),
+            "kueue": http_ok(f"http://127.0.0.1:{ports.kueue_health}/readyz"),
+            "kwok": self._nodes_ready,
+        }
+        return checks.get(name, lambda: True)
 
     def down(self) -> None:
         """Stop every recorded process, newest first, and drop etcd's data; logs stay."""

@@ -33,12 +33,17 @@ class TestbedError(RuntimeError):
 
 @dataclass(frozen=True)
 class Started:
-    """A process the testbed started: enough to find it again and to read its log."""
+    """A process the testbed started: enough to find it again, read its log, and start it again."""
 
     name: str
     pid: int
-    binary: str
     log: Path
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()  # set on top of the caller's environment
+
+    @property
+    def binary(self) -> str:
+        return self.argv[0]
 
 
 def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -60,7 +65,7 @@ def start(name: str, argv: Sequence[str], log: Path, env: Mapping[str, str] | No
             env={**os.environ, **(env or {})},
             start_new_session=True,
         )
-    return Started(name=name, pid=proc.pid, binary=argv[0], log=log)
+    return Started(name=name, pid=proc.pid, log=log, argv=tuple(argv), env=tuple(sorted((env or {}).items())))
 
 
 def alive(proc: Started) -> bool:

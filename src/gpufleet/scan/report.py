@@ -12,6 +12,7 @@ from gpufleet.scan.snapshot import KUEUE_KINDS, Snapshot, name
 from gpufleet.scan.starter import starter_policy
 
 NO_TEAM = "(no team label)"
+SERVING = "(serving)"
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,16 @@ class FleetReport:
     team_label: str
 
     def by_team(self) -> dict[str, list[GpuPod]]:
-        """GPU pods per team, teams by name with the unlabelled last."""
+        """GPU pods per team: teams by name, then unlabelled serving pods, then the other unlabelled ones."""
         out: dict[str, list[GpuPod]] = defaultdict(list)
         for pod in self.pods:
-            out[pod.team or NO_TEAM].append(pod)
-        return dict(sorted(out.items(), key=lambda kv: (kv[0] == NO_TEAM, kv[0])))
+            out[pod.team or (SERVING if pod.serving else NO_TEAM)].append(pod)
+        return dict(
+            sorted(
+                out.items(),
+                key=lambda kv: ((SERVING, NO_TEAM).index(kv[0]) + 1 if kv[0] in (SERVING, NO_TEAM) else 0, kv[0]),
+            )
+        )
 
     def starter_policy(self) -> str:
         return starter_policy(self.pools, self.pods, set(self.serving_pools), self.team_label)

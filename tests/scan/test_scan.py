@@ -100,6 +100,7 @@ def test_pods_are_grouped_by_team_with_namespace_labels_and_job_queues() -> None
             pod("scratch", "notebook", None, {"nvidia.com/gpu": 1}, phase="Pending"),
             pod("scratch", "done", h100, {"nvidia.com/gpu": 1}, phase="Succeeded"),
             pod("scratch", "cpu-only", h100, {}),
+            pod("serving", "chat", h100, {"nvidia.com/gpu": 1}, image="vllm/vllm-openai:v0.11.0"),
         ],
     )
     report = analyse(snapshot)
@@ -107,6 +108,7 @@ def test_pods_are_grouped_by_team_with_namespace_labels_and_job_queues() -> None
     assert teams == {
         "nlp": [("train-abc", "nlp", "h100-train")],
         "research": [("adhoc", None, "h100-train")],
+        "(serving)": [("chat", None, "h100-train")],
         "(no team label)": [("notebook", None, None)],
     }
 

@@ -15,6 +15,11 @@ NO_TEAM = "(no team label)"
 SERVING = "(serving)"
 
 
+def _team_order(team: str) -> tuple[int, str]:
+    """Named teams by name first, then the unlabelled serving pods, then the other unlabelled ones."""
+    return ({SERVING: 1, NO_TEAM: 2}.get(team, 0), team)
+
+
 @dataclass(frozen=True)
 class FleetReport:
     pools: list[NodePool]
@@ -31,12 +36,7 @@ class FleetReport:
         out: dict[str, list[GpuPod]] = defaultdict(list)
         for pod in self.pods:
             out[pod.team or (SERVING if pod.serving else NO_TEAM)].append(pod)
-        return dict(
-            sorted(
-                out.items(),
-                key=lambda kv: ((SERVING, NO_TEAM).index(kv[0]) + 1 if kv[0] in (SERVING, NO_TEAM) else 0, kv[0]),
-            )
-        )
+        return dict(sorted(out.items(), key=lambda kv: _team_order(kv[0])))
 
     def starter_policy(self) -> str:
         return starter_policy(self.pools, self.pods, set(self.serving_pools), self.team_label)

@@ -41,7 +41,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("testbed"))
 
 
-def eventually(check: Callable[[], Any], what: str, timeout_s: float = 60.0) -> Any:
+def eventually(check: Callable[[], Any], what: str, timeout_s: float = 120.0) -> Any:
     """Poll until ``check`` returns something truthy; fail with ``what`` and the last value."""
     deadline = time.monotonic() + timeout_s
     last: Any = None

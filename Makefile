@@ -29,3 +29,13 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) demo-out
+
+# The testbed: a real control plane with Kueue and kwok fake GPU nodes on 127.0.0.1 (docs/testbed.md).
+# POLICY picks the fleet whose nodes are faked; `export KUBECONFIG=...` is printed by testbed-up.
+POLICY ?= examples/fleet.yaml
+.PHONY: testbed-up testbed-down
+testbed-up: $(STAMP)
+	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m gpufleet.testbed up --policy $(POLICY)
+
+testbed-down: $(STAMP)
+	$(BIN)/python -m gpufleet.testbed down

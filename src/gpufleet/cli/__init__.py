@@ -8,7 +8,7 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
-from gpufleet.cli import check, evidence, policy, trace
+from gpufleet.cli import check, evidence, policy, scan, trace
 from gpufleet.cli import twin as twin_cli
 
 app = typer.Typer(
@@ -38,6 +38,7 @@ def version() -> None:
 policy.register(app)
 evidence.register(app)
 check.register(app)
+scan.register(app)
 
 
 def main() -> None:

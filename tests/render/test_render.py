@@ -193,7 +193,9 @@ def test_kueue_configuration_turns_fair_sharing_on_and_is_not_a_resource() -> No
     assert config["fairSharing"]["preemptionStrategies"] == ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
     kustomization = yaml.safe_load(contents["kustomization.yaml"])
     assert "kueue-configuration.yaml" not in kustomization["resources"]
-    assert set(kustomization["resources"]) == set(contents) - {"kustomization.yaml", "kueue-configuration.yaml"}
+    separate = {"kustomization.yaml", "kueue-configuration.yaml", "admission-webhook.yaml"}
+    assert set(kustomization["resources"]) == set(contents) - separate
+    assert contents["admission-webhook.yaml"].startswith("# The admission webhook"), "it says how to apply it"
 
 
 def test_pools_sharing_a_resource_share_a_group_in_preference_order() -> None:

@@ -29,17 +29,33 @@ def _char(c: str) -> str:
 
 
 def lit(value: Any) -> str:
-    """A Python value as a CEL literal."""
+    """A Python value as a CEL literal that the API server's type checker accepts."""
+    return _literal(value)[0]
+
+
+def _uniform(parts: list[tuple[str, str]]) -> tuple[list[str], str]:
+    """cel-go types a list or map literal by its elements and refuses mixed ones: mixed become ``dyn``."""
+    types = {t for _, t in parts}
+    if len(types) <= 1:
+        return [text for text, _ in parts], types.pop() if types else "dyn"
+    return [f"dyn({text})" for text, _ in parts], "dyn"
+
+
+def _literal(value: Any) -> tuple[str, str]:
+    """The literal and its CEL type, so an enclosing literal can tell whether its elements agree."""
     if isinstance(value, bool):
-        return "true" if value else "false"
+        return ("true" if value else "false"), "bool"
     if isinstance(value, int):
-        return str(value)
+        return str(value), "int"
     if isinstance(value, str):
-        return '"' + "".join(_char(c) for c in value) + '"'
+        return '"' + "".join(_char(c) for c in value) + '"', "string"
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(lit(v) for v in value) + "]"
+        items, item_type = _uniform([_literal(v) for v in value])
+        return "[" + ", ".join(items) + "]", f"list({item_type})"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{lit(k)}: {lit(v)}" for k, v in value.items()) + "}"
+        keys = [_literal(k)[0] for k in value]
+        values, value_type = _uniform([_literal(v) for v in value.values()])
+        return "{" + ", ".join(f"{k}: {v}" for k, v in zip(keys, values, strict=True)) + "}", f"map({value_type})"
     raise TypeError(f"no CEL literal for {type(value).__name__}")
 
 

@@ -14,6 +14,12 @@ the controller_manager_config.yaml key of the kueue-manager-config ConfigMap (ku
 restart kueue-controller-manager."""
 
 
+WEBHOOK_HEADER = """The admission webhook: it fills in a missing queue name and default priority class, and serves
+clusters older than ValidatingAdmissionPolicy. It needs cert-manager for its serving certificate, so it is
+not in kustomization.yaml: apply it after cert-manager with `kubectl apply -f admission-webhook.yaml`.
+The ValidatingAdmissionPolicy in admission-policy.yaml enforces the same rules without it."""
+
+
 def namespaces(fleet: Fleet) -> list[Obj]:
     team_label = fleet.policy.cluster.labels.team
     out = [
@@ -49,7 +55,9 @@ def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundl
         RenderedFile("nodes.yaml", nodes.node_patches(fleet)),
         RenderedFile("serving.yaml", serving.serving_objects(fleet)),
         RenderedFile("admission-policy.yaml", validating_admission_policy(fleet)),
-        RenderedFile("admission-webhook.yaml", webhook_objects(fleet, webhook_image)),
+        RenderedFile(
+            "admission-webhook.yaml", webhook_objects(fleet, webhook_image), resource=False, header=WEBHOOK_HEADER
+        ),
     ]
     if dra_on:
         files.append(RenderedFile("dra.yaml", dra.device_classes(fleet) + dra.claim_templates(fleet)))
@@ -60,6 +68,7 @@ def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundl
             [kueue.configuration(fleet, mappings)],
             resource=False,
             header=CONFIG_HEADER,
+            api=False,
         )
     )
     return Bundle([f for f in files if f.objects])

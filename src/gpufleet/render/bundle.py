@@ -42,8 +42,9 @@ def dump(objects: list[Obj]) -> str:
 class RenderedFile:
     name: str
     objects: list[Obj]
-    resource: bool = True  # listed in kustomization.yaml (False for config fragments that are no API object)
+    resource: bool = True  # listed in kustomization.yaml
     header: str = ""
+    api: bool = True  # API objects (False for a config fragment such as Kueue's manager Configuration)
 
     def text(self) -> str:
         head = "".join(f"# {line}\n" for line in self.header.splitlines()) if self.header else ""
@@ -56,6 +57,10 @@ class Bundle:
 
     def objects(self, *, resources_only: bool = True) -> list[Obj]:
         return [o for f in self.files if f.resource or not resources_only for o in f.objects]
+
+    def api_objects(self) -> list[Obj]:
+        """Every API object, whether kustomize applies it or the user applies it separately."""
+        return [o for f in self.files if f.api for o in f.objects]
 
     def kustomization(self) -> Obj:
         return {

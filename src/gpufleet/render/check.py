@@ -28,7 +28,7 @@ def _builtin_group(group: str) -> bool:
 def check_bundle(bundle: Bundle, *, kubernetes: str, crds: CrdIndex) -> CheckReport:
     checkable: list[Obj] = []
     unchecked: list[str] = []
-    for o in bundle.objects():
+    for o in bundle.api_objects():
         group = str(o.get("apiVersion", "")).rpartition("/")[0]
         if crds.resolve(str(o.get("apiVersion", "")), str(o.get("kind", ""))).defined or _builtin_group(group):
             checkable.append(o)

@@ -53,3 +53,13 @@ def test_scan_reports_the_fake_fleet(cluster: Any, applied: Path, tmp_path: Path
     assert ("MissingTeamLabel", "namespace/default") in risks
     starter = resolve(load_policy(policy_file))
     assert {n: c.units for n, c in starter.pools.items()} == {n: c.units for n, c in cluster.fleet.pools.items()}
+
+
+def test_init_from_cluster_writes_a_policy_that_plans(cluster: Any, applied: Path, tmp_path: Path) -> None:
+    target = tmp_path / "fleet.yaml"
+    result = CliRunner().invoke(app, ["init", str(target), "--from-cluster", "--kubeconfig", cluster.kubeconfig])
+    assert result.exit_code == 0, result.output
+    fleet = resolve(load_policy(target))
+    assert {n: c.units for n, c in fleet.pools.items()} == {n: c.units for n, c in cluster.fleet.pools.items()}
+    again = CliRunner().invoke(app, ["init", str(target), "--from-cluster", "--kubeconfig", cluster.kubeconfig])
+    assert again.exit_code == 2 and "already exists" in again.output

@@ -19,6 +19,8 @@ from gpufleet.plan import Plan, make_plan
 from gpufleet.policy import FleetPolicy, load_policy, resolve
 from gpufleet.render import render, write_bundle
 from gpufleet.render.check import check_bundle
+from gpufleet.scan import analyse
+from gpufleet.scan.fetch import fetch
 from gpufleet.validation import load_crds
 
 PolicyArg = Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)]
@@ -31,13 +33,20 @@ def schema() -> None:
 
 @guarded
 def init(
-    path: Annotated[Path, typer.Argument(help="Where to write the example policy")] = Path("fleet.yaml"),
+    path: Annotated[Path, typer.Argument(help="Where to write the policy")] = Path("fleet.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file")] = False,
+    from_cluster: Annotated[
+        bool, typer.Option("--from-cluster", help="Start from what `gpufleet scan` finds in the cluster")
+    ] = False,
+    kubeconfig: Annotated[Path | None, typer.Option(help="Kubeconfig for --from-cluster")] = None,
 ) -> None:
-    """Write a commented example policy to start from."""
+    """Write a policy to start from: a commented example, or a starter policy read from a live cluster."""
     if path.exists() and not force:
         raise InputError.one("already exists; pass --force to overwrite it", file=str(path))
-    text = (importlib.resources.files("gpufleet.policy") / "init.yaml").read_text(encoding="utf-8")
+    if from_cluster:
+        text = analyse(fetch(kubeconfig), "gpufleet.io/team").starter_policy()
+    else:
+        text = (importlib.resources.files("gpufleet.policy") / "init.yaml").read_text(encoding="utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:

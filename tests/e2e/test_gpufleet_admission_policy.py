@@ -16,7 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
-from tests.e2e.conftest import POLICY
+from tests.e2e.conftest import POLICY, eventually
 
 LABELS = {
     "kueue.x-k8s.io/queue-name": "alpha",
@@ -55,6 +55,12 @@ CASES = [
 ]
 
 
+def create_probe(cluster: Any) -> Any:
+    """A Job without any label: every version of the policy refuses it."""
+    probe = job("probe", {})
+    return cluster.kubectl("create", "--dry-run=server", "--filename=-", stdin=yaml.safe_dump(probe), check=False)
+
+
 def offline(obj: dict[str, Any], tmp_path: Path) -> list[dict[str, str]]:
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(obj))
@@ -69,7 +75,14 @@ def test_the_api_server_and_gpufleet_check_agree(
     cluster: Any, applied: Path, tmp_path: Path, obj: dict[str, Any], reason: str | None
 ) -> None:
     denials = offline(obj, tmp_path)
-    result = cluster.kubectl("create", "--dry-run=server", "--filename=-", stdin=yaml.safe_dump(obj), check=False)
+
+    def create() -> Any:
+        return cluster.kubectl("create", "--dry-run=server", "--filename=-", stdin=yaml.safe_dump(obj), check=False)
+
+    # The API server starts enforcing a freshly applied policy asynchronously (its policy informer),
+    # so wait until the always-refused probe is refused before judging the case.
+    eventually(lambda: create_probe(cluster).returncode != 0 or None, "gpufleet's admission policy to take effect")
+    result = create()
     if reason is None:
         assert denials == []
         assert result.returncode == 0, result.stderr

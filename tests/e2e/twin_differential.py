@@ -35,10 +35,22 @@ class Verdicts:
         return (sorted(self.admitted.items()), sorted(self.preempted.items()), sorted(self.pending.items()))
 
     def describe(self) -> str:
-        admitted = ", ".join(f"{j}→{cq}/{'+'.join(sorted({f for _, _, f in fl}))}" for j, (cq, fl) in sorted(self.admitted.items()))
+        admitted = ", ".join(
+            f"{j}→{cq}/{'+'.join(sorted({f for _, _, f in fl}))}" for j, (cq, fl) in sorted(self.admitted.items())
+        )
         preempted = ", ".join(f"{j} ({r})" for j, r in sorted(self.preempted.items()))
         pending = "; ".join(f"{j} [{self.reasons.get(j, '')}] {m}" for j, m in sorted(self.pending.items()))
         return f"admitted {{{admitted}}} preempted {{{preempted}}} pending {{{pending}}}"
+
+
+# How Kueue v0.19.2 reports a QuotaReserved=False reason while its UnadmittedWorkloadsObservability gate is
+# off (the default): the mapping its own tests apply (pkg/util/testing/observability.go,
+# AdjustConditionsForDisabledObservabilityInWorkloadController).
+LEGACY_REASONS = {"Misconfigured": "Inadmissible", "Suspended": "Inadmissible", "WaitingForPodsReady": "Waiting"}
+
+
+def legacy_reason(granular: str) -> str:
+    return LEGACY_REASONS.get(granular, "Pending")
 
 
 def job_of(workload: dict[str, Any]) -> str:
@@ -119,7 +131,9 @@ def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str) -> Verd
         for row in cycle["admitted"]:
             if row["workload"] in jobs:
                 flavors = tuple(
-                    sorted((ps, res, fl) for ps, by_resource in row["flavors"].items() for res, fl in by_resource.items())
+                    sorted(
+                        (ps, res, fl) for ps, by_resource in row["flavors"].items() for res, fl in by_resource.items()
+                    )
                 )
                 out.admitted[jobs[row["workload"]]] = (row["clusterQueue"], flavors)
     for row in report["cycles"][-1]["pending"] if report["cycles"] else []:
@@ -150,4 +164,7 @@ def real_usage(cluster: Any, cluster_queues: list[str]) -> dict[str, dict[str, d
 
 def twin_usage(report: dict[str, Any], cluster_queues: list[str]) -> dict[str, dict[str, dict[str, int]]]:
     cqs = report["clusterQueues"]
-    return {name: {"usage": _nonzero(cqs[name]["usage"]), "borrowed": _nonzero(cqs[name]["borrowed"])} for name in cluster_queues}
+    return {
+        name: {"usage": _nonzero(cqs[name]["usage"]), "borrowed": _nonzero(cqs[name]["borrowed"])}
+        for name in cluster_queues
+    }

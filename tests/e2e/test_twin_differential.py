@@ -35,6 +35,9 @@ import yaml
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
+from gpufleet.policy import load_policy, resolve
+from gpufleet.testbed import Testbed, TestbedError, ensure
+from tests.e2e.conftest import POLICY, REPO, Cluster
 from tests.e2e.twin_differential import (
     KUEUE_API,
     RESOURCE,
@@ -76,6 +79,7 @@ class Scenario:
     held: tuple[Submit, ...]  # submitted through the held LocalQueue of ``held_queue``
     held_queue: str
     expect: dict[str, Any] = field(default_factory=dict)  # what Kueue is documented to do, asserted too
+    fair: bool = False  # run on the second testbed, whose Kueue has fair sharing on
 
     @property
     def namespace(self) -> str:
@@ -125,6 +129,28 @@ SCENARIOS = [
         held=(Submit("a-own", "a", 1, 4),),
         held_queue="a",
         expect={"admitted": {"a-own", "b-first"}, "preempted": {"b-borrower"}, "pending": {"b-borrower"}},
+    ),
+    # Fair sharing (DRS): b borrows 4 of the cohort's 12 GPUs (share 4/12); a asks for 6 and would borrow 2.
+    # Preempting one of b's 2-GPU Jobs leaves b at share 2/12, equal to a's after admission: allowed by
+    # LessThanOrEqualToFinalShare, and a preemptor that borrows preempts for InCohortFairSharing. Classical
+    # preemption would never let a borrowing preemptor reclaim (without borrowWithinCohort).
+    Scenario(
+        id="fair",
+        queues={
+            "a": {"nominal": 4, "reclaimWithinCohort": "Any"},
+            "b": {"nominal": 4, "reclaimWithinCohort": "Any"},
+            "c": {"nominal": 4},
+        },
+        # Kueue tries victims of equal priority newest admission first, then by UID; admissions within the same
+        # second would make the victim random, so the one to go is marked by priority
+        before=(
+            *(Submit(f"b-{i}", "b", 1, 2, "twin-diff-high") for i in range(3)),
+            Submit("b-3", "b", 1, 2, "twin-diff-low"),
+        ),
+        held=(Submit("a-six", "a", 1, 6),),
+        held_queue="a",
+        expect={"admitted": {"a-six", "b-0", "b-1", "b-2"}, "preempted": {"b-3"}, "pending": {"b-3"}},
+        fair=True,
     ),
 ]
 
@@ -188,7 +214,29 @@ def job(scn: Scenario, sub: Submit, *, held: bool) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def shared_objects(cluster: Any) -> Iterator[Any]:
+def fair_cluster(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A second testbed for this module only: the e2e policy with fair sharing on in Kueue's Configuration.
+
+    Kueue reads fair sharing from its manager Configuration at start, so the session's testbed cannot
+    switch it without disturbing the other tests; this one starts in ~15 s and is stopped afterwards.
+    """
+    policy = yaml.safe_load(POLICY.read_text(encoding="utf-8"))
+    policy["queueing"]["fairSharing"] = True
+    path = tmp_path_factory.mktemp("fair-policy") / "fleet.yaml"
+    path.write_text(yaml.safe_dump(policy), encoding="utf-8")
+    fleet = resolve(load_policy(path))
+    bed = Testbed(tmp_path_factory.mktemp("fair-testbed"), ensure(REPO))
+    try:
+        state = bed.up(fleet)
+    except TestbedError as exc:
+        pytest.fail(f"the fair-sharing testbed did not start: {exc}")
+    try:
+        yield Cluster(bed=bed, fleet=fleet, kubeconfig=state.kubeconfig, policy=path)
+    finally:
+        bed.down()
+
+
+def shared() -> list[dict[str, Any]]:
     """The flavor (no node labels: quota only) and the priority classes every scenario uses."""
     objects: list[dict[str, Any]] = [
         {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}, "spec": {}}
@@ -197,7 +245,12 @@ def shared_objects(cluster: Any) -> Iterator[Any]:
         {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
         for name, value in PRIORITIES.items()
     ]
-    cluster.apply(objects)
+    return objects
+
+
+@pytest.fixture(scope="module")
+def shared_objects(cluster: Any) -> Iterator[Any]:
+    cluster.apply(shared())
     yield cluster
     names = " ".join(PRIORITIES)
     cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", *names.split(), "--ignore-not-found")
@@ -205,8 +258,13 @@ def shared_objects(cluster: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
-def scenario(shared_objects: Any, request: pytest.FixtureRequest) -> Iterator[tuple[Any, Scenario]]:
-    cluster, scn = shared_objects, request.param
+def scenario(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Scenario]]:
+    scn: Scenario = request.param
+    if scn.fair:
+        cluster = request.getfixturevalue("fair_cluster")
+        cluster.apply(shared())  # the fair testbed is stopped after the module: nothing to delete
+    else:
+        cluster = request.getfixturevalue("shared_objects")
     cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": scn.namespace}}])
     cluster.apply([cluster_queue(scn, suffix, knobs) for suffix, knobs in scn.queues.items()])
     queues = [local_queue(scn, suffix, held=False) for suffix in scn.queues]
@@ -300,6 +358,7 @@ def test_twin_predicts_what_kueue_does(scenario: tuple[Any, Scenario], tmp_path:
     cluster, scn = scenario
     real, predicted, report = run(cluster, scn, tmp_path)
 
+    assert report["fairSharing"] is scn.fair  # read from the exported Kueue Configuration
     assert real.admitted == predicted.admitted
     assert real.preempted == predicted.preempted
     assert real.pending == predicted.pending  # Kueue's message, word for word

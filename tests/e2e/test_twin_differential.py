@@ -225,8 +225,8 @@ def fair_cluster(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     path = tmp_path_factory.mktemp("fair-policy") / "fleet.yaml"
     path.write_text(yaml.safe_dump(policy), encoding="utf-8")
     fleet = resolve(load_policy(path))
-    bed = Testbed(tmp_path_factory.mktemp("fair-testbed"), ensure(REPO))
-    try:
+    try:  # ``cluster`` (requested above) has already built the binaries, or skipped where it cannot
+        bed = Testbed(tmp_path_factory.mktemp("fair-testbed"), ensure(REPO))
         state = bed.up(fleet)
     except TestbedError as exc:
         pytest.fail(f"the fair-sharing testbed did not start: {exc}")
@@ -252,8 +252,7 @@ def shared() -> list[dict[str, Any]]:
 def shared_objects(cluster: Any) -> Iterator[Any]:
     cluster.apply(shared())
     yield cluster
-    names = " ".join(PRIORITIES)
-    cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", *names.split(), "--ignore-not-found")
+    cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", *PRIORITIES, "--ignore-not-found")
     cluster.kubectl("delete", "resourceflavors.kueue.x-k8s.io", FLAVOR, "--ignore-not-found", "--timeout=60s")
 
 

@@ -1,0 +1,170 @@
+"""The differential test's two readers: Kueue's verdicts from the live Workloads, the twin's from its report.
+
+Both are reduced to the same :class:`Verdicts`, keyed by the owning Job's name (Kueue names a Job's
+Workload ``job-<name>-<hash>``), so a disagreement reads as "Job x: real … / twin …".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+RESOURCE = "nvidia.com/gpu"
+QUIET_S = 4.0  # Kueue has settled when nothing changed for this long and no eviction is in flight
+SETTLE_TIMEOUT_S = 120.0
+
+Placement = tuple[str, tuple[tuple[str, str, str], ...]]  # ClusterQueue, sorted (pod set, resource, flavor)
+
+
+@dataclass
+class Verdicts:
+    admitted: dict[str, Placement] = field(default_factory=dict)
+    preempted: dict[str, str] = field(default_factory=dict)  # Job -> Kueue's Preempted reason
+    pending: dict[str, str] = field(default_factory=dict)  # Job -> Kueue's QuotaReserved message
+    reasons: dict[str, str] = field(default_factory=dict)  # Job -> pending reason (reported, not compared)
+    known: set[str] = field(default_factory=set)
+    busy: list[str] = field(default_factory=list)  # why Kueue is still moving
+
+    def key(self) -> tuple[Any, ...]:
+        return (sorted(self.admitted.items()), sorted(self.preempted.items()), sorted(self.pending.items()))
+
+    def describe(self) -> str:
+        admitted = ", ".join(
+            f"{j}→{cq}/{'+'.join(sorted({f for _, _, f in fl}))}" for j, (cq, fl) in sorted(self.admitted.items())
+        )
+        preempted = ", ".join(f"{j} ({r})" for j, r in sorted(self.preempted.items()))
+        pending = "; ".join(f"{j} [{self.reasons.get(j, '')}] {m}" for j, m in sorted(self.pending.items()))
+        return f"admitted {{{admitted}}} preempted {{{preempted}}} pending {{{pending}}}"
+
+
+# How Kueue v0.19.2 reports a QuotaReserved=False reason while its UnadmittedWorkloadsObservability gate is
+# off (the default): the mapping its own tests apply (pkg/util/testing/observability.go,
+# AdjustConditionsForDisabledObservabilityInWorkloadController).
+LEGACY_REASONS = {"Misconfigured": "Inadmissible", "Suspended": "Inadmissible", "WaitingForPodsReady": "Waiting"}
+
+
+def legacy_reason(granular: str) -> str:
+    return LEGACY_REASONS.get(granular, "Pending")
+
+
+def job_of(workload: dict[str, Any]) -> str:
+    owners = [o["name"] for o in workload["metadata"].get("ownerReferences", []) if o.get("kind") == "Job"]
+    return owners[0] if owners else str(workload["metadata"]["name"])
+
+
+def placement(admission: dict[str, Any]) -> Placement:
+    flavors = tuple(
+        sorted(
+            (str(ps["name"]), str(resource), str(flavor))
+            for ps in admission.get("podSetAssignments", [])
+            for resource, flavor in (ps.get("flavors") or {}).items()
+        )
+    )
+    return str(admission["clusterQueue"]), flavors
+
+
+def _conditions(workload: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in workload.get("status", {}).get("conditions", [])}
+
+
+def real_verdicts(cluster: Any, namespace: str) -> Verdicts:
+    out = Verdicts()
+    for wl in cluster.get("workloads.kueue.x-k8s.io", f"--namespace={namespace}")["items"]:
+        job, conds = job_of(wl), _conditions(wl)
+        out.known.add(job)
+        reserved, evicted, preempted = conds.get("QuotaReserved"), conds.get("Evicted"), conds.get("Preempted")
+        if preempted is not None and preempted["status"] == "True":
+            out.preempted[job] = str(preempted["reason"])
+        admission = wl.get("status", {}).get("admission")
+        if reserved is not None and reserved["status"] == "True" and admission:
+            out.admitted[job] = placement(admission)
+            if evicted is not None and evicted["status"] == "True":
+                out.busy.append(f"{job} evicted but still holds quota")
+        else:
+            message = str((reserved or {}).get("message", ""))
+            out.pending[job] = message
+            out.reasons[job] = str((reserved or {}).get("reason", ""))
+            if reserved is None or message.startswith("Pending the preemption"):
+                out.busy.append(f"{job} not yet judged or waiting for its victims")
+    return out
+
+
+def settled(cluster: Any, namespace: str) -> Verdicts:
+    """Poll until Kueue's verdicts stay the same for QUIET_S seconds with nothing in flight."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    last: Verdicts | None = None
+    since = time.monotonic()
+    while time.monotonic() < deadline:
+        now = real_verdicts(cluster, namespace)
+        if last is None or now.key() != last.key() or now.busy:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= QUIET_S:
+            return now
+        time.sleep(0.5)
+    pytest.fail(f"Kueue did not settle within {SETTLE_TIMEOUT_S:.0f}s; last: {last.describe() if last else None}")
+
+
+def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str) -> Verdicts:
+    """The twin's final state: the export's admissions, then every cycle's admissions and preemptions."""
+    items = yaml.safe_load(listing.read_text(encoding="utf-8"))["items"]
+    workloads = {
+        f"{wl['metadata']['namespace']}/{wl['metadata']['name']}": wl
+        for wl in items
+        if wl["kind"] == "Workload" and wl["metadata"].get("namespace") == namespace
+    }
+    jobs = {key: job_of(wl) for key, wl in workloads.items()}
+    out = Verdicts(known=set(jobs.values()))
+    for key, wl in workloads.items():
+        if wl.get("status", {}).get("admission"):
+            out.admitted[jobs[key]] = placement(wl["status"]["admission"])
+    for cycle in report["cycles"]:
+        for row in cycle["preempted"]:
+            if row["workload"] in jobs:
+                out.admitted.pop(jobs[row["workload"]], None)
+                out.preempted[jobs[row["workload"]]] = row["reason"]
+        for row in cycle["admitted"]:
+            if row["workload"] in jobs:
+                flavors = tuple(
+                    sorted(
+                        (ps, res, fl) for ps, by_resource in row["flavors"].items() for res, fl in by_resource.items()
+                    )
+                )
+                out.admitted[jobs[row["workload"]]] = (row["clusterQueue"], flavors)
+    for row in report["cycles"][-1]["pending"] if report["cycles"] else []:
+        if row["workload"] in jobs:
+            out.pending[jobs[row["workload"]]] = row["message"]
+            out.reasons[jobs[row["workload"]]] = row["reason"]
+    return out
+
+
+def _nonzero(table: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in table.items() if v}
+
+
+def real_usage(cluster: Any, cluster_queues: list[str]) -> dict[str, dict[str, dict[str, int]]]:
+    """Each ClusterQueue's reserved and borrowed quota, from its status, as ``flavor/resource`` → integer."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for name in cluster_queues:
+        status = cluster.get("clusterqueues.kueue.x-k8s.io", name).get("status", {})
+        usage: dict[str, int] = {}
+        borrowed: dict[str, int] = {}
+        for flavor in status.get("flavorsReservation", []):
+            for res in flavor["resources"]:
+                usage[f"{flavor['name']}/{res['name']}"] = int(res.get("total", 0))
+                borrowed[f"{flavor['name']}/{res['name']}"] = int(res.get("borrowed", 0))
+        out[name] = {"usage": _nonzero(usage), "borrowed": _nonzero(borrowed)}
+    return out
+
+
+def twin_usage(report: dict[str, Any], cluster_queues: list[str]) -> dict[str, dict[str, dict[str, int]]]:
+    cqs = report["clusterQueues"]
+    return {
+        name: {"usage": _nonzero(cqs[name]["usage"]), "borrowed": _nonzero(cqs[name]["borrowed"])}
+        for name in cluster_queues
+    }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
+from gpufleet.cli.audit import audit_app, record
 
 app = typer.Typer(
     name="gpufleet",
@@ -27,6 +28,10 @@ def _root() -> None:
 def version() -> None:
     """Print gpufleet's version."""
     typer.echo(__version__)
+
+
+app.add_typer(audit_app)
+app.command()(record)
 
 
 def main() -> None:

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import socket
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.table import Table
 
 from gpufleet.cli.common import console, guarded
-from gpufleet.recorder.service import RecorderConfig, run
+from gpufleet.errors import InputError
+from gpufleet.ledger.records import format_time
+
+if TYPE_CHECKING:
+    from gpufleet.ledger.store import Ledger
 
 DEFAULT_LEDGER = "gpufleet-ledger.db"
 LEDGER_HELP = "SQLite file path or database URL (postgresql://user@host/db)."
@@ -38,7 +48,10 @@ def record(
     metrics_port: int = typer.Option(9090, "--metrics-port", help="Port of /metrics and /healthz; 0 turns it off."),
 ) -> None:
     """Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."""
+    from gpufleet.recorder.service import RecorderConfig, run  # heavy imports only for this command
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request is noise
     config = RecorderConfig(
         ledger=ledger,
         kubeconfig=kubeconfig,
@@ -54,3 +67,207 @@ def record(
         asyncio.run(run(config))
     except KeyboardInterrupt:
         console.print("recorder stopped")
+
+
+def _time(value: str, option: str) -> datetime:
+    """ISO-8601; a time without a zone is UTC."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError.one(f"not an ISO-8601 time: {value!r} (e.g. 2026-11-02T08:00:00Z)", path=option) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _open(ledger: str) -> Ledger:
+    from gpufleet.ledger.store import Ledger
+
+    return Ledger.open(ledger)
+
+
+@audit_app.command()
+@guarded
+def who(
+    node: str = typer.Option(..., "--node", help="Node name."),
+    at: str = typer.Option(..., "--at", help="ISO-8601 time (UTC when no zone is given)."),
+    gpu: str | None = typer.Option(None, "--gpu", help="Device ID on the node (GPU index, MIG or DRA device)."),
+    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Who held GPUs on a node at a time: workload, team, model, data class, checkpoint."""
+    from gpufleet.ledger import queries
+
+    moment = _time(at, "--at")
+    with _open(ledger) as opened:
+        holdings = queries.who(opened, node, moment, gpu)
+    rows = [
+        {
+            "workload": f"{h.allocation.namespace}/{h.allocation.name}",
+            "attempt": h.allocation.attempt,
+            "team": h.allocation.team,
+            "model": h.allocation.model,
+            "dataClass": h.allocation.data_class,
+            "checkpoint": h.allocation.checkpoint,
+            "gpus": h.gpus,
+            "resource": h.allocation.gpu_resource,
+            "devices": list(h.devices),
+            "gpuModel": h.gpu_model,
+            "from": format_time(h.allocation.quota_reserved) if h.allocation.quota_reserved else None,
+            "until": format_time(h.allocation.finished) if h.allocation.finished else None,
+            "simulated": h.allocation.simulated,
+        }
+        for h in holdings
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        console.print(f"Nobody held GPUs on {node} at {format_time(moment)} according to the ledger.")
+        return
+    table = Table(title=f"GPUs on {node} at {format_time(moment)}")
+    for column in ("workload", "team", "model", "data class", "checkpoint", "GPUs", "devices", "from", "until"):
+        table.add_column(column)
+    for r in rows:
+        sim = " [simulated]" if r["simulated"] else ""
+        table.add_row(
+            f"{r['workload']}{sim}",
+            r["team"] or "–",
+            r["model"] or "–",
+            r["dataClass"] or "–",
+            r["checkpoint"] or "–",
+            f"{r['gpus']} × {r['resource']}",
+            ",".join(r["devices"]) or "not recorded",
+            r["from"] or "–",
+            r["until"] or "still held",
+        )
+    console.print(table)
+
+
+@audit_app.command()
+@guarded
+def why(
+    workload: str = typer.Argument(..., metavar="NAMESPACE/NAME", help="The Workload (or the Job's Workload)."),
+    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Why a workload waited: each pending reason and how long, who held the quota, preemptions, where it ran."""
+    from gpufleet.ledger import queries
+
+    namespace, sep, name = workload.partition("/")
+    if not sep or not namespace or not name:
+        raise InputError.one(f"expected NAMESPACE/NAME, got {workload!r}", path="WORKLOAD")
+    with _open(ledger) as opened:
+        explanation = queries.why(opened, namespace, name)
+    if as_json:
+        typer.echo(json.dumps(queries.explain_json(explanation), indent=2))
+        return
+    for line in queries.explain_text(explanation):
+        console.print(line, markup=False, highlight=False)
+        console.print()
+
+
+@audit_app.command()
+@guarded
+def report(
+    start: str = typer.Option(..., "--from", help="Window start, ISO-8601."),
+    end: str = typer.Option(..., "--to", help="Window end, ISO-8601."),
+    fmt: str = typer.Option("table", "--format", help="table, csv, json or html."),
+    weight: list[str] = typer.Option([], "--weight", help="TEAM=WEIGHT (repeat), to compare shares."),
+    out: Path | None = typer.Option(None, "--out", help="Write to this file instead of the terminal."),
+    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
+) -> None:
+    """Per team and flavor: GPU-hours, share against weight, waits p50/p95, preemptions, labels seen."""
+    from gpufleet.ledger import report as reports
+
+    window = (_time(start, "--from"), _time(end, "--to"))
+    if window[1] <= window[0]:
+        raise InputError.one("--to must be after --from", path="--to")
+    weights: dict[str, int] = {}
+    for item in weight:
+        team, sep, value = item.partition("=")
+        if not sep or not value.isdigit():
+            raise InputError.one(f"expected TEAM=WEIGHT, got {item!r}", path="--weight")
+        weights[team] = int(value)
+    formats = {"csv": reports.to_csv, "json": reports.to_json, "html": reports.to_html}
+    if fmt not in (*formats, "table"):
+        raise InputError.one(f"unknown format {fmt!r}; use table, csv, json or html", path="--format")
+    with _open(ledger) as opened:
+        result = reports.report(opened, *window, weights or None)
+    if fmt != "table":
+        text = formats[fmt](result)
+        if out is None:
+            typer.echo(text, nl=False)
+        else:
+            _write_atomic(out, text)
+        return
+    _print_report(result)
+
+
+def _print_report(result: Any) -> None:
+    table = Table(title=f"GPU allocations {format_time(result.start)} – {format_time(result.end)}")
+    headers = ("team", "flavor", "source", "GPU-h", "share", "weight", "wait p50", "wait p95", "preempted", "models",
+               "data classes")
+    for column in headers:
+        table.add_column(column)
+
+    def secs(value: float | None) -> str:
+        return "–" if value is None else f"{value:.0f} s"
+
+    for r in result.rows:
+        table.add_row(
+            r.team, r.flavor, "simulated" if r.simulated else "recorded", f"{r.gpu_hours:.2f}", f"{r.share:.1%}",
+            "–" if r.weight_share is None else f"{r.weight_share:.1%}", secs(r.wait_p50_s), secs(r.wait_p95_s),
+            str(r.preemptions), ", ".join(r.models), ", ".join(r.data_classes),
+        )
+    console.print(table)
+    if result.incomplete:
+        console.print(f"Workloads without complete labels: {', '.join(result.incomplete)}", markup=False)
+    else:
+        console.print("Every workload carried team, model and data class labels.")
+
+
+def _write_atomic(out: Path, text: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, out)
+
+
+@audit_app.command()
+@guarded
+def verify(
+    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
+    head: str | None = typer.Option(None, "--head", help="A chain head published earlier, to check the end too."),
+) -> None:
+    """Check the hash chain; name the first changed, deleted, inserted or reordered entry. Exit 1 if any."""
+    with _open(ledger) as opened:
+        verdict = opened.verify(expected_head=head)
+    finding = verdict.chain.finding
+    if finding is not None:
+        console.print(
+            f"[bold red]TAMPERED[/]: entry {finding.seq} ({finding.record_key}): {finding.kind.value} — "
+            f"{finding.message}. {verdict.chain.entries} entries before it are intact.",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    for problem in verdict.view_problems:
+        console.print(f"[bold red]PROBLEM[/]: {problem}", highlight=False)
+    if verdict.view_problems:
+        raise typer.Exit(1)
+    console.print(f"OK: {verdict.chain.entries} entries intact; chain head {verdict.chain.head}", highlight=False)
+
+
+@audit_app.command("export")
+@guarded
+def export_command(
+    out: Path = typer.Option(..., "--out", help="Output file."),
+    fmt: str = typer.Option("csv", "--format", help="csv or parquet."),
+    waits: bool = typer.Option(False, "--waits", help="Export wait intervals instead of allocations."),
+    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
+) -> None:
+    """Export the current allocations (or waits) as CSV or Parquet."""
+    from gpufleet.ledger.export import export
+
+    with _open(ledger) as opened:
+        rows = export(opened, out, fmt, "WaitInterval" if waits else "Allocation")
+    console.print(f"wrote {rows} rows to {out}", highlight=False)

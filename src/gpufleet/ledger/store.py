@@ -23,8 +23,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
@@ -105,6 +103,9 @@ class Ledger:
 
     def migrate(self) -> None:
         """Bring the schema to Alembic's head (idempotent)."""
+        from alembic import command  # a second of imports, needed only here
+        from alembic.config import Config
+
         config = Config()
         config.set_main_option("script_location", str(resources.files("gpufleet.ledger") / "migrations"))
         with self.engine.begin() as conn:

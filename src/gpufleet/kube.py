@@ -73,9 +73,11 @@ def _as_dict(obj: Any) -> dict[str, Any]:
 async def list_objects(api: AsyncClient, plural: str) -> tuple[list[dict[str, Any]], str]:
     """Every object of a kind (all namespaces) and the list's resourceVersion."""
     res = RESOURCES[plural]
-    kwargs = {"namespace": ALL_NS} if plural in NAMESPACED else {}
     try:
-        listing = api.list(res, chunk_size=500, **kwargs)
+        if plural in NAMESPACED:
+            listing = api.list(res, namespace=ALL_NS, chunk_size=500)
+        else:
+            listing = api.list(res, chunk_size=500)
         items = [_as_dict(obj) async for obj in listing]
         return items, listing.resourceVersion
     except (httpx2.TransportError, httpx2.StreamError, httpx2.HTTPStatusError) as exc:
@@ -112,7 +114,13 @@ async def watch_objects(
 
 
 async def hold_lease(
-    api: AsyncClient, namespace: str, name: str, identity: str, duration_s: int, now: datetime | None = None
+    api: AsyncClient,
+    namespace: str,
+    name: str,
+    identity: str,
+    duration_s: int,
+    *,
+    now: datetime | None = None,
 ) -> bool:
     """Take or renew the Lease; True while ``identity`` holds it.
 

@@ -21,7 +21,9 @@ _names = itertools.count()
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     if find_bin_dir() is None:
-        pytest.skip("PostgreSQL server binaries not found: run .ci/setup.d/postgres.sh (apt package postgresql)")
+        pytest.skip(
+            "PostgreSQL server binaries not found: run .ci/setup.d/postgres.sh (apt package postgresql)"
+        )
     with postgres_server() as url:
         yield url
 

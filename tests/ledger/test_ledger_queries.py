@@ -1,4 +1,4 @@
-"""The audit questions on a hand-made history whose answers are known (SQLite; storage is tested elsewhere)."""
+"""The audit questions on a hand-made history whose answers are known (SQLite; storage tested elsewhere)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,16 @@ def filled(ledger: Ledger) -> Ledger:
         ("h100-train-0", 65, None, []),  # train-big finished at 65: end is exclusive
         ("h100-train-1", 50, None, []),  # preempted at 50
     ],
-    ids=["big", "vision", "attempt-1", "device-held", "device-free", "devices-unknown", "end-exclusive", "preempted"],
+    ids=[
+        "big",
+        "vision",
+        "attempt-1",
+        "device-held",
+        "device-free",
+        "devices-unknown",
+        "end-exclusive",
+        "preempted",
+    ],
 )
 def test_who_names_the_holders_of_a_node_at_an_instant(
     filled: Ledger, node: str, minute: int, device: str | None, expected: list[tuple[str, int]]
@@ -68,7 +77,9 @@ def test_why_for_an_unknown_workload_is_a_user_error(filled: Ledger) -> None:
 
 
 def test_report_splits_gpu_hours_per_team_and_flavor_and_keeps_simulated_rows_apart(filled: Ledger) -> None:
-    filled.append([allocation(workload_uid="sim-1", name="sim", quota_reserved=at(0), finished=at(60), simulated=True)])
+    filled.append(
+        [allocation(workload_uid="sim-1", name="sim", quota_reserved=at(0), finished=at(60), simulated=True)]
+    )
     r = reports.report(filled, at(0), at(120), {"research": 2, "vision": 1})
     rows = {(row.team, row.flavor, row.simulated): row for row in r.rows}
     research = rows[("research", "h100-train", False)]

@@ -20,11 +20,17 @@ PODS = "/api/v1/namespaces/{ns}/pods"
 NODES = "/api/v1/nodes"
 MERGE = {"Content-Type": "application/merge-patch+json"}
 PENDING = [
-    ("WaitingForQuota", "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu"
-     " in flavor h100-train, {n} more needed"),
-    ("ExceedsMaxQuota", "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in"
-     " flavor h100-train, previously considered podsets requests (0) + current podset request ({n}) >"
-     " maximum capacity (16)"),
+    (
+        "WaitingForQuota",
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu"
+        " in flavor h100-train, {n} more needed",
+    ),
+    (
+        "ExceedsMaxQuota",
+        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in"
+        " flavor h100-train, previously considered podsets requests (0) + current podset request ({n}) >"
+        " maximum capacity (16)",
+    ),
     ("WaitingForPreemptedWorkloads", "Pending the preemption of 1 workload(s)"),
 ]
 
@@ -75,30 +81,92 @@ class FakeKueue:
     async def add_nodes(self) -> None:
         for node in self.nodes:
             labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
-            await self._send("POST", NODES, {"apiVersion": "v1", "kind": "Node",
-                                             "metadata": {"name": node, "labels": labels}})
+            await self._send(
+                "POST",
+                NODES,
+                {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": labels}},
+            )
 
     async def submit(self, wl: Workload) -> None:
-        labels = {"gpufleet.io/team": wl.team, "gpufleet.io/model": "llama-3.1-8b",
-                  "gpufleet.io/data-class": "internal", "kueue.x-k8s.io/queue-name": "training"}
-        job = await self._send("POST", JOBS.format(ns=wl.ns), {
-            "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": wl.name, "namespace": wl.ns, "labels": labels,
-                         "creationTimestamp": stamp(self.tick()),
-                         "annotations": {"gpufleet.io/checkpoint": f"s3://eu-central-1/{wl.name}"}},
-            "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [
-                {"name": "c", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": str(wl.gpus)}}}]}}},
-        })
+        labels = {
+            "gpufleet.io/team": wl.team,
+            "gpufleet.io/model": "llama-3.1-8b",
+            "gpufleet.io/data-class": "internal",
+            "kueue.x-k8s.io/queue-name": "training",
+        }
+        job = await self._send(
+            "POST",
+            JOBS.format(ns=wl.ns),
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": wl.name,
+                    "namespace": wl.ns,
+                    "labels": labels,
+                    "creationTimestamp": stamp(self.tick()),
+                    "annotations": {"gpufleet.io/checkpoint": f"s3://eu-central-1/{wl.name}"},
+                },
+                "spec": {
+                    "suspend": True,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "trainer",
+                                    "resources": {"limits": {"nvidia.com/gpu": str(wl.gpus)}},
+                                }
+                            ],
+                        }
+                    },
+                },
+            },
+        )
         wl.job_uid = job["metadata"]["uid"]
-        created = await self._send("POST", WL.format(ns=wl.ns), {
-            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": f"job-{wl.name}", "namespace": wl.ns, "creationTimestamp": stamp(self.clock),
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": wl.name,
-                                              "uid": wl.job_uid, "controller": True}]},
-            "spec": {"queueName": "training", "priority": 100,
-                     "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
-                         {"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(wl.gpus)}}}]}}}]},
-        })
+        created = await self._send(
+            "POST",
+            WL.format(ns=wl.ns),
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "Workload",
+                "metadata": {
+                    "name": f"job-{wl.name}",
+                    "namespace": wl.ns,
+                    "creationTimestamp": stamp(self.clock),
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "batch/v1",
+                            "kind": "Job",
+                            "name": wl.name,
+                            "uid": wl.job_uid,
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": {
+                    "queueName": "training",
+                    "priority": 100,
+                    "podSets": [
+                        {
+                            "name": "main",
+                            "count": 1,
+                            "template": {
+                                "spec": {
+                                    "containers": [
+                                        {
+                                            "name": "c",
+                                            "resources": {"requests": {"nvidia.com/gpu": str(wl.gpus)}},
+                                        }
+                                    ]
+                                }
+                            },
+                        }
+                    ],
+                },
+            },
+        )
         wl.uid = created["metadata"]["uid"]
 
     async def _conditions(self, wl: Workload, extra: dict[str, Any] | None = None) -> None:
@@ -111,8 +179,13 @@ class FakeKueue:
         text = "True" if status else "False"
         moved = old is None or old["status"] != text
         when = stamp(self.tick()) if moved else old["lastTransitionTime"]  # type: ignore[index]
-        wl.conditions[kind] = {"type": kind, "status": text, "reason": reason, "message": message,
-                               "lastTransitionTime": when}
+        wl.conditions[kind] = {
+            "type": kind,
+            "status": text,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": when,
+        }
 
     async def pend(self, wl: Workload) -> None:
         reason, message = self.rng.choice(PENDING)
@@ -126,28 +199,59 @@ class FakeKueue:
         wl.conditions.pop("Preempted", None)
         wl.attempts += 1
         self.expected[(wl.uid, wl.attempts)] = "open"
-        admission = {"clusterQueue": wl.team, "podSetAssignments": [{
-            "name": "main", "count": 1, "flavors": {"nvidia.com/gpu": "h100-train"},
-            "resourceUsage": {"nvidia.com/gpu": str(wl.gpus)}}]}
+        admission = {
+            "clusterQueue": wl.team,
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "flavors": {"nvidia.com/gpu": "h100-train"},
+                    "resourceUsage": {"nvidia.com/gpu": str(wl.gpus)},
+                }
+            ],
+        }
         await self._conditions(wl, {"admission": admission})
 
     async def run_pod(self, wl: Workload) -> None:
         name = f"{wl.name}-{wl.attempts}"
         node = self.rng.choice(self.nodes)
-        await self._send("POST", PODS.format(ns=wl.ns), {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": wl.ns, "creationTimestamp": stamp(self.tick()),
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": wl.name,
-                                              "uid": wl.job_uid, "controller": True}]},
-            "spec": {"nodeName": node, "containers": [
-                {"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(wl.gpus)}}}]},
-            "status": {"phase": "Running", "startTime": stamp(self.tick())},
-        })
+        await self._send(
+            "POST",
+            PODS.format(ns=wl.ns),
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": wl.ns,
+                    "creationTimestamp": stamp(self.tick()),
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "batch/v1",
+                            "kind": "Job",
+                            "name": wl.name,
+                            "uid": wl.job_uid,
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": {
+                    "nodeName": node,
+                    "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(wl.gpus)}}}],
+                },
+                "status": {"phase": "Running", "startTime": stamp(self.tick())},
+            },
+        )
         wl.pods.append(name)
 
     async def preempt(self, wl: Workload) -> None:
-        self._set(wl, "Evicted", True, "Preempted", "Preempted to accommodate a workload (UID: x) due to"
-                  " reclamation within the cohort")
+        self._set(
+            wl,
+            "Evicted",
+            True,
+            "Preempted",
+            "Preempted to accommodate a workload (UID: x) due to reclamation within the cohort",
+        )
         self._set(wl, "Preempted", True, "InCohortReclamation", "reclaimed")
         self._set(wl, "QuotaReserved", False, "Pending", "Preempted")
         wl.conditions["Admitted"] = {**wl.conditions["Admitted"], "status": "False"}

@@ -37,7 +37,9 @@ _names = itertools.count()
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     if pgserver.find_bin_dir() is None:  # type: ignore[attr-defined]
-        pytest.skip("PostgreSQL server binaries not found: run .ci/setup.d/postgres.sh (apt package postgresql)")
+        pytest.skip(
+            "PostgreSQL server binaries not found: run .ci/setup.d/postgres.sh (apt package postgresql)"
+        )
     with pgserver.postgres_server() as url:  # type: ignore[attr-defined]
         yield url
 

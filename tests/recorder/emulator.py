@@ -18,6 +18,7 @@ this subclass adds:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import uuid
@@ -147,7 +148,9 @@ class RVEmulator(k8s.KubernetesEmulator, DirectRouting):
             md = data.setdefault("metadata", {})
             stored = self.objects[key].raw.get("metadata", {}).get("resourceVersion")
             if md.get("resourceVersion") not in (None, stored):
-                conflict = k8s.KubernetesError(status=409, reason="Conflict", message="the object has been modified")
+                conflict = k8s.KubernetesError(
+                    status=409, reason="Conflict", message="the object has been modified"
+                )
                 return await self._render_error(conflict)
             md["resourceVersion"] = str(self._next_rv())
             self.objects[key].patch(data)
@@ -173,15 +176,15 @@ class RVEmulator(k8s.KubernetesEmulator, DirectRouting):
             for item in listing["items"]:  # type: ignore[index]
                 yield {"type": "ADDED", "object": item}
             since = str(self._last_rv)
-        cursor = next((i for i, (rv, _, _) in enumerate(self._history) if rv > int(since)), len(self._history))
+        cursor = next(
+            (i for i, (rv, _, _) in enumerate(self._history) if rv > int(since)), len(self._history)
+        )
         sent = 0
         while True:
             async with self._changed:
                 if cursor >= len(self._history):
-                    try:
+                    with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._changed.wait(), self.bookmark_interval)
-                    except TimeoutError:
-                        pass
                 pending = self._history[cursor:]
                 cursor = len(self._history)
                 head = self._last_rv

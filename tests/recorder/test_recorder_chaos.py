@@ -25,7 +25,7 @@ from emulator import RVEmulator
 import gpufleet
 from gpufleet.ledger.store import Ledger
 
-TRANSITIONS = int(os.environ.get('CHAOS_TRANSITIONS', '5000'))
+TRANSITIONS = int(os.environ.get("CHAOS_TRANSITIONS", "5000"))
 
 
 class Chaos:
@@ -33,8 +33,20 @@ class Chaos:
 
     def __init__(self, ledger: str, kubeconfig: Path, log: Path, seed: int) -> None:
         self.argv = [
-            sys.executable, "-m", "gpufleet", "record", "--ledger", ledger, "--kubeconfig", str(kubeconfig),
-            "--identity", "recorder-0", "--lease-seconds", "3", "--metrics-port", "0",
+            sys.executable,
+            "-m",
+            "gpufleet",
+            "record",
+            "--ledger",
+            ledger,
+            "--kubeconfig",
+            str(kubeconfig),
+            "--identity",
+            "recorder-0",
+            "--lease-seconds",
+            "3",
+            "--metrics-port",
+            "0",
         ]
         src = str(Path(gpufleet.__file__).resolve().parents[1])
         self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}

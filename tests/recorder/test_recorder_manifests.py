@@ -24,10 +24,18 @@ def test_cluster_wide_it_may_only_read_and_only_leases_are_writable_in_its_names
     objects = _kinds(recorder_objects("gpufleet-system", "img", None))
     cluster_verbs = {v for rule in objects["ClusterRole"]["rules"] for v in rule["verbs"]}
     assert cluster_verbs == {"get", "list", "watch"}
-    read = {(g, r) for rule in objects["ClusterRole"]["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    read = {
+        (g, r)
+        for rule in objects["ClusterRole"]["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
     assert read == {("kueue.x-k8s.io", "workloads"), ("batch", "jobs"), ("", "pods"), ("", "nodes")}
     (lease_rule,) = objects["Role"]["rules"]
-    assert lease_rule["resources"] == ["leases"] and objects["Role"]["metadata"]["namespace"] == "gpufleet-system"
+    assert (
+        lease_rule["resources"] == ["leases"]
+        and objects["Role"]["metadata"]["namespace"] == "gpufleet-system"
+    )
 
 
 @pytest.mark.parametrize(

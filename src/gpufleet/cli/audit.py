@@ -10,7 +10,7 @@ import socket
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -26,26 +26,32 @@ DEFAULT_LEDGER = "gpufleet-ledger.db"
 LEDGER_HELP = "SQLite file path or database URL (postgresql://user@host/db)."
 
 audit_app = typer.Typer(
-    name="audit", help="Answer who held which GPUs, why a workload waited, and prove the ledger intact.",
+    name="audit",
+    help="Answer who held which GPUs, why a workload waited, and prove the ledger intact.",
     no_args_is_help=True,
 )
 
 
 @guarded
 def record(
-    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
-    kubeconfig: str | None = typer.Option(None, "--kubeconfig", help="Kubeconfig file (default: the environment)."),
-    in_cluster: bool = typer.Option(False, "--in-cluster", help="Use the pod's service account."),
-    namespace: str = typer.Option(
-        os.environ.get("POD_NAMESPACE", "gpufleet-system"), "--namespace", help="Namespace of the leader Lease."
-    ),
-    lease_name: str = typer.Option("gpufleet-recorder", "--lease-name"),
-    identity: str = typer.Option(
-        os.environ.get("POD_NAME", socket.gethostname()), "--identity", help="This replica's name in the Lease."
-    ),
-    lease_seconds: int = typer.Option(15, "--lease-seconds", min=3),
-    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host"),
-    metrics_port: int = typer.Option(9090, "--metrics-port", help="Port of /metrics and /healthz; 0 turns it off."),
+    *,
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    kubeconfig: Annotated[
+        str | None, typer.Option("--kubeconfig", help="Kubeconfig file (default: the environment).")
+    ] = None,
+    in_cluster: Annotated[bool, typer.Option("--in-cluster", help="Use the pod's service account.")] = False,
+    namespace: Annotated[
+        str, typer.Option("--namespace", help="Namespace of the leader Lease.")
+    ] = os.environ.get("POD_NAMESPACE", "gpufleet-system"),
+    lease_name: Annotated[str, typer.Option("--lease-name")] = "gpufleet-recorder",
+    identity: Annotated[
+        str, typer.Option("--identity", help="This replica's name in the Lease.")
+    ] = os.environ.get("POD_NAME", socket.gethostname()),
+    lease_seconds: Annotated[int, typer.Option("--lease-seconds", min=3)] = 15,
+    metrics_host: Annotated[str, typer.Option("--metrics-host")] = "127.0.0.1",
+    metrics_port: Annotated[
+        int, typer.Option("--metrics-port", help="Port of /metrics and /healthz; 0 turns it off.")
+    ] = 9090,
 ) -> None:
     """Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."""
     from gpufleet.recorder.service import RecorderConfig, run  # heavy imports only for this command
@@ -74,7 +80,9 @@ def _time(value: str, option: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise InputError.one(f"not an ISO-8601 time: {value!r} (e.g. 2026-11-02T08:00:00Z)", path=option) from None
+        raise InputError.one(
+            f"not an ISO-8601 time: {value!r} (e.g. 2026-11-02T08:00:00Z)", path=option
+        ) from None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
@@ -87,11 +95,14 @@ def _open(ledger: str) -> Ledger:
 @audit_app.command()
 @guarded
 def who(
-    node: str = typer.Option(..., "--node", help="Node name."),
-    at: str = typer.Option(..., "--at", help="ISO-8601 time (UTC when no zone is given)."),
-    gpu: str | None = typer.Option(None, "--gpu", help="Device ID on the node (GPU index, MIG or DRA device)."),
-    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    *,
+    node: Annotated[str, typer.Option("--node", help="Node name.")],
+    at: Annotated[str, typer.Option("--at", help="ISO-8601 time (UTC when no zone is given).")],
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="Device ID on the node (GPU index, MIG or DRA device).")
+    ] = None,
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Who held GPUs on a node at a time: workload, team, model, data class, checkpoint."""
     from gpufleet.ledger import queries
@@ -124,20 +135,31 @@ def who(
         console.print(f"Nobody held GPUs on {node} at {format_time(moment)} according to the ledger.")
         return
     table = Table(title=f"GPUs on {node} at {format_time(moment)}")
-    for column in ("workload", "team", "model", "data class", "checkpoint", "GPUs", "devices", "from", "until"):
+    for column in (
+        "workload",
+        "team",
+        "model",
+        "data class",
+        "checkpoint",
+        "GPUs",
+        "devices",
+        "from",
+        "until",
+    ):
         table.add_column(column)
-    for r in rows:
-        sim = " [simulated]" if r["simulated"] else ""
+    for h in holdings:
+        a = h.allocation
+        sim = " [simulated]" if a.simulated else ""
         table.add_row(
-            f"{r['workload']}{sim}",
-            r["team"] or "–",
-            r["model"] or "–",
-            r["dataClass"] or "–",
-            r["checkpoint"] or "–",
-            f"{r['gpus']} × {r['resource']}",
-            ",".join(r["devices"]) or "not recorded",
-            r["from"] or "–",
-            r["until"] or "still held",
+            f"{a.namespace}/{a.name}{sim}",
+            a.team or "–",
+            a.model or "–",
+            a.data_class or "–",
+            a.checkpoint or "–",
+            f"{h.gpus} × {a.gpu_resource}",
+            ",".join(h.devices) or "not recorded",
+            format_time(a.quota_reserved) if a.quota_reserved else "–",
+            format_time(a.finished) if a.finished else "still held",
         )
     console.print(table)
 
@@ -145,11 +167,14 @@ def who(
 @audit_app.command()
 @guarded
 def why(
-    workload: str = typer.Argument(..., metavar="NAMESPACE/NAME", help="The Workload (or the Job's Workload)."),
-    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    *,
+    workload: Annotated[
+        str, typer.Argument(metavar="NAMESPACE/NAME", help="The Workload (or the Job's Workload).")
+    ],
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Why a workload waited: each pending reason and how long, who held the quota, preemptions, where it ran."""
+    """Why a workload waited: each pending reason, who held the quota, preemptions, where it ran."""
     from gpufleet.ledger import queries
 
     namespace, sep, name = workload.partition("/")
@@ -168,12 +193,17 @@ def why(
 @audit_app.command()
 @guarded
 def report(
-    start: str = typer.Option(..., "--from", help="Window start, ISO-8601."),
-    end: str = typer.Option(..., "--to", help="Window end, ISO-8601."),
-    fmt: str = typer.Option("table", "--format", help="table, csv, json or html."),
-    weight: list[str] = typer.Option([], "--weight", help="TEAM=WEIGHT (repeat), to compare shares."),
-    out: Path | None = typer.Option(None, "--out", help="Write to this file instead of the terminal."),
-    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
+    *,
+    start: Annotated[str, typer.Option("--from", help="Window start, ISO-8601.")],
+    end: Annotated[str, typer.Option("--to", help="Window end, ISO-8601.")],
+    weight: Annotated[
+        list[str] | None, typer.Option("--weight", help="TEAM=WEIGHT (repeat), to compare shares.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv, json or html.")] = "table",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write to this file instead of the terminal.")
+    ] = None,
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
 ) -> None:
     """Per team and flavor: GPU-hours, share against weight, waits p50/p95, preemptions, labels seen."""
     from gpufleet.ledger import report as reports
@@ -182,7 +212,7 @@ def report(
     if window[1] <= window[0]:
         raise InputError.one("--to must be after --from", path="--to")
     weights: dict[str, int] = {}
-    for item in weight:
+    for item in weight or []:
         team, sep, value = item.partition("=")
         if not sep or not value.isdigit():
             raise InputError.one(f"expected TEAM=WEIGHT, got {item!r}", path="--weight")
@@ -204,8 +234,19 @@ def report(
 
 def _print_report(result: Any) -> None:
     table = Table(title=f"GPU allocations {format_time(result.start)} – {format_time(result.end)}")
-    headers = ("team", "flavor", "source", "GPU-h", "share", "weight", "wait p50", "wait p95", "preempted", "models",
-               "data classes")
+    headers = (
+        "team",
+        "flavor",
+        "source",
+        "GPU-h",
+        "share",
+        "weight",
+        "wait p50",
+        "wait p95",
+        "preempted",
+        "models",
+        "data classes",
+    )
     for column in headers:
         table.add_column(column)
 
@@ -214,9 +255,17 @@ def _print_report(result: Any) -> None:
 
     for r in result.rows:
         table.add_row(
-            r.team, r.flavor, "simulated" if r.simulated else "recorded", f"{r.gpu_hours:.2f}", f"{r.share:.1%}",
-            "–" if r.weight_share is None else f"{r.weight_share:.1%}", secs(r.wait_p50_s), secs(r.wait_p95_s),
-            str(r.preemptions), ", ".join(r.models), ", ".join(r.data_classes),
+            r.team,
+            r.flavor,
+            "simulated" if r.simulated else "recorded",
+            f"{r.gpu_hours:.2f}",
+            f"{r.share:.1%}",
+            "–" if r.weight_share is None else f"{r.weight_share:.1%}",
+            secs(r.wait_p50_s),
+            secs(r.wait_p95_s),
+            str(r.preemptions),
+            ", ".join(r.models),
+            ", ".join(r.data_classes),
         )
     console.print(table)
     if result.incomplete:
@@ -236,8 +285,11 @@ def _write_atomic(out: Path, text: str) -> None:
 @audit_app.command()
 @guarded
 def verify(
-    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
-    head: str | None = typer.Option(None, "--head", help="A chain head published earlier, to check the end too."),
+    *,
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    head: Annotated[
+        str | None, typer.Option("--head", help="A chain head published earlier, to check the end too.")
+    ] = None,
 ) -> None:
     """Check the hash chain; name the first changed, deleted, inserted or reordered entry. Exit 1 if any."""
     with _open(ledger) as opened:
@@ -254,16 +306,21 @@ def verify(
         console.print(f"[bold red]PROBLEM[/]: {problem}", highlight=False)
     if verdict.view_problems:
         raise typer.Exit(1)
-    console.print(f"OK: {verdict.chain.entries} entries intact; chain head {verdict.chain.head}", highlight=False)
+    console.print(
+        f"OK: {verdict.chain.entries} entries intact; chain head {verdict.chain.head}", highlight=False
+    )
 
 
 @audit_app.command("export")
 @guarded
 def export_command(
-    out: Path = typer.Option(..., "--out", help="Output file."),
-    fmt: str = typer.Option("csv", "--format", help="csv or parquet."),
-    waits: bool = typer.Option(False, "--waits", help="Export wait intervals instead of allocations."),
-    ledger: str = typer.Option(DEFAULT_LEDGER, "--ledger", help=LEDGER_HELP),
+    *,
+    out: Annotated[Path, typer.Option("--out", help="Output file.")],
+    fmt: Annotated[str, typer.Option("--format", help="csv or parquet.")] = "csv",
+    waits: Annotated[
+        bool, typer.Option("--waits", help="Export wait intervals instead of allocations.")
+    ] = False,
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
 ) -> None:
     """Export the current allocations (or waits) as CSV or Parquet."""
     from gpufleet.ledger.export import export

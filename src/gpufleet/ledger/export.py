@@ -50,5 +50,3 @@ def export(ledger: Ledger, out: Path, fmt: str, kind: str = "Allocation") -> int
         Path(tmp).unlink(missing_ok=True)
         raise
     return frame.height
-
-

@@ -111,7 +111,9 @@ def _holders(
         if needed and (a.gpu_resource, flavor) not in needed:
             continue
         rows.append(
-            Holder(a.namespace, a.name, a.team, a.cluster_queue, flavor, a.gpu_count, a.borrowing, a.simulated)
+            Holder(
+                a.namespace, a.name, a.team, a.cluster_queue, flavor, a.gpu_count, a.borrowing, a.simulated
+            )
         )
     rows.sort(key=lambda h: (-h.gpus, h.namespace, h.name))
     return tuple(rows[:MAX_HOLDERS]), max(0, len(rows) - MAX_HOLDERS)
@@ -124,8 +126,12 @@ def why(ledger: Ledger, namespace: str, name: str) -> Explanation:
         raise InputError.one(f"the ledger has no workload {namespace}/{name}", path="WORKLOAD")
     newest = max(records, key=lambda r: (r.created if isinstance(r, Allocation) else r.start, r.workload_uid))
     uid = newest.workload_uid
-    attempts = sorted((r for r in records if isinstance(r, Allocation) and r.workload_uid == uid), key=lambda a: a.attempt)
-    waits = sorted((r for r in records if isinstance(r, WaitInterval) and r.workload_uid == uid), key=lambda w: w.index)
+    attempts = sorted(
+        (r for r in records if isinstance(r, Allocation) and r.workload_uid == uid), key=lambda a: a.attempt
+    )
+    waits = sorted(
+        (r for r in records if isinstance(r, WaitInterval) and r.workload_uid == uid), key=lambda w: w.index
+    )
     needed = _flavors_needed(attempts)
     steps: list[WaitStep] = []
     for wait in waits:
@@ -138,7 +144,7 @@ def why(ledger: Ledger, namespace: str, name: str) -> Explanation:
 
 
 def duration_text(seconds: float) -> str:
-    minutes, secs = divmod(int(round(seconds)), 60)
+    minutes, secs = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     if hours:
         return f"{hours} h {minutes:02d} min"
@@ -171,8 +177,9 @@ def explain_text(e: Explanation) -> list[str]:
         lines.append(text)
     for a in e.attempts:
         flavors = ", ".join(f"{f} for {r}" for r, f in a.flavors) or "no flavor recorded"
+        reserved = format_time(a.quota_reserved) if a.quota_reserved else "an unrecorded time"
         text = (
-            f"Attempt {a.attempt}: quota reserved at {format_time(a.quota_reserved) if a.quota_reserved else '?'}"
+            f"Attempt {a.attempt}: quota reserved at {reserved}"
             f" in ClusterQueue {a.cluster_queue} ({flavors}), {a.gpu_count} × {a.gpu_resource or 'no GPU'}"
         )
         if a.placements:

@@ -87,7 +87,9 @@ def build(
         if w.end is None:
             continue
         per_workload = waited.setdefault((w.simulated, w.team or UNLABELLED), {})
-        per_workload[w.workload_uid] = per_workload.get(w.workload_uid, 0.0) + (w.end - w.start).total_seconds()
+        per_workload[w.workload_uid] = (
+            per_workload.get(w.workload_uid, 0.0) + (w.end - w.start).total_seconds()
+        )
     weight_total = sum((weights or {}).values())
     rows: list[ReportRow] = []
     for key in sorted(groups):
@@ -115,9 +117,15 @@ def build(
     return Report(start, end, tuple(rows), tuple(incomplete))
 
 
-def report(ledger: Ledger, start: datetime, end: datetime, weights: Mapping[str, int] | None = None) -> Report:
+def report(
+    ledger: Ledger, start: datetime, end: datetime, weights: Mapping[str, int] | None = None
+) -> Report:
     return build(
-        ledger.allocations(overlapping=(start, end)), ledger.waits(overlapping=(start, end)), start, end, weights
+        ledger.allocations(overlapping=(start, end)),
+        ledger.waits(overlapping=(start, end)),
+        start,
+        end,
+        weights,
     )
 
 
@@ -134,7 +142,10 @@ def to_json(r: Report) -> str:
             "from": format_time(r.start),
             "to": format_time(r.end),
             "simulated": r.simulated,
-            "rows": [{**asdict(row), "models": list(row.models), "data_classes": list(row.data_classes)} for row in r.rows],
+            "rows": [
+                {**asdict(row), "models": list(row.models), "data_classes": list(row.data_classes)}
+                for row in r.rows
+            ],
             "incompleteLabels": list(r.incomplete),
         },
         indent=2,
@@ -156,7 +167,8 @@ _HTML = """<!doctype html>
 <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;
 padding:4px 8px;text-align:left}.sim{background:#fff4d6}</style></head><body>
 <h1>GPU allocations {{ start }} – {{ end }}</h1>
-{% if simulated %}<p class="sim"><strong>Rows marked “simulated” come from a twin run, not a cluster.</strong></p>{% endif %}
+{% if simulated %}<p class="sim"><strong>Rows marked “simulated” come from a twin run, not a cluster.</strong>
+</p>{% endif %}
 <table><tr><th>team</th><th>flavor</th><th>source</th><th>GPU-hours</th><th>share</th><th>weight share</th>
 <th>wait p50 (s)</th><th>wait p95 (s)</th><th>preemptions</th><th>models</th><th>data classes</th></tr>
 {% for r in rows %}<tr{% if r.simulated %} class="sim"{% endif %}><td>{{ r.team }}</td><td>{{ r.flavor }}</td>
@@ -167,7 +179,8 @@ padding:4px 8px;text-align:left}.sim{background:#fff4d6}</style></head><body>
 <td>{{ r.models|join(", ") }}</td><td>{{ r.data_classes|join(", ") }}</td></tr>
 {% endfor %}</table>
 <h2>Workloads without complete labels</h2>
-{% if incomplete %}<ul>{% for w in incomplete %}<li>{{ w }}</li>{% endfor %}</ul>{% else %}<p>None.</p>{% endif %}
+{% if incomplete %}<ul>{% for w in incomplete %}<li>{{ w }}</li>{% endfor %}</ul>
+{% else %}<p>None.</p>{% endif %}
 </body></html>
 """
 
@@ -175,5 +188,9 @@ padding:4px 8px;text-align:left}.sim{background:#fff4d6}</style></head><body>
 def to_html(r: Report) -> str:
     template = Environment(autoescape=True).from_string(_HTML)
     return template.render(
-        start=format_time(r.start), end=format_time(r.end), simulated=r.simulated, rows=r.rows, incomplete=r.incomplete
+        start=format_time(r.start),
+        end=format_time(r.end),
+        simulated=r.simulated,
+        rows=r.rows,
+        incomplete=r.incomplete,
     )

@@ -124,7 +124,9 @@ class Ledger:
     def _writer(self) -> Connection:
         return self.engine.connect().execution_options(**{_IMMEDIATE: True})
 
-    def append(self, records: Sequence[Record], *, positions: Mapping[str, str] | None = None) -> AppendResult:
+    def append(
+        self, records: Sequence[Record], *, positions: Mapping[str, str] | None = None
+    ) -> AppendResult:
         """Chain every record not already present, and store ``positions``, in one transaction."""
         prepared: dict[tuple[str, str], tuple[Record, str]] = {}
         for record in records:
@@ -133,11 +135,15 @@ class Ledger:
             try:
                 text.encode()
             except UnicodeEncodeError:
-                raise InputError.one(f"{record.kind} {record.key!r}: text that is not valid Unicode") from None
+                raise InputError.one(
+                    f"{record.kind} {record.key!r}: text that is not valid Unicode"
+                ) from None
             prepared.setdefault((record.key, chain.record_hash(text)), (record, text))
         with self._writer() as conn, conn.begin():
             row = conn.execute(select(schema.head).where(schema.head.c.id == 1).with_for_update()).first()
-            seq, prev_record, prev_chain = (row.seq, row.record_hash, row.chain_hash) if row else (0, chain.GENESIS, chain.GENESIS)
+            seq, prev_record, prev_chain = (
+                (row.seq, row.record_hash, row.chain_hash) if row else (0, chain.GENESIS, chain.GENESIS)
+            )
             present = _present(conn, list({key for key, _ in prepared}))
             entry_rows: list[dict[str, Any]] = []
             current_rows: dict[str, dict[str, Any]] = {}
@@ -223,7 +229,9 @@ class Ledger:
         return [r for r in self.current_records(kind="Allocation", **filters) if isinstance(r, Allocation)]
 
     def waits(self, **filters: Any) -> list[WaitInterval]:
-        return [r for r in self.current_records(kind="WaitInterval", **filters) if isinstance(r, WaitInterval)]
+        return [
+            r for r in self.current_records(kind="WaitInterval", **filters) if isinstance(r, WaitInterval)
+        ]
 
     def entries(self, batch: int = 20_000) -> Iterator[chain.Entry]:
         """Every chained entry in sequence order, streamed."""

@@ -46,7 +46,10 @@ def conditions(obj: Mapping[str, Any]) -> dict[str, Condition]:
     for c in obj.get("status", {}).get("conditions") or []:
         when = c.get("lastTransitionTime")
         found[c["type"]] = Condition(
-            c.get("status") == "True", c.get("reason", ""), c.get("message", ""), parse_time(when) if when else None
+            c.get("status") == "True",
+            c.get("reason", ""),
+            c.get("message", ""),
+            parse_time(when) if when else None,
         )
     return found
 
@@ -167,6 +170,7 @@ def allocation_records(
     pods: Collection[Mapping[str, Any]],
     node_models: Mapping[str, str],
     known: list[Allocation],
+    *,
     keys: LabelKeys,
 ) -> list[Allocation]:
     """New versions of this workload's allocations (attempts are 1-based, in reservation order)."""
@@ -227,8 +231,14 @@ def allocation_records(
             placements=_merge_placements(base.placements, found),
             started=base.started or started,
         )
-        if end is not None and end[0] in (EndReason.FINISHED, EndReason.FAILED) and updated.end_reason is None:
-            updated = replace(updated, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
+        if (
+            end is not None
+            and end[0] in (EndReason.FINISHED, EndReason.FAILED)
+            and updated.end_reason is None
+        ):
+            updated = replace(
+                updated, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3]
+            )
         updated = _settle(updated, pods, node_models)
         if updated != current:
             changed.append(updated)
@@ -238,7 +248,9 @@ def allocation_records(
     return changed
 
 
-def _settle(allocation: Allocation, pods: Collection[Mapping[str, Any]], node_models: Mapping[str, str]) -> Allocation:
+def _settle(
+    allocation: Allocation, pods: Collection[Mapping[str, Any]], node_models: Mapping[str, str]
+) -> Allocation:
     """Once an attempt has ended, its pods are exactly those created within it.
 
     While it runs, watch streams may lag each other, so a pod of the next attempt can be counted
@@ -276,7 +288,11 @@ def with_pods(
 
 
 def wait_records(
-    workload: Mapping[str, Any], job: Mapping[str, Any] | None, known: list[WaitInterval], keys: LabelKeys, now: datetime
+    workload: Mapping[str, Any],
+    job: Mapping[str, Any] | None,
+    known: list[WaitInterval],
+    keys: LabelKeys,
+    now: datetime,
 ) -> list[WaitInterval]:
     """Open, switch or close the workload's pending interval from its ``QuotaReserved`` condition.
 
@@ -315,7 +331,9 @@ def wait_records(
             )
         )
     elif open_ is not None:
-        closed_at = (reserved.time if reserved is not None and reserved.status else None) or (end[3] if end else None)
+        closed_at = (reserved.time if reserved is not None and reserved.status else None) or (
+            end[3] if end else None
+        )
         changed.append(replace(open_, end=max(closed_at or now, open_.start)))
     return changed
 

@@ -42,7 +42,9 @@ def _container(image: str, ledger_url: str | None) -> dict[str, Any]:
     if ledger_url is None:
         ledger_arg = SQLITE_PATH
     else:
-        env.append({"name": "LEDGER_URL", "valueFrom": {"secretKeyRef": {"name": LEDGER_SECRET, "key": "url"}}})
+        env.append(
+            {"name": "LEDGER_URL", "valueFrom": {"secretKeyRef": {"name": LEDGER_SECRET, "key": "url"}}}
+        )
         ledger_arg = "$(LEDGER_URL)"
     probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 10}
     container: dict[str, Any] = {
@@ -91,7 +93,12 @@ def recorder_objects(namespace: str, image: str, ledger_url: str | None) -> list
         pod_spec["volumes"] = [{"name": "ledger", "persistentVolumeClaim": {"claimName": NAME}}]
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": _meta(NAME), "rules": _rules()},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(NAME),
+            "rules": _rules(),
+        },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",

@@ -22,10 +22,16 @@ class Metrics:
 
     def __post_init__(self) -> None:
         r = self.registry
-        self.events = Counter("gpufleet_recorder_events", "Watch events seen", ["resource", "type"], registry=r)
-        self.records = Counter("gpufleet_recorder_records_written", "Ledger records written", ["kind"], registry=r)
+        self.events = Counter(
+            "gpufleet_recorder_events", "Watch events seen", ["resource", "type"], registry=r
+        )
+        self.records = Counter(
+            "gpufleet_recorder_records_written", "Ledger records written", ["kind"], registry=r
+        )
         self.lag = Gauge(
-            "gpufleet_recorder_lag_seconds", "Newest condition change in the last write, seconds ago", registry=r
+            "gpufleet_recorder_lag_seconds",
+            "Newest condition change in the last write, seconds ago",
+            registry=r,
         )
         self.restarts = Counter(
             "gpufleet_recorder_watch_restarts", "Watch restarts", ["resource", "cause"], registry=r

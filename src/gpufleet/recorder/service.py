@@ -222,7 +222,9 @@ async def run(config: RecorderConfig) -> None:
     serving: asyncio.Task[None] | None = None
     if config.metrics_port:
         server = uvicorn.Server(
-            uvicorn.Config(metrics.app(), host=config.metrics_host, port=config.metrics_port, log_level="warning")
+            uvicorn.Config(
+                metrics.app(), host=config.metrics_host, port=config.metrics_port, log_level="warning"
+            )
         )
         serving = asyncio.create_task(server.serve())
     ledger = Ledger.open(config.ledger)

@@ -69,7 +69,9 @@ class Tracker:
         return self._allocs[uid], self._waits[uid]
 
     def _remember(self, record: Record) -> None:
-        bucket: list[Any] = (self._allocs if isinstance(record, Allocation) else self._waits)[record.workload_uid]
+        bucket: list[Any] = (self._allocs if isinstance(record, Allocation) else self._waits)[
+            record.workload_uid
+        ]
         bucket[:] = [r for r in bucket if r.key != record.key] + [record]
 
     def _link(self, workload: dict[str, Any]) -> str | None:
@@ -102,7 +104,7 @@ class Tracker:
         pods = self.pods.get(job_uid, {}).values() if job_uid else ()
         records: list[Record] = []
         records += derive.wait_records(workload, job, waits, self._keys, self._clock())
-        records += derive.allocation_records(workload, job, pods, self.node_models, allocs, self._keys)
+        records += derive.allocation_records(workload, job, pods, self.node_models, allocs, keys=self._keys)
         return records
 
     def _on_pod(self, event_type: str, pod: dict[str, Any]) -> list[Record]:

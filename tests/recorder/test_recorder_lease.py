@@ -26,9 +26,8 @@ async def test_one_holder_at_a_time_and_takeover_only_after_expiry(kmock: Any, t
     assert not await hold(api, "gpufleet-system", "rec", "b", 15, now=T0 + timedelta(seconds=10))
     assert await hold(api, "gpufleet-system", "rec", "a", 15, now=T0 + timedelta(seconds=10))  # renewal
     assert not await hold(api, "gpufleet-system", "rec", "b", 15, now=T0 + timedelta(seconds=24))
-    assert await hold(
-        api, "gpufleet-system", "rec", "b", 15, T0 + timedelta(seconds=26)
-    )  # a missed its renewal
+    # "a" missed its renewal deadline (renewed at 10 s, 15 s lease): "b" takes over
+    assert await hold(api, "gpufleet-system", "rec", "b", 15, now=T0 + timedelta(seconds=26))
     assert not await hold(api, "gpufleet-system", "rec", "a", 15, now=T0 + timedelta(seconds=27))
 
 

@@ -7,14 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pgserver import create_database, find_bin_dir, postgres_server
+from ledger_pgserver import create_database, find_bin_dir, postgres_server
 
 from gpufleet.ledger.store import Ledger
 
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgresql", id="postgresql", marks=pytest.mark.xdist_group("postgres")),
-]
 _names = itertools.count()
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import BACKENDS
-from factories import allocation, record_lists
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ledger_backends import BACKENDS
+from ledger_factories import allocation, record_lists
 from sqlalchemy import Connection, text
 
 from gpufleet.ledger import chain

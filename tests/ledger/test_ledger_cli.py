@@ -7,11 +7,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from scenario import history
+from ledger_scenario import history
 from sqlalchemy import text
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
+from gpufleet.cli.common import console
 from gpufleet.ledger.store import Ledger
 
 runner = CliRunner()
@@ -55,7 +56,8 @@ def test_why_reads_as_an_explanation(path: str) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["table", "csv", "json", "html"])
-def test_report_in_every_format(path: str, fmt: str) -> None:
+def test_report_in_every_format(path: str, fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(console, "width", 200)  # a wide terminal, so no cell is cut
     result = runner.invoke(
         app,
         [
@@ -72,7 +74,6 @@ def test_report_in_every_format(path: str, fmt: str) -> None:
             "--weight",
             "research=2",
         ],
-        env={"COLUMNS": "200"},
     )
     assert result.exit_code == 0, result.output
     assert "research" in result.stdout and "vision" in result.stdout

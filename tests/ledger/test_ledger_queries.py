@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from factories import allocation, at
-from scenario import history
+from ledger_factories import allocation, at
+from ledger_scenario import history
 
 from gpufleet.errors import InputError
 from gpufleet.ledger import queries

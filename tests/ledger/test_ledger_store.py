@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import BACKENDS
-from factories import allocation, at, record_lists, wait
 from hypothesis import HealthCheck, given, settings
+from ledger_backends import BACKENDS
+from ledger_factories import allocation, at, record_lists, wait
 from sqlalchemy import text
 
 from gpufleet.errors import InputError

@@ -26,11 +26,7 @@ def _load(name: str) -> object:
     return module
 
 
-pgserver = _load("pgserver")
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgresql", id="postgresql", marks=pytest.mark.xdist_group("postgres")),
-]
+pgserver = _load("ledger_pgserver")
 _names = itertools.count()
 
 
@@ -51,14 +47,3 @@ def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return str(tmp_path / "ledger.db")
     base: str = request.getfixturevalue("postgres_url")
     return str(pgserver.create_database(base, f"recorder_{next(_names)}"))  # type: ignore[attr-defined]
-
-
-def write_kubeconfig(path: Path, server: str) -> Path:
-    path.write_text(
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters: [{{name: test, cluster: {{server: '{server}'}}}}]\n"
-        "users: [{name: test, user: {}}]\n"
-        "contexts: [{name: test, context: {cluster: test, user: test, namespace: default}}]\n"
-        "current-context: test\n"
-    )
-    return path

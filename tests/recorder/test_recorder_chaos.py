@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx2
 import pytest
-from cluster import FakeKueue
-from conftest import BACKENDS, write_kubeconfig
-from emulator import RVEmulator
+from recorder_cluster import FakeKueue
+from recorder_emulator import RVEmulator
+from recorder_support import BACKENDS, write_kubeconfig
 
 import gpufleet
 from gpufleet.ledger.store import Ledger

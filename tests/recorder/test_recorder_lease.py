@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_kubeconfig
-from emulator import RVEmulator
+from recorder_emulator import RVEmulator
+from recorder_support import write_kubeconfig
 
 from gpufleet import kube
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import httpx2
 import pytest
-from cluster import FakeKueue
-from conftest import write_kubeconfig
-from emulator import RVEmulator
+from recorder_cluster import FakeKueue
+from recorder_emulator import RVEmulator
+from recorder_support import write_kubeconfig
 
 from gpufleet.ledger.records import EndReason
 from gpufleet.ledger.store import Ledger
@@ -96,4 +96,4 @@ async def test_a_compacted_history_makes_the_recorder_relist_and_keep_the_final_
                 finished = {k: v for k, v in cluster.expected.items() if v in ("Finished", "Failed")}
                 await _until(lambda: finished.items() <= _ended(ledger).items())
                 assert ledger.verify().ok
-    assert kmock.watches > 4 * 6  # the four watches were restarted after every compaction
+    assert kmock.gone >= 1  # a watch resumed from a compacted resourceVersion, and the recorder relisted

@@ -83,6 +83,7 @@ class RVEmulator(k8s.KubernetesEmulator, DirectRouting):
     drop_every: int | None = None
     compacted: int = 0
     watches: int = 0
+    gone: int = 0
     _rv: Any = attrs.field(factory=lambda: itertools.count(1), init=False)
     _last_rv: int = attrs.field(default=0, init=False)
     _history: list[tuple[int, Any, dict[str, Any]]] = attrs.field(factory=list, init=False)
@@ -169,6 +170,7 @@ class RVEmulator(k8s.KubernetesEmulator, DirectRouting):
         since = request.params.get("resourceVersion")
         bookmarks = request.params.get("allowWatchBookmarks") == "true"
         if since not in (None, "", "0") and int(since) < self.compacted:
+            self.gone += 1
             yield {"type": "ERROR", "object": _status(410, "Expired", f"too old resource version: {since}")}
             return
         if since in (None, "", "0"):

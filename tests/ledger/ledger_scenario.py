@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from factories import allocation, at, wait
+from ledger_factories import allocation, at, wait
 
 from gpufleet.ledger.records import EndReason, Placement, Record
 

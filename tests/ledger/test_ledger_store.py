@@ -3,7 +3,8 @@ view, positions committed with records, and the same path for twin (simulated) r
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+from dataclasses import fields, replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -70,3 +71,10 @@ def test_canonical_text_round_trips(ledger: Ledger) -> None:
     assert from_canonical(canonical(record)) == record
     ledger.append([record])
     assert ledger.allocations() == [record]
+
+
+def test_the_canonical_form_covers_every_field(ledger: Ledger) -> None:
+    """A field added to a record type but not to its canonical form would escape the hash."""
+    for record in (allocation(), wait()):
+        plain = json.loads(canonical(record))
+        assert set(plain) == {f.name for f in fields(record)} | {"kind"}

@@ -19,7 +19,6 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
-    DateTime,
     Index,
     Integer,
     MetaData,
@@ -56,12 +55,12 @@ current = Table(
     Column("namespace", String(253), nullable=False),
     Column("name", String(253), nullable=False),
     Column("team", String(253), nullable=True),
-    Column("begin", DateTime(timezone=True), nullable=True),
-    Column("end", DateTime(timezone=True), nullable=True),
+    Column("begin_us", BigInteger, nullable=True),  # UTC microseconds since the epoch: exact, portable
+    Column("end_us", BigInteger, nullable=True),
     Column("simulated", Boolean, nullable=False),
     Index("ix_ledger_current_workload", "namespace", "name"),
     Index("ix_ledger_current_uid", "workload_uid"),
-    Index("ix_ledger_current_span", "kind", "begin", "end"),
+    Index("ix_ledger_current_span", "kind", "begin_us", "end_us"),
 )
 
 head = Table(

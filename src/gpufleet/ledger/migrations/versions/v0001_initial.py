@@ -38,13 +38,13 @@ def upgrade() -> None:
         sa.Column("namespace", sa.String(253), nullable=False),
         sa.Column("name", sa.String(253), nullable=False),
         sa.Column("team", sa.String(253), nullable=True),
-        sa.Column("begin", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("end", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("begin_us", sa.BigInteger, nullable=True),
+        sa.Column("end_us", sa.BigInteger, nullable=True),
         sa.Column("simulated", sa.Boolean, nullable=False),
     )
     op.create_index("ix_ledger_current_workload", "ledger_current", ["namespace", "name"])
     op.create_index("ix_ledger_current_uid", "ledger_current", ["workload_uid"])
-    op.create_index("ix_ledger_current_span", "ledger_current", ["kind", "begin", "end"])
+    op.create_index("ix_ledger_current_span", "ledger_current", ["kind", "begin_us", "end_us"])
     op.create_table(
         "ledger_head",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),

@@ -115,7 +115,8 @@ def run(backend: str, url: str, rate_n: int, verify_n: int) -> None:
         per_million = seconds * 1_000_000 / verify_n
         print(
             f"{backend:10s} verify: {seconds:8.2f} s for {verify_n:,} entries"
-            f" = {per_million:.1f} s per million (target {VERIFY_TARGET_S:.0f} s; {VERIFY_TARGET_S / per_million:.2f}x)"
+            f" = {per_million:.1f} s per million"
+            f" (target {VERIFY_TARGET_S:.0f} s; {VERIFY_TARGET_S / per_million:.2f}x)"
         )
 
 

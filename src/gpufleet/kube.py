@@ -131,6 +131,8 @@ async def hold_lease(
     moment = now or datetime.now(UTC)
     try:
         lease = await api.get(Lease, name, namespace=namespace)
+    except httpx2.TransportError as exc:
+        raise ConnectionLost(f"get lease: {exc!r}") from exc
     except httpx2.HTTPStatusError as exc:
         if _status_code(exc) != 404:
             raise ConnectionLost(f"get lease: {exc}") from exc

@@ -41,3 +41,11 @@ async def test_two_candidates_racing_for_an_expired_lease_cannot_both_win(kmock:
         *(kube.hold_lease(api, "ns", "rec", who, 15, now=later) for who in ("b", "c", "d"))
     )
     assert sum(results) == 1  # the losers' writes carried a stale resourceVersion: 409 Conflict
+
+
+@pytest.mark.asyncio
+async def test_an_unreachable_api_server_is_a_lost_connection_not_a_crash(tmp_path: Path) -> None:
+    # a refused connection or a read timeout is a transport error: the recorder retries, it does not crash
+    api = kube.client(str(write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9")))
+    with pytest.raises(kube.ConnectionLost):
+        await kube.hold_lease(api, "ns", "rec", "a", 15, now=T0)

@@ -62,7 +62,7 @@ async def test_every_admission_is_recorded_once_with_how_it_ended(
 ) -> None:
     kmock.drop_every = drop_every
     ledger_path = str(tmp_path / "ledger.db")
-    async with httpx2.AsyncClient(base_url=str(kmock.url)) as http:
+    async with httpx2.AsyncClient(base_url=str(kmock.url), timeout=60) as http:
         cluster = FakeKueue(http, seed=11)
         async with _recorder(kmock, tmp_path, ledger_path):
             await cluster.scenario(400)
@@ -86,7 +86,7 @@ async def test_a_compacted_history_makes_the_recorder_relist_and_keep_the_final_
 ) -> None:
     kmock.drop_every = 5
     ledger_path = str(tmp_path / "ledger.db")
-    async with httpx2.AsyncClient(base_url=str(kmock.url)) as http:
+    async with httpx2.AsyncClient(base_url=str(kmock.url), timeout=60) as http:
         cluster = FakeKueue(http, seed=3)
         async with _recorder(kmock, tmp_path, ledger_path):
             for _ in range(6):

@@ -9,12 +9,8 @@ from pathlib import Path
 import pytest
 
 from gpufleet.ledger.store import Ledger
-from tests.ledger.pgserver import create_database, find_bin_dir, postgres_server
+from tests.ledger.ledger_pgserver import create_database, find_bin_dir, postgres_server
 
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgresql", id="postgresql", marks=pytest.mark.xdist_group("postgres")),
-]
 _names = itertools.count()
 
 

@@ -18,12 +18,10 @@ from gpufleet.ledger import chain
 from gpufleet.ledger.chain import Tampering
 from gpufleet.ledger.records import Allocation, canonical
 from gpufleet.ledger.store import Ledger
-from tests.ledger.conftest import BACKENDS
-from tests.ledger.factories import allocation, record_lists
+from tests.ledger.ledger_backends import BACKENDS
+from tests.ledger.ledger_factories import allocation, record_lists
 
-SETTINGS = settings(
-    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 SHIFT = 1_000_000
 
 

@@ -10,6 +10,7 @@ import typer
 from gpufleet import __version__
 from gpufleet.cli import check, evidence, policy, scan, trace
 from gpufleet.cli import twin as twin_cli
+from gpufleet.cli.audit import audit_app, record
 
 app = typer.Typer(
     name="gpufleet",
@@ -39,6 +40,8 @@ policy.register(app)
 evidence.register(app)
 check.register(app)
 scan.register(app)
+app.add_typer(audit_app)
+app.command()(record)
 
 
 def main() -> None:

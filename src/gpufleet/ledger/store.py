@@ -23,8 +23,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
@@ -35,6 +33,7 @@ from gpufleet.ledger import chain, schema
 from gpufleet.ledger.records import Allocation, Record, WaitInterval, canonical, from_canonical
 
 _KEY_CHUNK = 500
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _IMMEDIATE = "gpufleet_sqlite_immediate"
 
 
@@ -72,8 +71,12 @@ def _begin_and_span(record: Record) -> tuple[datetime | None, datetime | None]:
     return record.start, record.end
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC)
+def _micros(value: datetime | None) -> int | None:
+    """UTC microseconds since the epoch (exact integer arithmetic, the same on every database)."""
+    if value is None:
+        return None
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 class Ledger:
@@ -81,6 +84,22 @@ class Ledger:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        current_cols = [c.name for c in schema.current.columns]
+        updates = ", ".join(f"{c} = excluded.{c}" for c in current_cols if c != "record_key")
+        entry_cols = [c.name for c in schema.entries.columns]
+        self._sql = {
+            "entries": (
+                f"INSERT INTO ledger_entries ({', '.join(entry_cols)})",
+                f"({', '.join([mark] * len(entry_cols))})",
+                "",
+            ),
+            "current": (
+                f"INSERT INTO ledger_current ({', '.join(current_cols)})",
+                f"({', '.join([mark] * len(current_cols))})",
+                f" ON CONFLICT (record_key) DO UPDATE SET {updates}",
+            ),
+        }
 
     @classmethod
     def open(cls, ledger: str, *, migrate: bool = True) -> Ledger:
@@ -105,6 +124,9 @@ class Ledger:
 
     def migrate(self) -> None:
         """Bring the schema to Alembic's head (idempotent)."""
+        from alembic import command  # a second of imports, needed only here
+        from alembic.config import Config
+
         config = Config()
         config.set_main_option("script_location", str(resources.files("gpufleet.ledger") / "migrations"))
         with self.engine.begin() as conn:
@@ -136,49 +158,64 @@ class Ledger:
             prepared.setdefault((record.key, chain.record_hash(text)), (record, text))
         with self._writer() as conn, conn.begin():
             row = conn.execute(select(schema.head).where(schema.head.c.id == 1).with_for_update()).first()
-            seq, prev_record, prev_chain = (row.seq, row.record_hash, row.chain_hash) if row else (0, chain.GENESIS, chain.GENESIS)
+            seq, prev_record, prev_chain = (
+                (row.seq, row.record_hash, row.chain_hash) if row else (0, chain.GENESIS, chain.GENESIS)
+            )
             present = _present(conn, list({key for key, _ in prepared}))
-            entry_rows: list[dict[str, Any]] = []
-            current_rows: dict[str, dict[str, Any]] = {}
+            entry_rows: list[tuple[Any, ...]] = []
+            current_rows: dict[str, tuple[Any, ...]] = {}
             for (key, rh), (record, text) in prepared.items():
                 if (key, rh) in present:
                     continue
                 seq += 1
                 chained = chain.chain_hash(prev_chain, rh)
-                entry_rows.append(
-                    {
-                        "seq": seq,
-                        "kind": record.kind,
-                        "record_key": key,
-                        "body": text,
-                        "record_hash": rh,
-                        "prev_hash": prev_record,
-                        "chain_hash": chained,
-                    }
-                )
+                entry_rows.append((seq, record.kind, key, text, rh, prev_record, chained))
                 begin, end = _begin_and_span(record)
-                current_rows[key] = {
-                    "record_key": key,
-                    "kind": record.kind,
-                    "seq": seq,
-                    "workload_uid": record.workload_uid,
-                    "namespace": record.namespace,
-                    "name": record.name,
-                    "team": record.team,
-                    "begin": _utc(begin),
-                    "end": _utc(end),
-                    "simulated": record.simulated,
-                }
+                current_rows[key] = (
+                    key,
+                    record.kind,
+                    seq,
+                    record.workload_uid,
+                    record.namespace,
+                    record.name,
+                    record.team,
+                    _micros(begin),
+                    _micros(end),
+                    record.simulated,
+                )
                 prev_record, prev_chain = rh, chained
             if entry_rows:
-                conn.execute(schema.entries.insert(), entry_rows)
-                self._upsert(conn, schema.current, ["record_key"], list(current_rows.values()))
+                # Plain DBAPI executemany: the same SQL on both databases, without SQLAlchemy's
+                # per-value processing, which would otherwise cost as much as hashing.
+                self._insert(conn, "entries", entry_rows)
+                self._insert(conn, "current", list(current_rows.values()))
                 head_row = {"id": 1, "seq": seq, "record_hash": prev_record, "chain_hash": prev_chain}
                 self._upsert(conn, schema.head, ["id"], [head_row])
             if positions:
                 rows = [{"source": s, "position": p} for s, p in sorted(positions.items())]
                 self._upsert(conn, schema.positions, ["source"], rows)
         return AppendResult(len(entry_rows), len(records) - len(entry_rows), seq)
+
+    def _insert(self, conn: Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
+        """SQLite: executemany. PostgreSQL: COPY (the current view through a temporary table,
+        because COPY cannot resolve conflicts); per-parameter binding would cost more than hashing."""
+        head, values, tail = self._sql[table]
+        if self.engine.dialect.name != "postgresql":
+            conn.exec_driver_sql(f"{head} VALUES {values}{tail}", rows)
+            return
+        target = "ledger_entries" if table == "entries" else "ledger_current_load"
+        columns = head[head.index("(") :]
+        with conn.connection.dbapi_connection.cursor() as cursor:  # type: ignore[union-attr]
+            if table == "current":
+                cursor.execute(
+                    "CREATE TEMPORARY TABLE IF NOT EXISTS ledger_current_load"
+                    " (LIKE ledger_current) ON COMMIT DELETE ROWS"
+                )
+            with cursor.copy(f"COPY {target} {columns} FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            if table == "current":
+                cursor.execute(f"{head} SELECT * FROM ledger_current_load{tail}")
 
     def _upsert(self, conn: Connection, table: Any, keys: list[str], rows: list[dict[str, Any]]) -> None:
         if not rows:
@@ -213,8 +250,8 @@ class Ledger:
         if name is not None:
             query = query.where(cur.c.name == name)
         if overlapping is not None:
-            start, end = _utc(overlapping[0]), _utc(overlapping[1])
-            query = query.where(cur.c.begin < end).where((cur.c.end.is_(None)) | (cur.c.end > start))
+            start, end = _micros(overlapping[0]), _micros(overlapping[1])
+            query = query.where(cur.c.begin_us < end).where(cur.c.end_us.is_(None) | (cur.c.end_us > start))
         with self.engine.connect() as conn:
             return [from_canonical(r.body) for r in conn.execute(query.order_by(cur.c.record_key))]
 
@@ -260,9 +297,7 @@ class Ledger:
                 stored = {r.record_key: r.seq for r in conn.execute(select(schema.current))}
             if stored != newest:
                 bad = sorted(k for k in stored.keys() | newest.keys() if stored.get(k) != newest.get(k))
-                problems.append(
-                    f"the current view disagrees with the chain for {len(bad)} key(s), first {bad[0]!r}"
-                )
+                problems.append(f"the current view disagrees with the chain for {len(bad)} key(s), first {bad[0]!r}")
         return LedgerVerdict(verdict, problems)
 
 

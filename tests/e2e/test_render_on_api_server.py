@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.e2e.conftest import eventually
+
 HERE = Path(__file__).resolve().parent
 POLICIES = [*sorted((HERE.parents[1] / "examples").glob("*.yaml")), HERE / "fleet.yaml"]
 
@@ -22,10 +24,14 @@ def test_every_rendered_object_passes_a_server_side_dry_run(cluster: Any, policy
 
 
 def test_the_applied_kueue_objects_are_active(cluster: Any, applied: Path) -> None:
+    def active(name: str) -> dict[str, Any] | None:
+        conditions = cluster.get("clusterqueue", name).get("status", {}).get("conditions", [])
+        condition = next((c for c in conditions if c["type"] == "Active"), None)
+        return condition if condition and condition["status"] == "True" else None
+
+    # Kueue may first report FlavorNotFound if it sees a ClusterQueue before its flavors; it must settle
     for team in cluster.fleet.policy.teams:
-        conditions = cluster.get("clusterqueue", team.name)["status"]["conditions"]
-        active = next(c for c in conditions if c["type"] == "Active")
-        assert active["status"] == "True", active
+        eventually(lambda name=team.name: active(name), f"ClusterQueue {team.name} to become Active", timeout_s=60)
     flavors = {f["metadata"]["name"] for f in cluster.get("resourceflavors")["items"]}
     assert flavors == {"train", "mig"}
 

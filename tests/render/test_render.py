@@ -288,3 +288,13 @@ def test_check_without_crds_says_what_to_pass(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["render", str(EXAMPLES / "tiny.yaml"), "-o", str(tmp_path / "m"), "--check"])
     assert result.exit_code == 2
     assert "pass --crds DIR" in result.output
+
+
+def test_the_recorder_runs_in_gpufleets_namespace_with_least_privilege() -> None:
+    namespaces = [o["metadata"]["name"] for o in FLEET.objects() if o["kind"] == "Namespace"]
+    assert "gpufleet-system" in namespaces, "applied with the kustomization, before the recorder"
+    deployment = find(FLEET, "Deployment", "gpufleet-recorder", "gpufleet-system")
+    assert deployment["spec"]["replicas"] == 1, "a SQLite ledger has one writer"
+    assert find(FLEET, "PersistentVolumeClaim", "gpufleet-recorder", "gpufleet-system")
+    role = find(FLEET, "ClusterRole", "gpufleet-recorder")
+    assert {verb for rule in role["rules"] for verb in rule["verbs"]} == {"get", "list", "watch"}

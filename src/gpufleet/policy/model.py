@@ -220,6 +220,12 @@ class Queueing(Spec):
     reclaimWithinCohort: Literal["Never", "LowerPriority", "Any"] = "Any"
 
 
+class Recorder(Spec):
+    """Where the recorder keeps the ledger: a SQLite file on a volume, or PostgreSQL (its URL in a Secret)."""
+
+    ledger: Literal["sqlite", "postgresql"] = "sqlite"
+
+
 class FleetPolicy(Spec):
     apiVersion: Literal["gpufleet.io/v1alpha1"]
     kind: Literal["FleetPolicy"]
@@ -230,6 +236,7 @@ class FleetPolicy(Spec):
     dataClasses: list[DataClass] = Field(default_factory=list)
     queueing: Queueing = Queueing()
     serving: Serving | None = None
+    recorder: Recorder = Recorder()
 
     def pool(self, name: str) -> Pool | None:
         return next((p for p in self.pools if p.name == name), None)

@@ -12,7 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 NAME = "gpufleet-recorder"
-LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpufleet"}
+LABELS = {
+    "app.kubernetes.io/name": NAME,
+    "app.kubernetes.io/part-of": "gpufleet",
+    "app.kubernetes.io/managed-by": "gpufleet",
+}
 METRICS_PORT = 9090
 SQLITE_PATH = "/var/lib/gpufleet/ledger.db"
 LEDGER_SECRET = "gpufleet-ledger"  # key "url": a PostgreSQL URL

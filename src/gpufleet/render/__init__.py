@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from gpufleet.check.manifests import DEFAULT_IMAGE as DEFAULT_WEBHOOK_IMAGE
-from gpufleet.check.manifests import validating_admission_policy, webhook_objects
+from gpufleet.check.manifests import NAMESPACE, validating_admission_policy, webhook_objects
 from gpufleet.policy.fleet import Fleet
+from gpufleet.recorder.manifests import recorder_objects as recorder_manifests
 from gpufleet.render import dra, gpu_operator, kueue, nodes, serving
 from gpufleet.render.bundle import Bundle, RenderedFile, describe, write_bundle
 from gpufleet.render.common import Obj, meta, obj
@@ -38,11 +39,21 @@ def namespaces(fleet: Fleet) -> list[Obj]:
     return out
 
 
+def recorder_objects(fleet: Fleet, image: str = DEFAULT_WEBHOOK_IMAGE) -> list[Obj]:
+    """The recorder that writes the ledger from the cluster's watch (same image as the webhook)."""
+    postgres = fleet.policy.recorder.ledger == "postgresql"
+    return recorder_manifests(NAMESPACE, image, "secret" if postgres else None)
+
+
 def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundle:
     """Every object the policy implies, grouped into files; empty concerns produce no file."""
     dra_on = dra.enabled(fleet)
+    webhook = webhook_objects(fleet, webhook_image)
+    # gpufleet's own namespace holds the recorder too, so it is applied with the other namespaces
+    own_namespace = [o for o in webhook if o["kind"] == "Namespace"]
+    webhook = [o for o in webhook if o["kind"] != "Namespace"]
     files = [
-        RenderedFile("namespaces.yaml", namespaces(fleet)),
+        RenderedFile("namespaces.yaml", namespaces(fleet) + own_namespace),
         RenderedFile("kueue-flavors.yaml", kueue.resource_flavors(fleet)),
         RenderedFile("kueue-cohort.yaml", [kueue.cohort(fleet)]),
         RenderedFile("kueue-clusterqueues.yaml", [kueue.cluster_queue(fleet, t) for t in fleet.policy.teams]),
@@ -55,9 +66,8 @@ def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundl
         RenderedFile("nodes.yaml", nodes.node_patches(fleet)),
         RenderedFile("serving.yaml", serving.serving_objects(fleet)),
         RenderedFile("admission-policy.yaml", validating_admission_policy(fleet)),
-        RenderedFile(
-            "admission-webhook.yaml", webhook_objects(fleet, webhook_image), resource=False, header=WEBHOOK_HEADER
-        ),
+        RenderedFile("recorder.yaml", recorder_objects(fleet)),
+        RenderedFile("admission-webhook.yaml", webhook, resource=False, header=WEBHOOK_HEADER),
     ]
     if dra_on:
         files.append(RenderedFile("dra.yaml", dra.device_classes(fleet) + dra.claim_templates(fleet)))

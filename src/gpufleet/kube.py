@@ -1,4 +1,5 @@
-"""The one adapter to the Kubernetes API (lightkube): list, watch, and a Lease for leader election.
+"""The one adapter to the Kubernetes API (lightkube): list, watch, a Lease for leader election, and the
+read-only listing behind ``gpufleet scan``.
 
 No business logic lives here: callers get plain dicts and resourceVersions, and decide what they
 mean. Two lightkube gaps are filled here so no other module needs lightkube's internals:
@@ -12,18 +13,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx2
-from lightkube import ApiError, AsyncClient, KubeConfig
+from lightkube import ApiError, AsyncClient, Client, ConfigError, KubeConfig
 from lightkube.core.generic_client import ALL_NS
-from lightkube.generic_resource import create_namespaced_resource
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.models.coordination_v1 import LeaseSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.coordination_v1 import Lease
-from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.core_v1 import Namespace, Node, Pod
 from lightkube.types import on_error_raise
+
+from gpufleet.errors import InputError
 
 Workload = create_namespaced_resource("kueue.x-k8s.io", "v1beta2", "Workload", "workloads")
 
@@ -173,3 +177,71 @@ async def _write_lease(api: AsyncClient, lease: Any, *, create: bool) -> bool:
     except httpx2.TransportError as exc:
         raise ConnectionLost(f"write lease: {exc!r}") from exc
     return True
+
+
+# --- the read-only listing behind `gpufleet scan` ---------------------------------------------------
+
+KUEUE_KINDS = {
+    "ResourceFlavor": ("resourceflavors", False),
+    "Cohort": ("cohorts", False),
+    "ClusterQueue": ("clusterqueues", False),
+    "WorkloadPriorityClass": ("workloadpriorityclasses", False),
+    "LocalQueue": ("localqueues", True),
+    "Workload": ("workloads", True),
+}
+HTTP_NOT_FOUND = 404
+
+
+@dataclass(frozen=True)
+class ClusterListing:
+    """What a scan reads, as plain dicts; ``kueue_installed`` is False where the API is not served."""
+
+    nodes: list[dict[str, Any]]
+    pods: list[dict[str, Any]]
+    jobs: list[dict[str, Any]]
+    namespaces: list[dict[str, Any]]
+    kueue_installed: bool
+    kueue: dict[str, list[dict[str, Any]]]
+
+
+def sync_client(kubeconfig: Path | None) -> Client:
+    """A client from ``kubeconfig``, else from $KUBECONFIG / ~/.kube/config / the in-cluster account."""
+    try:
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+    except (ConfigError, OSError) as exc:
+        raise InputError.one(f"cannot load a kubeconfig: {exc}", file=str(kubeconfig or "")) from None
+    return Client(config=config, field_manager="gpufleet")
+
+
+def list_cluster(kubeconfig: Path | None = None) -> ClusterListing:
+    """List nodes, pods, jobs, namespaces and Kueue's objects (list calls only); failures are user errors."""
+    api = sync_client(kubeconfig)
+    try:
+        kueue: dict[str, list[dict[str, Any]]] = {}
+        installed = True
+        for kind, (plural, namespaced) in KUEUE_KINDS.items():
+            try:
+                if namespaced:
+                    listed: Any = api.list(
+                        create_namespaced_resource("kueue.x-k8s.io", "v1beta2", kind, plural), namespace="*"
+                    )
+                else:
+                    listed = api.list(create_global_resource("kueue.x-k8s.io", "v1beta2", kind, plural))
+                kueue[kind] = [_as_dict(o) for o in listed]
+            except ApiError as exc:
+                if exc.status.code != HTTP_NOT_FOUND:
+                    raise
+                installed = installed and kind != "ClusterQueue"
+                kueue[kind] = []
+        return ClusterListing(
+            nodes=[_as_dict(o) for o in api.list(Node)],
+            pods=[_as_dict(o) for o in api.list(Pod, namespace="*")],
+            jobs=[_as_dict(o) for o in api.list(Job, namespace="*")],
+            namespaces=[_as_dict(o) for o in api.list(Namespace)],
+            kueue_installed=installed,
+            kueue=kueue,
+        )
+    except ApiError as exc:
+        raise InputError.one(f"the API server refused the listing: {exc.status.message}") from None
+    except httpx2.HTTPError as exc:
+        raise InputError.one(f"cannot reach the API server: {exc}") from None

@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import socket
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,6 +16,7 @@ from rich.table import Table
 
 from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
+from gpufleet.files import write_text
 from gpufleet.ledger.records import format_time
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ def report(
         if out is None:
             typer.echo(text, nl=False)
         else:
-            _write_atomic(out, text)
+            write_text(out, text)
         return
     _print_report(result)
 
@@ -266,14 +266,6 @@ def _print_report(result: Any) -> None:
         console.print(f"Workloads without complete labels: {', '.join(result.incomplete)}", markup=False)
     else:
         console.print("Every workload carried team, model and data class labels.")
-
-
-def _write_atomic(out: Path, text: str) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, out)
 
 
 @audit_app.command()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import importlib.resources
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +13,7 @@ from rich.table import Table
 from gpufleet.cli.common import console, guarded
 from gpufleet.demo import run_demo
 from gpufleet.errors import InputError
+from gpufleet.files import write_text
 from gpufleet.plan import Plan, make_plan
 from gpufleet.policy import FleetPolicy, load_policy, resolve
 from gpufleet.render import render, write_bundle
@@ -47,11 +46,7 @@ def init(
         text = analyse(fetch(kubeconfig), "gpufleet.io/team").starter_policy()
     else:
         text = (importlib.resources.files("gpufleet.policy") / "init.yaml").read_text(encoding="utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    write_text(path, text)
     console.print(f"wrote {path}; next: [bold]gpufleet plan {path}[/]")
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +11,7 @@ from rich.table import Table
 
 from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
+from gpufleet.files import write_text
 from gpufleet.scan import FleetReport, analyse
 from gpufleet.scan.fetch import fetch
 
@@ -72,14 +71,6 @@ def print_report(report: FleetReport) -> None:
         console.print("no risks found")
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
 @guarded
 def scan(
     kubeconfig: Annotated[
@@ -100,7 +91,7 @@ def scan(
     else:
         print_report(report)
     if write_policy is not None:
-        _write(write_policy, report.starter_policy())
+        write_text(write_policy, report.starter_policy())
         if not as_json:
             console.print(f"wrote {write_policy}; next: [bold]gpufleet plan {write_policy}[/]")
 

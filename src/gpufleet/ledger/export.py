@@ -6,14 +6,13 @@ Nested fields are flattened to text a spreadsheet can filter on: placements as
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from gpufleet.errors import InputError
+from gpufleet.files import atomic_path
 from gpufleet.ledger.records import Allocation, WaitInterval, to_plain
 from gpufleet.ledger.store import Ledger
 
@@ -37,16 +36,9 @@ def export(ledger: Ledger, out: Path, fmt: str, kind: str = "Allocation") -> int
         raise InputError.one(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}", path="--format")
     records = ledger.allocations() if kind == "Allocation" else ledger.waits()
     frame = pl.DataFrame([_flat(r) for r in records], infer_schema_length=None)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
-    os.close(fd)
-    try:
+    with atomic_path(out) as tmp:
         if fmt == "csv":
             frame.write_csv(tmp)
         else:
             frame.write_parquet(tmp)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return frame.height

@@ -8,8 +8,6 @@ writing is atomic (a temporary file beside the target, then a rename).
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from pathlib import Path
@@ -17,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from gpufleet.errors import InputError, Problem
+from gpufleet.files import atomic_path
 from gpufleet.trace.job import Job, JobKind, job_problems
 
 COLUMNS = tuple(f.name for f in fields(Job))
@@ -50,18 +49,11 @@ def write_trace(jobs: Iterable[Job], path: Path) -> None:
     """Write the jobs to ``path`` (.csv or .parquet) atomically."""
     suffix = _suffix(path)
     frame = _frame(jobs)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path, suffix) as tmp:
         if suffix == ".csv":
             frame.write_csv(tmp)
         else:
             frame.write_parquet(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_trace(path: Path) -> list[Job]:

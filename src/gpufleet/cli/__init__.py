@@ -9,6 +9,7 @@ import typer
 
 from gpufleet import __version__
 from gpufleet.cli import policy
+from gpufleet.cli import twin as twin_cli
 
 app = typer.Typer(
     name="gpufleet",
@@ -17,6 +18,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+app.add_typer(twin_cli.app, name="twin")
 
 
 @app.callback()

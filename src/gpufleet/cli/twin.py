@@ -1,0 +1,82 @@
+"""``gpufleet twin``: ask the twin what Kueue does next, and why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from gpufleet.cli.common import console, guarded
+from gpufleet.errors import InputError, Problem
+from gpufleet.twin.resources import format_quantity
+from gpufleet.twin.step import step as twin_step
+
+app = typer.Typer(help="Simulate Kueue's admission on real Kueue objects.", no_args_is_help=True)
+
+
+@app.command("step")
+@guarded
+def step(
+    files: Annotated[list[Path], typer.Argument(help="YAML streams of Kueue objects ('-' for stdin).")],
+    cycles: Annotated[int | None, typer.Option("--cycles", min=1, help="Run exactly N scheduling cycles.")] = None,
+    until_stable: Annotated[
+        bool, typer.Option("--until-stable", help="Run until a cycle changes nothing (the default).")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the stable JSON report.")] = False,
+) -> None:
+    """Run scheduling cycles and show admissions, preemptions, pending reasons and quota use."""
+    if cycles is not None and until_stable:
+        raise InputError([Problem("use either --cycles or --until-stable, not both")])
+    report = twin_step([_read(f) for f in files], cycles)
+    if as_json:
+        console.print_json(json.dumps(report))
+        return
+    _print_human(report)
+
+
+def _read(path: Path) -> tuple[str, str]:
+    if str(path) == "-":
+        return "<stdin>", typer.get_text_stream("stdin").read()
+    try:
+        return str(path), path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError([Problem(f"cannot read: {exc.strerror}", str(path))]) from None
+
+
+def _print_human(report: dict[str, Any]) -> None:
+    for cycle in report["cycles"]:
+        table = Table(title=f"cycle {cycle['cycle']}", show_lines=False)
+        for column in ("workload", "decision", "clusterQueue", "detail"):
+            table.add_column(column)
+        for a in cycle["admitted"]:
+            flavors = "; ".join(
+                f"{ps}: " + ", ".join(f"{r}={f}" for r, f in res.items()) for ps, res in a["flavors"].items()
+            )
+            table.add_row(a["workload"], "[green]admitted[/]", a["clusterQueue"], flavors)
+        for p in cycle["preempted"]:
+            table.add_row(p["workload"], f"[red]preempted[/] ({p['reason']})", p["clusterQueue"], f"by {p['preemptor']}")
+        for p in cycle["pending"]:
+            table.add_row(
+                p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']})", p["clusterQueue"], p["message"]
+            )
+        console.print(table)
+    queues = Table(title="ClusterQueues")
+    for column in ("clusterQueue", "usage", "borrowed", "weightedShare", "admitted", "pending"):
+        queues.add_column(column)
+    for name, st in report["clusterQueues"].items():
+        queues.add_row(
+            name,
+            ", ".join(f"{k}={_amount(k, v)}" for k, v in st["usage"].items()),
+            ", ".join(f"{k}={_amount(k, v)}" for k, v in st["borrowed"].items() if v) or "-",
+            str(st["weightedShare"]),
+            str(st["admittedWorkloads"]),
+            str(st["pendingWorkloads"]),
+        )
+    console.print(queues)
+
+
+def _amount(key: str, value: int) -> str:
+    return format_quantity(value, key.rsplit("/", 1)[-1])

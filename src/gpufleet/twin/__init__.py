@@ -1,0 +1,11 @@
+"""The twin: a pure, deterministic model of Kueue ``v1beta2`` admission.
+
+``Twin`` (in ``scheduler``) is the library entry point; ``parse_cluster`` (in ``objects``) turns
+Kueue YAML into the frozen specs it takes. See docs/twin.md.
+"""
+
+from gpufleet.twin.objects import parse_cluster
+from gpufleet.twin.results import Admitted, ClusterQueueStatus, CycleResult, Pending, Preempted
+from gpufleet.twin.scheduler import Twin
+
+__all__ = ["Admitted", "ClusterQueueStatus", "CycleResult", "Pending", "Preempted", "Twin", "parse_cluster"]

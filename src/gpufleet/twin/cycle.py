@@ -1,0 +1,210 @@
+"""One scheduling cycle, step by step as Kueue's ``scheduler.go schedule()``.
+
+1. Heads: pop one workload from every active ClusterQueue.
+2. Snapshot: the live quota tree plus an undo journal (nothing is deep-copied); usage added for
+   preemptors and reservations is rolled back at the end of the cycle.
+3. Nominate: reject what cannot be considered (inactive or missing queue, namespace mismatch),
+   assign flavors to the rest, find preemption targets, try partial admission.
+4. Order: fair-sharing tournament, or the classical ONE key
+   (borrowing level, -priority, queue-order timestamp, uid or namespace/name).
+5. Admit greedily against the snapshot: NoFit is skipped; Preempt without targets reserves
+   the queue's nominal share when it cannot always reclaim; overlapping targets and "no longer
+   fits after processing another workload" are skipped; Preempt issues evictions (the preemptor
+   is never admitted in the cycle that evicts its victims); Fit is admitted.
+6. Requeue the rest by the queue's strategy, and evict the victims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from gpufleet.twin import reasons
+from gpufleet.twin.cohort import ClusterQueue
+from gpufleet.twin.fairshare import tournament
+from gpufleet.twin.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment
+from gpufleet.twin.preemption import Target
+from gpufleet.twin.quota import QuotaNode, add_usage, available, remove_usage
+from gpufleet.twin.results import ACTIVE, INADMISSIBLE, Admitted, CycleResult, Pending, Preempted
+from gpufleet.twin.workload import Workload
+
+if TYPE_CHECKING:
+    from gpufleet.twin.scheduler import Twin
+
+NOMINATED, SKIPPED, ASSUMED, PREEMPTING = "nominated", "skipped", "assumed", "preempting"
+
+
+class Entry:
+    """A head under consideration this cycle: its assignment, targets and decision record."""
+
+    __slots__ = ("assignment", "cq", "message", "reason", "requeue_now", "status", "targets", "wl")
+
+    def __init__(self, wl: Workload, cq: ClusterQueue | None) -> None:
+        self.wl = wl
+        self.cq = cq
+        self.assignment = Assignment(mode=NO_FIT)
+        self.targets: list[Target] = []
+        self.status = ""
+        self.reason = ""
+        self.message = ""
+        self.requeue_now = False  # Kueue's FailedAfterNomination / PendingPreemption
+
+    # What the fair-sharing tournament reads.
+    @property
+    def node(self) -> QuotaNode:
+        assert self.cq is not None
+        return self.cq.node
+
+    @property
+    def usage(self) -> dict[int, int]:
+        return self.assignment.usage
+
+    @property
+    def order(self) -> tuple[int, int, str]:
+        return self.wl.order
+
+    def classical_key(self) -> tuple[int, int, int, str]:
+        return (self.assignment.borrowing, *self.wl.order)
+
+
+class Snapshot:
+    """The cycle's view of quota: the live tree with an undo journal for transient usage."""
+
+    __slots__ = ("_journal",)
+
+    def __init__(self) -> None:
+        self._journal: list[tuple[QuotaNode, dict[int, int]]] = []
+
+    def add_transient(self, node: QuotaNode, usage: dict[int, int]) -> None:
+        for fr, q in usage.items():
+            add_usage(node, fr, q)
+        self._journal.append((node, usage))
+
+    def rollback(self) -> None:
+        for node, usage in reversed(self._journal):
+            for fr, q in usage.items():
+                remove_usage(node, fr, q)
+        self._journal.clear()
+
+
+def run_cycle(twin: Twin) -> CycleResult:
+    # 1. Get the heads from the queues, one per active ClusterQueue.
+    heads = twin.queues.heads(twin.active_queues)
+    # 2. Take a snapshot of the quota tree (an undo journal over the live one).
+    snapshot = Snapshot()
+    # 3. Nominate: flavors, borrowing and preemption targets for each head.
+    entries, rejected = nominate(twin, heads)
+    # 4. Order the entries.
+    ordered = tournament(twin.fair, entries) if twin.fair is not None else iter(sorted(entries, key=Entry.classical_key))
+    # 5. Admit greedily; issue preemptions; never admit a preemptor in the cycle of its evictions.
+    victims: dict[str, tuple[Target, Entry]] = {}
+    admitted = [e for e in _process(twin, ordered, snapshot, victims) if e.status == ASSUMED]
+    snapshot.rollback()
+    # 6. Requeue what was not admitted, then evict the victims (their quota frees up now).
+    pending = [_requeue(twin, e) for e in (*entries, *rejected) if e.status != ASSUMED]
+    preempted = [twin.evict(t.workload, t.reason, e.wl) for t, e in victims.values()]
+    twin.cycle += 1
+    return CycleResult(
+        twin.cycle, tuple(twin.admitted_record(e.wl) for e in admitted), tuple(preempted), tuple(pending)
+    )
+
+
+def nominate(twin: Twin, heads: Iterable[Workload]) -> tuple[list[Entry], list[Entry]]:
+    entries: list[Entry] = []
+    rejected: list[Entry] = []
+    for wl in heads:
+        cq = twin.tree.cluster_queues.get(wl.cluster_queue)
+        e = Entry(wl, cq)
+        if cq is None:
+            e.reason, e.message = reasons.MISCONFIGURED, reasons.cluster_queue_not_found(wl.cluster_queue)
+        elif not cq.active:
+            e.reason, e.message = reasons.SUSPENDED, reasons.cluster_queue_inactive(cq.name)
+        elif not twin.namespace_matches(cq, wl):
+            e.reason, e.message = reasons.MISCONFIGURED, reasons.NAMESPACE_MISMATCH
+            e.status = "namespaceMismatch"
+        else:
+            e.assignment, e.targets = twin.get_assignments(wl, cq)
+            e.reason, e.message = e.assignment.reason, e.assignment.message
+            entries.append(e)
+            continue
+        rejected.append(e)
+    return entries, rejected
+
+
+def _process(
+    twin: Twin, ordered: Iterator[Entry], snapshot: Snapshot, victims: dict[str, tuple[Target, Entry]]
+) -> Iterator[Entry]:
+    for e in ordered:
+        cq = e.cq
+        assert cq is not None
+        mode = e.assignment.mode
+        if mode == NO_FIT:
+            yield e
+            continue
+        if mode < FIT and not e.targets:
+            if not twin.preemptor.can_always_reclaim(cq):
+                snapshot.add_transient(cq.node, reserve(e, cq))
+            yield e
+            continue
+        if any(t.workload.key in victims for t in e.targets):
+            _skip(e, reasons.OVERLAPPING_TARGETS)
+        elif not _fits_without(twin, cq, e.assignment.usage, [t for t, _ in victims.values()] + e.targets):
+            _skip(e, reasons.NO_LONGER_FITS)
+        elif e.targets:
+            for t in e.targets:
+                victims[t.workload.key] = (t, e)
+            snapshot.add_transient(cq.node, e.assignment.usage)
+            e.status, e.requeue_now = PREEMPTING, True
+            e.reason = reasons.WAITING_FOR_PREEMPTED_WORKLOADS
+            e.message += reasons.pending_preemption(len(e.targets))
+        else:
+            twin.admit(e.wl, cq, e.assignment)
+            e.status = ASSUMED
+        yield e
+
+
+def _skip(e: Entry, message: str) -> None:
+    e.status, e.requeue_now = SKIPPED, True
+    e.reason, e.message = reasons.WAITING_FOR_QUOTA, message
+
+
+def _fits_without(twin: Twin, cq: ClusterQueue, usage: dict[int, int], gone: list[Target]) -> bool:
+    for t in gone:
+        twin.preemptor.remove(t.workload)
+    try:
+        return all(q <= available(cq.node, fr) for fr, q in usage.items())
+    finally:
+        for t in gone:
+            twin.preemptor.restore(t.workload)
+
+
+def reserve(e: Entry, cq: ClusterQueue) -> dict[int, int]:
+    """Kueue's ``quotaResourcesToReserve``: hold back what a stuck preemptor is owed.
+
+    Without borrowing: up to the queue's unused nominal quota; with borrowing: up to nominal plus
+    borrowing limit. Lower entries then cannot borrow what this queue is about to reclaim.
+    """
+    node = cq.node
+    result: dict[int, int] = {}
+    for fr, q in e.assignment.usage.items():
+        if e.assignment.borrowing > 0:
+            limit = node.borrowing_limit[fr]
+            result[fr] = min(q, node.nominal[fr] + limit - node.usage[fr])
+        else:
+            result[fr] = max(0, min(q, node.nominal[fr] - node.usage[fr]))
+    return {fr: q for fr, q in result.items() if q > 0}
+
+
+def _requeue(twin: Twin, e: Entry) -> Pending:
+    wl = e.wl
+    queue = twin.queues.by_cq.get(wl.cluster_queue)
+    state = INADMISSIBLE
+    if queue is not None and e.cq is not None and e.cq.active:
+        if queue.requeue(wl, immediate=e.requeue_now, namespace_mismatch=e.status == "namespaceMismatch"):
+            state = ACTIVE
+    elif queue is not None:
+        queue.park(wl)
+    reason = e.reason or (reasons.WAITING_FOR_QUOTA if e.assignment.mode in (PREEMPT, NO_CANDIDATES) else "")
+    pending = Pending(wl.key, wl.cluster_queue, reason or reasons.PENDING, e.message, state)
+    twin.last_status[wl.key] = pending
+    return pending

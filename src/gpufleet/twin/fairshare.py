@@ -1,0 +1,207 @@
+"""Fair sharing: dominant resource share (DRS) and the tournament over the cohort tree.
+
+DRS of a node with a parent (Kueue's ``fair_sharing.go``): for each flavor-resource in its
+subtree quota, what it uses beyond that quota (optionally counting a workload's request) is
+"borrowed"; borrowed amounts are summed per resource *name* across flavors and divided by what
+the parent could lend of that resource (``potential_available`` of the parent, summed over the
+flavors the root knows), times 1000. The largest ratio is the DRS; divided by the node's weight
+it is the weighted share. Weight 0 while borrowing means an infinite share, and two such nodes
+compare by their unweighted ratios (``CompareDRS``).
+
+Admission order under fair sharing is a tournament (``fair_sharing_iterator.go``): at every
+cohort, from the leaves up, each child offers one candidate (a ClusterQueue its head, a child
+cohort the winner of its own tournament) and the best one goes up. "Best" is ONE key:
+
+1. not borrowing, at this level, on the flavor-resources the workload requests
+   (``FairSharingPrioritizeNonBorrowing``, on since Kueue 0.17);
+2. lower DRS of that child *after* adding the candidate workload;
+3. higher priority;
+4. older queue-order timestamp;
+5. the workload's uid or ``namespace/name`` (final tie-breaker).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, TypeVar
+
+from gpufleet.twin.quota import QuotaNode, add_usage, potential_available, remove_usage
+
+INFINITE_SHARE = 9223372036854775807  # what Kueue's status shows for a zero-weight borrower
+
+
+class DRS:
+    """A node's dominant resource share; ``key`` sorts lower-is-fairer like Kueue's ``CompareDRS``."""
+
+    __slots__ = ("borrowed", "ratio", "resource", "weight")
+
+    def __init__(self, ratio: float, weight: float, borrowed: tuple[int, ...], resource: str) -> None:
+        self.ratio = ratio
+        self.weight = weight
+        self.borrowed = borrowed  # flavor-resources on which the node is borrowing
+        self.resource = resource
+
+    @property
+    def borrowing(self) -> bool:
+        return bool(self.borrowed)
+
+    def key(self) -> tuple[int, float]:
+        if self.weight == 0 and self.borrowed:
+            return (1, self.ratio)
+        return (0, self.ratio / self.weight if self.ratio else 0.0)
+
+    def weighted_share(self) -> int:
+        """The integer ``status.fairSharing.weightedShare`` Kueue publishes (rounded up)."""
+        if self.weight == 0 and self.borrowed:
+            return INFINITE_SHARE
+        return math.ceil(self.ratio / self.weight) if self.ratio else 0
+
+    def borrowing_on(self, frs: Sequence[int]) -> bool:
+        return any(fr in self.borrowed for fr in frs)
+
+
+ZERO = DRS(0.0, 1.0, (), "")
+
+
+class FairShare:
+    """Computes DRS on the live quota tree; what a parent can lend is cached (it ignores usage)."""
+
+    def __init__(self, resource_of: Sequence[str]) -> None:
+        self.resource_of = resource_of
+        self._lendable: dict[int, dict[str, int]] = {}
+
+    def lendable(self, node: QuotaNode) -> dict[str, int]:
+        cached = self._lendable.get(id(node))
+        if cached is None:
+            cached = {}
+            parent = node.parent
+            if parent is not None:
+                for fr in node.root.defined:
+                    res = self.resource_of[fr]
+                    cached[res] = cached.get(res, 0) + potential_available(parent, fr)
+            self._lendable[id(node)] = cached
+        return cached
+
+    def drs(self, node: QuotaNode, extra: dict[int, int] | None = None, sign: int = 1) -> DRS:
+        """DRS of ``node``, counting ``sign * extra`` on top of its usage when given."""
+        if node.parent is None:
+            return DRS(0.0, node.weight, (), "")
+        usage = node.usage
+        subtree = node.subtree
+        borrowed_by_res: dict[str, int] = {}
+        borrowed: list[int] = []
+        for fr in node.defined:
+            over = usage[fr] - subtree[fr]
+            if extra is not None:
+                over += sign * extra.get(fr, 0)
+            if over > 0:
+                res = self.resource_of[fr]
+                borrowed_by_res[res] = borrowed_by_res.get(res, 0) + over
+                borrowed.append(fr)
+        if not borrowed:
+            return DRS(0.0, node.weight, (), "")
+        lendable = self.lendable(node)
+        ratio = 0.0
+        dominant = ""
+        for res in sorted(borrowed_by_res):
+            lend = lendable.get(res, 0)
+            if lend > 0:
+                value = borrowed_by_res[res] * 1000.0 / lend
+                if value > ratio:
+                    ratio, dominant = value, res
+        return DRS(ratio, node.weight, tuple(borrowed), dominant)
+
+
+class Candidate(Protocol):
+    """What the tournament needs from a scheduling entry."""
+
+    @property
+    def node(self) -> QuotaNode: ...
+    @property
+    def usage(self) -> dict[int, int]: ...
+    @property
+    def order(self) -> tuple[int, int, str]: ...
+
+
+E = TypeVar("E", bound=Candidate)
+
+
+def tournament(fs: FairShare, entries: Sequence[E]) -> Iterator[E]:
+    """Yield entries in fair-sharing order; the caller admits each one before asking for the next.
+
+    Keys are cached per (entry, cohort) and dropped only for entries whose competing subtree
+    changed (the ancestors of the popped ClusterQueue), so a flat cohort costs one DRS per entry.
+    """
+    by_root: dict[str, list[E]] = {}
+    lone: list[E] = []
+    for e in entries:
+        if e.node.parent is None:
+            lone.append(e)
+        else:
+            by_root.setdefault(e.node.root.name, []).append(e)
+    yield from sorted(lone, key=lambda e: e.order)
+    for name in sorted(by_root):
+        yield from _run_root(fs, by_root[name])
+
+
+def _run_root(fs: FairShare, entries: list[E]) -> Iterator[E]:
+    remaining: dict[int, E] = {id(e.node): e for e in entries}
+    under: dict[int, list[E]] = {}
+    for e in entries:
+        for anc in e.node.path[1:-1]:
+            under.setdefault(id(anc), []).append(e)
+    keys: dict[tuple[int, int], tuple[object, ...]] = {}
+
+    def key_at(e: E, level: int) -> tuple[object, ...]:
+        """Key of ``e`` at the cohort ``e.node.path[level + 1]`` (its child there is path[level])."""
+        ck = (id(e), level)
+        k = keys.get(ck)
+        if k is None:
+            child = e.node.path[level]
+            if level == 0:
+                share = fs.drs(child, e.usage)
+            else:
+                share = _drs_with(fs, e, child)
+            k = (share.borrowing_on(tuple(e.usage)), share.key(), *e.order)
+            keys[ck] = k
+        return k
+
+    root = entries[0].node.root
+    while remaining:
+        winner = _play(root, remaining, key_at)
+        del remaining[id(winner.node)]
+        yield winner
+        for anc in winner.node.path[1:-1]:
+            for e in under.get(id(anc), ()):
+                keys.pop((id(e), e.node.path.index(anc)), None)
+
+
+def _drs_with(fs: FairShare, e: E, child: QuotaNode) -> DRS:
+    for fr, q in e.usage.items():
+        add_usage(e.node, fr, q)
+    try:
+        return fs.drs(child)
+    finally:
+        for fr, q in e.usage.items():
+            remove_usage(e.node, fr, q)
+
+
+def _play(
+    cohort: QuotaNode, remaining: dict[int, E], key_at: Callable[[E, int], tuple[object, ...]]
+) -> E | None:
+    best: E | None = None
+    best_key: tuple[object, ...] | None = None
+    for child in cohort.child_cohorts:
+        cand = _play(child, remaining, key_at)
+        if cand is not None:
+            k = key_at(cand, cand.node.path.index(child))
+            if best_key is None or k < best_key:  # type: ignore[operator]
+                best, best_key = cand, k
+    for leaf in cohort.child_queues:
+        entry = remaining.get(id(leaf))
+        if entry is not None:
+            k = key_at(entry, 0)
+            if best_key is None or k < best_key:  # type: ignore[operator]
+                best, best_key = entry, k
+    return best

@@ -1,0 +1,327 @@
+"""Choosing victims: Kueue's classic preemption and its fair-sharing variant.
+
+Candidates (``findCandidates``): workloads of the preemptor's own ClusterQueue allowed by
+``withinClusterQueue``, and workloads of other ClusterQueues in the same cohort tree that are
+*borrowing* on a contested flavor-resource, allowed by ``reclaimWithinCohort``. Only workloads
+that use a contested flavor-resource count.
+
+Candidate order (``CandidatesOrdering``) is ONE key: other ClusterQueues before the preemptor's
+own; lower priority first; admitted more recently first; uid or ``namespace/name`` last.
+
+Selection (``minimalPreemptions``): remove candidates in order, skipping a cohort candidate whose
+ClusterQueue stopped borrowing, until the preemptor fits; then walk the chosen ones backwards and
+give back every victim whose return still lets the preemptor fit (fill-back). Which candidates and
+whether the preemptor may borrow follow Kueue's heuristics (see ``Preemptor.classic``). Everything
+is simulated on the live quota tree and undone before returning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gpufleet.twin import reasons
+from gpufleet.twin.cohort import ClusterQueue, CohortTree
+from gpufleet.twin.fairshare import DRS, FairShare
+from gpufleet.twin.quota import add_usage, available, is_borrowing, remove_usage
+from gpufleet.twin.specs import (
+    ANY,
+    LESS_THAN_INITIAL_SHARE,
+    LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
+    LOWER_OR_NEWER_EQUAL_PRIORITY,
+    LOWER_PRIORITY,
+    NEVER,
+)
+from gpufleet.twin.workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A workload to evict so that a preemptor fits, and Kueue's reason for it."""
+
+    workload: Workload
+    reason: str
+
+
+class Preemptor:
+    """Finds preemption targets against the live quota tree (simulated, then undone)."""
+
+    def __init__(self, tree: CohortTree, fair: FairShare | None, strategies: tuple[str, ...]) -> None:
+        self.tree = tree
+        self.fair = fair
+        self.strategies = strategies
+
+    # --- the snapshot operations -------------------------------------------------------------
+    def remove(self, wl: Workload) -> None:
+        node = self.tree.cluster_queues[wl.cluster_queue].node
+        assert wl.admission is not None
+        for fr, q in wl.admission.usage:
+            remove_usage(node, fr, q)
+
+    def restore(self, wl: Workload) -> None:
+        node = self.tree.cluster_queues[wl.cluster_queue].node
+        assert wl.admission is not None
+        for fr, q in wl.admission.usage:
+            add_usage(node, fr, q)
+
+    # --- entry point ---------------------------------------------------------------------------
+    def get_targets(
+        self, wl: Workload, cq: ClusterQueue, request: dict[int, int], contested: Iterable[int]
+    ) -> list[Target]:
+        """Victims that make ``request`` fit in ``cq``, or ``[]`` when no allowed set does."""
+        frs = frozenset(contested)
+        candidates = self.find_candidates(wl, cq, frs)
+        if not candidates:
+            return []
+        candidates.sort(key=lambda c: (c.cluster_queue == cq.name, c.priority, -c.reserved_at, c.order[2]))
+        own = [c for c in candidates if c.cluster_queue == cq.name]
+        if len(own) == len(candidates):
+            return self.minimal(request, cq, frs, candidates, allow_borrowing=True, threshold=None)
+        if self.fair is not None:
+            return self.fair_preemptions(wl, cq, request, frs, candidates)
+        return self.classic(wl, cq, request, frs, candidates, own)
+
+    def classic(
+        self,
+        wl: Workload,
+        cq: ClusterQueue,
+        request: dict[int, int],
+        frs: frozenset[int],
+        candidates: list[Workload],
+        own: list[Workload],
+    ) -> list[Target]:
+        """Kueue's heuristics, in order.
+
+        1. ``borrowWithinCohort`` on: borrow while preempting, other queues' victims only below the
+           threshold unless the queue is still under nominal;
+        2. queue under nominal on every contested resource: try without borrowing;
+        3. last resort: own-queue victims only, borrowing allowed.
+        """
+        threshold = self.borrow_threshold(wl, cq)
+        if threshold is not None:
+            if not under_nominal(cq, frs):
+                candidates = [c for c in candidates if c.cluster_queue == cq.name or c.priority < threshold]
+            return self.minimal(request, cq, frs, candidates, allow_borrowing=True, threshold=threshold)
+        if under_nominal(cq, frs):
+            targets = self.minimal(request, cq, frs, candidates, allow_borrowing=False, threshold=None)
+            if targets:
+                return targets
+        return self.minimal(request, cq, frs, own, allow_borrowing=True, threshold=None)
+
+    def find_candidates(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> list[Workload]:
+        policy = cq.spec.preemption
+        result: list[Workload] = []
+        if policy.within_cluster_queue != NEVER:
+            newer_equal = policy.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
+            for cand in cq.workloads.values():
+                if cand.priority > wl.priority:
+                    continue
+                if cand.priority == wl.priority and not (newer_equal and wl.created < cand.created):
+                    continue
+                if _uses(cand, frs):
+                    result.append(cand)
+        if cq.node.parent is not None and policy.reclaim_within_cohort != NEVER:
+            only_lower = policy.reclaim_within_cohort != ANY
+            for other in self.tree.subtree_queues(cq.node.root):
+                if other is cq or not any(is_borrowing(other.node, fr) for fr in frs):
+                    continue
+                for cand in other.workloads.values():
+                    if only_lower and cand.priority >= wl.priority:
+                        continue
+                    if _uses(cand, frs):
+                        result.append(cand)
+        return result
+
+    def borrow_threshold(self, wl: Workload, cq: ClusterQueue) -> int | None:
+        """``borrowWithinCohort``: victims from other queues must be below this priority."""
+        policy = cq.spec.preemption
+        if policy.borrow_within_cohort == NEVER or self.fair is not None:
+            return None
+        threshold = wl.priority
+        if policy.max_priority_threshold is not None and policy.max_priority_threshold < threshold:
+            threshold = policy.max_priority_threshold + 1
+        return threshold
+
+    def minimal(
+        self,
+        request: dict[int, int],
+        cq: ClusterQueue,
+        frs: frozenset[int],
+        candidates: list[Workload],
+        *,
+        allow_borrowing: bool,
+        threshold: int | None,
+    ) -> list[Target]:
+        """Greedy removal in candidate order until the request fits, then fill-back."""
+        targets: list[Target] = []
+        fits = False
+        for cand in candidates:
+            reason = reasons.IN_CLUSTER_QUEUE
+            if cand.cluster_queue != cq.name:
+                cand_cq = self.tree.cluster_queues[cand.cluster_queue]
+                if not any(is_borrowing(cand_cq.node, fr) for fr in frs):
+                    continue
+                reason = reasons.IN_COHORT_RECLAMATION
+                if threshold is not None:
+                    if cand.priority >= threshold:
+                        allow_borrowing = False  # such a victim stays in the final set (it is last)
+                    else:
+                        reason = reasons.IN_COHORT_RECLAIM_WHILE_BORROWING
+            self.remove(cand)
+            targets.append(Target(cand, reason))
+            if workload_fits(request, cq, allow_borrowing):
+                fits = True
+                break
+        if not fits:
+            for t in targets:
+                self.restore(t.workload)
+            return []
+        targets = self.fill_back(targets, request, cq, allow_borrowing)
+        for t in targets:
+            self.restore(t.workload)
+        return targets
+
+    def fill_back(
+        self, targets: list[Target], request: dict[int, int], cq: ClusterQueue, allow_borrowing: bool
+    ) -> list[Target]:
+        """Give back, newest choice first (the last one stays), every victim not actually needed."""
+        kept = list(targets)
+        for i in range(len(targets) - 2, -1, -1):
+            self.restore(targets[i].workload)
+            if workload_fits(request, cq, allow_borrowing):
+                kept.remove(targets[i])
+            else:
+                self.remove(targets[i].workload)
+        return kept
+
+    # --- fair sharing ---------------------------------------------------------------------------
+    def fair_preemptions(
+        self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int], candidates: list[Workload]
+    ) -> list[Target]:
+        """Visit the candidate queue with the highest share first; each victim must pass a strategy.
+
+        While the preemptor's queue stays within nominal on the contested resources, victims of
+        other queues are taken without the share test (``FairSharingPreemptWithinNominal``).
+        """
+        fair = self.fair
+        assert fair is not None
+        strategies = self.strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
+        pools = _pools(candidates, self.tree, fair, first_only=False)
+        new_share = fair.drs(cq.node, request).key()
+        targets: list[Target] = []
+        retry: list[Workload] = []
+        fits = False
+        while pools and not fits:
+            pool = max(pools, key=lambda p: (p.share.key(), p.cq.name))
+            pools.remove(pool)
+            if pool.cq is cq:
+                victim = pool.workloads.pop(0)
+                self.remove(victim)
+                targets.append(Target(victim, reasons.IN_CLUSTER_QUEUE))
+                if workload_fits(request, cq, True):
+                    fits = True
+                    break
+                new_share = fair.drs(cq.node, request).key()
+                if pool.workloads:
+                    pool.share = fair.drs(cq.node)
+                    pools.append(pool)
+                continue
+            within_nominal = all(cq.node.usage[fr] + request.get(fr, 0) <= cq.node.subtree[fr] for fr in frs)
+            for i, victim in enumerate(pool.workloads):
+                after = fair.drs(pool.cq.node, _usage(victim), -1)
+                if within_nominal:
+                    reason = reasons.IN_COHORT_RECLAMATION
+                elif _strategy(strategies[0], new_share, pool.share, after):
+                    reason = reasons.IN_COHORT_FAIR_SHARING
+                else:
+                    retry.append(victim)
+                    continue
+                self.remove(victim)
+                targets.append(Target(victim, reason))
+                if workload_fits(request, cq, True):
+                    fits = True
+                    break
+                pool.workloads = pool.workloads[i + 1 :]
+                if pool.workloads and any(is_borrowing(pool.cq.node, fr) for fr in frs):
+                    pool.share = after
+                    pools.append(pool)
+                break
+        if not fits and len(strategies) > 1:
+            for pool in sorted(
+                _pools(retry, self.tree, fair, first_only=True), key=lambda p: (p.share.key(), p.cq.name), reverse=True
+            ):
+                if _strategy(strategies[1], new_share, pool.share, pool.share):
+                    victim = pool.workloads[0]
+                    self.remove(victim)
+                    targets.append(Target(victim, reasons.IN_COHORT_FAIR_SHARING))
+                    if workload_fits(request, cq, True):
+                        fits = True
+                        break
+        if not fits:
+            for t in targets:
+                self.restore(t.workload)
+            return []
+        targets = self.fill_back(targets, request, cq, True)
+        for t in targets:
+            self.restore(t.workload)
+        return targets
+
+    def can_always_reclaim(self, cq: ClusterQueue) -> bool:
+        """A queue that can reclaim any borrowed quota needs no reservation when it cannot preempt."""
+        return cq.spec.preemption.reclaim_within_cohort == ANY
+
+
+class _Pool:
+    __slots__ = ("cq", "share", "workloads")
+
+    def __init__(self, cq: ClusterQueue, share: DRS, workloads: list[Workload]) -> None:
+        self.cq = cq
+        self.share = share
+        self.workloads = workloads
+
+
+def _pools(candidates: list[Workload], tree: CohortTree, fair: FairShare, *, first_only: bool) -> list[_Pool]:
+    pools: dict[str, _Pool] = {}
+    for cand in candidates:
+        pool = pools.get(cand.cluster_queue)
+        if pool is None:
+            cq = tree.cluster_queues[cand.cluster_queue]
+            pools[cand.cluster_queue] = _Pool(cq, fair.drs(cq.node), [cand])
+        elif not first_only:
+            pool.workloads.append(cand)
+    return list(pools.values())
+
+
+def _strategy(name: str, preemptor_new: tuple[int, float], target_old: DRS, target_new: DRS) -> bool:
+    if name == LESS_THAN_INITIAL_SHARE:
+        return preemptor_new < target_old.key()
+    return preemptor_new <= target_new.key()
+
+
+def _usage(wl: Workload) -> dict[int, int]:
+    assert wl.admission is not None
+    return dict(wl.admission.usage)
+
+
+def _uses(wl: Workload, frs: frozenset[int]) -> bool:
+    return wl.admission is not None and any(fr in frs for fr, _ in wl.admission.usage)
+
+
+def workload_fits(request: dict[int, int], cq: ClusterQueue, allow_borrowing: bool) -> bool:
+    """Whether ``request`` fits in ``cq`` now; without borrowing it must stay within its own quota."""
+    node = cq.node
+    for fr, v in request.items():
+        if not allow_borrowing and node.usage[fr] + v > node.subtree[fr]:
+            return False
+        if v > available(node, fr):
+            return False
+    return True
+
+
+def under_nominal(cq: ClusterQueue, frs: Iterable[int]) -> bool:
+    """Kueue's ``queueUnderNominalInResourcesNeedingPreemption``."""
+    node = cq.node
+    return all(node.usage[fr] < node.nominal[fr] for fr in frs)
+
+
+__all__ = ["LOWER_PRIORITY", "Preemptor", "Target", "under_nominal", "workload_fits"]

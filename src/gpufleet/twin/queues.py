@@ -1,0 +1,107 @@
+"""Pending workloads: one heap per ClusterQueue, plus the inadmissible set it parks heads in.
+
+Heap order is ONE key, ``Workload.order``: higher effective priority first, then the older
+queue-order timestamp, then uid or ``namespace/name``.
+
+Requeueing after a cycle follows the ClusterQueue's ``queueingStrategy`` (Kueue's
+``RequeueIfNotPresent``):
+
+* ``StrictFIFO``: an unadmitted head goes straight back into the heap, so it stays the head and
+  blocks everything behind it, except on a namespace mismatch (parked);
+* ``BestEffortFIFO``: only heads that failed *after* nomination (no longer fit, overlapping
+  targets) or are waiting for their victims go back; the rest are parked as inadmissible so the
+  next workload becomes head.
+
+Parked workloads come back when capacity or configuration changes in their cohort tree
+(a workload finished or was evicted, quota changed).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+
+from gpufleet.twin.specs import STRICT_FIFO
+from gpufleet.twin.workload import Workload
+
+
+class ClusterQueueQueue:
+    """The pending side of one ClusterQueue; deletions are lazy (checked on pop)."""
+
+    __slots__ = ("_heap", "active", "inadmissible", "name", "strict")
+
+    def __init__(self, name: str, strategy: str) -> None:
+        self.name = name
+        self.strict = strategy == STRICT_FIFO
+        self._heap: list[tuple[tuple[int, int, str], Workload]] = []
+        self.active: dict[str, Workload] = {}
+        self.inadmissible: dict[str, Workload] = {}
+
+    def push(self, wl: Workload) -> None:
+        if wl.key in self.active:
+            return
+        self.inadmissible.pop(wl.key, None)
+        self.active[wl.key] = wl
+        heapq.heappush(self._heap, (wl.order, wl))
+
+    def park(self, wl: Workload) -> None:
+        self.active.pop(wl.key, None)
+        self.inadmissible[wl.key] = wl
+
+    def pop(self) -> Workload | None:
+        heap = self._heap
+        while heap:
+            _, wl = heapq.heappop(heap)
+            if self.active.get(wl.key) is wl:
+                del self.active[wl.key]
+                return wl
+        return None
+
+    def delete(self, key: str) -> None:
+        self.active.pop(key, None)
+        self.inadmissible.pop(key, None)
+
+    def requeue(self, wl: Workload, *, immediate: bool, namespace_mismatch: bool = False) -> bool:
+        """Put an unadmitted head back; returns True when it went back into the heap (active)."""
+        if namespace_mismatch or not (immediate or self.strict):
+            self.park(wl)
+            return False
+        self.push(wl)
+        return True
+
+    def flush_inadmissible(self) -> None:
+        parked = list(self.inadmissible.values())
+        self.inadmissible.clear()
+        for wl in parked:
+            self.push(wl)
+
+    def __len__(self) -> int:
+        return len(self.active) + len(self.inadmissible)
+
+    def in_order(self) -> Iterator[Workload]:
+        """Pending workloads in heap order (active first), for positions in reports."""
+        yield from sorted(self.active.values(), key=lambda w: w.order)
+        yield from sorted(self.inadmissible.values(), key=lambda w: w.order)
+
+
+class Queues:
+    """All ClusterQueue queues; ``heads`` pops one workload from each active one, in name order."""
+
+    def __init__(self) -> None:
+        self.by_cq: dict[str, ClusterQueueQueue] = {}
+
+    def add_cluster_queue(self, name: str, strategy: str) -> None:
+        self.by_cq[name] = ClusterQueueQueue(name, strategy)
+
+    def heads(self, active: dict[str, bool]) -> list[Workload]:
+        result = []
+        for name, queue in self.by_cq.items():
+            if active.get(name) and queue.active:
+                wl = queue.pop()
+                if wl is not None:
+                    result.append(wl)
+        return result
+
+    def flush(self, cluster_queues: Iterator[str]) -> None:
+        for name in cluster_queues:
+            self.by_cq[name].flush_inadmissible()

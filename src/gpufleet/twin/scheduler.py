@@ -1,0 +1,284 @@
+"""The twin: Kueue's admission as a pure object, driven by values and returning values.
+
+``Twin`` holds the quota tree, the queues and the admitted workloads. A caller (the CLI, the
+event loop of the next issue, a benchmark) adds workloads, runs cycles, finishes workloads, and
+reads per-ClusterQueue figures. There is no clock: time is whatever integer the caller puts in
+``WorkloadSpec.created``, and a cycle is a function call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpufleet.errors import InputError
+from gpufleet.twin.cohort import ClusterQueue, CohortTree
+from gpufleet.twin.cycle import run_cycle
+from gpufleet.twin.fairshare import FairShare
+from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
+from gpufleet.twin.preemption import Preemptor, Target
+from gpufleet.twin.quota import add_usage, remove_usage
+from gpufleet.twin.reasons import (
+    MISCONFIGURED,
+    PENDING,
+    SUSPENDED,
+    cluster_queue_inactive,
+    cluster_queue_not_found,
+    local_queue_stopped,
+    preempted_message,
+)
+from gpufleet.twin.results import (
+    ACTIVE,
+    INADMISSIBLE,
+    Admitted,
+    ClusterQueueStatus,
+    CycleResult,
+    Pending,
+    Preempted,
+)
+from gpufleet.twin.specs import ClusterSpec, WorkloadSpec
+from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
+
+
+class Twin:
+    """A deterministic model of Kueue's scheduler over one configuration."""
+
+    def __init__(self, spec: ClusterSpec) -> None:
+        from gpufleet.twin.queues import Queues
+
+        self.spec = spec
+        self.tree = CohortTree(spec)
+        resource_of = [k.resource for k in self.tree.frs.keys]
+        self.fair = FairShare(resource_of) if spec.config.fair_sharing else None
+        self.preemptor = Preemptor(self.tree, self.fair, spec.config.preemption_strategies)
+        self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing)
+        self.queues = Queues()
+        for name in sorted(self.tree.cluster_queues):
+            self.queues.add_cluster_queue(name, self.tree.cluster_queues[name].spec.queueing_strategy)
+        self.active_queues = {name: cq.active for name, cq in self.tree.cluster_queues.items()}
+        self.workloads: dict[str, Workload] = {}
+        self.last_status: dict[str, Pending] = {}
+        self.cycle = 0
+        # Admissions made by the twin happen "after" everything in the input: cycle n reserves at
+        # (latest input timestamp + n), so "admitted more recently" keeps its meaning.
+        self._epoch = max((max(w.created, w.reserved_at) for w in spec.workloads), default=0)
+        for wl in spec.workloads:
+            self.add_workload(wl)
+
+    # --- inputs ----------------------------------------------------------------------------------
+    def add_workload(self, spec: WorkloadSpec) -> Workload:
+        """Add a Workload: admitted ones (``spec.admission``) take quota now, others queue."""
+        lq = self.spec.local_queues.get(f"{spec.namespace}/{spec.queue_name}")
+        if spec.key in self.workloads:
+            raise InputError.one(f"Workload {spec.key} is defined twice", path=f"Workload/{spec.key}")
+        if lq is None and spec.admission is None:
+            raise InputError.one(
+                f"Workload {spec.key} points at LocalQueue {spec.namespace}/{spec.queue_name}, which does not exist",
+                path=f"Workload/{spec.key}.spec.queueName",
+            )
+        cq_name = spec.admission.cluster_queue if spec.admission else lq.cluster_queue if lq else ""
+        wl = Workload(spec, cq_name)
+        self.workloads[wl.key] = wl
+        if spec.admission is not None:
+            cq = self.tree.cluster_queues.get(cq_name)
+            if cq is None:
+                raise InputError.one(
+                    f"Workload {spec.key} is admitted to ClusterQueue {cq_name}, which does not exist",
+                    path=f"Workload/{spec.key}.status.admission.clusterQueue",
+                )
+            self._reserve(wl, cq, self._admission_from_status(wl, cq), spec.reserved_at)
+            return wl
+        queue = self.queues.by_cq.get(cq_name)
+        if queue is None:
+            self.last_status[wl.key] = Pending(wl.key, cq_name, MISCONFIGURED, cluster_queue_not_found(cq_name), INADMISSIBLE)
+        elif lq is not None and lq.stop_policy != "None":
+            queue.park(wl)
+            self.last_status[wl.key] = Pending(wl.key, cq_name, SUSPENDED, local_queue_stopped(lq.namespace + "/" + lq.name), INADMISSIBLE)
+        elif spec.active:
+            queue.push(wl)
+        return wl
+
+    def finish(self, key: str) -> None:
+        """A workload completed: release its quota and let parked workloads of its tree retry."""
+        wl = self.workloads.pop(key)
+        if wl.admission is None:
+            queue = self.queues.by_cq.get(wl.cluster_queue)
+            if queue is not None:
+                queue.delete(key)
+            self.last_status.pop(key, None)
+            return
+        cq = self.tree.cluster_queues[wl.cluster_queue]
+        self._release(wl, cq)
+        self._capacity_changed(cq)
+
+    # --- cycles ----------------------------------------------------------------------------------
+    def run_cycle(self) -> CycleResult:
+        return run_cycle(self)
+
+    def run(self, cycles: int | None = None, *, limit: int = 1000) -> Iterator[CycleResult]:
+        """Yield ``cycles`` cycles, or (None) cycles until stable: no heads left, or a cycle that
+        admitted and preempted nothing and repeated the previous cycle's verdicts. The caller may
+        read the twin's state between cycles."""
+        previous: tuple[Pending, ...] | None = None
+        for number in range(cycles if cycles is not None else limit):
+            if cycles is None and number > 0 and not self.has_heads():
+                return
+            result = self.run_cycle()
+            yield result
+            if cycles is None and not result.changed and result.pending == previous:
+                return
+            previous = result.pending
+
+    def has_heads(self) -> bool:
+        return any(q.active and self.active_queues.get(name) for name, q in self.queues.by_cq.items())
+
+    # --- what the cycle calls --------------------------------------------------------------------
+    def get_assignments(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
+        """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest
+        reduced size that fits or can preempt, found by binary search (Kueue's partial admission)."""
+        full = tuple(ps.count for ps in wl.pod_sets)
+        assignment, targets = self._try(wl, cq, full)
+        if assignment.mode == FIT or targets or not wl.can_be_partially_admitted():
+            return assignment, targets
+        reducible = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in wl.pod_sets]
+        steps = max(reducible)
+        lo, hi = 1, steps
+        found: tuple[Assignment, list[Target]] | None = None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            counts = tuple(ps.count - (r * mid) // steps for ps, r in zip(wl.pod_sets, reducible, strict=True))
+            attempt = self._try(wl, cq, counts)
+            if attempt[0].mode == FIT or attempt[1]:
+                found, hi = attempt, mid - 1
+            else:
+                lo = mid + 1
+        return found if found is not None else (assignment, targets)
+
+    def _try(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> tuple[Assignment, list[Target]]:
+        assignment = self.assigner.assign(wl, cq, counts)
+        if assignment.mode in (PREEMPT, RECLAIM, NO_CANDIDATES):
+            targets = self.preemptor.get_targets(wl, cq, assignment.usage, assignment.contested)
+            return assignment, targets
+        return assignment, []
+
+    def _oracle(self, wl: Workload, cq: ClusterQueue, fr: int, quantity: int) -> int:
+        """Could preemption make ``quantity`` of ``fr`` fit? Reclaim when only other queues lose."""
+        targets = self.preemptor.get_targets(wl, cq, {fr: quantity}, (fr,))
+        if not targets:
+            return NO_CANDIDATES
+        return RECLAIM if all(t.workload.cluster_queue != cq.name for t in targets) else PREEMPT
+
+    def namespace_matches(self, cq: ClusterQueue, wl: Workload) -> bool:
+        selector = cq.spec.namespace_selector
+        if selector is None:
+            return False
+        ns = self.spec.namespaces.get(wl.spec.namespace)
+        labels = dict(ns.labels) if ns is not None else {"kubernetes.io/metadata.name": wl.spec.namespace}
+        labels.setdefault("kubernetes.io/metadata.name", wl.spec.namespace)
+        return selector.matches(labels)
+
+    def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
+        admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
+        self._reserve(wl, cq, admission, self._epoch + self.cycle + 1)
+        self.last_status.pop(wl.key, None)
+
+    def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted:
+        """Evict a victim: free its quota, requeue it, and wake parked workloads of its tree."""
+        cq = self.tree.cluster_queues[wl.cluster_queue]
+        self._release(wl, cq)
+        message = preempted_message(
+            f"UID: {preemptor.spec.uid or preemptor.key}", reason, self.path(preemptor.cluster_queue), self.path(cq.name)
+        )
+        self.queues.by_cq[cq.name].push(wl)
+        self._capacity_changed(cq)
+        return Preempted(wl.key, cq.name, preemptor.key, reason, message)
+
+    def admitted_record(self, wl: Workload) -> Admitted:
+        assert wl.admission is not None
+        return Admitted(
+            wl.key,
+            wl.admission.cluster_queue,
+            {ps.name: dict(ps.flavors) for ps in wl.admission.pod_sets},
+            {ps.name: ps.count for ps in wl.admission.pod_sets},
+        )
+
+    # --- reading the state -----------------------------------------------------------------------
+    def path(self, cq_name: str) -> str:
+        cq = self.tree.cluster_queues[cq_name]
+        return "/" + "/".join(n.name for n in reversed(cq.node.path))
+
+    def status(self, name: str) -> ClusterQueueStatus:
+        cq = self.tree.cluster_queues[name]
+        node = cq.node
+        keys = self.tree.frs.keys
+        usage = {str(keys[fr]): node.usage[fr] for fr in node.defined}
+        borrowed = {str(keys[fr]): max(0, node.usage[fr] - node.subtree[fr]) for fr in node.defined}
+        share = self.fair.drs(node).weighted_share() if self.fair is not None else 0
+        return ClusterQueueStatus(name, usage, borrowed, share, len(cq.workloads), len(self.queues.by_cq[name]))
+
+    def statuses(self) -> list[ClusterQueueStatus]:
+        return [self.status(name) for name in sorted(self.tree.cluster_queues)]
+
+    def pending(self) -> list[Pending]:
+        """Every workload without quota, with its latest verdict (``Pending`` if never considered)."""
+        result = []
+        for name, queue in self.queues.by_cq.items():
+            cq = self.tree.cluster_queues[name]
+            for position, wl in enumerate(queue.in_order(), start=1):
+                known = self.last_status.get(wl.key)
+                state = ACTIVE if wl.key in queue.active else INADMISSIBLE
+                if known is not None:
+                    result.append(Pending(known.workload, name, known.reason, known.message, state))
+                elif not cq.active:
+                    result.append(Pending(wl.key, name, SUSPENDED, cluster_queue_inactive(name), state))
+                else:
+                    message = f"waiting in ClusterQueue {name}, position {position}"
+                    result.append(Pending(wl.key, name, PENDING, message, state))
+        orphans = [p for key, p in self.last_status.items() if p.cluster_queue not in self.queues.by_cq]
+        return sorted(result + orphans, key=lambda p: p.workload)
+
+    # --- internals -------------------------------------------------------------------------------
+    def _admission_from_status(self, wl: Workload, cq: ClusterQueue) -> Admission:
+        assert wl.spec.admission is not None
+        usage: dict[int, int] = {}
+        pod_sets = []
+        assigned = {a.name: a for a in wl.spec.admission.pod_set_assignments}
+        for ps in wl.pod_sets:
+            a = assigned.get(ps.name)
+            if a is None:
+                raise InputError.one(
+                    f"Workload {wl.key} is admitted without an assignment for pod set {ps.name}",
+                    path=f"Workload/{wl.key}.status.admission.podSetAssignments",
+                )
+            flavors = dict(a.flavors)
+            for resource, per_pod in ps.requests:
+                flavor = flavors.get(resource)
+                fr = self.tree.frs.get(flavor, resource) if flavor else None
+                if fr is None:
+                    if per_pod:
+                        raise InputError.one(
+                            f"Workload {wl.key} is admitted with {resource} in flavor {flavor}, "
+                            f"which ClusterQueue {cq.name} does not define",
+                            path=f"Workload/{wl.key}.status.admission.podSetAssignments",
+                        )
+                    continue
+                usage[fr] = usage.get(fr, 0) + per_pod * a.count
+            pod_sets.append(PodSetAdmission(ps.name, a.count, a.flavors))
+        return Admission(cq.name, tuple(pod_sets), tuple(usage.items()))
+
+    def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission, at: int) -> None:
+        wl.admission = admission
+        wl.cluster_queue = cq.name
+        wl.reserved_at = at
+        cq.workloads[wl.key] = wl
+        for fr, q in admission.usage:
+            add_usage(cq.node, fr, q)
+
+    def _release(self, wl: Workload, cq: ClusterQueue) -> None:
+        assert wl.admission is not None
+        for fr, q in wl.admission.usage:
+            remove_usage(cq.node, fr, q)
+        del cq.workloads[wl.key]
+        wl.admission = None
+
+    def _capacity_changed(self, cq: ClusterQueue) -> None:
+        self.queues.flush(q.name for q in self.tree.subtree_queues(cq.node.root))

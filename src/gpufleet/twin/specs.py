@@ -1,0 +1,224 @@
+"""Frozen specs of the Kueue objects the twin reads: values in, never mutated.
+
+Field names follow Kueue's ``v1beta2`` API; ``None`` on a limit means "not set" (unlimited), as in
+the API. Quantities are already integers (see ``resources``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NEVER = "Never"
+LOWER_PRIORITY = "LowerPriority"
+LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
+ANY = "Any"
+MAY_STOP_SEARCH = "MayStopSearch"
+TRY_NEXT_FLAVOR = "TryNextFlavor"
+BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption"
+PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
+BEST_EFFORT_FIFO = "BestEffortFIFO"
+STRICT_FIFO = "StrictFIFO"
+LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes' rule: empty effect matches all effects; empty key with Exists matches all keys."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A label selector requirement (``In``, ``NotIn``, ``Exists``, ``DoesNotExist``)."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return present
+        return not present  # DoesNotExist
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """``matchLabels`` plus ``matchExpressions``; the empty selector matches everything."""
+
+    requirements: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return all(r.matches(labels) for r in self.requirements)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceFlavorSpec:
+    name: str
+    node_labels: tuple[tuple[str, str], ...] = ()
+    node_taints: tuple[Taint, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceQuotaSpec:
+    resource: str
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorQuotasSpec:
+    flavor: str
+    resources: tuple[ResourceQuotaSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroupSpec:
+    covered_resources: tuple[str, ...]
+    flavors: tuple[FlavorQuotasSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionSpec:
+    within_cluster_queue: str = NEVER
+    reclaim_within_cohort: str = NEVER
+    borrow_within_cohort: str = NEVER
+    max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorFungibilitySpec:
+    when_can_borrow: str = MAY_STOP_SEARCH
+    when_can_preempt: str = TRY_NEXT_FLAVOR
+    preference: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueueSpec:
+    name: str
+    cohort: str | None = None
+    resource_groups: tuple[ResourceGroupSpec, ...] = ()
+    namespace_selector: LabelSelector | None = field(default_factory=LabelSelector)
+    queueing_strategy: str = BEST_EFFORT_FIFO
+    flavor_fungibility: FlavorFungibilitySpec = field(default_factory=FlavorFungibilitySpec)
+    preemption: PreemptionSpec = field(default_factory=PreemptionSpec)
+    fair_weight: float = 1.0
+    stop_policy: str = "None"
+
+
+@dataclass(frozen=True, slots=True)
+class CohortSpec:
+    name: str
+    parent: str | None = None
+    resource_groups: tuple[ResourceGroupSpec, ...] = ()
+    fair_weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueueSpec:
+    namespace: str
+    name: str
+    cluster_queue: str
+    stop_policy: str = "None"
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetSpec:
+    """One pod set: ``count`` pods each requesting ``requests`` (integers, Kueue units)."""
+
+    name: str
+    count: int
+    requests: tuple[tuple[str, int], ...]
+    min_count: int | None = None
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    affinity_terms: tuple[tuple[Requirement, ...], ...] = ()  # required node affinity, ORed terms
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetAssignmentSpec:
+    name: str
+    flavors: tuple[tuple[str, str], ...]  # resource -> flavor
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionSpec:
+    cluster_queue: str
+    pod_set_assignments: tuple[PodSetAssignmentSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    """A Workload; ``created`` is its queue-order timestamp (any integer clock, e.g. epoch ms)."""
+
+    namespace: str
+    name: str
+    queue_name: str
+    pod_sets: tuple[PodSetSpec, ...]
+    priority: int = 0
+    created: int = 0
+    uid: str = ""
+    admission: AdmissionSpec | None = None
+    active: bool = True
+    reserved_at: int = 0  # QuotaReserved's lastTransitionTime (epoch ms) for admitted ones
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceSpec:
+    name: str
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSpec:
+    """The parts of Kueue's ``Configuration`` the twin models."""
+
+    fair_sharing: bool = False
+    preemption_strategies: tuple[str, ...] = (
+        LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
+        LESS_THAN_INITIAL_SHARE,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """Everything one input stream declares, keyed the way Kueue keys it."""
+
+    flavors: dict[str, ResourceFlavorSpec]
+    cohorts: dict[str, CohortSpec]
+    cluster_queues: dict[str, ClusterQueueSpec]
+    local_queues: dict[str, LocalQueueSpec]  # "namespace/name"
+    namespaces: dict[str, NamespaceSpec]
+    workloads: tuple[WorkloadSpec, ...]
+    config: ConfigSpec = field(default_factory=ConfigSpec)

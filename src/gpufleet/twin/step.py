@@ -1,0 +1,68 @@
+"""``gpufleet twin step``'s core: YAML in, a stable JSON-ready report out.
+
+The report's keys are documented in docs/twin.md and kept stable for other tools:
+``{"cycles": [{"cycle", "admitted", "preempted", "pending"}], "clusterQueues": {...}}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gpufleet.twin.objects import parse_cluster
+from gpufleet.twin.results import ClusterQueueStatus, CycleResult
+from gpufleet.twin.scheduler import Twin
+
+REPORT_VERSION = 1
+
+
+def step(sources: Iterable[tuple[str, str]], cycles: int | None = None) -> dict[str, Any]:
+    """Run ``cycles`` cycles (None: until stable) over the objects in ``sources``."""
+    twin = Twin(parse_cluster(sources))
+    out_cycles = [cycle_json(result, twin) for result in twin.run(cycles)]
+    return {
+        "version": REPORT_VERSION,
+        "fairSharing": twin.fair is not None,
+        "cycles": out_cycles,
+        "clusterQueues": {st.name: status_json(st) for st in twin.statuses()},
+    }
+
+
+def cycle_json(result: CycleResult, twin: Twin) -> dict[str, Any]:
+    return {
+        "cycle": result.number,
+        "admitted": [
+            {"workload": a.workload, "clusterQueue": a.cluster_queue, "flavors": a.flavors, "counts": a.counts}
+            for a in result.admitted
+        ],
+        "preempted": [
+            {
+                "workload": p.workload,
+                "clusterQueue": p.cluster_queue,
+                "preemptor": p.preemptor,
+                "reason": p.reason,
+                "message": p.message,
+            }
+            for p in result.preempted
+        ],
+        "pending": [
+            {
+                "workload": p.workload,
+                "clusterQueue": p.cluster_queue,
+                "reason": p.reason,
+                "message": p.message,
+                "queue": p.queue,
+            }
+            for p in twin.pending()
+        ],
+    }
+
+
+def status_json(st: ClusterQueueStatus) -> dict[str, Any]:
+    return {
+        "usage": st.usage,
+        "borrowed": st.borrowed,
+        "weightedShare": st.weighted_share,
+        "admittedWorkloads": st.admitted,
+        "pendingWorkloads": st.pending,
+    }

@@ -1,0 +1,66 @@
+"""A Workload as the scheduler sees it: its spec plus the little state admission changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetAdmission:
+    """What one pod set got: a flavor per resource and the (possibly reduced) pod count."""
+
+    name: str
+    count: int
+    flavors: tuple[tuple[str, str], ...]  # (resource, flavor), in request order
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A quota reservation: the ClusterQueue, per-pod-set flavors, and usage per flavor-resource."""
+
+    cluster_queue: str
+    pod_sets: tuple[PodSetAdmission, ...]
+    usage: tuple[tuple[int, int], ...]  # (flavor-resource index, quantity)
+
+
+class Workload:
+    """Runtime record of one Workload; ``order`` is the heap key Kueue uses inside a ClusterQueue.
+
+    ``order`` = (-priority, queue-order timestamp, uid or ns/name): higher priority first, then
+    older first, then an arbitrary but fixed tie-breaker so every run is reproducible.
+    """
+
+    __slots__ = (
+        "admission",
+        "cluster_queue",
+        "key",
+        "local_queue",
+        "order",
+        "pod_sets",
+        "priority",
+        "reserved_at",
+        "spec",
+    )
+
+    def __init__(self, spec: WorkloadSpec, cluster_queue: str) -> None:
+        self.spec = spec
+        self.key = spec.key
+        self.priority = spec.priority
+        self.cluster_queue = cluster_queue
+        self.local_queue = f"{spec.namespace}/{spec.queue_name}"
+        self.pod_sets: tuple[PodSetSpec, ...] = spec.pod_sets
+        self.order: tuple[int, int, str] = (-spec.priority, spec.created, spec.uid or spec.key)
+        self.admission: Admission | None = None
+        self.reserved_at = 0  # when quota was reserved; "admitted more recently" orders victims
+
+    @property
+    def created(self) -> int:
+        return self.spec.created
+
+    def __repr__(self) -> str:
+        return f"<Workload {self.key} prio={self.priority}>"
+
+    def can_be_partially_admitted(self) -> bool:
+        return any(ps.min_count is not None and ps.min_count < ps.count for ps in self.pod_sets)

@@ -1,0 +1,64 @@
+"""Conformance: every scenario in ``scenarios/`` restates a fact from Kueue's own scheduler tests.
+
+A scenario file is a YAML stream of real Kueue objects plus one ``kind: TwinScenario`` document
+(format in docs/twin.md): which Kueue test case it restates, how many cycles to run, and the
+expected outcome. The objects go through the same core path as ``gpufleet twin step --json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpufleet.twin.step import step
+
+SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
+
+
+def _load(path: Path) -> tuple[str, dict[str, Any]]:
+    docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+    meta = [d for d in docs if d.get("kind") == "TwinScenario"]
+    assert len(meta) == 1, f"{path.name}: exactly one TwinScenario document expected"
+    objects = [d for d in docs if d.get("kind") != "TwinScenario"]
+    return yaml.safe_dump_all(objects), meta[0]
+
+
+def _subset(expected: dict[str, Any], actual: dict[str, Any], where: str) -> None:
+    for key, want in expected.items():
+        assert key in actual, f"{where}: missing {key!r} in {actual}"
+        if isinstance(want, dict):
+            _subset(want, actual[key], f"{where}.{key}")
+        else:
+            assert actual[key] == want, f"{where}.{key}: want {want!r}, got {actual[key]!r}"
+
+
+def test_at_least_25_scenarios() -> None:
+    assert len(SCENARIOS) >= 25
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_scenario(path: Path) -> None:
+    text, meta = _load(path)
+    restates = meta["restates"]
+    assert restates["file"].startswith("pkg/") and restates["test"] and restates["case"]
+    report = step([(path.name, text)], meta.get("cycles"))
+    expect = meta["expect"]
+    for i, want in enumerate(expect.get("cycles", [])):
+        assert i < len(report["cycles"]), f"only {len(report['cycles'])} cycle(s) ran"
+        got = report["cycles"][i]
+        where = f"cycle {i + 1}"
+        if "admitted" in want:
+            admitted = {a["workload"]: a for a in got["admitted"]}
+            assert set(admitted) == set(want["admitted"]), f"{where}: admitted {sorted(admitted)}"
+            _subset(want["admitted"], admitted, f"{where}.admitted")
+        if "preempted" in want:
+            preempted = {p["workload"]: p for p in got["preempted"]}
+            assert set(preempted) == set(want["preempted"]), f"{where}: preempted {sorted(preempted)}"
+            _subset(want["preempted"], preempted, f"{where}.preempted")
+        if "pending" in want:
+            pending = {p["workload"]: p for p in got["pending"]}
+            _subset(want["pending"], pending, f"{where}.pending")
+    _subset(expect.get("clusterQueues", {}), report["clusterQueues"], "clusterQueues")

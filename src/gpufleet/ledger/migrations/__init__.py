@@ -1,0 +1,1 @@
+"""Alembic migrations of the ledger schema, shipped inside the package."""

@@ -1,0 +1,196 @@
+"""The ledger's record types and their canonical form.
+
+A record is a plain frozen value: the recorder derives it from cluster objects, the twin from a
+simulated run, and both hand it to ``Ledger.append``. This module imports no database code, so the
+pure parts of gpufleet (the twin) can build records without pulling in SQLAlchemy.
+
+The canonical form is what the hash chain signs: UTF-8 JSON with sorted keys, no insignificant
+whitespace, times as UTC ISO-8601 strings with a ``Z``. Two equal records always have the same
+canonical bytes, and ``from_canonical`` restores the exact value, so a verifier can re-hash the
+stored text and the queries can read it back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+
+class EndReason(StrEnum):
+    """How an admission attempt ended (machine reasons; Kueue's condition reason goes in ``end_detail``)."""
+
+    FINISHED = "Finished"
+    FAILED = "Failed"
+    PREEMPTED = "Preempted"
+    EVICTED = "Evicted"
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """The GPUs one allocation held on one node.
+
+    ``devices`` names the device IDs (GPU index, MIG instance, DRA device) when the source knows
+    them: the twin and DRA do, the device plugin path does not, so it may be empty.
+    """
+
+    node: str
+    gpus: int
+    devices: tuple[str, ...] = ()
+    gpu_model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """One admission attempt of one workload: who held which GPUs, from when to when, and how it ended.
+
+    Keyed by workload UID and attempt number (1 for the first admission, +1 after each eviction), so
+    a replayed event rebuilds the same key. A later change (it started, it finished) is a new
+    version of the same key, never an edit of an old one.
+    """
+
+    workload_uid: str
+    attempt: int
+    namespace: str
+    name: str
+    team: str | None
+    model: str | None
+    data_class: str | None
+    checkpoint: str | None
+    local_queue: str
+    cluster_queue: str
+    priority: int
+    flavors: tuple[tuple[str, str], ...]  # (resource, flavor), sorted by resource
+    gpu_resource: str  # ``nvidia.com/gpu`` or a MIG profile resource such as ``nvidia.com/mig-3g.40gb``
+    gpu_count: int
+    placements: tuple[Placement, ...]
+    created: datetime
+    quota_reserved: datetime | None
+    admitted: datetime | None
+    started: datetime | None
+    finished: datetime | None
+    end_reason: EndReason | None
+    end_detail: str  # Kueue's reason, e.g. ``InCohortReclamation`` or ``Succeeded``
+    end_message: str
+    borrowing: bool | None  # None: the source could not tell
+    simulated: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.workload_uid}/{self.attempt}"
+
+    @property
+    def kind(self) -> str:
+        return "Allocation"
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(p.node for p in self.placements)
+
+
+@dataclass(frozen=True, slots=True)
+class WaitInterval:
+    """One span during which a workload was pending for one reason (Kueue's ``QuotaReserved=False``).
+
+    Keyed by workload UID and the interval's index within that workload; ``end`` is None while
+    the interval is still open, and closing it appends a new version.
+    """
+
+    workload_uid: str
+    index: int
+    namespace: str
+    name: str
+    team: str | None
+    local_queue: str
+    reason: str
+    message: str
+    start: datetime
+    end: datetime | None
+    simulated: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.workload_uid}/wait/{self.index}"
+
+    @property
+    def kind(self) -> str:
+        return "WaitInterval"
+
+
+Record = Allocation | WaitInterval
+
+_KINDS: dict[str, type[Allocation] | type[WaitInterval]] = {
+    "Allocation": Allocation,
+    "WaitInterval": WaitInterval,
+}
+
+
+def format_time(value: datetime) -> str:
+    """UTC, second or microsecond precision, with a ``Z``: one spelling per instant."""
+    if value.tzinfo is None:
+        raise ValueError(f"naive datetime {value!r}: ledger times must carry a timezone")
+    utc = value.astimezone(UTC)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += f".{utc.microsecond:06d}"
+    return text + "Z"
+
+
+def parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_time(value)
+    if isinstance(value, Placement):
+        return {
+            "node": value.node,
+            "gpus": value.gpus,
+            "devices": list(value.devices),
+            "gpuModel": value.gpu_model,
+        }
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, StrEnum):
+        return value.value
+    return value
+
+
+def to_plain(record: Record) -> dict[str, Any]:
+    """The record as JSON-ready data, with its kind."""
+    data: dict[str, Any] = {"kind": record.kind}
+    for f in fields(record):
+        data[f.name] = _plain(getattr(record, f.name))
+    return data
+
+
+def canonical(record: Record) -> str:
+    """The exact text the hash chain signs."""
+    return json.dumps(to_plain(record), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_TIME_FIELDS = frozenset({"created", "quota_reserved", "admitted", "started", "finished", "start", "end"})
+
+
+def from_plain(data: dict[str, Any]) -> Record:
+    """Rebuild a record from ``to_plain`` output (or its JSON)."""
+    values = dict(data)
+    cls = _KINDS[values.pop("kind")]
+    for name in _TIME_FIELDS & values.keys():
+        if values[name] is not None:
+            values[name] = parse_time(values[name])
+    if cls is Allocation:
+        values["flavors"] = tuple((r, f) for r, f in values["flavors"])
+        values["placements"] = tuple(
+            Placement(p["node"], p["gpus"], tuple(p["devices"]), p["gpuModel"]) for p in values["placements"]
+        )
+        if values["end_reason"] is not None:
+            values["end_reason"] = EndReason(values["end_reason"])
+    return cls(**values)
+
+
+def from_canonical(text: str) -> Record:
+    return from_plain(json.loads(text))

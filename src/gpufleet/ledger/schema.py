@@ -1,0 +1,81 @@
+"""The ledger's tables (SQLAlchemy Core), the same on SQLite and PostgreSQL.
+
+- ``ledger_entries``: the append-only, hash-chained history. One row per record version, never
+  updated. ``(record_key, record_hash)`` is unique, which is what makes a replayed write a no-op.
+- ``ledger_current``: the fold of the entries, one row per record key pointing at its latest
+  version, with the columns the queries filter on. It is a cache of the entries (``audit verify``
+  rebuilds and compares it), not evidence.
+- ``ledger_head``: one row holding the chain head; writers lock it, so entries get gap-free
+  sequence numbers even with several writers (the recorder and a twin run).
+- ``ledger_positions``: where each source (a recorder watch) stopped, written in the same
+  transaction as the records it produced.
+
+Alembic owns the schema (``gpufleet/ledger/migrations``); these definitions must match its head.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+HASH = String(64)
+
+entries = Table(
+    "ledger_entries",
+    metadata,
+    Column("seq", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=False),
+    Column("kind", String(32), nullable=False),
+    Column("record_key", String(300), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("record_hash", HASH, nullable=False),
+    Column("prev_hash", HASH, nullable=False),
+    Column("chain_hash", HASH, nullable=False),
+    UniqueConstraint("record_key", "record_hash", name="uq_ledger_entries_key_hash"),
+)
+
+current = Table(
+    "ledger_current",
+    metadata,
+    Column("record_key", String(300), primary_key=True),
+    Column("kind", String(32), nullable=False),
+    Column("seq", BigInteger().with_variant(Integer, "sqlite"), nullable=False),
+    Column("workload_uid", String(128), nullable=False),
+    Column("namespace", String(253), nullable=False),
+    Column("name", String(253), nullable=False),
+    Column("team", String(253), nullable=True),
+    Column("begin", DateTime(timezone=True), nullable=True),
+    Column("end", DateTime(timezone=True), nullable=True),
+    Column("simulated", Boolean, nullable=False),
+    Index("ix_ledger_current_workload", "namespace", "name"),
+    Index("ix_ledger_current_uid", "workload_uid"),
+    Index("ix_ledger_current_span", "kind", "begin", "end"),
+)
+
+head = Table(
+    "ledger_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("record_hash", HASH, nullable=False),
+    Column("chain_hash", HASH, nullable=False),
+)
+
+positions = Table(
+    "ledger_positions",
+    metadata,
+    Column("source", String(200), primary_key=True),
+    Column("position", Text, nullable=False),
+)

@@ -1,0 +1,95 @@
+"""What a trace job asks for, as Kueue counts it and as the scheduler places it.
+
+A job's pods ask for one kind of GPU device, named the way the rendered fleet advertises it:
+
+- ``mig_profile``: ``gpus`` instances of ``nvidia.com/mig-<profile>`` (the GPU Operator's mixed
+  strategy);
+- ``gpu_milli`` (a fraction of a card): one time-slice replica, ``nvidia.com/gpu.shared`` where the
+  fleet renames shared cards (the rendered default), else ``nvidia.com/gpu``; the rendered
+  time-slicing config fails requests of more than one replica, so a fraction is always one;
+- ``gpus``: whole cards, ``nvidia.com/gpu``.
+
+CPU and memory go to the scheduler only: the rendered Kueue Configuration excludes them from quota.
+In the queue world a pod carries what Kueue injects at admission: the flavor's node labels as its
+``nodeSelector`` and the flavor's tolerations. In the first-apply world it carries neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.placement import PodSpec, Toleration
+from gpufleet.placement import TaintEffect as Effect
+from gpufleet.policy import Fleet
+from gpufleet.trace.job import Job
+from gpufleet.twin.specs import PodSetSpec, ResourceFlavorSpec, WorkloadSpec
+
+GPU = "nvidia.com/gpu"
+GPU_SHARED = "nvidia.com/gpu.shared"
+POD_SET = "main"
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One pod's GPU ask: ``count`` devices of ``resource`` (``mig_profile`` set for MIG)."""
+
+    resource: str
+    count: int
+    mig_profile: str = ""
+
+
+def shared_resource(fleet: Fleet) -> str:
+    """The name time-slice replicas are requested under in this fleet."""
+    renamed = any(GPU_SHARED in cap.units for cap in fleet.pools.values())
+    return GPU_SHARED if renamed else GPU
+
+
+def ask_of(job: Job, shared: str) -> Ask | None:
+    """The job's per-pod GPU ask, or None for a job that asks for no GPU."""
+    if job.mig_profile:
+        return Ask(f"nvidia.com/mig-{job.mig_profile}", job.gpus, job.mig_profile)
+    if job.gpu_milli:
+        return Ask(shared, 1)
+    if job.gpus:
+        return Ask(GPU, job.gpus)
+    return None
+
+
+def pod_spec(
+    name: str,
+    job: Job,
+    ask: Ask,
+    flavor: ResourceFlavorSpec | None = None,
+) -> PodSpec:
+    """One pod of the job, with what Kueue injects when ``flavor`` is given."""
+    selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    if flavor is not None:
+        selector = flavor.node_labels
+        tolerations = tuple(
+            Toleration(t.key, t.value, t.operator == "Exists", Effect(t.effect) if t.effect else None)
+            for t in flavor.tolerations
+        )
+    return PodSpec(
+        name=name,
+        cpu_milli=job.cpu_milli,
+        memory=job.memory,
+        gpus=ask.count,
+        mig_profile=ask.mig_profile,
+        shared_name=ask.resource == GPU_SHARED,
+        node_selector=selector,
+        tolerations=tolerations,
+    )
+
+
+def workload_spec(job: Job, ask: Ask, *, queue: str, priority: int, created: int) -> WorkloadSpec:
+    """The Workload Kueue's job integration would create: one pod set, the GPU ask only."""
+    return WorkloadSpec(
+        namespace=job.namespace,
+        name=job.job_id,
+        queue_name=queue,
+        pod_sets=(PodSetSpec(POD_SET, job.pods, ((ask.resource, ask.count),)),),
+        priority=priority,
+        created=created,
+        uid=job.job_id,
+    )

@@ -78,6 +78,7 @@ class SimulationConfig:
     placement: PlacementPolicy = PlacementPolicy.LEAST_ALLOCATED
     pods_ready: PodsReady = field(default_factory=PodsReady)
     serving: ServingCurve = field(default_factory=ServingCurve)
+    termination_grace_s: int = 30  # a preempted pod's grace period before its Workload requeues
     bucket_s: int = HOUR  # width of one time-series bucket
     start: datetime = datetime(2026, 1, 5, tzinfo=UTC)  # wall time of trace second 0 (ledger times)
     until_s: int | None = None  # stop here even if work remains (None: when no work is left)

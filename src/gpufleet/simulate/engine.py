@@ -16,7 +16,10 @@ waitForPodsReady: an admitted job not running ``timeout`` seconds after its admi
 (its pods and quota released) and requeued after Kueue's backoff, with the eviction time as its new
 queue-order timestamp. Pods are ready the moment they are bound (no image pulls, no failures).
 
-Preemption loses the victim's work since its start (no checkpoint is assumed). The first-apply
+Preemption loses the victim's work since its start (no checkpoint is assumed); the victim's
+Workload returns to its queue when its pods are gone, ``termination_grace_s`` later (Kubernetes'
+default grace period), with its creation timestamp. Returning at once would let a victim retake
+the freed quota at the same instant, ahead of its preemptor, over and over. The first-apply
 world has no PriorityClass either, so serving replicas wait for GPUs like any pod; kube-scheduler's
 pod preemption is not modelled.
 
@@ -201,7 +204,7 @@ class Simulation:
             if run.state is State.ADMITTED and run.attempt.number == number:
                 self.pods_ready_timeout(t, run)
         elif kind == REQUEUE:
-            self.requeue(t, subject)
+            self.requeue(t, *subject)
         else:
             self.scale(t)
 
@@ -287,6 +290,9 @@ class Simulation:
             self.kueue_dirty = True
 
     def preempted(self, t: int, p: Preempted) -> None:
+        """The victim's pods terminate; its Workload returns to the queue once they are gone, after
+        the grace period, keeping its creation timestamp (Kueue's order for preempted workloads)."""
+        assert self.queue is not None
         run = self.by_key[p.workload]
         if run.state is State.RUNNING:
             started = run.attempt.started
@@ -296,9 +302,11 @@ class Simulation:
         self.release(t, run)
         self.end_attempt(t, run, "Preempted", p.reason, p.message)
         run.preemptions += 1
-        run.state = State.PENDING
-        run.begin(t)  # the twin has put it back in its queue
-        self.kueue_dirty = True
+        run.state = State.BACKOFF
+        attempt = run.begin(t)
+        attempt.reason, attempt.message = "Preempted", p.message
+        self.queue.finish(run.key)  # out of the queue until its pods are gone
+        self.push(t + self.config.termination_grace_s, REQUEUE, (run, run.job.submit_s))
 
     def pods_ready_timeout(self, t: int, run: JobRun) -> None:
         assert self.queue is not None
@@ -318,12 +326,12 @@ class Simulation:
         backoff = self.config.pods_ready.backoff(run.requeues)
         attempt = run.begin(t)
         attempt.reason, attempt.message = "Requeued", f"requeued after {backoff} s of backoff"
-        self.push(t + backoff, REQUEUE, run)
+        self.push(t + backoff, REQUEUE, (run, t))  # requeuingStrategy.timestamp: Eviction
 
-    def requeue(self, t: int, run: JobRun) -> None:
+    def requeue(self, t: int, run: JobRun, created: int) -> None:
         assert self.queue is not None
         run.state = State.PENDING
-        self.queue.submit(run.job, run.ask, run.attempt.queued)  # requeuingStrategy.timestamp: Eviction
+        self.queue.submit(run.job, run.ask, created, run.attempt.number)
         self.kueue_dirty = True
 
     # --- the scheduler ---------------------------------------------------------------------------

@@ -7,6 +7,8 @@ read back by the twin's own parser, so the simulated queue is the one a cluster 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from gpufleet.errors import InputError, Problem
 from gpufleet.policy import Fleet
 from gpufleet.render import render
@@ -19,7 +21,7 @@ from gpufleet.twin.specs import ClusterSpec, ResourceFlavorSpec
 TWIN_KINDS = frozenset(
     {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Namespace", "Configuration"}
 )
-MAX_CYCLES_PER_INSTANT = 100_000  # a guard: Kueue's loop settles long before this
+MAX_CYCLES_PER_INSTANT = 10_000  # a guard: Kueue's loop settles long before this
 
 
 def cluster_spec(fleet: Fleet) -> ClusterSpec:
@@ -68,19 +70,21 @@ class Queue:
     def flavor(self, name: str) -> ResourceFlavorSpec:
         return self.spec.flavors[name]
 
-    def submit(self, job: Job, ask: Ask, created: int) -> None:
+    def submit(self, job: Job, ask: Ask, created: int, submission: int = 1) -> None:
         priority = self.priorities.get(job.priority_class, 0)
-        self.twin.add_workload(workload_spec(job, ask, queue=self.queue_name(job), priority=priority, created=created))
+        spec = workload_spec(
+            job, ask, queue=self.queue_name(job), priority=priority, created=created, submission=submission
+        )
+        self.twin.add_workload(spec)
 
     def finish(self, key: str) -> None:
         self.twin.finish(key)
 
-    def cycles(self) -> list[CycleResult]:
-        """Kueue's scheduling loop at one instant: cycles until one admits and preempts nothing."""
-        results = []
+    def cycles(self) -> Iterator[CycleResult]:
+        """Kueue's scheduling loop at one instant: cycles until one admits and preempts nothing.
+        Each result is yielded before the next cycle runs, so the caller can act on it first."""
         for _ in range(MAX_CYCLES_PER_INSTANT):
             result = self.twin.run_cycle()
-            results.append(result)
+            yield result
             if not result.changed:
-                break
-        return results
+                return

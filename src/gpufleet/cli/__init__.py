@@ -10,6 +10,7 @@ import typer
 from gpufleet import __version__
 from gpufleet.cli import policy
 from gpufleet.cli import twin as twin_cli
+from gpufleet.cli import trace
 
 app = typer.Typer(
     name="gpufleet",
@@ -21,6 +22,7 @@ app = typer.Typer(
 
 
 app.add_typer(twin_cli.app, name="twin")
+app.add_typer(trace.app, name="trace")
 
 
 @app.callback()

@@ -5,10 +5,11 @@ Filtering follows kube-scheduler's plugin order per node: TaintToleration, NodeA
 node with the smallest ``(policy key, node name)`` wins.
 
 Speed, without changing the answer: the static filters are evaluated once per *node class* (nodes
-with the same labels and taints) and pod constraint; within a class, nodes with the same free-state
-signature fit and score alike, so each such group is checked once, through its lowest-named
-member, which is the one the name tie-breaker would pick. Bind and unbind move one node between
-groups.
+with the same labels, taints and capacity) and pod constraint; within a class, nodes with the same
+free-state signature fit and score alike, so each such group is checked once, through its
+lowest-named member, which is the one the name tie-breaker would pick. Groups are bucketed by their
+largest free card, so a GPU pod skips the buckets that cannot hold it. Bind and unbind move one node
+between groups.
 """
 
 from __future__ import annotations
@@ -16,17 +17,27 @@ from __future__ import annotations
 from bisect import insort
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 
 from gpufleet.placement.decision import Placement, Unschedulable
 from gpufleet.placement.filters import insufficient_message, static_verdict
-from gpufleet.placement.node import NodeSpec
+from gpufleet.placement.node import MILLI, NodeSpec
 from gpufleet.placement.pod import PodSpec
 from gpufleet.placement.scoring import LeastAllocated, Policy
-from gpufleet.placement.state import DeviceSlot, NodeState, Signature
+from gpufleet.placement.state import NodeState, Signature
+
+KEY_MEMO_LIMIT = 1_000_000  # memoized policy keys kept before the memo is dropped (bounds memory)
 
 
 def _name(node: NodeState) -> str:
     return node.spec.name
+
+
+def _bucket(node: NodeState, sig: Signature) -> int:
+    """The largest free card of a plain node; -1 for time-sliced or MIG nodes (always checked)."""
+    if sig[4]:
+        return -1
+    return sig[2][-1] if sig[2] else 0
 
 
 class Cluster:
@@ -41,29 +52,35 @@ class Cluster:
         class_ids: dict[tuple[object, ...], int] = {}
         self.nodes: list[NodeState] = []
         self._class_spec: dict[int, NodeSpec] = {}
-        self._groups: dict[int, dict[Signature, list[NodeState]]] = {}
+        self._groups: dict[int, dict[int, dict[Signature, list[NodeState]]]] = {}
         self._sig: dict[str, Signature] = {}
         for spec in specs:
-            cid = class_ids.setdefault((spec.labels, spec.taints), len(class_ids))
+            cid = class_ids.setdefault((replace(spec, name=""),), len(class_ids))
             self._class_spec.setdefault(cid, spec)
             state = NodeState(spec, cid)
             self.nodes.append(state)
             self._join(state)
         self._by_name = {s.spec.name: s for s in self.nodes}
         self._verdicts: dict[tuple[int, object], str | None] = {}
+        self._keys: dict[tuple[object, ...], tuple[float, ...]] = {}
         self.where: dict[str, str] = {}
 
     def _join(self, node: NodeState) -> None:
         sig = node.signature()
         self._sig[node.spec.name] = sig
-        insort(self._groups.setdefault(node.class_id, {}).setdefault(sig, []), node, key=_name)
+        buckets = self._groups.setdefault(node.class_id, {})
+        insort(buckets.setdefault(_bucket(node, sig), {}).setdefault(sig, []), node, key=_name)
 
     def _leave(self, node: NodeState) -> None:
-        groups = self._groups[node.class_id]
         sig = self._sig[node.spec.name]
+        buckets = self._groups[node.class_id]
+        bucket = _bucket(node, sig)
+        groups = buckets[bucket]
         groups[sig].remove(node)
         if not groups[sig]:
             del groups[sig]
+            if not groups:
+                del buckets[bucket]
 
     def node(self, name: str) -> NodeState:
         return self._by_name[name]
@@ -80,39 +97,61 @@ class Cluster:
         if pod.name in self.where:
             raise ValueError(f"pod {pod.name} is already bound to {self.where[pod.name]}")
         best: tuple[tuple[float, ...], str] | None = None
-        best_devices: tuple[DeviceSlot, ...] = ()
-        rank = self.policy.rank
-        cpu, mem, share, whole = pod.cpu_milli, pod.memory, pod.gpu_milli, pod.gpus
+        share, whole = pod.gpu_milli, pod.gpus
         simple_pod = not pod.mig_profile and not pod.shared_name
-        for class_id, groups in self._groups.items():
+        need = share or (MILLI if whole else 0)
+        for class_id, buckets in self._groups.items():
             if self._verdict(class_id, pod) is not None:
                 continue
-            for sig, members in groups.items():
-                head = members[0]
-                if simple_pod and not sig[4]:
-                    # plain node: the signature decides fit (cpu, memory, largest free, whole cards)
-                    if sig[0] < cpu or sig[1] < mem:
-                        continue
-                    if share and (not sig[2] or sig[2][-1] < share):
-                        continue
-                    if whole and sig[3] < whole:
-                        continue
-                elif head.insufficient(pod):
+            for largest, groups in buckets.items():
+                if largest >= 0 and (largest < need or not simple_pod):
                     continue
-                key, devices = rank(head, pod)
-                candidate = (key, head.spec.name)
-                if best is None or candidate < best:
-                    best, best_devices = candidate, devices
+                best = self._best_in(class_id, groups, pod, simple_pod, best)
         if best is None:
             return Unschedulable(pod.name, len(self.nodes), self._reasons(pod) if explain else ())
-        return Placement(pod.name, best[1], best_devices)
+        return Placement(pod.name, best[1], self.policy.devices(self._by_name[best[1]], pod))
+
+    def _best_in(
+        self,
+        class_id: int,
+        groups: dict[Signature, list[NodeState]],
+        pod: PodSpec,
+        simple_pod: bool,
+        best: tuple[tuple[float, ...], str] | None,
+    ) -> tuple[tuple[float, ...], str] | None:
+        """The best (key, node name) among the groups, or ``best`` if none beats it."""
+        keys = self._keys
+        if len(keys) > KEY_MEMO_LIMIT:
+            keys.clear()
+        request = (pod.cpu_milli, pod.memory, pod.gpus, pod.gpu_milli, pod.mig_profile, pod.shared_name)
+        cpu, mem, share, whole = pod.cpu_milli, pod.memory, pod.gpu_milli, pod.gpus
+        for sig, members in groups.items():
+            head = members[0]
+            if simple_pod and not sig[4]:
+                # plain node: the signature decides fit (cpu, memory, largest free, whole cards)
+                if sig[0] < cpu or sig[1] < mem:
+                    continue
+                if share and (not sig[2] or sig[2][-1] < share):
+                    continue
+                if whole and sig[3] < whole:
+                    continue
+            elif head.insufficient(pod):
+                continue
+            memo = (class_id, sig, request)
+            key = keys.get(memo)
+            if key is None:
+                key = keys[memo] = self.policy.key(head, pod)
+            candidate = (key, head.spec.name)
+            if best is None or candidate < best:
+                best = candidate
+        return best
 
     def _reasons(self, pod: PodSpec) -> tuple[tuple[str, int], ...]:
         """kube-scheduler's per-node reasons, counted over nodes."""
         histogram: Counter[str] = Counter()
-        for class_id, groups in self._groups.items():
+        for class_id, buckets in self._groups.items():
             veto = self._verdict(class_id, pod)
-            for members in groups.values():
+            for members in (m for groups in buckets.values() for m in groups.values()):
                 reasons = [veto] if veto else [insufficient_message(r) for r in members[0].insufficient(pod)]
                 for reason in reasons:
                     histogram[reason] += len(members)

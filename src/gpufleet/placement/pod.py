@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gpufleet.placement.node import GPU, GPU_MILLI, MILLI, MIG_PREFIX, Taint, TaintEffect, mig_resource
+from gpufleet.placement.node import GPU, GPU_MILLI, MIG_PREFIX, MILLI, Taint, TaintEffect, mig_resource
 
 
 class Operator(StrEnum):

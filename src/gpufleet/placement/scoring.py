@@ -1,7 +1,8 @@
 """Placement policies: how feasible nodes are ranked.
 
-Each policy returns, for one feasible node, a sort key (lower is better) and the devices the pod
-would get there; the cluster appends the node name as the final tie-breaker, so every run is
+Each policy gives, for one feasible node, a sort key (lower is better; a pure function of the node's
+capacity, its free state and the pod's requests, so the cluster may memoize it) and the devices the
+pod would get there; the cluster appends the node name as the final tie-breaker, so every run is
 reproducible (kube-scheduler itself breaks ties at random).
 
 - ``LeastAllocated`` (kube-scheduler's default NodeResourcesFit strategy) and ``MostAllocated``
@@ -9,8 +10,13 @@ reproducible (kube-scheduler itself breaks ties at random).
   memory and the node's GPU resource (milli of its full cards, its time-slice replicas, or the
   pod's MIG profile), weight 1 each, a resource the node lacks left out. A fractional share goes to
   the fullest card that still fits it (best fit), then the lowest index.
-- ``FragmentationAware``: the least increase in expected fragmentation (see ``fragmentation``), then
-  the least free GPU left on the node (pack what the measure cannot tell apart), then best fit.
+- ``FragmentationAware``: the least increase in expected fragmentation (see ``fragmentation``),
+  counted in bands of ``resolution`` milli (a tenth of a card by default: smaller differences are
+  noise in an estimate built from a typical-pod mix), then the least free GPU left on the node
+  (pack what the measure cannot tell apart), then the node name. A fractional share takes the card
+  with the least increase, then the fullest such card, then the lowest index. On the FGD packing
+  benchmark, ranking by the exact increase did worse (94.1 % against 95.2-95.4 % allocated on
+  openb default): the bands let the packing tie-breakers fill nodes in order.
 """
 
 from __future__ import annotations
@@ -29,9 +35,12 @@ Key = tuple[float, ...]
 
 
 class Policy(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
-    def rank(self, node: NodeState, pod: PodSpec) -> tuple[Key, tuple[DeviceSlot, ...]]: ...
+    def key(self, node: NodeState, pod: PodSpec) -> Key: ...
+
+    def devices(self, node: NodeState, pod: PodSpec) -> tuple[DeviceSlot, ...]: ...
 
 
 def _usage_after(node: NodeState, pod: PodSpec) -> list[tuple[int, int]]:
@@ -63,20 +72,26 @@ def _best_fit_card(node: NodeState, pod: PodSpec) -> int | None:
 class LeastAllocated:
     name: str = "LeastAllocated"
 
-    def rank(self, node: NodeState, pod: PodSpec) -> tuple[Key, tuple[DeviceSlot, ...]]:
+    def key(self, node: NodeState, pod: PodSpec) -> Key:
         dims = _usage_after(node, pod)
         score = sum((alloc - used) * MAX_NODE_SCORE // alloc for used, alloc in dims) // len(dims)
-        return (float(-score),), node.devices_for(pod, _best_fit_card(node, pod))
+        return (float(-score),)
+
+    def devices(self, node: NodeState, pod: PodSpec) -> tuple[DeviceSlot, ...]:
+        return node.devices_for(pod, _best_fit_card(node, pod))
 
 
 @dataclass(frozen=True, slots=True)
 class MostAllocated:
     name: str = "MostAllocated"
 
-    def rank(self, node: NodeState, pod: PodSpec) -> tuple[Key, tuple[DeviceSlot, ...]]:
+    def key(self, node: NodeState, pod: PodSpec) -> Key:
         dims = _usage_after(node, pod)
         score = sum(used * MAX_NODE_SCORE // alloc for used, alloc in dims) // len(dims)
-        return (float(-score),), node.devices_for(pod, _best_fit_card(node, pod))
+        return (float(-score),)
+
+    def devices(self, node: NodeState, pod: PodSpec) -> tuple[DeviceSlot, ...]:
+        return node.devices_for(pod, _best_fit_card(node, pod))
 
 
 class FragmentationAware:
@@ -84,38 +99,43 @@ class FragmentationAware:
 
     name = "FragmentationAware"
 
-    def __init__(self, mix: ShapeMix) -> None:
+    def __init__(self, mix: ShapeMix, resolution: int = 100) -> None:
+        if resolution < 1:
+            raise ValueError("resolution must be >= 1 milli")
         self.meter = FragmentMeter(mix)
+        self.resolution = resolution
 
-    def rank(self, node: NodeState, pod: PodSpec) -> tuple[Key, tuple[DeviceSlot, ...]]:
+    def key(self, node: NodeState, pod: PodSpec) -> Key:
+        return self._choose(node, pod)[0]
+
+    def devices(self, node: NodeState, pod: PodSpec) -> tuple[DeviceSlot, ...]:
+        return node.devices_for(pod, self._choose(node, pod)[1])
+
+    def _choose(self, node: NodeState, pod: PodSpec) -> tuple[Key, int | None]:
+        """The key and, for a fractional share, the card that gives it."""
         if pod.mig_profile or node.timesliced:
             # The measure is about shares of full cards; elsewhere pack like MostAllocated.
-            return (0.0, *MostAllocated().rank(node, pod)[0]), node.devices_for(pod)
+            return (0.0, *MostAllocated().key(node, pod)), None
         model = node.spec.gpu_model
         frees = node.free
         before = self.meter.fragment(model, node.cpu_free, node.mem_free, tuple(sorted(frees)))
         cpu_after = node.cpu_free - pod.cpu_milli
         mem_after = node.mem_free - pod.memory
-        left = sum(frees) - pod.gpu_milli_total
+        left = float(sum(frees) - pod.gpu_milli_total)
         if not pod.gpu_milli:
-            devices = node.devices_for(pod)
             after = list(frees)
-            for d in devices:
+            for d in node.devices_for(pod):
                 after[d.gpu] -= d.milli
             grow = self.meter.fragment(model, cpu_after, mem_after, tuple(sorted(after))) - before
-            return (round(grow, 6), float(left)), devices
-        best: tuple[float, ...] | None = None
-        best_card = 0
-        tried: set[int] = set()
+            return (float(round(grow / self.resolution)), left), None
+        best: tuple[float, float, int] | None = None
         for card in node.candidate_cards(pod):
-            if frees[card] in tried:  # cards with equal free give the same state: keep the lowest
-                continue
-            tried.add(frees[card])
             after = list(frees)
             after[card] -= pod.gpu_milli
             grow = self.meter.fragment(model, cpu_after, mem_after, tuple(sorted(after))) - before
-            key = (round(grow, 6), float(left), float(frees[card]))
-            if best is None or key < best:
-                best, best_card = key, card
-        assert best is not None
-        return best[:2], node.devices_for(pod, best_card)
+            choice = (round(grow, 6), float(frees[card]), card)
+            if best is None or choice < best:
+                best = choice
+        if best is None:
+            raise ValueError(f"pod {pod.name} does not fit node {node.spec.name}")
+        return (float(round(best[0] / self.resolution)), left), best[2]

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from gpufleet.placement.node import GPU_MILLI, MILLI, NodeSpec, mig_resource
 from gpufleet.placement.pod import PodSpec
 
-
 Signature = tuple[int, int, tuple[int, ...], int, tuple[object, ...]]
 
 
@@ -72,7 +71,10 @@ class NodeState:
         frees = tuple(sorted(self.free))
         extra: tuple[object, ...] = ()
         if not self.plain:
-            extra = (tuple(sorted(self.used_replicas)), tuple(sorted((p, len(v)) for p, v in self.mig_free.items())))
+            extra = (
+                tuple(sorted(self.used_replicas)),
+                tuple(sorted((p, len(v)) for p, v in self.mig_free.items())),
+            )
         return (self.cpu_free, self.mem_free, frees, frees.count(MILLI), extra)
 
     def insufficient(self, pod: PodSpec) -> list[str]:

@@ -91,11 +91,15 @@ def _int_columns(
             try:
                 value = int(float(text)) if "." in text else int(text)
             except ValueError:
-                problems.append(Problem(f"{name}: expected an integer, got {cell!r}", str(path), name, row + 2, column))
+                problems.append(
+                    Problem(f"{name}: expected an integer, got {cell!r}", str(path), name, row + 2, column)
+                )
                 values.append(None)
                 continue
             if value < 0:
-                problems.append(Problem(f"{name}: must be >= 0, got {value}", str(path), name, row + 2, column))
+                problems.append(
+                    Problem(f"{name}: must be >= 0, got {value}", str(path), name, row + 2, column)
+                )
             values.append(value)
         out[name] = values
     if problems:
@@ -111,7 +115,9 @@ def read_nodes(path: Path) -> list[OpenbNode]:
     models = [m if m and m != "nan" else "" for m in frame["model"].to_list()]
     return [
         OpenbNode(str(n), int(c or 0), int(m or 0), int(g or 0), str(model))
-        for n, c, m, g, model in zip(names, ints["cpu_milli"], ints["memory_mib"], ints["gpu"], models, strict=True)
+        for n, c, m, g, model in zip(
+            names, ints["cpu_milli"], ints["memory_mib"], ints["gpu"], models, strict=True
+        )
     ]
 
 
@@ -128,15 +134,23 @@ def read_pods(path: Path) -> list[OpenbPod]:
         if gpus is not None and milli is not None and (milli > MILLI or (gpus > 1 and milli != MILLI)):
             column = frame.columns.index("gpu_milli") + 1
             problems.append(
-                Problem(f"gpu_milli: {milli} is not a share of one card for a {gpus}-GPU pod",
-                        str(path), "gpu_milli", row + 2, column)
+                Problem(
+                    f"gpu_milli: {milli} is not a share of one card for a {gpus}-GPU pod",
+                    str(path),
+                    "gpu_milli",
+                    row + 2,
+                    column,
+                )
             )
     if problems:
         raise InputError(problems)
     count = frame.height
     names = [str(n) for n in frame["name"].to_list()]
     specs = (
-        [tuple(s for s in (cell or "").split("|") if s and s != "nan") for cell in frame["gpu_spec"].to_list()]
+        [
+            tuple(s for s in (cell or "").split("|") if s and s != "nan")
+            for cell in frame["gpu_spec"].to_list()
+        ]
         if "gpu_spec" in frame.columns
         else [()] * count
     )
@@ -169,7 +183,9 @@ def _kind(pod: OpenbPod) -> JobKind:
     return JobKind.BATCH_EVAL
 
 
-def to_jobs(pods: list[OpenbPod], compression: float = 1.0, team: str = "openb", source: str = "") -> list[Job]:
+def to_jobs(
+    pods: list[OpenbPod], compression: float = 1.0, team: str = "openb", source: str = ""
+) -> list[Job]:
     """One job per pod, in submit order (then name). ``compression`` > 1 packs arrivals closer."""
     if compression <= 0:
         raise InputError.one(f"compression must be > 0, got {compression}", file=source)

@@ -1,0 +1,223 @@
+"""Which node each pod lands on, under each policy, on a 3-node cluster worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpufleet.placement import (
+    Cluster,
+    FragmentationAware,
+    LeastAllocated,
+    MostAllocated,
+    NodeSpec,
+    Operator,
+    Placement,
+    PodSpec,
+    Policy,
+    Requirement,
+    Shape,
+    ShapeMix,
+    Taint,
+    TaintEffect,
+    Toleration,
+    Unschedulable,
+)
+
+GI = 1 << 30
+SERVING = Taint("dedicated", "serving")
+
+
+def three_nodes() -> list[NodeSpec]:
+    """a and b: training nodes with 4 full A100s; c: a serving node, tainted."""
+    train = (("pool", "train"),)
+    return [
+        NodeSpec("a", 8000, 32 * GI, 4, "A100", labels=train),
+        NodeSpec("b", 8000, 32 * GI, 4, "A100", labels=train),
+        NodeSpec("c", 8000, 32 * GI, 4, "H100", labels=(("pool", "serve"),), taints=(SERVING,)),
+    ]
+
+
+def cluster_with_b_half_used(policy: Policy) -> Cluster:
+    cluster = Cluster(three_nodes(), policy)
+    first = PodSpec("first", 2000, 8 * GI, gpus=2)
+    cluster.bind(first, Placement("first", "b", cluster.node("b").devices_for(first)))
+    return cluster
+
+
+# One pod asking 1 card, 1 CPU, 4 GiB. c is ruled out by its taint. With b holding 2 cards,
+# 2 CPUs and 8 GiB, kube's per-resource scores (cpu, memory, GPU milli; integer arithmetic) are:
+#   LeastAllocated: a = (7000*100//8000 + 28*100//32 + 3000*100//4000)//3 = (87+87+75)//3 = 83
+#                   b = (5000*100//8000 + 20*100//32 + 1000*100//4000)//3 = (62+62+25)//3 = 49 -> a
+#   MostAllocated:  a = (12+12+25)//3 = 16;  b = (37+37+75)//3 = 49 -> b
+@pytest.mark.parametrize(
+    ("policy", "node"),
+    [(LeastAllocated(), "a"), (MostAllocated(), "b")],
+    ids=["least-allocated-spreads", "most-allocated-packs"],
+)
+def test_policy_picks_node(policy: Policy, node: str) -> None:
+    cluster = cluster_with_b_half_used(policy)
+    decision = cluster.schedule(PodSpec("p", 1000, 4 * GI, gpus=1))
+    assert isinstance(decision, Placement)
+    assert decision.node == node
+
+
+def test_least_allocated_scores_match_kube_arithmetic() -> None:
+    cluster = cluster_with_b_half_used(LeastAllocated())
+    pod = PodSpec("p", 1000, 4 * GI, gpus=1)
+    assert LeastAllocated().key(cluster.node("a"), pod) == (-83.0,)
+    assert MostAllocated().key(cluster.node("b"), pod) == (-49.0,)
+
+
+def test_whole_cards_skip_the_cards_already_held() -> None:
+    cluster = cluster_with_b_half_used(MostAllocated())
+    decision = cluster.place(PodSpec("p", 1000, 4 * GI, gpus=2))
+    assert isinstance(decision, Placement)
+    assert (decision.node, [d.gpu for d in decision.devices]) == ("b", [2, 3])
+
+
+def test_equal_scores_break_ties_by_node_name() -> None:
+    nodes = [NodeSpec(n, 4000, 8 * GI, 2, "L4") for n in ("n3", "n1", "n2")]
+    decision = Cluster(nodes, LeastAllocated()).schedule(PodSpec("p", 100, GI, gpus=1))
+    assert isinstance(decision, Placement) and decision.node == "n1"
+
+
+def test_fragmentation_aware_fills_the_half_used_card() -> None:
+    """Workload: whole-card pods only. A 500-milli share on empty a would strand 500 milli that no
+    whole-card pod can use (fragment 0 -> 500, +500); on b's card 0, already half taken, it uses up
+    the stranded half (fragment 500 -> 0, -500); on b's card 1 it would strand another half (+500).
+    So: b, card 0 — where LeastAllocated would pick a."""
+    mix = ShapeMix.of([Shape(cpu_milli=1000, gpus=1)])
+    nodes = three_nodes()
+    for policy, node, card in [(FragmentationAware(mix), "b", 0), (LeastAllocated(), "a", 0)]:
+        cluster = Cluster(nodes, policy)
+        half = PodSpec("half", 100, GI, gpu_milli=500)
+        cluster.bind(half, Placement("half", "b", cluster.node("b").devices_for(half, 0)))
+        decision = cluster.schedule(PodSpec("p", 100, GI, gpu_milli=500))
+        assert isinstance(decision, Placement)
+        assert (decision.node, decision.devices[0].gpu, decision.devices[0].milli) == (node, card, 500)
+
+
+@pytest.mark.parametrize(
+    ("pod", "node"),
+    [
+        (
+            PodSpec(
+                "sel",
+                100,
+                GI,
+                gpus=1,
+                node_selector=(("pool", "serve"),),
+                tolerations=(Toleration("dedicated", "serving"),),
+            ),
+            "c",
+        ),
+        (
+            PodSpec(
+                "any-taint",
+                100,
+                GI,
+                gpus=1,
+                affinity=((Requirement("pool", Operator.IN, ("serve",)),),),
+                tolerations=(Toleration(exists=True),),
+            ),
+            "c",
+        ),
+        (
+            PodSpec(
+                "notin", 100, GI, gpus=1, affinity=((Requirement("pool", Operator.NOT_IN, ("serve",)),),)
+            ),
+            "a",
+        ),
+        (PodSpec("exists", 100, GI, gpus=1, affinity=((Requirement("pool", Operator.EXISTS),),)), "a"),
+        # two terms are ORed: the first matches nothing, the second matches c
+        (
+            PodSpec(
+                "or",
+                100,
+                GI,
+                gpus=1,
+                tolerations=(Toleration("dedicated", exists=True),),
+                affinity=(
+                    (Requirement("pool", Operator.IN, ("nowhere",)),),
+                    (
+                        Requirement("pool", Operator.IN, ("serve",)),
+                        Requirement("zone", Operator.DOES_NOT_EXIST),
+                    ),
+                ),
+            ),
+            "c",
+        ),
+    ],
+    ids=["selector-and-toleration", "exists-toleration", "not-in", "exists", "terms-ored"],
+)
+def test_filters_steer_pods(pod: PodSpec, node: str) -> None:
+    decision = Cluster(three_nodes(), LeastAllocated()).schedule(pod)
+    assert isinstance(decision, Placement) and decision.node == node
+
+
+@pytest.mark.parametrize(
+    ("pod", "message"),
+    [
+        (
+            PodSpec("big", 100, GI, gpus=8),
+            "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: serving}, "
+            "2 Insufficient nvidia.com/gpu.",
+        ),
+        (
+            PodSpec("serve-only", 100, GI, gpus=1, node_selector=(("pool", "serve"),)),
+            "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: serving}, "
+            "2 node(s) didn't match Pod's node affinity/selector.",
+        ),
+        (
+            PodSpec("fat", 9000, 40 * GI, gpus=1, tolerations=(Toleration(exists=True),)),
+            "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory.",
+        ),
+        (
+            PodSpec(
+                "wrong-effect",
+                100,
+                GI,
+                gpus=8,
+                tolerations=(Toleration("dedicated", "serving", effect=None),),
+            ),
+            "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+        ),
+    ],
+    ids=["gpus-and-taint", "selector-and-taint", "cpu-and-memory-everywhere", "tolerated-taint"],
+)
+def test_unschedulable_message_reads_like_kube_scheduler(pod: PodSpec, message: str) -> None:
+    decision = Cluster(three_nodes()).schedule(pod)
+    assert isinstance(decision, Unschedulable)
+    assert decision.reason == "Unschedulable"
+    assert decision.message == message
+
+
+def test_prefer_no_schedule_taint_does_not_filter() -> None:
+    soft = Taint("spot", "true", TaintEffect.PREFER_NO_SCHEDULE)
+    decision = Cluster([NodeSpec("s", 1000, GI, 1, taints=(soft,))]).schedule(PodSpec("p", gpus=1))
+    assert isinstance(decision, Placement)
+
+
+def test_unbind_gives_everything_back() -> None:
+    cluster = Cluster(three_nodes(), MostAllocated())
+    pod = PodSpec("p", 3000, 4 * GI, gpus=3)
+    first = cluster.place(pod)
+    assert isinstance(first, Placement)
+    assert cluster.unbind("p") == first
+    assert cluster.node(first.node).free == [1000] * 4
+    assert cluster.node(first.node).cpu_free == 8000
+    again = cluster.place(pod)
+    assert again == first
+
+
+def test_fragmentation_aware_packs_when_fragmentation_ties() -> None:
+    """Whole-card pods only. A 1-card pod leaves no partly used card on either node (fragment
+    0 -> 0 on both), so the bands tie and the node left with less free GPU wins: y (1 card left)
+    over x (3 left), though x sorts first by name."""
+    mix = ShapeMix.of([Shape(cpu_milli=1000, gpus=1)])
+    cluster = Cluster([NodeSpec(n, 8000, 32 * GI, 4, "A100") for n in ("x", "y")], FragmentationAware(mix))
+    held = PodSpec("held", 1000, GI, gpus=2)
+    cluster.bind(held, Placement("held", "y", cluster.node("y").devices_for(held)))
+    decision = cluster.schedule(PodSpec("p", 1000, GI, gpus=1))
+    assert isinstance(decision, Placement)
+    assert (decision.node, [d.gpu for d in decision.devices]) == ("y", [2])

@@ -52,10 +52,11 @@ def two_teams_queue() -> dict:
     """Queue world on TWO_TEAMS (two cards, a and b guaranteed one each, one serving card):
 
     - j1 (a, 2 GPUs, 3600 s) at 0 borrows b's card; admitted and running at 0.
-    - j2 (b, 1 GPU, 1800 s) at 600 reclaims it: j1 is preempted at 600 (2 GPUs × 600 s lost),
-      j2 runs 600–2400.
-    - j3 (a, 1 GPU, 600 s) at 700 fits a's own card: runs 700–1300 (j1, ahead of it, needs two).
-    - j1 is admitted again when j2 finishes: runs 2400–6000. The run ends at 6000.
+    - j2 (b, 1 GPU, 1800 s) at 600 reclaims it: j1 is preempted at 600 (2 GPUs × 600 s lost);
+      Kueue waits the 30 s grace period for j1's pods, so j2 runs 630–2430.
+    - j3 (a, 1 GPU, 600 s) at 700 fits a's own card: runs 700–1300 (j1, back in the queue at
+      631 and ahead of it, needs two).
+    - j1 is admitted again when j2 finishes: runs 2430–6030. The run ends at 6030.
     """
     result = simulate(fleet(TWO_TEAMS), [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a", 700, 600)], SimulationConfig(serving=FLAT))
     return result.summary
@@ -63,10 +64,11 @@ def two_teams_queue() -> dict:
 
 def test_waits_per_team_by_hand() -> None:
     s = two_teams_queue()
-    # j1 waited 600 → 2400 after its preemption; j2 and j3 started on arrival.
-    assert s["teams"]["a"]["waitSeconds"] == {"p50": 0, "p95": 1800, "max": 1800}
-    assert s["teams"]["b"]["waitSeconds"] == {"p50": 0, "p95": 0, "max": 0}
-    assert s["kinds"]["training"]["waitSeconds"] == {"p50": 0, "p95": 1800, "max": 1800}
+    # j1 waited 600 → 2430 after its preemption, j2 the 30 s grace period, j3 not at all.
+    assert s["teams"]["a"]["waitSeconds"] == {"p50": 0, "p95": 1830, "max": 1830}
+    assert s["teams"]["b"]["waitSeconds"] == {"p50": 30, "p95": 30, "max": 30}
+    # [0, 30, 1830]: p50 is the ceil(1.5) = 2nd, p95 the ceil(2.85) = 3rd.
+    assert s["kinds"]["training"]["waitSeconds"] == {"p50": 30, "p95": 1830, "max": 1830}
 
 
 def test_gpu_hours_share_and_jain_by_hand() -> None:
@@ -83,13 +85,14 @@ def test_gpu_hours_share_and_jain_by_hand() -> None:
 def test_utilization_and_idle_while_waiting_by_hand() -> None:
     s = two_teams_queue()
     f = s["fleet"]
-    assert s["endSeconds"] == 6000
-    # 3 cards × 6000 s = 5 GPU-h; held: 9000 + 1800 (batch) + 6000 (the serving replica) = 16800 s.
-    assert f["capacityGpuHours"] == 5.0
-    assert f["allocatedGpuHours"] == pytest.approx(16800 / 3600, abs=1e-3)
-    assert f["utilization"] == pytest.approx(16800 / 18000, abs=1e-4)
-    # j1 waits 600–2400; one card idle 600–700 and 1300–2400: 1200 GPU-seconds.
-    assert f["idleGpuHoursWhileWaiting"] == pytest.approx(1200 / 3600, abs=1e-3)
+    assert s["endSeconds"] == 6030
+    # 3 cards × 6030 s; held: 9000 + 1800 (batch) + 6030 (the serving replica) = 16830 s.
+    assert f["capacityGpuHours"] == pytest.approx(3 * 6030 / 3600, abs=1e-3)
+    assert f["allocatedGpuHours"] == pytest.approx(16830 / 3600, abs=1e-3)
+    assert f["utilization"] == pytest.approx(16830 / 18090, abs=1e-4)
+    # Work waits 600–2430: two cards idle 600–630, one 630–700, none 700–1300, one 1300–2430:
+    # 60 + 70 + 1130 = 1260 GPU-seconds.
+    assert f["idleGpuHoursWhileWaiting"] == pytest.approx(1260 / 3600, abs=1e-3)
 
 
 def test_preemptions_and_work_lost_by_hand() -> None:

@@ -81,4 +81,5 @@ class SimulationConfig:
     termination_grace_s: int = 30  # a preempted pod's grace period before its Workload requeues
     bucket_s: int = HOUR  # width of one time-series bucket
     start: datetime = datetime(2026, 1, 5, tzinfo=UTC)  # wall time of trace second 0 (ledger times)
-    until_s: int | None = None  # stop here even if work remains (None: when no work is left)
+    until_s: int | None = None  # stop here even if work remains (None: see horizon_after_last_s)
+    horizon_after_last_s: int = 7 * DAY  # without until_s: stop this long after the last arrival

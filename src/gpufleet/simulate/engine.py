@@ -17,14 +17,23 @@ waitForPodsReady: an admitted job not running ``timeout`` seconds after its admi
 queue-order timestamp. Pods are ready the moment they are bound (no image pulls, no failures).
 
 Preemption loses the victim's work since its start (no checkpoint is assumed); the victim's
-Workload returns to its queue when its pods are gone, ``termination_grace_s`` later (Kubernetes'
-default grace period), with its creation timestamp. Returning at once would let a victim retake
-the freed quota at the same instant, ahead of its preemptor, over and over. The first-apply
+pods terminate for ``termination_grace_s`` (Kubernetes' default grace period) and Kueue's next
+cycle waits until then, since the victims' quota is only free once their pods are gone; the
+victims return to their queues one second later, with their creation timestamps, so the
+preemptor gets the quota it freed. Without the wait, a borrower's next workload would take the
+freed quota at the same instant, ahead of the preemptor; and a victim returning with the quota
+could win the cycle's ordering and be preempted again, over and over. The first-apply
 world has no PriorityClass either, so serving replicas wait for GPUs like any pod; kube-scheduler's
 pod preemption is not modelled.
 
-The run ends when no arrival, completion, timeout or requeue is left and no job waits; jobs that
-still wait then get one more day of serving changes (the curve repeats daily) before the run stops.
+The run ends when no arrival, completion, timeout or requeue is left and no job waits. In the
+first-apply world, jobs that still wait then get one more day of serving changes (the curve repeats
+daily; a scale-down can free a serving node) before the run stops; in the queue world nothing but
+those events can free quota, so it stops at once.
+It stops in any case ``horizon_after_last_s`` after the last arrival (or at ``until_s``): a
+preemption cycle that never settles (a borrower re-admitted into quota its lender reclaimed,
+while the lender's head is a job that cannot fit) must not run forever; what still waits then is
+reported as unfinished.
 """
 
 from __future__ import annotations
@@ -55,11 +64,11 @@ from gpufleet.simulate.jobs import JobRun, State
 from gpufleet.simulate.meter import Meter
 from gpufleet.simulate.nodes import PoolNodes, fleet_nodes
 from gpufleet.simulate.queue import Queue
-from gpufleet.simulate.requests import POD_SET, ask_of, pod_spec, shared_resource
+from gpufleet.simulate.requests import POD_SET, Catalog, pod_spec
 from gpufleet.trace.job import Job
 from gpufleet.twin import Admitted, Preempted
 
-ARRIVE, FINISH, TIMEOUT, REQUEUE, SCALE = range(5)
+ARRIVE, FINISH, TIMEOUT, REQUEUE, WAKE, SCALE = range(6)
 SERVING = "serving"  # the team name serving replicas are counted under
 
 Progress = Callable[[int, int], None]
@@ -112,11 +121,11 @@ class Simulation:
         self.capacity = float(sum(p.gpus for p in self.pools.values()))
         self.meter = Meter(config.bucket_s)
         self.queue = Queue(fleet) if config.mode is Mode.QUEUE else None
-        shared = shared_resource(fleet)
+        catalog = Catalog.of(fleet)
         self.runs: list[JobRun] = []
         self.skipped: list[Job] = []
         for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):  # arrival order; the id breaks ties
-            ask = ask_of(job, shared)
+            ask = catalog.ask_of(job)
             if ask is None:
                 self.skipped.append(job)
             else:
@@ -140,6 +149,7 @@ class Simulation:
         self.waiting = 0
         self.arrived = 0
         self.kueue_dirty = False
+        self.evicting_until = 0  # no Kueue cycle before this: preempted pods are still terminating
         self.place_dirty = False
 
     # --- the loop --------------------------------------------------------------------------------
@@ -156,12 +166,16 @@ class Simulation:
             self.push(r.job.submit_s, ARRIVE, r)
         quiet_since: int | None = None
         until = self.config.until_s
+        if until is None and self.runs:
+            until = self.runs[-1].job.submit_s + self.config.horizon_after_last_s
+        stopped_at: int | None = None
         while self.heap:
             t = self.heap[0][0]
             if until is not None and t > until:
+                stopped_at = until
                 break
             if self.active == 0:
-                if self.waiting == 0:
+                if self.waiting == 0 or self.queue is not None:  # in the queue world only events free quota
                     break
                 quiet_since = t if quiet_since is None else quiet_since
                 if t >= quiet_since + DAY:
@@ -176,8 +190,8 @@ class Simulation:
                 self.handle(t, kind, subject)
             self.settle(t)
             self.refresh()
-        if until is not None and self.meter.now < until and self.heap:
-            self.meter.advance(until)
+        if stopped_at is not None:
+            self.meter.advance(stopped_at)
         if self.progress is not None:
             self.progress(len(self.runs), len(self.runs))
         return Outcome(
@@ -205,11 +219,13 @@ class Simulation:
                 self.pods_ready_timeout(t, run)
         elif kind == REQUEUE:
             self.requeue(t, *subject)
+        elif kind == WAKE:
+            self.kueue_dirty = True
         else:
             self.scale(t)
 
     def settle(self, t: int) -> None:
-        if self.queue is not None and self.kueue_dirty:
+        if self.queue is not None and self.kueue_dirty and t >= self.evicting_until:
             self.kueue_dirty = False
             for result in self.queue.cycles():
                 for victim in result.preempted:
@@ -220,6 +236,12 @@ class Simulation:
                     run = self.by_key.get(pending.workload)
                     if run is not None:
                         run.attempt.reason, run.attempt.message = pending.reason, pending.message
+                if result.preempted:
+                    # Kueue waits for its victims: their quota frees only once their pods are gone.
+                    self.evicting_until = t + self.config.termination_grace_s
+                    self.push(self.evicting_until, WAKE, None)
+                    break
+
         if self.place_dirty:
             self.place_dirty = False
             self.place_round(t)
@@ -306,7 +328,7 @@ class Simulation:
         attempt = run.begin(t)
         attempt.reason, attempt.message = "Preempted", p.message
         self.queue.finish(run.key)  # out of the queue until its pods are gone
-        self.push(t + self.config.termination_grace_s, REQUEUE, (run, run.job.submit_s))
+        self.push(t + self.config.termination_grace_s + 1, REQUEUE, (run, run.job.submit_s))
 
     def pods_ready_timeout(self, t: int, run: JobRun) -> None:
         assert self.queue is not None

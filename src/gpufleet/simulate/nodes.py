@@ -22,10 +22,10 @@ from gpufleet.policy import Fleet
 from gpufleet.policy.capacity import PoolCapacity
 from gpufleet.render.common import pool_taints
 from gpufleet.render.gpu_operator import node_labels
+from gpufleet.simulate.requests import GPU_MODEL_LABEL
 
 CPU_PER_GPU = 16_000  # milli-CPU
 MEMORY_PER_GPU = 128 << 30  # bytes
-GPU_MODEL_LABEL = "gpufleet.io/gpu"
 
 
 @dataclass(frozen=True)

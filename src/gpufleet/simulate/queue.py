@@ -81,10 +81,7 @@ class Queue:
         self.twin.finish(key)
 
     def cycles(self) -> Iterator[CycleResult]:
-        """Kueue's scheduling loop at one instant: cycles until one admits and preempts nothing.
-        Each result is yielded before the next cycle runs, so the caller can act on it first."""
-        for _ in range(MAX_CYCLES_PER_INSTANT):
-            result = self.twin.run_cycle()
-            yield result
-            if not result.changed:
-                return
+        """Kueue's scheduling loop at one instant: cycles while active heads remain, until a cycle
+        changes nothing and repeats the previous verdicts (the twin's "until stable"). Each result
+        is yielded before the next cycle runs, so the caller can act on it first."""
+        return self.twin.run(None, limit=MAX_CYCLES_PER_INSTANT)

@@ -7,7 +7,12 @@ A job's pods ask for one kind of GPU device, named the way the rendered fleet ad
 - ``gpu_milli`` (a fraction of a card): one time-slice replica, ``nvidia.com/gpu.shared`` where the
   fleet renames shared cards (the rendered default), else ``nvidia.com/gpu``; the rendered
   time-slicing config fails requests of more than one replica, so a fraction is always one;
-- ``gpus``: whole cards, ``nvidia.com/gpu``.
+- ``gpus``: whole cards, ``nvidia.com/gpu``; but when the job's allowed GPU models are found only
+  on time-sliced pools, it asks for ``gpus`` time-slice replicas (a trace names the card it ran on,
+  and on those cards the device plugin hands out replicas).
+
+A job that names its GPU models carries them as required node affinity on ``gpufleet.io/gpu``, the
+way a user pins ``nvidia.com/gpu.product``.
 
 CPU and memory go to the scheduler only: the rendered Kueue Configuration excludes them from quota.
 In the queue world a pod carries what Kueue injects at admission: the flavor's node labels as its
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpufleet.placement import PodSpec, Toleration
+from gpufleet.placement import Operator, PodSpec, Requirement, Toleration
 from gpufleet.placement import TaintEffect as Effect
 from gpufleet.policy import Fleet
 from gpufleet.trace.job import Job
@@ -27,6 +32,7 @@ from gpufleet.twin.specs import PodSetSpec, ResourceFlavorSpec, WorkloadSpec
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"
 POD_SET = "main"
+GPU_MODEL_LABEL = "gpufleet.io/gpu"  # the label every simulated node carries with its catalogue model
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,21 +44,31 @@ class Ask:
     mig_profile: str = ""
 
 
-def shared_resource(fleet: Fleet) -> str:
-    """The name time-slice replicas are requested under in this fleet."""
-    renamed = any(GPU_SHARED in cap.units for cap in fleet.pools.values())
-    return GPU_SHARED if renamed else GPU
+@dataclass(frozen=True)
+class Catalog:
+    """What the fleet advertises: the time-slice resource name and the cards found only sliced."""
 
+    shared: str
+    timeslice_only: frozenset[str]
 
-def ask_of(job: Job, shared: str) -> Ask | None:
-    """The job's per-pod GPU ask, or None for a job that asks for no GPU."""
-    if job.mig_profile:
-        return Ask(f"nvidia.com/mig-{job.mig_profile}", job.gpus, job.mig_profile)
-    if job.gpu_milli:
-        return Ask(shared, 1)
-    if job.gpus:
-        return Ask(GPU, job.gpus)
-    return None
+    @classmethod
+    def of(cls, fleet: Fleet) -> Catalog:
+        renamed = any(GPU_SHARED in cap.units for cap in fleet.pools.values())
+        sliced = {cap.gpu.name for cap in fleet.pools.values() if cap.decision.mode == "timeslice"}
+        other = {cap.gpu.name for cap in fleet.pools.values() if cap.decision.mode != "timeslice"}
+        return cls(GPU_SHARED if renamed else GPU, frozenset(sliced - other))
+
+    def ask_of(self, job: Job) -> Ask | None:
+        """The job's per-pod GPU ask, or None for a job that asks for no GPU."""
+        if job.mig_profile:
+            return Ask(f"nvidia.com/mig-{job.mig_profile}", job.gpus, job.mig_profile)
+        if job.gpu_milli:
+            return Ask(self.shared, 1)
+        if job.gpus and job.gpu_models and set(job.gpu_models) <= self.timeslice_only:
+            return Ask(self.shared, job.gpus)
+        if job.gpus:
+            return Ask(GPU, job.gpus)
+        return None
 
 
 def pod_spec(
@@ -70,6 +86,7 @@ def pod_spec(
             Toleration(t.key, t.value, t.operator == "Exists", Effect(t.effect) if t.effect else None)
             for t in flavor.tolerations
         )
+    affinity = ((Requirement(GPU_MODEL_LABEL, Operator.IN, job.gpu_models),),) if job.gpu_models else ()
     return PodSpec(
         name=name,
         cpu_milli=job.cpu_milli,
@@ -78,6 +95,7 @@ def pod_spec(
         mig_profile=ask.mig_profile,
         shared_name=ask.resource == GPU_SHARED,
         node_selector=selector,
+        affinity=affinity,
         tolerations=tolerations,
     )
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
-from gpufleet.cli import policy
+from gpufleet.cli import demo, policy
+from gpufleet.cli import simulate as simulate_cli
 from gpufleet.cli import twin as twin_cli
 from gpufleet.cli import trace
 
@@ -37,6 +38,8 @@ def version() -> None:
 
 
 policy.register(app)
+demo.register(app)
+app.command()(simulate_cli.simulate)
 
 
 def main() -> None:

@@ -64,7 +64,9 @@ def workload_spec(fleet: Fleet, *, days: int = DAYS, load: float = LOAD) -> Synt
             priority_classes=tuple(t.priorityClasses),
             data_classes=tuple(t.dataClasses),
             models=(f"{t.name}/model",),
-            checkpoints=tuple(f"{loc.rstrip('/')}/{t.name}/" for d in t.dataClasses for loc in locations.get(d, [])[:1]),
+            checkpoints=tuple(
+                f"{loc.rstrip('/')}/{t.name}/" for d in t.dataClasses for loc in locations.get(d, [])[:1]
+            ),
             flood=t.name == flood,
         )
         for t in policy.teams
@@ -107,7 +109,9 @@ def run_demo(out: Path, progress: Progress | None = None, *, days: int = DAYS) -
     write_trace(jobs, trace)
     results = compare(fleet, jobs, SimulationConfig(), [Mode.FIRST_APPLY, Mode.QUEUE], progress)
     simulation = out / "simulation"
-    written = write_outputs(simulation, results_document(fleet, f"synthetic {days}-day week, seed {SEED}", len(jobs), results), results)
+    written = write_outputs(
+        simulation, results_document(fleet, f"synthetic {days}-day week, seed {SEED}", len(jobs), results), results
+    )
 
     ledger_path = out / "ledger.sqlite"
     ledger_path.unlink(missing_ok=True)  # a fresh ledger per demo run

@@ -88,8 +88,13 @@ def test_chromium_renders_the_report(written: Path, tmp_path: Path) -> None:
     assert (rgb.sum(axis=2) < 700).mean() > 0.03
 
     dom = _run_chromium("--dump-dom", url).stdout
-    for text in ("Before: first apply (no queue)", "After: Kueue in front of the cards", 'id="run-first-apply"', 'id="run-queue"'):
+    for text in (
+        "Before: first apply (no queue)",
+        "After: Kueue in front of the cards",
+        'id="run-first-apply"',
+        'id="run-queue"',
+    ):
         assert text in dom
-    for team in ("<td class=\"name\">a</td>", "<td class=\"name\">b</td>"):
+    for team in ('<td class="name">a</td>', '<td class="name">b</td>'):
         assert team in dom
     assert dom.count("<img") == 4

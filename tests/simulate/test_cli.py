@@ -22,7 +22,9 @@ def test_simulate_compares_both_worlds(tmp_path: Path) -> None:
     trace = tmp_path / "trace.csv"
     write_trace([job("t1", "a", 0, 7200, gpus=2), job("t2", "a", 60, 7200, gpus=2)], trace)
     out = tmp_path / "out"
-    result = runner.invoke(app, ["simulate", str(policy), "--trace", str(trace), "--compare", "first-apply", "-o", str(out)])
+    result = runner.invoke(
+        app, ["simulate", str(policy), "--trace", str(trace), "--compare", "first-apply", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "Before and after, per team and job kind" in result.output
     document = json.loads((out / "results.json").read_text())

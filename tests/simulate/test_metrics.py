@@ -58,7 +58,11 @@ def two_teams_queue() -> dict:
       631 and ahead of it, needs two).
     - j1 is admitted again when j2 finishes: runs 2430–6030. The run ends at 6030.
     """
-    result = simulate(fleet(TWO_TEAMS), [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a", 700, 600)], SimulationConfig(serving=FLAT))
+    result = simulate(
+        fleet(TWO_TEAMS),
+        [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a", 700, 600)],
+        SimulationConfig(serving=FLAT),
+    )
     return result.summary
 
 

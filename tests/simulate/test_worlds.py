@@ -90,10 +90,28 @@ def seeded_jobs(seed: int, count: int) -> list[Job]:
         common = {"job_id": f"j{i:04d}", "team": team, "namespace": ns, "submit_s": rng.randrange(0, 86400)}
         duration = rng.randrange(300, 4 * 3600)
         if shape == "full":
-            jobs.append(Job(**common, duration_s=duration, kind=JobKind.TRAINING, pods=rng.choice([1, 1, 2]), gpus=rng.choice([1, 2, 4, 8]), priority_class="batch"))
+            jobs.append(
+                Job(
+                    **common,
+                    duration_s=duration,
+                    kind=JobKind.TRAINING,
+                    pods=rng.choice([1, 1, 2]),
+                    gpus=rng.choice([1, 2, 4, 8]),
+                    priority_class="batch",
+                )
+            )
         elif shape == "mig":
             profile = rng.choice(["1g.10gb", "2g.20gb", "3g.40gb"])
-            jobs.append(Job(**common, duration_s=duration, kind=JobKind.BATCH_EVAL, gpus=1, mig_profile=profile, priority_class="batch"))
+            jobs.append(
+                Job(
+                    **common,
+                    duration_s=duration,
+                    kind=JobKind.BATCH_EVAL,
+                    gpus=1,
+                    mig_profile=profile,
+                    priority_class="batch",
+                )
+            )
         else:
             jobs.append(Job(**common, duration_s=duration, kind=JobKind.DEV, gpu_milli=250, priority_class="dev"))
     return jobs

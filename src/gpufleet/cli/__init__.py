@@ -8,10 +8,9 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
-from gpufleet.cli import demo, policy
+from gpufleet.cli import demo, policy, trace
 from gpufleet.cli import simulate as simulate_cli
 from gpufleet.cli import twin as twin_cli
-from gpufleet.cli import trace
 
 app = typer.Typer(
     name="gpufleet",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -61,7 +61,9 @@ def print_comparison(results: Sequence[RunResult]) -> None:
             ratio = t["shareOverWeight"]
             row += cells(t, f"{pct(t['share'])}/{pct(t['weightShare'])}" + ("" if ratio is None else f" ({ratio:.2f})"))
         table.add_row(*row)
-        kinds = sorted({k.split("/", 1)[1] for r in results for k in r.summary["teamKinds"] if k.startswith(f"{team}/")})
+        kinds = sorted(
+            {k.split("/", 1)[1] for r in results for k in r.summary["teamKinds"] if k.startswith(f"{team}/")}
+        )
         for kind in kinds:
             row = [f"  {kind}"]
             for r in results:
@@ -73,12 +75,23 @@ def print_comparison(results: Sequence[RunResult]) -> None:
     fleet.add_column("")
     for r in results:
         fleet.add_column(r.name, justify="right")
-    rows = [
-        ("utilization (allocated / capacity GPU-h)", lambda s: f"{pct(s['fleet']['utilization'])} ({num(s['fleet']['allocatedGpuHours'])} / {num(s['fleet']['capacityGpuHours'])})"),
+    rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        (
+            "utilization (allocated / capacity GPU-h)",
+            lambda s: (
+                f"{pct(s['fleet']['utilization'])} ({num(s['fleet']['allocatedGpuHours'])} / {num(s['fleet']['capacityGpuHours'])})"
+            ),
+        ),
         ("idle GPU-hours while work waited", lambda s: num(s["fleet"]["idleGpuHoursWhileWaiting"])),
-        ("Jain's index (share / weight)", lambda s: "–" if s["fleet"]["jainIndex"] is None else f"{s['fleet']['jainIndex']:.3f}"),
+        (
+            "Jain's index (share / weight)",
+            lambda s: "–" if s["fleet"]["jainIndex"] is None else f"{s['fleet']['jainIndex']:.3f}",
+        ),
         ("jobs finished", lambda s: f"{s['fleet']['finished']} of {s['fleet']['jobs']}"),
-        ("preemptions (GPU-h of work lost)", lambda s: f"{s['fleet']['preemptions']} ({num(s['fleet']['workLostGpuHours'])})"),
+        (
+            "preemptions (GPU-h of work lost)",
+            lambda s: f"{s['fleet']['preemptions']} ({num(s['fleet']['workLostGpuHours'])})",
+        ),
         ("waitForPodsReady evictions", lambda s: str(s["fleet"]["podsReadyEvictions"])),
         ("admitted-but-unplaced hours", lambda s: num(s["fleet"]["admittedUnplacedHours"])),
         ("serving starved replica-minutes", lambda s: num(s["serving"]["starvedReplicaMinutes"])),

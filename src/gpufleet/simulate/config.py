@@ -51,7 +51,7 @@ class PodsReady:
 
     def backoff(self, requeues: int) -> int:
         """Seconds until the ``requeues``-th requeue: base · 2^(n−1), capped at the maximum."""
-        return min(self.backoff_base_s * 2 ** max(requeues - 1, 0), self.backoff_max_s)
+        return min(self.backoff_base_s << max(requeues - 1, 0), self.backoff_max_s)
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,9 @@ class Simulation:
         self.progress = progress
         self.pools = fleet_nodes(fleet, tainted=config.mode is Mode.QUEUE)
         self.pool_of_node = {n.name: p for p in self.pools.values() for n in p.nodes}
-        self.cluster = Cluster([n for p in self.pools.values() for n in p.nodes], placement_policy(config.placement, jobs))
+        self.cluster = Cluster(
+            [n for p in self.pools.values() for n in p.nodes], placement_policy(config.placement, jobs)
+        )
         self.capacity = float(sum(p.gpus for p in self.pools.values()))
         self.meter = Meter(config.bucket_s)
         self.queue = Queue(fleet) if config.mode is Mode.QUEUE else None

@@ -74,9 +74,7 @@ def pool_nodes(cap: PoolCapacity, *, tainted: bool) -> PoolNodes:
     card = tuple(profile for profile, count in sorted(layout.items()) for _ in range(count))
     replicas = decision.replicas if decision.mode == "timeslice" and decision.replicas else 1
     labels = {**node_labels(cap), GPU_MODEL_LABEL: cap.gpu.name}
-    taints = (
-        tuple(Taint(t["key"], t["value"], TaintEffect(t["effect"])) for t in pool_taints(pool)) if tainted else ()
-    )
+    taints = tuple(Taint(t["key"], t["value"], TaintEffect(t["effect"])) for t in pool_taints(pool)) if tainted else ()
     per_node = pool.gpusPerNode
     nodes = tuple(
         NodeSpec(

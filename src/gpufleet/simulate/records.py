@@ -22,7 +22,9 @@ def _placements(run: JobRun, attempt: Attempt, models: dict[str, str]) -> tuple[
     per_node: dict[str, list[str]] = defaultdict(list)
     for _pod, (node, devices) in sorted(attempt.placements.items()):
         for d in devices:
-            label = f"gpu{d.gpu}" + (f"/{d.profile.removeprefix('nvidia.com/')}#{d.instance}" if d.instance is not None else "")
+            label = f"gpu{d.gpu}" + (
+                f"/{d.profile.removeprefix('nvidia.com/')}#{d.instance}" if d.instance is not None else ""
+            )
             per_node[node].append(label)
     return tuple(
         Placement(node, len(labels), tuple(labels), models.get(node, "")) for node, labels in sorted(per_node.items())

@@ -32,7 +32,9 @@ class RunResult:
     rows: list[dict[str, Any]]
 
 
-def simulate(fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, progress: Progress | None = None) -> RunResult:
+def simulate(
+    fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, progress: Progress | None = None
+) -> RunResult:
     outcome = Simulation(fleet, jobs, config, progress).run()
     name = config.mode.value
     return RunResult(name, outcome, summarize(outcome), ledger_records(outcome, name), job_rows(outcome, name))

@@ -21,7 +21,9 @@ app = typer.Typer(help="Simulate Kueue's admission on real Kueue objects.", no_a
 @guarded
 def step(
     files: Annotated[list[Path], typer.Argument(help="YAML streams of Kueue objects ('-' for stdin).")],
-    cycles: Annotated[int | None, typer.Option("--cycles", min=1, help="Run exactly N scheduling cycles.")] = None,
+    cycles: Annotated[
+        int | None, typer.Option("--cycles", min=1, help="Run exactly N scheduling cycles.")
+    ] = None,
     until_stable: Annotated[
         bool, typer.Option("--until-stable", help="Run until a cycle changes nothing (the default).")
     ] = False,
@@ -57,7 +59,9 @@ def _print_human(report: dict[str, Any]) -> None:
             )
             table.add_row(a["workload"], "[green]admitted[/]", a["clusterQueue"], flavors)
         for p in cycle["preempted"]:
-            table.add_row(p["workload"], f"[red]preempted[/] ({p['reason']})", p["clusterQueue"], f"by {p['preemptor']}")
+            table.add_row(
+                p["workload"], f"[red]preempted[/] ({p['reason']})", p["clusterQueue"], f"by {p['preemptor']}"
+            )
         for p in cycle["pending"]:
             table.add_row(
                 p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']})", p["clusterQueue"], p["message"]

@@ -33,19 +33,16 @@ class ResourceGroup:
 class ClusterQueue:
     """A ClusterQueue: its frozen spec, its quota node, and the workloads holding its quota."""
 
-    __slots__ = ("group_of", "groups", "inactive_reason", "node", "spec", "workloads")
+    __slots__ = ("group_of", "groups", "inactive_reason", "name", "node", "spec", "workloads")
 
     def __init__(self, spec: ClusterQueueSpec, node: QuotaNode, groups: tuple[ResourceGroup, ...]) -> None:
         self.spec = spec
+        self.name = spec.name
         self.node = node
         self.groups = groups
         self.group_of = {r: i for i, g in enumerate(groups) for r in g.covered}
         self.workloads: dict[str, Workload] = {}
         self.inactive_reason = "" if spec.stop_policy == "None" else "Stopped"
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
 
     @property
     def active(self) -> bool:
@@ -57,8 +54,8 @@ class CohortTree:
 
     def __init__(self, spec: ClusterSpec) -> None:
         self.frs = FlavorResources()
-        for cq in spec.cluster_queues.values():
-            _intern_groups(self.frs, cq.resource_groups)
+        for cq_spec in spec.cluster_queues.values():
+            _intern_groups(self.frs, cq_spec.resource_groups)
         for co in spec.cohorts.values():
             _intern_groups(self.frs, co.resource_groups)
         size = len(self.frs)
@@ -68,10 +65,13 @@ class CohortTree:
             _set_quotas(node, self.frs, co.resource_groups)
             self.cohorts[co.name] = node
         self.cluster_queues: dict[str, ClusterQueue] = {}
-        for cq in spec.cluster_queues.values():
-            node = QuotaNode(cq.name, size, is_cohort=False, weight=cq.fair_weight)
-            _set_quotas(node, self.frs, cq.resource_groups)
-            self.cluster_queues[cq.name] = ClusterQueue(cq, node, _groups(self.frs, cq.resource_groups))
+        for cq_spec in spec.cluster_queues.values():
+            node = QuotaNode(cq_spec.name, size, is_cohort=False, weight=cq_spec.fair_weight)
+            _set_quotas(node, self.frs, cq_spec.resource_groups)
+            groups = _groups(self.frs, cq_spec.resource_groups)
+            cq = self.cluster_queues[cq_spec.name] = ClusterQueue(cq_spec, node, groups)
+            if any(f.flavor not in spec.flavors for g in groups for f in g.flavors):
+                cq.inactive_reason = "FlavorNotFound"  # Kueue keeps such a queue inactive
         for co in spec.cohorts.values():
             if co.parent:
                 _link(self.cohorts[co.name], self._cohort(co.parent, size))
@@ -84,7 +84,7 @@ class CohortTree:
             top = cq.node
             while top.parent is not None:
                 top = top.parent
-            tops[top.name] = top
+            tops[f"{'cohort' if top.is_cohort else 'queue'}/{top.name}"] = top
         self.roots = [tops[name] for name in sorted(tops)]
         for root in self.roots:
             _set_paths(root, ())
@@ -137,7 +137,9 @@ def _set_quotas(node: QuotaNode, frs: FlavorResources, groups: tuple[ResourceGro
             for quota in flavor.resources:
                 fr = frs.intern(flavor.flavor, quota.resource)
                 node.nominal[fr] = quota.nominal
-                node.borrowing_limit[fr] = UNLIMITED if quota.borrowing_limit is None else quota.borrowing_limit
+                node.borrowing_limit[fr] = (
+                    UNLIMITED if quota.borrowing_limit is None else quota.borrowing_limit
+                )
                 node.lending_limit[fr] = quota.lending_limit
                 defined.append(fr)
     node.defined = tuple(defined)

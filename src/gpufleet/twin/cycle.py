@@ -25,43 +25,42 @@ from gpufleet.twin.fairshare import tournament
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment
 from gpufleet.twin.preemption import Target
 from gpufleet.twin.quota import QuotaNode, add_usage, available, remove_usage
-from gpufleet.twin.results import ACTIVE, INADMISSIBLE, Admitted, CycleResult, Pending, Preempted
+from gpufleet.twin.results import ACTIVE, INADMISSIBLE, CycleResult, Pending
 from gpufleet.twin.workload import Workload
 
 if TYPE_CHECKING:
     from gpufleet.twin.scheduler import Twin
 
-NOMINATED, SKIPPED, ASSUMED, PREEMPTING = "nominated", "skipped", "assumed", "preempting"
+SKIPPED, ASSUMED, PREEMPTING = "skipped", "assumed", "preempting"
+UNASSIGNED = Assignment(mode=NO_FIT)  # shared, never mutated: heads rejected before flavor assignment
 
 
 class Entry:
     """A head under consideration this cycle: its assignment, targets and decision record."""
 
-    __slots__ = ("assignment", "cq", "message", "reason", "requeue_now", "status", "targets", "wl")
+    __slots__ = (
+        "assignment", "cq", "message", "node", "order", "reason",
+        "requeue_now", "status", "targets", "usage", "wl",
+    )  # fmt: skip
 
     def __init__(self, wl: Workload, cq: ClusterQueue | None) -> None:
         self.wl = wl
         self.cq = cq
-        self.assignment = Assignment(mode=NO_FIT)
+        self.assignment = UNASSIGNED
         self.targets: list[Target] = []
         self.status = ""
         self.reason = ""
         self.message = ""
         self.requeue_now = False  # Kueue's FailedAfterNomination / PendingPreemption
+        # What the fair-sharing tournament reads (plain attributes: it reads them a lot).
+        self.order = wl.order
+        self.usage: dict[int, int] = self.assignment.usage
+        if cq is not None:
+            self.node: QuotaNode = cq.node
 
-    # What the fair-sharing tournament reads.
-    @property
-    def node(self) -> QuotaNode:
-        assert self.cq is not None
-        return self.cq.node
-
-    @property
-    def usage(self) -> dict[int, int]:
-        return self.assignment.usage
-
-    @property
-    def order(self) -> tuple[int, int, str]:
-        return self.wl.order
+    def assign(self, assignment: Assignment, targets: list[Target]) -> None:
+        self.assignment, self.targets, self.usage = assignment, targets, assignment.usage
+        self.reason, self.message = assignment.reason, assignment.message
 
     def classical_key(self) -> tuple[int, int, int, str]:
         return (self.assignment.borrowing, *self.wl.order)
@@ -89,13 +88,17 @@ class Snapshot:
 
 def run_cycle(twin: Twin) -> CycleResult:
     # 1. Get the heads from the queues, one per active ClusterQueue.
-    heads = twin.queues.heads(twin.active_queues)
+    heads = twin.queues.heads()
     # 2. Take a snapshot of the quota tree (an undo journal over the live one).
     snapshot = Snapshot()
     # 3. Nominate: flavors, borrowing and preemption targets for each head.
     entries, rejected = nominate(twin, heads)
     # 4. Order the entries.
-    ordered = tournament(twin.fair, entries) if twin.fair is not None else iter(sorted(entries, key=Entry.classical_key))
+    ordered = (
+        tournament(twin.fair, entries)
+        if twin.fair is not None
+        else iter(sorted(entries, key=Entry.classical_key))
+    )
     # 5. Admit greedily; issue preemptions; never admit a preemptor in the cycle of its evictions.
     victims: dict[str, tuple[Target, Entry]] = {}
     admitted = [e for e in _process(twin, ordered, snapshot, victims) if e.status == ASSUMED]
@@ -123,8 +126,7 @@ def nominate(twin: Twin, heads: Iterable[Workload]) -> tuple[list[Entry], list[E
             e.reason, e.message = reasons.MISCONFIGURED, reasons.NAMESPACE_MISMATCH
             e.status = "namespaceMismatch"
         else:
-            e.assignment, e.targets = twin.get_assignments(wl, cq)
-            e.reason, e.message = e.assignment.reason, e.assignment.message
+            e.assign(*twin.get_assignments(wl, cq))
             entries.append(e)
             continue
         rejected.append(e)
@@ -169,10 +171,13 @@ def _skip(e: Entry, message: str) -> None:
 
 
 def _fits_without(twin: Twin, cq: ClusterQueue, usage: dict[int, int], gone: list[Target]) -> bool:
+    if not gone:
+        node = cq.node
+        return all(q <= available(node, fr) for fr, q in usage.items())
     for t in gone:
         twin.preemptor.remove(t.workload)
     try:
-        return all(q <= available(cq.node, fr) for fr, q in usage.items())
+        return _fits_without(twin, cq, usage, [])
     finally:
         for t in gone:
             twin.preemptor.restore(t.workload)

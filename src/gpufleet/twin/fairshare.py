@@ -22,9 +22,10 @@ cohort the winner of its own tournament) and the best one goes up. "Best" is ONE
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from gpufleet.twin.quota import QuotaNode, add_usage, potential_available, remove_usage
 
@@ -59,9 +60,6 @@ class DRS:
 
     def borrowing_on(self, frs: Sequence[int]) -> bool:
         return any(fr in self.borrowed for fr in frs)
-
-
-ZERO = DRS(0.0, 1.0, (), "")
 
 
 class FairShare:
@@ -151,25 +149,31 @@ def _run_root(fs: FairShare, entries: list[E]) -> Iterator[E]:
     for e in entries:
         for anc in e.node.path[1:-1]:
             under.setdefault(id(anc), []).append(e)
-    keys: dict[tuple[int, int], tuple[object, ...]] = {}
+    keys: dict[tuple[int, int], tuple[Any, ...]] = {}
 
-    def key_at(e: E, level: int) -> tuple[object, ...]:
+    def key_at(e: E, level: int) -> tuple[Any, ...]:
         """Key of ``e`` at the cohort ``e.node.path[level + 1]`` (its child there is path[level])."""
         ck = (id(e), level)
         k = keys.get(ck)
         if k is None:
             child = e.node.path[level]
-            if level == 0:
-                share = fs.drs(child, e.usage)
-            else:
-                share = _drs_with(fs, e, child)
+            share = fs.drs(child, e.usage) if level == 0 else _drs_with(fs, e, child)
             k = (share.borrowing_on(tuple(e.usage)), share.key(), *e.order)
             keys[ck] = k
         return k
 
+    # A ClusterQueue's key depends only on its own usage, which changes only when its entry is
+    # admitted, so each cohort keeps its leaf entries in a heap built once per cycle.
+    leaves: dict[int, list[tuple[tuple[Any, ...], int, E]]] = {}
+    for i, e in enumerate(entries):
+        leaves.setdefault(id(e.node.parent), []).append((key_at(e, 0), i, e))
+    for heap in leaves.values():
+        heapq.heapify(heap)
+
     root = entries[0].node.root
     while remaining:
-        winner = _play(root, remaining, key_at)
+        winner = _play(root, remaining, key_at, leaves)
+        assert winner is not None
         del remaining[id(winner.node)]
         yield winner
         for anc in winner.node.path[1:-1]:
@@ -177,7 +181,7 @@ def _run_root(fs: FairShare, entries: list[E]) -> Iterator[E]:
                 keys.pop((id(e), e.node.path.index(anc)), None)
 
 
-def _drs_with(fs: FairShare, e: E, child: QuotaNode) -> DRS:
+def _drs_with(fs: FairShare, e: Candidate, child: QuotaNode) -> DRS:
     for fr, q in e.usage.items():
         add_usage(e.node, fr, q)
     try:
@@ -188,20 +192,23 @@ def _drs_with(fs: FairShare, e: E, child: QuotaNode) -> DRS:
 
 
 def _play(
-    cohort: QuotaNode, remaining: dict[int, E], key_at: Callable[[E, int], tuple[object, ...]]
+    cohort: QuotaNode,
+    remaining: dict[int, E],
+    key_at: Callable[[E, int], tuple[Any, ...]],
+    leaves: dict[int, list[tuple[tuple[Any, ...], int, E]]],
 ) -> E | None:
     best: E | None = None
-    best_key: tuple[object, ...] | None = None
+    best_key: tuple[Any, ...] | None = None
+    heap = leaves.get(id(cohort))
+    if heap:
+        while heap and id(heap[0][2].node) not in remaining:
+            heapq.heappop(heap)
+        if heap:
+            best_key, _, best = heap[0]
     for child in cohort.child_cohorts:
-        cand = _play(child, remaining, key_at)
+        cand = _play(child, remaining, key_at, leaves)
         if cand is not None:
             k = key_at(cand, cand.node.path.index(child))
-            if best_key is None or k < best_key:  # type: ignore[operator]
+            if best_key is None or k < best_key:
                 best, best_key = cand, k
-    for leaf in cohort.child_queues:
-        entry = remaining.get(id(leaf))
-        if entry is not None:
-            k = key_at(entry, 0)
-            if best_key is None or k < best_key:  # type: ignore[operator]
-                best, best_key = entry, k
     return best

@@ -17,7 +17,7 @@ queue's order (Kueue's ``flavorassigner.go``):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, FlavorChoice
@@ -38,27 +38,23 @@ PREEMPT = 2
 RECLAIM = 3
 FIT = 4
 
-MODE_NAMES = {NO_FIT: "NoFit", NO_CANDIDATES: "Preempt", PREEMPT: "Preempt", RECLAIM: "Preempt", FIT: "Fit"}
-
 Oracle = Callable[[Workload, ClusterQueue, int, int], int]
 """Simulates preemption for one flavor-resource and quantity; returns PREEMPT, RECLAIM or NO_CANDIDATES."""
 
 
-@dataclass(slots=True)
 class Assignment:
     """The outcome of flavor assignment for one workload at given pod counts."""
 
-    pod_sets: list[PodSetAdmission] = field(default_factory=list)
-    mode: int = FIT
-    borrowing: int = 0
-    usage: dict[int, int] = field(default_factory=dict)
-    contested: set[int] = field(default_factory=set)  # flavor-resources that need preemption
-    reason: str = ""
-    message: str = ""
+    __slots__ = ("borrowing", "contested", "message", "mode", "pod_sets", "reason", "usage")
 
-    @property
-    def representative_mode(self) -> str:
-        return MODE_NAMES[self.mode]
+    def __init__(self, mode: int = FIT) -> None:
+        self.pod_sets: list[PodSetAdmission] = []
+        self.mode = mode
+        self.borrowing = 0  # the deepest borrowing level over the assigned flavor-resources
+        self.usage: dict[int, int] = {}  # flavor-resource index -> quantity
+        self.contested: set[int] = set()  # flavor-resources that need preemption
+        self.reason = ""
+        self.message = ""
 
 
 def matches(ps: PodSetSpec, flavor: ResourceFlavorSpec) -> str:
@@ -83,6 +79,15 @@ def matches(ps: PodSetSpec, flavor: ResourceFlavorSpec) -> str:
     return ""
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """How one pod set maps onto one ClusterQueue's resource groups (computed once, cached)."""
+
+    missing: tuple[str, ...]  # requested resources no resource group covers
+    groups: tuple[tuple[int, tuple[tuple[str, int], ...], tuple[tuple[FlavorChoice, str], ...]], ...]
+    # per group: (index, ((resource, per-pod request), ...), ((flavor, mismatch reason or ""), ...))
+
+
 class FlavorAssigner:
     """Assigns flavors for workloads of one configuration (flavors, fair-sharing flag, oracle)."""
 
@@ -90,46 +95,63 @@ class FlavorAssigner:
         self.flavors = flavors
         self.oracle = oracle
         self.fair_sharing = fair_sharing
-        self._match_cache: dict[tuple[PodSetSpec, str], str] = {}
+        self._layouts: dict[tuple[str, PodSetSpec], _Layout] = {}
+
+    def layout(self, cq: ClusterQueue, ps: PodSetSpec) -> _Layout:
+        key = (cq.name, ps)
+        found = self._layouts.get(key)
+        if found is None:
+            missing = tuple(r for r, q in ps.requests if q > 0 and r not in cq.group_of)
+            by_group: dict[int, list[tuple[str, int]]] = {}
+            for resource, per_pod in ps.requests:
+                if resource in cq.group_of:
+                    by_group.setdefault(cq.group_of[resource], []).append((resource, per_pod))
+            groups = []
+            for idx in sorted(by_group):
+                choices = []
+                for flavor in cq.groups[idx].flavors:
+                    spec = self.flavors.get(flavor.flavor) or ResourceFlavorSpec(flavor.flavor)
+                    choices.append((flavor, matches(ps, spec)))
+                groups.append((idx, tuple(by_group[idx]), tuple(choices)))
+            found = self._layouts[key] = _Layout(missing, tuple(groups))
+        return found
 
     def assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
         result = Assignment()
+        usage = result.usage
         for ps, count in zip(wl.pod_sets, counts, strict=True):
-            flavors_of_ps: list[tuple[str, str]] = []
-            by_group: dict[int, list[tuple[str, int]]] = {}
+            layout = self.layout(cq, ps)
             failures: list[str] = []
             failure_reasons: set[str] = set()
-            for resource, per_pod in ps.requests:
-                group = cq.group_of.get(resource)
-                if group is None:
-                    if per_pod > 0:
-                        failures.append(reasons.resource_unavailable(resource))
-                        failure_reasons.add(reasons.NO_MATCHING_FLAVOR)
-                    continue
-                by_group.setdefault(group, []).append((resource, per_pod * count))
-            if not failures:
-                for group_idx in sorted(by_group):
-                    chosen = self._choose(wl, ps, cq, group_idx, by_group[group_idx], result, failures, failure_reasons)
-                    if chosen is None:
-                        break
-                    flavor, mode, level = chosen
-                    for resource, qty in by_group[group_idx]:
-                        fr = flavor.frs[resource]
-                        result.usage[fr] = result.usage.get(fr, 0) + qty
-                        flavors_of_ps.append((resource, flavor.flavor))
-                        if mode < FIT:
-                            result.contested.add(fr)
-                    result.mode = min(result.mode, mode)
-                    result.borrowing = max(result.borrowing, level)
+            if layout.missing:
+                failures.extend(reasons.resource_unavailable(r) for r in layout.missing)
+                result.mode = NO_FIT
+                self._note(result, ps.name, failures, {reasons.NO_MATCHING_FLAVOR})
+                return result
+            flavors_of_ps: list[tuple[str, str]] = []
+            for _, per_pod, choices in layout.groups:
+                requests = per_pod if count == 1 else tuple((r, q * count) for r, q in per_pod)
+                chosen = self._choose(
+                    wl, cq, choices, requests, so_far=usage, failures=failures, why=failure_reasons
+                )
+                if chosen is None:
+                    result.mode = NO_FIT
+                    self._note(result, ps.name, failures, failure_reasons)
+                    return result
+                flavor, mode, level = chosen
+                for resource, qty in requests:
+                    fr = flavor.frs[resource]
+                    usage[fr] = usage.get(fr, 0) + qty
+                    flavors_of_ps.append((resource, flavor.flavor))
                     if mode < FIT:
-                        self._note(result, ps.name, failures, failure_reasons)
+                        result.contested.add(fr)
+                result.mode = min(result.mode, mode)
+                result.borrowing = max(result.borrowing, level)
+                if mode < FIT:
+                    self._note(result, ps.name, failures, failure_reasons)
+                if failures:
                     failures, failure_reasons = [], set()
-                else:
-                    result.pod_sets.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
-                    continue
-            result.mode = NO_FIT
-            self._note(result, ps.name, failures, failure_reasons)
-            return result
+            result.pod_sets.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
         return result
 
     @staticmethod
@@ -142,19 +164,19 @@ class FlavorAssigner:
     def _choose(
         self,
         wl: Workload,
-        ps: PodSetSpec,
         cq: ClusterQueue,
-        group_idx: int,
-        requests: list[tuple[str, int]],
-        so_far: Assignment,
+        choices: tuple[tuple[FlavorChoice, str], ...],
+        requests: tuple[tuple[str, int], ...],
+        *,
+        so_far: dict[int, int],
         failures: list[str],
-        failure_reasons: set[str],
+        why: set[str],
     ) -> tuple[FlavorChoice, int, int] | None:
+        failure_reasons = why
         fungibility = cq.spec.flavor_fungibility
         best: tuple[FlavorChoice, int, int] | None = None
         best_rank: tuple[int, ...] | None = None
-        for flavor in cq.groups[group_idx].flavors:
-            mismatch = self._mismatch(ps, flavor.flavor)
+        for flavor, mismatch in choices:
             if mismatch:
                 failures.append(mismatch)
                 failure_reasons.add(reasons.NO_MATCHING_FLAVOR)
@@ -167,7 +189,17 @@ class FlavorAssigner:
                     failure_reasons.add(reasons.NO_MATCHING_FLAVOR)
                     mode = NO_FIT
                     continue
-                m, lv = self._fits(wl, cq, fr, resource, flavor.flavor, so_far.usage.get(fr, 0), qty, failures, failure_reasons)
+                m, lv = self._fits(
+                    wl,
+                    cq,
+                    fr,
+                    resource=resource,
+                    flavor=flavor.flavor,
+                    previous=so_far.get(fr, 0),
+                    request=qty,
+                    failures=failures,
+                    failure_reasons=failure_reasons,
+                )
                 mode = min(mode, m)
                 level = max(level, lv)
             if mode == FIT and level == 0:
@@ -183,25 +215,18 @@ class FlavorAssigner:
                 )
                 if not try_next:
                     return flavor, mode, level
-            elif mode == NO_CANDIDATES and best is None:
-                best, best_rank = (flavor, mode, level), (9, level)
-            elif mode == NO_CANDIDATES and best_rank is not None and best_rank[0] == 9 and level < best_rank[1]:
-                best, best_rank = (flavor, mode, level), (9, level)
+            elif mode == NO_CANDIDATES and (
+                best_rank is None or (best_rank[0] == 9 and level < best_rank[1])
+            ):
+                best, best_rank = (flavor, mode, level), (9, level)  # below any viable flavor
         return best
-
-    def _mismatch(self, ps: PodSetSpec, flavor: str) -> str:
-        key = (ps, flavor)
-        cached = self._match_cache.get(key)
-        if cached is None:
-            spec = self.flavors.get(flavor) or ResourceFlavorSpec(flavor)
-            cached = self._match_cache[key] = matches(ps, spec)
-        return cached
 
     def _fits(
         self,
         wl: Workload,
         cq: ClusterQueue,
         fr: int,
+        *,
         resource: str,
         flavor: str,
         previous: int,
@@ -211,20 +236,21 @@ class FlavorAssigner:
     ) -> tuple[int, int]:
         node = cq.node
         val = previous + request
+        free = available(node, fr)
+        if val <= free:  # available never exceeds potential_available, so this is a Fit
+            return FIT, borrowing_level(node, fr, val)
         capacity = potential_available(node, fr)
         if val > capacity:
             failures.append(reasons.insufficient_quota(resource, flavor, previous, request, capacity))
             failure_reasons.add(reasons.EXCEEDS_MAX_QUOTA)
             return NO_FIT, 0
-        free = available(node, fr)
-        if val <= free:
-            return FIT, borrowing_level(node, fr, val)
         failures.append(reasons.insufficient_unused_quota(resource, flavor, val - free))
         failure_reasons.add(reasons.WAITING_FOR_QUOTA)
         policy = cq.spec.preemption
         within_nominal = val <= node.nominal[fr]
         may_borrow_preempt = node.parent is not None and (
-            policy.borrow_within_cohort != NEVER or (self.fair_sharing and policy.reclaim_within_cohort != NEVER)
+            policy.borrow_within_cohort != NEVER
+            or (self.fair_sharing and policy.reclaim_within_cohort != NEVER)
         )
         if not within_nominal and not may_borrow_preempt:
             return NO_FIT, 0

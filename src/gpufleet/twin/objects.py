@@ -12,7 +12,7 @@ raised together as one ``InputError``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -66,7 +66,8 @@ def load_documents(text: str, file: str) -> list[tuple[Any, int]]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise InputError([Problem(f"not valid YAML: {exc}", file, "", line)]) from None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError([Problem(f"not valid YAML: {problem}", file, "", line)]) from None
     finally:
         loader.dispose()
     return docs
@@ -116,7 +117,7 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
         st.cohorts[name] = s.CohortSpec(
             name,
             spec.get("parentName") or spec.get("parent") or None,
-            _groups(doc, spec.get("resourceGroups") or [], cohort=True),
+            _groups(doc, spec.get("resourceGroups") or []),
             _weight(doc, spec),
         )
     elif kind == "ClusterQueue":
@@ -127,7 +128,9 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
         if not cq:
             doc.fail("spec.clusterQueue", "spec.clusterQueue is required")
             return
-        st.local_queues[f"{ns}/{name}"] = s.LocalQueueSpec(ns, name, str(cq), str(spec.get("stopPolicy", "None")))
+        st.local_queues[f"{ns}/{name}"] = s.LocalQueueSpec(
+            ns, name, str(cq), str(spec.get("stopPolicy", "None"))
+        )
     elif kind in ("WorkloadPriorityClass", "PriorityClass"):
         group = KUEUE_GROUP if kind == "WorkloadPriorityClass" else "scheduling.k8s.io"
         st.priority_classes[(group, name)] = _int(doc, "value", obj.get("value", 0))
@@ -135,11 +138,15 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
         st.workloads.append((doc, obj, index))
     elif kind == "Namespace":
         labels = meta.get("labels") or {}
-        st.namespaces[name] = s.NamespaceSpec(name, tuple(sorted((str(k), str(v)) for k, v in labels.items())))
+        st.namespaces[name] = s.NamespaceSpec(
+            name, tuple(sorted((str(k), str(v)) for k, v in labels.items()))
+        )
     elif kind == "Configuration":
         st.config = _config(doc, obj)
     else:
-        doc.fail("kind", f"unknown kind {kind!r} (the twin reads Kueue objects, Namespaces and Configuration)")
+        doc.fail(
+            "kind", f"unknown kind {kind!r} (the twin reads Kueue objects, Namespaces and Configuration)"
+        )
 
 
 def _flavor(doc: _Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
@@ -158,12 +165,17 @@ def _flavor(doc: _Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
 
 def _tolerations(raw: Any) -> tuple[s.Toleration, ...]:
     return tuple(
-        s.Toleration(str(t.get("key", "")), str(t.get("operator", "Equal")), str(t.get("value", "")), str(t.get("effect", "")))
+        s.Toleration(
+            str(t.get("key", "")),
+            str(t.get("operator", "Equal")),
+            str(t.get("value", "")),
+            str(t.get("effect", "")),
+        )
         for t in raw or []
     )
 
 
-def _groups(doc: _Doc, raw: list[Any], *, cohort: bool) -> tuple[s.ResourceGroupSpec, ...]:
+def _groups(doc: _Doc, raw: list[Any]) -> tuple[s.ResourceGroupSpec, ...]:
     groups = []
     for gi, group in enumerate(raw):
         covered = tuple(str(r) for r in group.get("coveredResources") or [])
@@ -185,7 +197,6 @@ def _groups(doc: _Doc, raw: list[Any], *, cohort: bool) -> tuple[s.ResourceGroup
                 )
             flavors.append(s.FlavorQuotasSpec(str(flavor.get("name", "")), tuple(quotas)))
         groups.append(s.ResourceGroupSpec(covered, tuple(flavors)))
-    del cohort
     return tuple(groups)
 
 
@@ -199,19 +210,25 @@ def _cluster_queue(doc: _Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueS
     return s.ClusterQueueSpec(
         name=doc.name,
         cohort=str(cohort) if cohort else None,
-        resource_groups=_groups(doc, spec.get("resourceGroups") or [], cohort=False),
+        resource_groups=_groups(doc, spec.get("resourceGroups") or []),
         namespace_selector=None if selector is None else _selector(selector),
         queueing_strategy=str(spec.get("queueingStrategy", s.BEST_EFFORT_FIFO)),
         flavor_fungibility=s.FlavorFungibilitySpec(
-            _FUNGIBILITY_V1BETA1.get(fung.get("whenCanBorrow", ""), fung.get("whenCanBorrow", s.MAY_STOP_SEARCH)),
-            _FUNGIBILITY_V1BETA1.get(fung.get("whenCanPreempt", ""), fung.get("whenCanPreempt", s.TRY_NEXT_FLAVOR)),
+            _FUNGIBILITY_V1BETA1.get(
+                fung.get("whenCanBorrow", ""), fung.get("whenCanBorrow", s.MAY_STOP_SEARCH)
+            ),
+            _FUNGIBILITY_V1BETA1.get(
+                fung.get("whenCanPreempt", ""), fung.get("whenCanPreempt", s.TRY_NEXT_FLAVOR)
+            ),
             fung.get("preference"),
         ),
         preemption=s.PreemptionSpec(
             str(pre.get("withinClusterQueue", s.NEVER)),
             str(pre.get("reclaimWithinCohort", s.NEVER)),
             str(bwc.get("policy", s.NEVER)),
-            None if threshold is None else _int(doc, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", threshold),
+            None
+            if threshold is None
+            else _int(doc, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", threshold),
         ),
         fair_weight=_weight(doc, spec),
         stop_policy=str(spec.get("stopPolicy", "None")),
@@ -221,7 +238,9 @@ def _cluster_queue(doc: _Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueS
 def _selector(raw: dict[str, Any]) -> s.LabelSelector:
     reqs = [s.Requirement(str(k), "In", (str(v),)) for k, v in (raw.get("matchLabels") or {}).items()]
     reqs += [
-        s.Requirement(str(e.get("key", "")), str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or []))
+        s.Requirement(
+            str(e.get("key", "")), str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or [])
+        )
         for e in raw.get("matchExpressions") or []
     ]
     return s.LabelSelector(tuple(reqs))
@@ -279,7 +298,11 @@ def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.Work
                 s.PodSetAssignmentSpec(
                     str(a.get("name", "main")),
                     tuple((str(r), str(f)) for r, f in (a.get("flavors") or {}).items()),
-                    _int(doc, "status.admission.podSetAssignments.count", a.get("count", _count_of(pod_sets, a))),
+                    _int(
+                        doc,
+                        "status.admission.podSetAssignments.count",
+                        a.get("count", _count_of(pod_sets, a)),
+                    ),
                 )
                 for a in admission_raw.get("podSetAssignments") or []
             ),
@@ -287,11 +310,13 @@ def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.Work
     return s.WorkloadSpec(
         ns, str(meta.get("name")), str(queue or ""), pod_sets, priority, created,
         str(meta.get("uid", "")), admission, bool(spec.get("active", True)),
-        _reserved_at(doc, status, index) if admission else 0,
+        _reserved_at(doc, status) if admission else 0,
+        str((meta.get("labels") or {}).get("kueue.x-k8s.io/job-uid", "")),
     )  # fmt: skip
 
 
-def _reserved_at(doc: _Doc, status: dict[str, Any], index: int) -> int:
+def _reserved_at(doc: _Doc, status: dict[str, Any]) -> int:
+    """QuotaReserved's lastTransitionTime: orders victims by \"admitted more recently\"."""
     for cond in status.get("conditions") or []:
         if cond.get("type") == "QuotaReserved" and cond.get("status") == "True":
             return _timestamp(doc, cond.get("lastTransitionTime"), 0)
@@ -326,10 +351,14 @@ def _pod_set(doc: _Doc, raw: dict[str, Any], i: int) -> s.PodSetSpec:
         for res, qty in _container_requests(doc, f"{path}.template.spec.containers[{c}]", container).items():
             requests[res] = requests.get(res, 0) + qty
     for c, container in enumerate(pod.get("initContainers") or []):
-        for res, qty in _container_requests(doc, f"{path}.template.spec.initContainers[{c}]", container).items():
+        for res, qty in _container_requests(
+            doc, f"{path}.template.spec.initContainers[{c}]", container
+        ).items():
             requests[res] = max(requests.get(res, 0), qty)
     for res, qty in (pod.get("overhead") or {}).items():
-        requests[res] = requests.get(res, 0) + (_quantity(doc, f"{path}.template.spec.overhead", qty, res) or 0)
+        requests[res] = requests.get(res, 0) + (
+            _quantity(doc, f"{path}.template.spec.overhead", qty, res) or 0
+        )
     terms = []
     affinity = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
@@ -337,7 +366,11 @@ def _pod_set(doc: _Doc, raw: dict[str, Any], i: int) -> s.PodSetSpec:
     for term in affinity.get("nodeSelectorTerms") or []:
         terms.append(
             tuple(
-                s.Requirement(str(e.get("key", "")), str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or []))
+                s.Requirement(
+                    str(e.get("key", "")),
+                    str(e.get("operator", "In")),
+                    tuple(str(v) for v in e.get("values") or []),
+                )
                 for e in term.get("matchExpressions") or []
             )
         )
@@ -358,7 +391,9 @@ def _container_requests(doc: _Doc, path: str, container: dict[str, Any]) -> dict
     resources = container.get("resources") or {}
     merged = dict(resources.get("limits") or {})
     merged.update(resources.get("requests") or {})  # limits stand in for missing requests
-    return {str(r): _quantity(doc, f"{path}.resources.requests[{r}]", q, str(r)) or 0 for r, q in merged.items()}
+    return {
+        str(r): _quantity(doc, f"{path}.resources.requests[{r}]", q, str(r)) or 0 for r, q in merged.items()
+    }
 
 
 def _quantity(doc: _Doc, path: str, value: Any, resource: str) -> int | None:
@@ -392,4 +427,4 @@ def _timestamp(doc: _Doc, value: Any, index: int) -> int:
         return index
 
 
-__all__ = ["load_documents", "parse_cluster", "replace"]
+__all__ = ["load_documents", "parse_cluster"]

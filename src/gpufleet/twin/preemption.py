@@ -29,7 +29,6 @@ from gpufleet.twin.specs import (
     LESS_THAN_INITIAL_SHARE,
     LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
     LOWER_OR_NEWER_EQUAL_PRIORITY,
-    LOWER_PRIORITY,
     NEVER,
 )
 from gpufleet.twin.workload import Workload
@@ -79,7 +78,7 @@ class Preemptor:
             return self.minimal(request, cq, frs, candidates, allow_borrowing=True, threshold=None)
         if self.fair is not None:
             return self.fair_preemptions(wl, cq, request, frs, candidates)
-        return self.classic(wl, cq, request, frs, candidates, own)
+        return self.classic(wl, cq, request, frs, candidates=candidates, own=own)
 
     def classic(
         self,
@@ -87,6 +86,7 @@ class Preemptor:
         cq: ClusterQueue,
         request: dict[int, int],
         frs: frozenset[int],
+        *,
         candidates: list[Workload],
         own: list[Workload],
     ) -> list[Target]:
@@ -196,7 +196,12 @@ class Preemptor:
 
     # --- fair sharing ---------------------------------------------------------------------------
     def fair_preemptions(
-        self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int], candidates: list[Workload]
+        self,
+        wl: Workload,
+        cq: ClusterQueue,
+        request: dict[int, int],
+        frs: frozenset[int],
+        candidates: list[Workload],
     ) -> list[Target]:
         """Visit the candidate queue with the highest share first; each victim must pass a strategy.
 
@@ -247,16 +252,7 @@ class Preemptor:
                     pools.append(pool)
                 break
         if not fits and len(strategies) > 1:
-            for pool in sorted(
-                _pools(retry, self.tree, fair, first_only=True), key=lambda p: (p.share.key(), p.cq.name), reverse=True
-            ):
-                if _strategy(strategies[1], new_share, pool.share, pool.share):
-                    victim = pool.workloads[0]
-                    self.remove(victim)
-                    targets.append(Target(victim, reasons.IN_COHORT_FAIR_SHARING))
-                    if workload_fits(request, cq, True):
-                        fits = True
-                        break
+            fits = self._second_strategy(strategies[1], cq, request, new_share, retry=retry, targets=targets)
         if not fits:
             for t in targets:
                 self.restore(t.workload)
@@ -265,6 +261,30 @@ class Preemptor:
         for t in targets:
             self.restore(t.workload)
         return targets
+
+    def _second_strategy(
+        self,
+        strategy: str,
+        cq: ClusterQueue,
+        request: dict[int, int],
+        new_share: tuple[int, float],
+        *,
+        retry: list[Workload],
+        targets: list[Target],
+    ) -> bool:
+        """Rule S2-b over the candidates the first strategy refused: one victim per queue, the
+        queue with the highest share first (the rule does not depend on the victim)."""
+        fair = self.fair
+        assert fair is not None
+        pools = _pools(retry, self.tree, fair, first_only=True)
+        for pool in sorted(pools, key=lambda p: (p.share.key(), p.cq.name), reverse=True):
+            if _strategy(strategy, new_share, pool.share, pool.share):
+                victim = pool.workloads[0]
+                self.remove(victim)
+                targets.append(Target(victim, reasons.IN_COHORT_FAIR_SHARING))
+                if workload_fits(request, cq, True):
+                    return True
+        return False
 
     def can_always_reclaim(self, cq: ClusterQueue) -> bool:
         """A queue that can reclaim any borrowed quota needs no reservation when it cannot preempt."""
@@ -322,6 +342,3 @@ def under_nominal(cq: ClusterQueue, frs: Iterable[int]) -> bool:
     """Kueue's ``queueUnderNominalInResourcesNeedingPreemption``."""
     node = cq.node
     return all(node.usage[fr] < node.nominal[fr] for fr in frs)
-
-
-__all__ = ["LOWER_PRIORITY", "Preemptor", "Target", "under_nominal", "workload_fits"]

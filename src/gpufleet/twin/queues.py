@@ -28,14 +28,15 @@ from gpufleet.twin.workload import Workload
 class ClusterQueueQueue:
     """The pending side of one ClusterQueue; deletions are lazy (checked on pop)."""
 
-    __slots__ = ("_heap", "active", "inadmissible", "name", "strict")
+    __slots__ = ("_heap", "_parked", "active", "inadmissible", "name", "strict")
 
-    def __init__(self, name: str, strategy: str) -> None:
+    def __init__(self, name: str, strategy: str, parked: set[str]) -> None:
         self.name = name
         self.strict = strategy == STRICT_FIFO
         self._heap: list[tuple[tuple[int, int, str], Workload]] = []
         self.active: dict[str, Workload] = {}
         self.inadmissible: dict[str, Workload] = {}
+        self._parked = parked  # shared: names of queues that hold parked workloads
 
     def push(self, wl: Workload) -> None:
         if wl.key in self.active:
@@ -47,6 +48,7 @@ class ClusterQueueQueue:
     def park(self, wl: Workload) -> None:
         self.active.pop(wl.key, None)
         self.inadmissible[wl.key] = wl
+        self._parked.add(self.name)
 
     def pop(self) -> Workload | None:
         heap = self._heap
@@ -72,6 +74,7 @@ class ClusterQueueQueue:
     def flush_inadmissible(self) -> None:
         parked = list(self.inadmissible.values())
         self.inadmissible.clear()
+        self._parked.discard(self.name)
         for wl in parked:
             self.push(wl)
 
@@ -85,23 +88,43 @@ class ClusterQueueQueue:
 
 
 class Queues:
-    """All ClusterQueue queues; ``heads`` pops one workload from each active one, in name order."""
+    """All ClusterQueue queues; ``heads`` pops one workload from each active one, in name order.
+
+    Capacity changes only mark a cohort tree dirty; its parked workloads move back into their
+    heaps once, before the next cycle takes heads (as Kueue's requeue of inadmissible workloads
+    lands before the scheduler's next pass), and only queues that hold parked workloads are visited.
+    """
 
     def __init__(self) -> None:
         self.by_cq: dict[str, ClusterQueueQueue] = {}
+        self.root_of: dict[str, str] = {}
+        self._parked: set[str] = set()
+        self._dirty: set[str] = set()
+        self.serving: list[ClusterQueueQueue] = []  # queues heads are taken from (active ClusterQueues)
 
-    def add_cluster_queue(self, name: str, strategy: str) -> None:
-        self.by_cq[name] = ClusterQueueQueue(name, strategy)
+    def add_cluster_queue(self, name: str, strategy: str, root: str) -> None:
+        self.by_cq[name] = ClusterQueueQueue(name, strategy, self._parked)
+        self.root_of[name] = root
 
-    def heads(self, active: dict[str, bool]) -> list[Workload]:
+    def capacity_changed(self, root: str) -> None:
+        self._dirty.add(root)
+
+    def dirty_parked(self) -> bool:
+        return bool(self._dirty) and any(self.root_of[n] in self._dirty for n in self._parked)
+
+    def set_active(self, names: list[str]) -> None:
+        """Only active ClusterQueues give heads; name order keeps every run reproducible."""
+        self.serving = [self.by_cq[name] for name in sorted(names)]
+
+    def heads(self) -> list[Workload]:
+        if self._dirty:
+            for name in [n for n in self._parked if self.root_of[n] in self._dirty]:
+                self.by_cq[name].flush_inadmissible()
+            self._dirty.clear()
         result = []
-        for name, queue in self.by_cq.items():
-            if active.get(name) and queue.active:
+        for queue in self.serving:
+            if queue.active:
                 wl = queue.pop()
                 if wl is not None:
                     result.append(wl)
         return result
-
-    def flush(self, cluster_queues: Iterator[str]) -> None:
-        for name in cluster_queues:
-            self.by_cq[name].flush_inadmissible()

@@ -84,8 +84,7 @@ def available(node: QuotaNode, fr: int) -> int:
         limit = n.borrowing_limit[fr]
         if limit != UNLIMITED:
             cap = (n.subtree[fr] - lq) - (used - lq if used > lq else 0) + limit
-            if cap < avail:
-                avail = cap
+            avail = min(avail, cap)
         if lq > used:
             avail += lq - used
     return avail
@@ -125,14 +124,8 @@ def remove_usage(node: QuotaNode, fr: int, val: int) -> None:
         n.usage[fr] -= val
         if stored_in_parent <= 0:
             return
-        if stored_in_parent < val:
-            val = stored_in_parent
+        val = min(val, stored_in_parent)
         n = n.parent
-
-
-def borrowing_with(node: QuotaNode, fr: int, val: int) -> bool:
-    """Whether ``node`` would use more than its own subtree quota of ``fr`` after adding ``val``."""
-    return node.usage[fr] + val > node.subtree[fr]
 
 
 def is_borrowing(node: QuotaNode, fr: int) -> bool:
@@ -182,5 +175,6 @@ def _set_local(node: QuotaNode) -> None:
     if not node.is_cohort:
         node.subtree = list(node.nominal)
     node.local = [
-        0 if limit is None else max(0, node.subtree[fr] - limit) for fr, limit in enumerate(node.lending_limit)
+        0 if limit is None else max(0, node.subtree[fr] - limit)
+        for fr, limit in enumerate(node.lending_limit)
     ]

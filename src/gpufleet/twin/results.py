@@ -4,16 +4,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpufleet.twin.workload import PodSetAdmission
+
 ACTIVE = "active"
 INADMISSIBLE = "inadmissible"
 
 
 @dataclass(frozen=True, slots=True)
 class Admitted:
+    """A quota reservation made this cycle; the per-pod-set views are built only when read."""
+
     workload: str
     cluster_queue: str
-    flavors: dict[str, dict[str, str]]  # pod set -> resource -> flavor
-    counts: dict[str, int]  # pod set -> admitted pod count (smaller under partial admission)
+    pod_sets: tuple[PodSetAdmission, ...]
+
+    @property
+    def flavors(self) -> dict[str, dict[str, str]]:
+        """Pod set -> resource -> flavor."""
+        return {ps.name: dict(ps.flavors) for ps in self.pod_sets}
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Pod set -> admitted pod count (smaller than requested under partial admission)."""
+        return {ps.name: ps.count for ps in self.pod_sets}
 
 
 @dataclass(frozen=True, slots=True)

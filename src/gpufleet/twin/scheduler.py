@@ -53,10 +53,13 @@ class Twin:
         self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing)
         self.queues = Queues()
         for name in sorted(self.tree.cluster_queues):
-            self.queues.add_cluster_queue(name, self.tree.cluster_queues[name].spec.queueing_strategy)
-        self.active_queues = {name: cq.active for name, cq in self.tree.cluster_queues.items()}
+            cq = self.tree.cluster_queues[name]
+            self.queues.add_cluster_queue(name, cq.spec.queueing_strategy, _root_key(cq))
+        self.queues.set_active([name for name, cq in self.tree.cluster_queues.items() if cq.active])
         self.workloads: dict[str, Workload] = {}
         self.last_status: dict[str, Pending] = {}
+        self.held: dict[str, Workload] = {}
+        self._ns_match: dict[tuple[str, str], bool] = {}
         self.cycle = 0
         # Admissions made by the twin happen "after" everything in the input: cycle n reserves at
         # (latest input timestamp + n), so "admitted more recently" keeps its meaning.
@@ -72,7 +75,8 @@ class Twin:
             raise InputError.one(f"Workload {spec.key} is defined twice", path=f"Workload/{spec.key}")
         if lq is None and spec.admission is None:
             raise InputError.one(
-                f"Workload {spec.key} points at LocalQueue {spec.namespace}/{spec.queue_name}, which does not exist",
+                f"Workload {spec.key} points at LocalQueue {spec.namespace}/{spec.queue_name}, "
+                "which does not exist",
                 path=f"Workload/{spec.key}.spec.queueName",
             )
         cq_name = spec.admission.cluster_queue if spec.admission else lq.cluster_queue if lq else ""
@@ -89,10 +93,14 @@ class Twin:
             return wl
         queue = self.queues.by_cq.get(cq_name)
         if queue is None:
-            self.last_status[wl.key] = Pending(wl.key, cq_name, MISCONFIGURED, cluster_queue_not_found(cq_name), INADMISSIBLE)
+            self.last_status[wl.key] = Pending(
+                wl.key, cq_name, MISCONFIGURED, cluster_queue_not_found(cq_name), INADMISSIBLE
+            )
         elif lq is not None and lq.stop_policy != "None":
-            queue.park(wl)
-            self.last_status[wl.key] = Pending(wl.key, cq_name, SUSPENDED, local_queue_stopped(lq.namespace + "/" + lq.name), INADMISSIBLE)
+            self.held[wl.key] = wl  # a stopped LocalQueue hands nothing to its ClusterQueue
+            self.last_status[wl.key] = Pending(
+                wl.key, cq_name, SUSPENDED, local_queue_stopped(lq.namespace + "/" + lq.name), INADMISSIBLE
+            )
         elif spec.active:
             queue.push(wl)
         return wl
@@ -101,6 +109,7 @@ class Twin:
         """A workload completed: release its quota and let parked workloads of its tree retry."""
         wl = self.workloads.pop(key)
         if wl.admission is None:
+            self.held.pop(key, None)
             queue = self.queues.by_cq.get(wl.cluster_queue)
             if queue is not None:
                 queue.delete(key)
@@ -129,7 +138,11 @@ class Twin:
             previous = result.pending
 
     def has_heads(self) -> bool:
-        return any(q.active and self.active_queues.get(name) for name, q in self.queues.by_cq.items())
+        """Whether a cycle now would find work (parked workloads of changed trees count)."""
+        queues = self.queues
+        if queues.dirty_parked():
+            return True
+        return any(q.active for q in queues.serving)
 
     # --- what the cycle calls --------------------------------------------------------------------
     def get_assignments(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
@@ -145,7 +158,9 @@ class Twin:
         found: tuple[Assignment, list[Target]] | None = None
         while lo <= hi:
             mid = (lo + hi) // 2
-            counts = tuple(ps.count - (r * mid) // steps for ps, r in zip(wl.pod_sets, reducible, strict=True))
+            counts = tuple(
+                ps.count - (r * mid) // steps for ps, r in zip(wl.pod_sets, reducible, strict=True)
+            )
             attempt = self._try(wl, cq, counts)
             if attempt[0].mode == FIT or attempt[1]:
                 found, hi = attempt, mid - 1
@@ -153,7 +168,9 @@ class Twin:
                 lo = mid + 1
         return found if found is not None else (assignment, targets)
 
-    def _try(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> tuple[Assignment, list[Target]]:
+    def _try(
+        self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]
+    ) -> tuple[Assignment, list[Target]]:
         assignment = self.assigner.assign(wl, cq, counts)
         if assignment.mode in (PREEMPT, RECLAIM, NO_CANDIDATES):
             targets = self.preemptor.get_targets(wl, cq, assignment.usage, assignment.contested)
@@ -168,13 +185,16 @@ class Twin:
         return RECLAIM if all(t.workload.cluster_queue != cq.name for t in targets) else PREEMPT
 
     def namespace_matches(self, cq: ClusterQueue, wl: Workload) -> bool:
-        selector = cq.spec.namespace_selector
-        if selector is None:
-            return False
-        ns = self.spec.namespaces.get(wl.spec.namespace)
-        labels = dict(ns.labels) if ns is not None else {"kubernetes.io/metadata.name": wl.spec.namespace}
-        labels.setdefault("kubernetes.io/metadata.name", wl.spec.namespace)
-        return selector.matches(labels)
+        """The ClusterQueue's namespaceSelector against the namespace's labels (null matches none)."""
+        key = (cq.name, wl.spec.namespace)
+        found = self._ns_match.get(key)
+        if found is None:
+            selector = cq.spec.namespace_selector
+            ns = self.spec.namespaces.get(wl.spec.namespace)
+            labels = dict(ns.labels) if ns is not None else {}
+            labels.setdefault("kubernetes.io/metadata.name", wl.spec.namespace)
+            found = self._ns_match[key] = selector is not None and selector.matches(labels)
+        return found
 
     def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
         admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
@@ -185,21 +205,17 @@ class Twin:
         """Evict a victim: free its quota, requeue it, and wake parked workloads of its tree."""
         cq = self.tree.cluster_queues[wl.cluster_queue]
         self._release(wl, cq)
-        message = preempted_message(
-            f"UID: {preemptor.spec.uid or preemptor.key}", reason, self.path(preemptor.cluster_queue), self.path(cq.name)
-        )
+        who = f"UID: {preemptor.spec.uid or preemptor.key}"
+        if preemptor.spec.job_uid:
+            who += f", JobUID: {preemptor.spec.job_uid}"
+        message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
         self.queues.by_cq[cq.name].push(wl)
         self._capacity_changed(cq)
         return Preempted(wl.key, cq.name, preemptor.key, reason, message)
 
     def admitted_record(self, wl: Workload) -> Admitted:
         assert wl.admission is not None
-        return Admitted(
-            wl.key,
-            wl.admission.cluster_queue,
-            {ps.name: dict(ps.flavors) for ps in wl.admission.pod_sets},
-            {ps.name: ps.count for ps in wl.admission.pod_sets},
-        )
+        return Admitted(wl.key, wl.admission.cluster_queue, wl.admission.pod_sets)
 
     # --- reading the state -----------------------------------------------------------------------
     def path(self, cq_name: str) -> str:
@@ -213,7 +229,9 @@ class Twin:
         usage = {str(keys[fr]): node.usage[fr] for fr in node.defined}
         borrowed = {str(keys[fr]): max(0, node.usage[fr] - node.subtree[fr]) for fr in node.defined}
         share = self.fair.drs(node).weighted_share() if self.fair is not None else 0
-        return ClusterQueueStatus(name, usage, borrowed, share, len(cq.workloads), len(self.queues.by_cq[name]))
+        return ClusterQueueStatus(
+            name, usage, borrowed, share, len(cq.workloads), len(self.queues.by_cq[name])
+        )
 
     def statuses(self) -> list[ClusterQueueStatus]:
         return [self.status(name) for name in sorted(self.tree.cluster_queues)]
@@ -233,7 +251,11 @@ class Twin:
                 else:
                     message = f"waiting in ClusterQueue {name}, position {position}"
                     result.append(Pending(wl.key, name, PENDING, message, state))
-        orphans = [p for key, p in self.last_status.items() if p.cluster_queue not in self.queues.by_cq]
+        orphans = [
+            p
+            for key, p in self.last_status.items()
+            if p.cluster_queue not in self.queues.by_cq or key in self.held
+        ]
         return sorted(result + orphans, key=lambda p: p.workload)
 
     # --- internals -------------------------------------------------------------------------------
@@ -281,4 +303,10 @@ class Twin:
         wl.admission = None
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
-        self.queues.flush(q.name for q in self.tree.subtree_queues(cq.node.root))
+        self.queues.capacity_changed(_root_key(cq))
+
+
+def _root_key(cq: ClusterQueue) -> str:
+    """Names the cohort tree a ClusterQueue belongs to (a lone queue is its own tree)."""
+    root = cq.node.root
+    return f"cohort/{root.name}" if root.is_cohort else f"queue/{root.name}"

@@ -188,6 +188,7 @@ class WorkloadSpec:
     admission: AdmissionSpec | None = None
     active: bool = True
     reserved_at: int = 0  # QuotaReserved's lastTransitionTime (epoch ms) for admitted ones
+    job_uid: str = ""  # the kueue.x-k8s.io/job-uid label, quoted in preemption messages
 
     @property
     def key(self) -> str:

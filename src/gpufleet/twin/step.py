@@ -32,7 +32,12 @@ def cycle_json(result: CycleResult, twin: Twin) -> dict[str, Any]:
     return {
         "cycle": result.number,
         "admitted": [
-            {"workload": a.workload, "clusterQueue": a.cluster_queue, "flavors": a.flavors, "counts": a.counts}
+            {
+                "workload": a.workload,
+                "clusterQueue": a.cluster_queue,
+                "flavors": a.flavors,
+                "counts": a.counts,
+            }
             for a in result.admitted
         ],
         "preempted": [

@@ -36,7 +36,6 @@ class Workload:
         "admission",
         "cluster_queue",
         "key",
-        "local_queue",
         "order",
         "pod_sets",
         "priority",
@@ -49,7 +48,6 @@ class Workload:
         self.key = spec.key
         self.priority = spec.priority
         self.cluster_queue = cluster_queue
-        self.local_queue = f"{spec.namespace}/{spec.queue_name}"
         self.pod_sets: tuple[PodSetSpec, ...] = spec.pod_sets
         self.order: tuple[int, int, str] = (-spec.priority, spec.created, spec.uid or spec.key)
         self.admission: Admission | None = None

@@ -1,0 +1,140 @@
+"""Reading Kueue objects: v1beta1 spellings map onto v1beta2, flavors match pod sets like Kueue's."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpufleet.twin.flavors import matches
+from gpufleet.twin.objects import parse_cluster
+from gpufleet.twin.specs import (
+    MAY_STOP_SEARCH,
+    PodSetSpec,
+    Requirement,
+    ResourceFlavorSpec,
+    Taint,
+    Toleration,
+)
+
+CQ_V1BETA1 = """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  cohort: team
+  flavorFungibility: {whenCanBorrow: Borrow, whenCanPreempt: Preempt}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: "1.5"}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: WorkloadPriorityClass
+metadata: {name: prod}
+value: 1000
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: q, namespace: ns}
+spec: {clusterQueue: cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata: {name: w, namespace: ns, annotations: {kueue.x-k8s.io/priority-boost: "5"}}
+spec:
+  queueName: q
+  priorityClassName: prod
+  priorityClassSource: kueue.x-k8s.io/workloadpriorityclass
+  podSets:
+  - name: main
+    count: 2
+    template:
+      spec:
+        initContainers: [{name: i, resources: {requests: {cpu: "3"}}}]
+        containers:
+        - {name: a, resources: {requests: {cpu: 500m, memory: 1Gi}}}
+        - {name: b, resources: {limits: {cpu: "1", nvidia.com/gpu: "1"}}}
+---
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+fairSharing: {enable: true, preemptionStrategies: [LessThanInitialShare]}
+"""
+
+
+def test_v1beta1_spellings_are_read_as_v1beta2() -> None:
+    spec = parse_cluster([("in.yaml", CQ_V1BETA1)])
+    cq = spec.cluster_queues["cq"]
+    assert cq.cohort == "team"
+    assert cq.flavor_fungibility.when_can_borrow == MAY_STOP_SEARCH
+    assert cq.flavor_fungibility.when_can_preempt == MAY_STOP_SEARCH
+    assert cq.resource_groups[0].flavors[0].resources[0].nominal == 1500
+    (wl,) = spec.workloads
+    assert wl.priority == 1005  # class value plus the priority boost
+    # Per pod: max(sum of containers, largest init container); limits stand in for requests.
+    assert dict(wl.pod_sets[0].requests) == {"cpu": 3000, "memory": 2**30, "nvidia.com/gpu": 1}
+    assert spec.config.fair_sharing
+    assert spec.config.preemption_strategies == ("LessThanInitialShare",)
+
+
+GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
+H100 = ResourceFlavorSpec("h100", (("gpu", "h100"),), (GPU_TAINT,))
+
+MATCH_CASES = {
+    "untolerated taint": (
+        PodSetSpec("main", 1, ()),
+        H100,
+        "untolerated taint {nvidia.com/gpu present NoSchedule} in flavor h100",
+    ),
+    "tolerated by Exists": (
+        PodSetSpec("main", 1, (), tolerations=(Toleration("nvidia.com/gpu", "Exists"),)),
+        H100,
+        "",
+    ),
+    "tolerated by the flavor itself": (
+        PodSetSpec("main", 1, ()),
+        ResourceFlavorSpec(
+            "h100", (), (GPU_TAINT,), (Toleration("nvidia.com/gpu", "Exists", "", "NoSchedule"),)
+        ),
+        "",
+    ),
+    "PreferNoSchedule is ignored": (
+        PodSetSpec("main", 1, ()),
+        ResourceFlavorSpec("a100", (), (Taint("x", "y", "PreferNoSchedule"),)),
+        "",
+    ),
+    "node selector contradicts a flavor label": (
+        PodSetSpec("main", 1, (), node_selector=(("gpu", "a100"),), tolerations=(Toleration("", "Exists"),)),
+        H100,
+        "flavor h100 doesn't match node affinity",
+    ),
+    "node selector on a key the flavor does not set": (
+        PodSetSpec("main", 1, (), node_selector=(("zone", "a"),), tolerations=(Toleration("", "Exists"),)),
+        H100,
+        "",
+    ),
+    "required affinity: one term matches": (
+        PodSetSpec(
+            "main",
+            1,
+            (),
+            tolerations=(Toleration("", "Exists"),),
+            affinity_terms=((Requirement("gpu", "In", ("a100",)),), (Requirement("gpu", "In", ("h100",)),)),
+        ),
+        H100,
+        "",
+    ),
+    "required affinity: NotIn excludes the flavor": (
+        PodSetSpec(
+            "main",
+            1,
+            (),
+            tolerations=(Toleration("", "Exists"),),
+            affinity_terms=((Requirement("gpu", "NotIn", ("h100",)),),),
+        ),
+        H100,
+        "flavor h100 doesn't match node affinity",
+    ),
+}
+
+
+@pytest.mark.parametrize(("pod_set", "flavor", "want"), MATCH_CASES.values(), ids=MATCH_CASES.keys())
+def test_flavor_matching(pod_set: PodSetSpec, flavor: ResourceFlavorSpec, want: str) -> None:
+    assert matches(pod_set, flavor) == want

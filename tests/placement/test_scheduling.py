@@ -221,3 +221,16 @@ def test_fragmentation_aware_packs_when_fragmentation_ties() -> None:
     decision = cluster.schedule(PodSpec("p", 1000, GI, gpus=1))
     assert isinstance(decision, Placement)
     assert (decision.node, [d.gpu for d in decision.devices]) == ("y", [2])
+
+
+def test_fragmentation_aware_keeps_large_nodes_for_large_pods() -> None:
+    """Whole-card pods only. l has 8 cards, 7 held whole; s has 4 free cards. A 1-card pod leaves
+    no partly used card on either (fragment 0 -> 0), so the bands tie; the node with fewer cards
+    wins: s, though l would be left with less free GPU (0 against 3) and sorts first by name."""
+    mix = ShapeMix.of([Shape(cpu_milli=1000, gpus=1)])
+    nodes = [NodeSpec("l", 64000, 256 * GI, 8, "A100"), NodeSpec("s", 32000, 128 * GI, 4, "A100")]
+    cluster = Cluster(nodes, FragmentationAware(mix))
+    held = PodSpec("held", 1000, GI, gpus=7)
+    cluster.bind(held, Placement("held", "l", cluster.node("l").devices_for(held)))
+    decision = cluster.schedule(PodSpec("p", 1000, GI, gpus=1))
+    assert isinstance(decision, Placement) and decision.node == "s"

@@ -52,8 +52,11 @@ class Cluster:
         class_ids: dict[tuple[object, ...], int] = {}
         self.nodes: list[NodeState] = []
         self._class_spec: dict[int, NodeSpec] = {}
-        self._groups: dict[int, dict[int, dict[Signature, list[NodeState]]]] = {}
-        self._sig: dict[str, Signature] = {}
+        # class -> largest-free bucket -> group id -> members sorted by name
+        self._groups: dict[int, dict[int, dict[int, list[NodeState]]]] = {}
+        self._group_ids: dict[tuple[int, Signature], int] = {}  # kept for good: memo keys stay valid
+        self._group_sig: list[Signature] = []
+        self._node_group: dict[str, int] = {}
         for spec in specs:
             cid = class_ids.setdefault((replace(spec, name=""),), len(class_ids))
             self._class_spec.setdefault(cid, spec)
@@ -62,23 +65,27 @@ class Cluster:
             self._join(state)
         self._by_name = {s.spec.name: s for s in self.nodes}
         self._verdicts: dict[tuple[int, object], str | None] = {}
-        self._keys: dict[tuple[object, ...], tuple[float, ...]] = {}
+        self._keys: dict[tuple[object, ...], dict[int, tuple[float, ...]]] = {}
+        self._memo_size = 0
         self.where: dict[str, str] = {}
 
     def _join(self, node: NodeState) -> None:
         sig = node.signature()
-        self._sig[node.spec.name] = sig
+        gid = self._group_ids.setdefault((node.class_id, sig), len(self._group_ids))
+        if gid == len(self._group_sig):
+            self._group_sig.append(sig)
+        self._node_group[node.spec.name] = gid
         buckets = self._groups.setdefault(node.class_id, {})
-        insort(buckets.setdefault(_bucket(node, sig), {}).setdefault(sig, []), node, key=_name)
+        insort(buckets.setdefault(_bucket(node, sig), {}).setdefault(gid, []), node, key=_name)
 
     def _leave(self, node: NodeState) -> None:
-        sig = self._sig[node.spec.name]
+        gid = self._node_group[node.spec.name]
         buckets = self._groups[node.class_id]
-        bucket = _bucket(node, sig)
+        bucket = _bucket(node, self._group_sig[gid])
         groups = buckets[bucket]
-        groups[sig].remove(node)
-        if not groups[sig]:
-            del groups[sig]
+        groups[gid].remove(node)
+        if not groups[gid]:
+            del groups[gid]
             if not groups:
                 del buckets[bucket]
 
@@ -106,26 +113,28 @@ class Cluster:
             for largest, groups in buckets.items():
                 if largest >= 0 and (largest < need or not simple_pod):
                     continue
-                best = self._best_in(class_id, groups, pod, simple_pod, best)
+                best = self._best_in(groups, pod, simple_pod, best)
         if best is None:
             return Unschedulable(pod.name, len(self.nodes), self._reasons(pod) if explain else ())
         return Placement(pod.name, best[1], self.policy.devices(self._by_name[best[1]], pod))
 
     def _best_in(
         self,
-        class_id: int,
-        groups: dict[Signature, list[NodeState]],
+        groups: dict[int, list[NodeState]],
         pod: PodSpec,
         simple_pod: bool,
         best: tuple[tuple[float, ...], str] | None,
     ) -> tuple[tuple[float, ...], str] | None:
         """The best (key, node name) among the groups, or ``best`` if none beats it."""
-        keys = self._keys
-        if len(keys) > KEY_MEMO_LIMIT:
-            keys.clear()
+        if self._memo_size > KEY_MEMO_LIMIT:
+            self._keys.clear()
+            self._memo_size = 0
         request = (pod.cpu_milli, pod.memory, pod.gpus, pod.gpu_milli, pod.mig_profile, pod.shared_name)
+        keys = self._keys.setdefault(request, {})
+        group_sig = self._group_sig
         cpu, mem, share, whole = pod.cpu_milli, pod.memory, pod.gpu_milli, pod.gpus
-        for sig, members in groups.items():
+        for gid, members in groups.items():
+            sig = group_sig[gid]
             head = members[0]
             if simple_pod and not sig[4]:
                 # plain node: the signature decides fit (cpu, memory, largest free, whole cards)
@@ -137,10 +146,10 @@ class Cluster:
                     continue
             elif head.insufficient(pod):
                 continue
-            memo = (class_id, sig, request)
-            key = keys.get(memo)
+            key = keys.get(gid)
             if key is None:
-                key = keys[memo] = self.policy.key(head, pod)
+                key = keys[gid] = self.policy.key(head, pod)
+                self._memo_size += 1
             candidate = (key, head.spec.name)
             if best is None or candidate < best:
                 best = candidate

@@ -10,7 +10,7 @@ A full card can also hold fractional shares (``gpu_milli``), the GPU-sharing mod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 GPU = "nvidia.com/gpu"
@@ -57,6 +57,8 @@ class NodeSpec:
     rename_shared: bool = False
     labels: tuple[tuple[str, str], ...] = ()
     taints: tuple[Taint, ...] = ()
+    full_cards: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    """Indices of the cards that are not MIG-partitioned (derived)."""
 
     def __post_init__(self) -> None:
         if self.mig and len(self.mig) != self.gpus:
@@ -65,14 +67,12 @@ class NodeSpec:
             raise ValueError(f"node {self.name}: timeslice_replicas must be >= 1")
         if min(self.cpu_milli, self.memory, self.gpus) < 0:
             raise ValueError(f"node {self.name}: negative capacity")
+        object.__setattr__(
+            self, "full_cards", tuple(i for i in range(self.gpus) if not self.card_profiles(i))
+        )
 
     def card_profiles(self, index: int) -> tuple[str, ...]:
         return self.mig[index] if self.mig else ()
-
-    @property
-    def full_cards(self) -> tuple[int, ...]:
-        """Indices of the cards that are not MIG-partitioned."""
-        return tuple(i for i in range(self.gpus) if not self.card_profiles(i))
 
     @property
     def shared_resource(self) -> str:

@@ -7,21 +7,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pgserver import create_database, find_bin_dir, postgres_server
+from ledger_pgserver import create_database, find_bin_dir, postgres_server
 
 from gpufleet.ledger.store import Ledger
 
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgresql", id="postgresql", marks=pytest.mark.xdist_group("postgres")),
-]
 _names = itertools.count()
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     if find_bin_dir() is None:
-        pytest.skip("PostgreSQL server binaries not found: run .ci/setup.d/postgres.sh (apt package postgresql)")
+        pytest.skip(
+            "PostgreSQL server binaries not found: run .ci/setup.d/postgres.sh (apt package postgresql)"
+        )
     with postgres_server() as url:
         yield url
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import BACKENDS
-from factories import allocation, record_lists
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ledger_backends import BACKENDS
+from ledger_factories import allocation, record_lists
 from sqlalchemy import Connection, text
 
 from gpufleet.ledger import chain
@@ -40,13 +40,17 @@ def _write(ledger: Ledger, records: list[Allocation]) -> None:
 
 
 def _row(conn: Connection, seq: int) -> dict[str, object]:
-    return dict(conn.execute(text("SELECT * FROM ledger_entries WHERE seq = :s"), {"s": seq}).mappings().one())
+    return dict(
+        conn.execute(text("SELECT * FROM ledger_entries WHERE seq = :s"), {"s": seq}).mappings().one()
+    )
 
 
 def _renumber_after(conn: Connection, seq: int, delta: int) -> None:
     """Shift every seq above ``seq`` by ``delta`` (in two steps, so the primary key never collides)."""
     conn.execute(text("UPDATE ledger_entries SET seq = seq + :big WHERE seq > :s"), {"big": SHIFT, "s": seq})
-    conn.execute(text("UPDATE ledger_entries SET seq = seq - :big + :d WHERE seq > :big"), {"big": SHIFT, "d": delta})
+    conn.execute(
+        text("UPDATE ledger_entries SET seq = seq - :big + :d WHERE seq > :big"), {"big": SHIFT, "d": delta}
+    )
 
 
 def _forged_body() -> str:
@@ -133,7 +137,9 @@ def test_verify_names_the_first_tampered_entry(
 @pytest.mark.parametrize("ledger_url", BACKENDS, indirect=True)
 @SETTINGS
 @given(records=record_lists)
-def test_a_published_head_catches_removal_or_rewrite_at_the_end(ledger: Ledger, records: list[Allocation]) -> None:
+def test_a_published_head_catches_removal_or_rewrite_at_the_end(
+    ledger: Ledger, records: list[Allocation]
+) -> None:
     _write(ledger, records)
     head = ledger.verify().chain.head
     assert ledger.verify(expected_head=head).ok

@@ -11,6 +11,7 @@ from gpufleet import __version__
 from gpufleet.cli import demo, policy, trace
 from gpufleet.cli import simulate as simulate_cli
 from gpufleet.cli import twin as twin_cli
+from gpufleet.cli.audit import audit_app, record
 
 app = typer.Typer(
     name="gpufleet",
@@ -39,6 +40,8 @@ def version() -> None:
 policy.register(app)
 demo.register(app)
 app.command()(simulate_cli.simulate)
+app.add_typer(audit_app)
+app.command()(record)
 
 
 def main() -> None:

@@ -84,7 +84,14 @@ def verify(entries: Iterable[Entry], seq_of_record_hash: Callable[[str], int | N
     expected_seq = 1
     count = 0
     for entry in entries:
-        finding = _check(entry, prev, prev_record, prev_chain, expected_seq, seq_of_record_hash)
+        finding = _check(
+            entry,
+            prev,
+            prev_record=prev_record,
+            prev_chain=prev_chain,
+            expected_seq=expected_seq,
+            seq_of_record_hash=seq_of_record_hash,
+        )
         if finding is not None:
             return Verdict(count, prev_chain, finding)
         prev_record, prev_chain = entry.record_hash, entry.chain_hash
@@ -95,6 +102,7 @@ def verify(entries: Iterable[Entry], seq_of_record_hash: Callable[[str], int | N
 def _check(
     entry: Entry,
     prev: Entry | None,
+    *,
     prev_record: str,
     prev_chain: str,
     expected_seq: int,
@@ -139,7 +147,9 @@ def _check(
         )
     if entry.seq != expected_seq:
         kind = Tampering.DELETED if entry.seq > expected_seq else Tampering.INSERTED
-        return found(kind, entry.seq, entry.record_key, f"sequence number {entry.seq}, expected {expected_seq}")
+        return found(
+            kind, entry.seq, entry.record_key, f"sequence number {entry.seq}, expected {expected_seq}"
+        )
     if chain_hash(prev_chain, entry.record_hash) != entry.chain_hash:
         return found(
             Tampering.CHANGED,

@@ -23,8 +23,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
@@ -35,6 +33,8 @@ from gpufleet.ledger import chain, schema
 from gpufleet.ledger.records import Allocation, Record, WaitInterval, canonical, from_canonical
 
 _KEY_CHUNK = 500
+_ROWS_PER_STATEMENT = 1000  # x 10 columns stays far below PostgreSQL's 65,535 parameters
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _IMMEDIATE = "gpufleet_sqlite_immediate"
 
 
@@ -72,8 +72,12 @@ def _begin_and_span(record: Record) -> tuple[datetime | None, datetime | None]:
     return record.start, record.end
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC)
+def _micros(value: datetime | None) -> int | None:
+    """UTC microseconds since the epoch (exact integer arithmetic, the same on every database)."""
+    if value is None:
+        return None
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 class Ledger:
@@ -81,6 +85,22 @@ class Ledger:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        current_cols = [c.name for c in schema.current.columns]
+        updates = ", ".join(f"{c} = excluded.{c}" for c in current_cols if c != "record_key")
+        entry_cols = [c.name for c in schema.entries.columns]
+        self._sql = {
+            "entries": (
+                f"INSERT INTO ledger_entries ({', '.join(entry_cols)})",
+                f"({', '.join([mark] * len(entry_cols))})",
+                "",
+            ),
+            "current": (
+                f"INSERT INTO ledger_current ({', '.join(current_cols)})",
+                f"({', '.join([mark] * len(current_cols))})",
+                f" ON CONFLICT (record_key) DO UPDATE SET {updates}",
+            ),
+        }
 
     @classmethod
     def open(cls, ledger: str, *, migrate: bool = True) -> Ledger:
@@ -105,6 +125,9 @@ class Ledger:
 
     def migrate(self) -> None:
         """Bring the schema to Alembic's head (idempotent)."""
+        from alembic import command  # a second of imports, needed only here
+        from alembic.config import Config
+
         config = Config()
         config.set_main_option("script_location", str(resources.files("gpufleet.ledger") / "migrations"))
         with self.engine.begin() as conn:
@@ -123,7 +146,9 @@ class Ledger:
     def _writer(self) -> Connection:
         return self.engine.connect().execution_options(**{_IMMEDIATE: True})
 
-    def append(self, records: Sequence[Record], *, positions: Mapping[str, str] | None = None) -> AppendResult:
+    def append(
+        self, records: Sequence[Record], *, positions: Mapping[str, str] | None = None
+    ) -> AppendResult:
         """Chain every record not already present, and store ``positions``, in one transaction."""
         prepared: dict[tuple[str, str], tuple[Record, str]] = {}
         for record in records:
@@ -132,53 +157,60 @@ class Ledger:
             try:
                 text.encode()
             except UnicodeEncodeError:
-                raise InputError.one(f"{record.kind} {record.key!r}: text that is not valid Unicode") from None
+                raise InputError.one(
+                    f"{record.kind} {record.key!r}: text that is not valid Unicode"
+                ) from None
             prepared.setdefault((record.key, chain.record_hash(text)), (record, text))
         with self._writer() as conn, conn.begin():
             row = conn.execute(select(schema.head).where(schema.head.c.id == 1).with_for_update()).first()
-            seq, prev_record, prev_chain = (row.seq, row.record_hash, row.chain_hash) if row else (0, chain.GENESIS, chain.GENESIS)
+            seq, prev_record, prev_chain = (
+                (row.seq, row.record_hash, row.chain_hash) if row else (0, chain.GENESIS, chain.GENESIS)
+            )
             present = _present(conn, list({key for key, _ in prepared}))
-            entry_rows: list[dict[str, Any]] = []
-            current_rows: dict[str, dict[str, Any]] = {}
+            entry_rows: list[tuple[Any, ...]] = []
+            current_rows: dict[str, tuple[Any, ...]] = {}
             for (key, rh), (record, text) in prepared.items():
                 if (key, rh) in present:
                     continue
                 seq += 1
                 chained = chain.chain_hash(prev_chain, rh)
-                entry_rows.append(
-                    {
-                        "seq": seq,
-                        "kind": record.kind,
-                        "record_key": key,
-                        "body": text,
-                        "record_hash": rh,
-                        "prev_hash": prev_record,
-                        "chain_hash": chained,
-                    }
-                )
+                entry_rows.append((seq, record.kind, key, text, rh, prev_record, chained))
                 begin, end = _begin_and_span(record)
-                current_rows[key] = {
-                    "record_key": key,
-                    "kind": record.kind,
-                    "seq": seq,
-                    "workload_uid": record.workload_uid,
-                    "namespace": record.namespace,
-                    "name": record.name,
-                    "team": record.team,
-                    "begin": _utc(begin),
-                    "end": _utc(end),
-                    "simulated": record.simulated,
-                }
+                current_rows[key] = (
+                    key,
+                    record.kind,
+                    seq,
+                    record.workload_uid,
+                    record.namespace,
+                    record.name,
+                    record.team,
+                    _micros(begin),
+                    _micros(end),
+                    record.simulated,
+                )
                 prev_record, prev_chain = rh, chained
             if entry_rows:
-                conn.execute(schema.entries.insert(), entry_rows)
-                self._upsert(conn, schema.current, ["record_key"], list(current_rows.values()))
+                # Plain DBAPI executemany: the same SQL on both databases, without SQLAlchemy's
+                # per-value processing, which would otherwise cost as much as hashing.
+                self._insert(conn, "entries", entry_rows)
+                self._insert(conn, "current", list(current_rows.values()))
                 head_row = {"id": 1, "seq": seq, "record_hash": prev_record, "chain_hash": prev_chain}
                 self._upsert(conn, schema.head, ["id"], [head_row])
             if positions:
                 rows = [{"source": s, "position": p} for s, p in sorted(positions.items())]
                 self._upsert(conn, schema.positions, ["source"], rows)
         return AppendResult(len(entry_rows), len(records) - len(entry_rows), seq)
+
+    def _insert(self, conn: Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
+        """SQLite: executemany. PostgreSQL: one multi-row VALUES per chunk, one plan per chunk."""
+        head, values, tail = self._sql[table]
+        if self.engine.dialect.name != "postgresql":
+            conn.exec_driver_sql(f"{head} VALUES {values}{tail}", rows)
+            return
+        for i in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[i : i + _ROWS_PER_STATEMENT]
+            sql = f"{head} VALUES {', '.join([values] * len(chunk))}{tail}"
+            conn.exec_driver_sql(sql, tuple(v for row in chunk for v in row))
 
     def _upsert(self, conn: Connection, table: Any, keys: list[str], rows: list[dict[str, Any]]) -> None:
         if not rows:
@@ -213,8 +245,8 @@ class Ledger:
         if name is not None:
             query = query.where(cur.c.name == name)
         if overlapping is not None:
-            start, end = _utc(overlapping[0]), _utc(overlapping[1])
-            query = query.where(cur.c.begin < end).where((cur.c.end.is_(None)) | (cur.c.end > start))
+            start, end = _micros(overlapping[0]), _micros(overlapping[1])
+            query = query.where(cur.c.begin_us < end).where(cur.c.end_us.is_(None) | (cur.c.end_us > start))
         with self.engine.connect() as conn:
             return [from_canonical(r.body) for r in conn.execute(query.order_by(cur.c.record_key))]
 
@@ -222,7 +254,9 @@ class Ledger:
         return [r for r in self.current_records(kind="Allocation", **filters) if isinstance(r, Allocation)]
 
     def waits(self, **filters: Any) -> list[WaitInterval]:
-        return [r for r in self.current_records(kind="WaitInterval", **filters) if isinstance(r, WaitInterval)]
+        return [
+            r for r in self.current_records(kind="WaitInterval", **filters) if isinstance(r, WaitInterval)
+        ]
 
     def entries(self, batch: int = 20_000) -> Iterator[chain.Entry]:
         """Every chained entry in sequence order, streamed."""

@@ -80,7 +80,16 @@ def allocations(draw: st.DrawFn) -> Allocation:
         workload_uid=draw(_names),
         attempt=draw(st.integers(1, 4)),
         name=draw(_names),
-        team=draw(st.one_of(st.none(), st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1, max_size=8))),
+        team=draw(
+            st.one_of(
+                st.none(),
+                st.text(
+                    st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
+                    min_size=1,
+                    max_size=8,
+                ),
+            )
+        ),
         model=draw(st.one_of(st.none(), _names)),
         gpu_count=draw(st.integers(1, 16)),
         placements=tuple(Placement(f"node-{i}", 1, (str(i),)) for i in range(draw(st.integers(0, 3)))),

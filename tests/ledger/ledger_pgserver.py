@@ -59,7 +59,18 @@ def postgres_server() -> Iterator[str]:
         " -c full_page_writes=off -c max_connections=50"
     )
     subprocess.run(
-        [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"],
+        [
+            *prefix,
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(root / "log"),
+            "-w",
+            "start",
+        ],
         check=True,
         capture_output=True,
     )

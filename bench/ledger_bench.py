@@ -1,0 +1,140 @@
+"""Ledger throughput with the hash chain, and ``audit verify`` time for a million entries.
+
+Run: ``PYTHONPATH=src python bench/ledger_bench.py`` (add ``--quick`` for a smoke run). PostgreSQL is
+Debian's server started on loopback for the run (skipped with a note if it is not installed).
+
+Issue #6 targets: >= 20,000 records/s into SQLite, >= 10,000 into PostgreSQL, verify of 1 M < 30 s.
+Records are appended in batches of 500, the recorder's batch size; generating them is not timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from gpufleet.ledger.records import Allocation, EndReason, Placement
+from gpufleet.ledger.store import Ledger
+
+BATCH = 500
+T0 = datetime(2026, 11, 2, tzinfo=UTC)
+TARGETS = {"sqlite": 20_000.0, "postgresql": 10_000.0}
+VERIFY_TARGET_S = 30.0
+
+_TEMPLATE = Allocation(
+    workload_uid="",
+    attempt=1,
+    namespace="research",
+    name="",
+    team="research",
+    model="meta-llama/Llama-3.1-8B",
+    data_class="internal",
+    checkpoint="s3://eu-central-1/ckpt/research",
+    local_queue="training",
+    cluster_queue="research",
+    priority=1000,
+    flavors=(("cpu", "default"), ("nvidia.com/gpu", "h100-train")),
+    gpu_resource="nvidia.com/gpu",
+    gpu_count=8,
+    placements=(Placement("h100-train-0", 8, ("0", "1", "2", "3", "4", "5", "6", "7"), "H100-SXM5-80GB"),),
+    created=T0,
+    quota_reserved=T0,
+    admitted=T0,
+    started=T0,
+    finished=None,
+    end_reason=None,
+    end_detail="",
+    end_message="",
+    borrowing=False,
+    simulated=False,
+)
+
+
+def batches(total: int, offset: int = 0) -> Iterator[list[Allocation]]:
+    for start in range(offset, offset + total, BATCH):
+        batch = []
+        for i in range(start, min(start + BATCH, offset + total)):
+            when = T0 + timedelta(seconds=i)
+            batch.append(
+                replace(
+                    _TEMPLATE,
+                    workload_uid=f"uid-{i:08d}",
+                    name=f"train-{i}",
+                    created=when,
+                    quota_reserved=when,
+                    admitted=when,
+                    started=when,
+                    finished=when + timedelta(hours=1),
+                    end_reason=EndReason.FINISHED,
+                    end_detail="Succeeded",
+                )
+            )
+        yield batch
+
+
+def fill(ledger: Ledger, total: int, offset: int = 0) -> float:
+    """Append ``total`` records; return records per second (append time only)."""
+    spent = 0.0
+    for batch in batches(total, offset):
+        began = time.perf_counter()
+        ledger.append(batch, positions={"bench": str(offset)})
+        spent += time.perf_counter() - began
+    return total / spent
+
+
+def _pgserver() -> object | None:
+    path = Path(__file__).resolve().parents[1] / "tests" / "ledger" / "ledger_pgserver.py"
+    spec = importlib.util.spec_from_file_location("ledger_pgserver", path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module if module.find_bin_dir() is not None else None  # type: ignore[attr-defined]
+
+
+def run(backend: str, url: str, rate_n: int, verify_n: int) -> None:
+    with Ledger.open(url) as ledger:
+        rate = fill(ledger, rate_n)
+        print(
+            f"{backend:10s} append: {rate:10,.0f} records/s over {rate_n:,} "
+            f"(target {TARGETS[backend]:,.0f}; {rate / TARGETS[backend]:.2f}x)"
+        )
+        if verify_n > rate_n:
+            fill(ledger, verify_n - rate_n, offset=rate_n)
+        began = time.perf_counter()
+        verdict = ledger.verify()
+        seconds = time.perf_counter() - began
+        if not verdict.ok:
+            raise SystemExit(f"verify failed on an untouched ledger: {verdict}")
+        per_million = seconds * 1_000_000 / verify_n
+        print(
+            f"{backend:10s} verify: {seconds:8.2f} s for {verify_n:,} entries"
+            f" = {per_million:.1f} s per million"
+            f" (target {VERIFY_TARGET_S:.0f} s; {VERIFY_TARGET_S / per_million:.2f}x)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10k records instead of 1 M (a smoke run)")
+    args = parser.parse_args()
+    rate_n, verify_n = (10_000, 10_000) if args.quick else (200_000, 1_000_000)
+    with tempfile.TemporaryDirectory(prefix="gpufleet-bench-") as tmp:
+        run("sqlite", str(Path(tmp) / "ledger.db"), rate_n, verify_n)
+    pg = _pgserver()
+    if pg is None:
+        print("postgresql: skipped (no server binaries; install the Debian package 'postgresql')")
+        return
+    with pg.postgres_server() as base:  # type: ignore[attr-defined]
+        url = pg.create_database(base, "bench")  # type: ignore[attr-defined]
+        run("postgresql", url, rate_n, verify_n)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""``gpufleet record`` and ``gpufleet audit who|why|report|verify|export``: parsing and printing only."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.table import Table
+
+from gpufleet.cli.common import console, guarded
+from gpufleet.errors import InputError
+from gpufleet.ledger.records import format_time
+
+if TYPE_CHECKING:
+    from gpufleet.ledger.store import Ledger
+
+DEFAULT_LEDGER = "gpufleet-ledger.db"
+LEDGER_HELP = "SQLite file path or database URL (postgresql://user@host/db)."
+
+audit_app = typer.Typer(
+    name="audit",
+    help="Answer who held which GPUs, why a workload waited, and prove the ledger intact.",
+    no_args_is_help=True,
+)
+
+
+@guarded
+def record(
+    *,
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    kubeconfig: Annotated[
+        str | None, typer.Option("--kubeconfig", help="Kubeconfig file (default: the environment).")
+    ] = None,
+    in_cluster: Annotated[bool, typer.Option("--in-cluster", help="Use the pod's service account.")] = False,
+    namespace: Annotated[
+        str, typer.Option("--namespace", help="Namespace of the leader Lease.")
+    ] = os.environ.get("POD_NAMESPACE", "gpufleet-system"),
+    lease_name: Annotated[str, typer.Option("--lease-name")] = "gpufleet-recorder",
+    identity: Annotated[
+        str, typer.Option("--identity", help="This replica's name in the Lease.")
+    ] = os.environ.get("POD_NAME", socket.gethostname()),
+    lease_seconds: Annotated[int, typer.Option("--lease-seconds", min=3)] = 15,
+    metrics_host: Annotated[str, typer.Option("--metrics-host")] = "127.0.0.1",
+    metrics_port: Annotated[
+        int, typer.Option("--metrics-port", help="Port of /metrics and /healthz; 0 turns it off.")
+    ] = 9090,
+) -> None:
+    """Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."""
+    from gpufleet.recorder.service import RecorderConfig, run  # heavy imports only for this command
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request is noise
+    config = RecorderConfig(
+        ledger=ledger,
+        kubeconfig=kubeconfig,
+        in_cluster=in_cluster,
+        namespace=namespace,
+        lease_name=lease_name,
+        identity=identity,
+        lease_seconds=lease_seconds,
+        metrics_host=metrics_host,
+        metrics_port=metrics_port,
+    )
+    try:
+        asyncio.run(run(config))
+    except KeyboardInterrupt:
+        console.print("recorder stopped")
+
+
+def _time(value: str, option: str) -> datetime:
+    """ISO-8601; a time without a zone is UTC."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError.one(
+            f"not an ISO-8601 time: {value!r} (e.g. 2026-11-02T08:00:00Z)", path=option
+        ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _open(ledger: str) -> Ledger:
+    from gpufleet.ledger.store import Ledger
+
+    return Ledger.open(ledger)
+
+
+@audit_app.command()
+@guarded
+def who(
+    *,
+    node: Annotated[str, typer.Option("--node", help="Node name.")],
+    at: Annotated[str, typer.Option("--at", help="ISO-8601 time (UTC when no zone is given).")],
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="Device ID on the node (GPU index, MIG or DRA device).")
+    ] = None,
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Who held GPUs on a node at a time: workload, team, model, data class, checkpoint."""
+    from gpufleet.ledger import queries
+
+    moment = _time(at, "--at")
+    with _open(ledger) as opened:
+        holdings = queries.who(opened, node, moment, gpu)
+    rows = [
+        {
+            "workload": f"{h.allocation.namespace}/{h.allocation.name}",
+            "attempt": h.allocation.attempt,
+            "team": h.allocation.team,
+            "model": h.allocation.model,
+            "dataClass": h.allocation.data_class,
+            "checkpoint": h.allocation.checkpoint,
+            "gpus": h.gpus,
+            "resource": h.allocation.gpu_resource,
+            "devices": list(h.devices),
+            "gpuModel": h.gpu_model,
+            "from": format_time(h.allocation.quota_reserved) if h.allocation.quota_reserved else None,
+            "until": format_time(h.allocation.finished) if h.allocation.finished else None,
+            "simulated": h.allocation.simulated,
+        }
+        for h in holdings
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        console.print(f"Nobody held GPUs on {node} at {format_time(moment)} according to the ledger.")
+        return
+    table = Table(title=f"GPUs on {node} at {format_time(moment)}")
+    for column in (
+        "workload",
+        "team",
+        "model",
+        "data class",
+        "checkpoint",
+        "GPUs",
+        "devices",
+        "from",
+        "until",
+    ):
+        table.add_column(column)
+    for h in holdings:
+        a = h.allocation
+        sim = " [simulated]" if a.simulated else ""
+        table.add_row(
+            f"{a.namespace}/{a.name}{sim}",
+            a.team or "–",
+            a.model or "–",
+            a.data_class or "–",
+            a.checkpoint or "–",
+            f"{h.gpus} × {a.gpu_resource}",
+            ",".join(h.devices) or "not recorded",
+            format_time(a.quota_reserved) if a.quota_reserved else "–",
+            format_time(a.finished) if a.finished else "still held",
+        )
+    console.print(table)
+
+
+@audit_app.command()
+@guarded
+def why(
+    *,
+    workload: Annotated[
+        str, typer.Argument(metavar="NAMESPACE/NAME", help="The Workload (or the Job's Workload).")
+    ],
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Why a workload waited: each pending reason, who held the quota, preemptions, where it ran."""
+    from gpufleet.ledger import queries
+
+    namespace, sep, name = workload.partition("/")
+    if not sep or not namespace or not name:
+        raise InputError.one(f"expected NAMESPACE/NAME, got {workload!r}", path="WORKLOAD")
+    with _open(ledger) as opened:
+        explanation = queries.why(opened, namespace, name)
+    if as_json:
+        typer.echo(json.dumps(queries.explain_json(explanation), indent=2))
+        return
+    for line in queries.explain_text(explanation):
+        console.print(line, markup=False, highlight=False)
+        console.print()
+
+
+@audit_app.command()
+@guarded
+def report(
+    *,
+    start: Annotated[str, typer.Option("--from", help="Window start, ISO-8601.")],
+    end: Annotated[str, typer.Option("--to", help="Window end, ISO-8601.")],
+    weight: Annotated[
+        list[str] | None, typer.Option("--weight", help="TEAM=WEIGHT (repeat), to compare shares.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv, json or html.")] = "table",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write to this file instead of the terminal.")
+    ] = None,
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+) -> None:
+    """Per team and flavor: GPU-hours, share against weight, waits p50/p95, preemptions, labels seen."""
+    from gpufleet.ledger import report as reports
+
+    window = (_time(start, "--from"), _time(end, "--to"))
+    if window[1] <= window[0]:
+        raise InputError.one("--to must be after --from", path="--to")
+    weights: dict[str, int] = {}
+    for item in weight or []:
+        team, sep, value = item.partition("=")
+        if not sep or not value.isdigit():
+            raise InputError.one(f"expected TEAM=WEIGHT, got {item!r}", path="--weight")
+        weights[team] = int(value)
+    formats = {"csv": reports.to_csv, "json": reports.to_json, "html": reports.to_html}
+    if fmt not in (*formats, "table"):
+        raise InputError.one(f"unknown format {fmt!r}; use table, csv, json or html", path="--format")
+    with _open(ledger) as opened:
+        result = reports.report(opened, *window, weights or None)
+    if fmt != "table":
+        text = formats[fmt](result)
+        if out is None:
+            typer.echo(text, nl=False)
+        else:
+            _write_atomic(out, text)
+        return
+    _print_report(result)
+
+
+def _print_report(result: Any) -> None:
+    table = Table(title=f"GPU allocations {format_time(result.start)} – {format_time(result.end)}")
+    headers = (
+        "team",
+        "flavor",
+        "source",
+        "GPU-h",
+        "share",
+        "weight",
+        "wait p50",
+        "wait p95",
+        "preempted",
+        "models",
+        "data classes",
+    )
+    for column in headers:
+        table.add_column(column)
+
+    def secs(value: float | None) -> str:
+        return "–" if value is None else f"{value:.0f} s"
+
+    for r in result.rows:
+        table.add_row(
+            r.team,
+            r.flavor,
+            "simulated" if r.simulated else "recorded",
+            f"{r.gpu_hours:.2f}",
+            f"{r.share:.1%}",
+            "–" if r.weight_share is None else f"{r.weight_share:.1%}",
+            secs(r.wait_p50_s),
+            secs(r.wait_p95_s),
+            str(r.preemptions),
+            ", ".join(r.models),
+            ", ".join(r.data_classes),
+        )
+    console.print(table)
+    if result.incomplete:
+        console.print(f"Workloads without complete labels: {', '.join(result.incomplete)}", markup=False)
+    else:
+        console.print("Every workload carried team, model and data class labels.")
+
+
+def _write_atomic(out: Path, text: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, out)
+
+
+@audit_app.command()
+@guarded
+def verify(
+    *,
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    head: Annotated[
+        str | None, typer.Option("--head", help="A chain head published earlier, to check the end too.")
+    ] = None,
+) -> None:
+    """Check the hash chain; name the first changed, deleted, inserted or reordered entry. Exit 1 if any."""
+    with _open(ledger) as opened:
+        verdict = opened.verify(expected_head=head)
+    finding = verdict.chain.finding
+    if finding is not None:
+        console.print(
+            f"[bold red]TAMPERED[/]: entry {finding.seq} ({finding.record_key}): {finding.kind.value} — "
+            f"{finding.message}. {verdict.chain.entries} entries before it are intact.",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    for problem in verdict.view_problems:
+        console.print(f"[bold red]PROBLEM[/]: {problem}", highlight=False)
+    if verdict.view_problems:
+        raise typer.Exit(1)
+    console.print(
+        f"OK: {verdict.chain.entries} entries intact; chain head {verdict.chain.head}", highlight=False
+    )
+
+
+@audit_app.command("export")
+@guarded
+def export_command(
+    *,
+    out: Annotated[Path, typer.Option("--out", help="Output file.")],
+    fmt: Annotated[str, typer.Option("--format", help="csv or parquet.")] = "csv",
+    waits: Annotated[
+        bool, typer.Option("--waits", help="Export wait intervals instead of allocations.")
+    ] = False,
+    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+) -> None:
+    """Export the current allocations (or waits) as CSV or Parquet."""
+    from gpufleet.ledger.export import export
+
+    with _open(ledger) as opened:
+        rows = export(opened, out, fmt, "WaitInterval" if waits else "Allocation")
+    console.print(f"wrote {rows} rows to {out}", highlight=False)

@@ -1,0 +1,343 @@
+"""From Kubernetes objects to ledger records: pure functions, no client, no clock.
+
+A Workload's conditions tell the story (Kueue ``v1beta2``): ``QuotaReserved=True`` starts an
+admission attempt (its lastTransitionTime identifies the attempt), ``Evicted`` / ``Preempted`` or
+``Finished`` end it, and ``QuotaReserved=False`` carries the pending reason and message. Team,
+model and data class come from the Workload's labels, falling back to its Job's; the checkpoint
+from the annotation; nodes and GPUs from the bound Pods of the Job.
+
+Each function takes what the ledger already holds for the workload and returns only the records
+that changed (new versions of their keys), so re-deriving from a replayed object writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from gpufleet.ledger.records import Allocation, EndReason, Placement, WaitInterval, parse_time
+
+GPU_PREFIX = "nvidia.com/"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelKeys:
+    """Where gpufleet's policy keeps the audit labels (the policy file's defaults)."""
+
+    team: str = "gpufleet.io/team"
+    model: str = "gpufleet.io/model"
+    data_class: str = "gpufleet.io/data-class"
+    checkpoint: str = "gpufleet.io/checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    status: bool
+    reason: str
+    message: str
+    time: datetime | None
+
+
+def conditions(obj: Mapping[str, Any]) -> dict[str, Condition]:
+    found: dict[str, Condition] = {}
+    for c in obj.get("status", {}).get("conditions") or []:
+        when = c.get("lastTransitionTime")
+        found[c["type"]] = Condition(
+            c.get("status") == "True",
+            c.get("reason", ""),
+            c.get("message", ""),
+            parse_time(when) if when else None,
+        )
+    return found
+
+
+def owner_uid(obj: Mapping[str, Any], kind: str) -> str | None:
+    for ref in obj.get("metadata", {}).get("ownerReferences") or []:
+        if ref.get("kind") == kind:
+            return str(ref["uid"])
+    return None
+
+
+def _quantity(value: Any) -> int:
+    """GPU and MIG quantities are whole numbers; anything else counts as 0."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def pod_gpus(pod: Mapping[str, Any]) -> tuple[str, int]:
+    """(GPU resource, count) a pod asks for, summed over its containers; ("", 0) for none."""
+    totals: dict[str, int] = {}
+    for container in pod.get("spec", {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        merged = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+        for name, value in merged.items():
+            if name.startswith(GPU_PREFIX):
+                totals[name] = totals.get(name, 0) + _quantity(value)
+    if not totals:
+        return "", 0
+    name = min(totals, key=lambda n: (n != "nvidia.com/gpu", n))  # whole GPUs first, then by name
+    return name, totals[name]
+
+
+def placements(
+    pods: Iterable[Mapping[str, Any]], node_models: Mapping[str, str], since: datetime, until: datetime | None
+) -> tuple[tuple[Placement, ...], datetime | None]:
+    """Per-node GPUs of the bound pods created within an attempt, and the earliest pod start."""
+    per_node: dict[str, int] = {}
+    started: datetime | None = None
+    for pod in pods:
+        meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})
+        created = meta.get("creationTimestamp")
+        if not spec.get("nodeName") or created is None:
+            continue
+        born = parse_time(created)
+        if born < since or (until is not None and born >= until):
+            continue
+        per_node[spec["nodeName"]] = per_node.get(spec["nodeName"], 0) + pod_gpus(pod)[1]
+        if status.get("startTime"):
+            start = parse_time(status["startTime"])
+            started = start if started is None else min(started, start)
+    result = tuple(Placement(node, n, (), node_models.get(node, "")) for node, n in sorted(per_node.items()))
+    return result, started
+
+
+def _merge_placements(old: tuple[Placement, ...], new: tuple[Placement, ...]) -> tuple[Placement, ...]:
+    """Nodes once seen stay recorded (pods are deleted when a job ends); newer counts win."""
+    merged = {p.node: p for p in old}
+    merged.update({p.node: p for p in new})
+    return tuple(merged[n] for n in sorted(merged))
+
+
+def _labels(workload: Mapping[str, Any], job: Mapping[str, Any] | None, key: str) -> str | None:
+    for source in (workload, job or {}):
+        for field in ("labels", "annotations"):
+            value = (source.get("metadata", {}).get(field) or {}).get(key)
+            if value:
+                return str(value)
+    return None
+
+
+def _admission(workload: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...], str, int]:
+    admission = workload.get("status", {}).get("admission") or {}
+    flavors: dict[str, str] = {}
+    usage: dict[str, int] = {}
+    for assignment in admission.get("podSetAssignments") or []:
+        flavors.update(assignment.get("flavors") or {})
+        for name, value in (assignment.get("resourceUsage") or {}).items():
+            if name.startswith(GPU_PREFIX):
+                usage[name] = usage.get(name, 0) + _quantity(value)
+    gpu = min(usage, key=lambda n: (n != "nvidia.com/gpu", n)) if usage else ""
+    return str(admission.get("clusterQueue", "")), tuple(sorted(flavors.items())), gpu, usage.get(gpu, 0)
+
+
+def _attempt(workload: Mapping[str, Any], latest: Allocation | None) -> int:
+    """The number of a new admission: one more than Kueue's eviction count, when Kueue reports it.
+
+    ``status.schedulingStats.evictions`` survives missed events (a relist after 410 Gone), so the
+    attempt number stays right even when the recorder never saw the earlier attempts.
+    """
+    counted = latest.attempt + 1 if latest is not None else 1
+    stats = (workload.get("status", {}).get("schedulingStats") or {}).get("evictions")
+    if stats is None:
+        return counted
+    return max(counted, 1 + sum(int(e.get("count", 0)) for e in stats))
+
+
+def _end(conds: Mapping[str, Condition]) -> tuple[EndReason, str, str, datetime | None] | None:
+    finished = conds.get("Finished")
+    if finished is not None and finished.status:
+        reason = EndReason.FAILED if finished.reason == "Failed" else EndReason.FINISHED
+        return reason, finished.reason, finished.message, finished.time
+    evicted = conds.get("Evicted")
+    reserved = conds.get("QuotaReserved")
+    if evicted is not None and evicted.status and (reserved is None or not reserved.status):
+        if evicted.reason == "Preempted":
+            preempted = conds.get("Preempted")
+            detail = preempted.reason if preempted is not None else evicted.reason
+            return EndReason.PREEMPTED, detail, evicted.message, evicted.time
+        return EndReason.EVICTED, evicted.reason, evicted.message, evicted.time
+    return None
+
+
+def allocation_records(
+    workload: Mapping[str, Any],
+    job: Mapping[str, Any] | None,
+    pods: Collection[Mapping[str, Any]],
+    node_models: Mapping[str, str],
+    known: list[Allocation],
+    *,
+    keys: LabelKeys,
+) -> list[Allocation]:
+    """New versions of this workload's allocations (attempts are 1-based, in reservation order)."""
+    meta, spec = workload.get("metadata", {}), workload.get("spec", {})
+    conds = conditions(workload)
+    latest = max(known, key=lambda a: a.attempt, default=None)
+    changed: list[Allocation] = []
+    reserved = conds.get("QuotaReserved")
+    end = _end(conds)
+    if reserved is not None and reserved.status and reserved.time is not None:
+        same = [a for a in known if a.quota_reserved == reserved.time]
+        if not same and latest is not None and latest.end_reason is None:
+            # an eviction we never saw (it happened while no recorder ran): close it without a time
+            closed = replace(latest, end_reason=EndReason.EVICTED, end_detail="NotObserved")
+            changed.append(closed)
+        current = same[0] if same else None
+        cq, flavors, gpu, count = _admission(workload)
+        admitted = conds.get("Admitted")
+        base = current or Allocation(
+            workload_uid=str(meta["uid"]),
+            attempt=_attempt(workload, latest),
+            namespace=str(meta.get("namespace", "")),
+            name=str(meta["name"]),
+            team=None,
+            model=None,
+            data_class=None,
+            checkpoint=None,
+            local_queue=str(spec.get("queueName", "")),
+            cluster_queue=cq,
+            priority=int(spec.get("priority") or 0),
+            flavors=flavors,
+            gpu_resource=gpu,
+            gpu_count=count,
+            placements=(),
+            created=parse_time(meta["creationTimestamp"]),
+            quota_reserved=reserved.time,
+            admitted=None,
+            started=None,
+            finished=None,
+            end_reason=None,
+            end_detail="",
+            end_message="",
+            borrowing=None,
+            simulated=False,
+        )
+        found, started = placements(pods, node_models, reserved.time, None)
+        updated = replace(
+            base,
+            team=_labels(workload, job, keys.team),
+            model=_labels(workload, job, keys.model),
+            data_class=_labels(workload, job, keys.data_class),
+            checkpoint=_labels(workload, job, keys.checkpoint),
+            cluster_queue=cq or base.cluster_queue,
+            flavors=flavors or base.flavors,
+            gpu_resource=gpu or base.gpu_resource,
+            gpu_count=count or base.gpu_count,
+            admitted=admitted.time if admitted is not None and admitted.status else base.admitted,
+            placements=_merge_placements(base.placements, found),
+            started=base.started or started,
+        )
+        if (
+            end is not None
+            and end[0] in (EndReason.FINISHED, EndReason.FAILED)
+            and updated.end_reason is None
+        ):
+            updated = replace(
+                updated, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3]
+            )
+        updated = _settle(updated, pods, node_models)
+        if updated != current:
+            changed.append(updated)
+    elif latest is not None and latest.end_reason is None and end is not None:
+        ended = replace(latest, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
+        changed.append(_settle(ended, pods, node_models))
+    return changed
+
+
+def _settle(
+    allocation: Allocation, pods: Collection[Mapping[str, Any]], node_models: Mapping[str, str]
+) -> Allocation:
+    """Once an attempt has ended, its pods are exactly those created within it.
+
+    While it runs, watch streams may lag each other, so a pod of the next attempt can be counted
+    on an open one; the end time settles that. Without its pods at hand (they were seen before a
+    restart), the nodes already recorded stay.
+    """
+    if allocation.quota_reserved is None or allocation.finished is None:
+        return allocation
+    found, started = placements(pods, node_models, allocation.quota_reserved, allocation.finished)
+    if not found:
+        return allocation
+    return replace(allocation, placements=found, started=started or allocation.started)
+
+
+def deleted_allocation(known: list[Allocation], when: datetime) -> list[Allocation]:
+    """The workload object is gone: an attempt still open ended then (its Job was deleted)."""
+    latest = max(known, key=lambda a: a.attempt, default=None)
+    if latest is None or latest.end_reason is not None:
+        return []
+    return [replace(latest, end_reason=EndReason.EVICTED, end_detail="Deleted", finished=when)]
+
+
+def with_pods(
+    allocation: Allocation, pods: Iterable[Mapping[str, Any]], node_models: Mapping[str, str]
+) -> Allocation:
+    """The allocation with the nodes its pods were bound to (pods of that attempt only)."""
+    if allocation.quota_reserved is None:
+        return allocation
+    found, started = placements(pods, node_models, allocation.quota_reserved, allocation.finished)
+    return replace(
+        allocation,
+        placements=_merge_placements(allocation.placements, found),
+        started=allocation.started or started,
+    )
+
+
+def wait_records(
+    workload: Mapping[str, Any],
+    job: Mapping[str, Any] | None,
+    known: list[WaitInterval],
+    keys: LabelKeys,
+    now: datetime,
+) -> list[WaitInterval]:
+    """Open, switch or close the workload's pending interval from its ``QuotaReserved`` condition.
+
+    Kubernetes moves lastTransitionTime only when a condition's status flips, so a new pending
+    reason while still pending starts at ``now`` (when the recorder saw it), not at that time.
+    """
+    meta = workload.get("metadata", {})
+    conds = conditions(workload)
+    reserved = conds.get("QuotaReserved")
+    open_ = next((w for w in known if w.end is None), None)
+    changed: list[WaitInterval] = []
+    end = _end(conds)
+    pending = end is None or end[0] in (EndReason.PREEMPTED, EndReason.EVICTED)
+    if reserved is not None and not reserved.status and pending:
+        if open_ is not None and (open_.reason, open_.message) == (reserved.reason, reserved.message):
+            return []
+        start = reserved.time if reserved.time is not None else now
+        if open_ is not None:
+            if start <= open_.start:  # same status, new reason: the condition's time did not move
+                start = max(now, open_.start)
+            changed.append(replace(open_, end=start))
+        index = max((w.index for w in known), default=-1) + 1
+        changed.append(
+            WaitInterval(
+                workload_uid=str(meta["uid"]),
+                index=index,
+                namespace=str(meta.get("namespace", "")),
+                name=str(meta["name"]),
+                team=_labels(workload, job, keys.team),
+                local_queue=str(workload.get("spec", {}).get("queueName", "")),
+                reason=reserved.reason or "Pending",
+                message=reserved.message,
+                start=start,
+                end=None,
+                simulated=False,
+            )
+        )
+    elif open_ is not None:
+        closed_at = (reserved.time if reserved is not None and reserved.status else None) or (
+            end[3] if end else None
+        )
+        changed.append(replace(open_, end=max(closed_at or now, open_.start)))
+    return changed
+
+
+def deleted_waits(known: list[WaitInterval], when: datetime) -> list[WaitInterval]:
+    """The workload is gone: its open pending interval ends then."""
+    return [replace(w, end=max(when, w.start)) for w in known if w.end is None]

@@ -1,0 +1,149 @@
+"""The recorder's Kubernetes objects, for ``gpufleet render``: pure values, no client.
+
+Least privilege: cluster-wide it may only get/list/watch what it reads (Kueue Workloads, Jobs,
+Pods, Nodes); in its own namespace it may also write Leases, for leader election. With no
+``ledger_url`` it writes a SQLite file on a PersistentVolumeClaim, which is why it runs one
+replica with the Recreate strategy (SQLite on a ReadWriteOnce volume has one writer); with a
+PostgreSQL URL, read from a Secret, two replicas may run and the Lease picks the writer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NAME = "gpufleet-recorder"
+LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpufleet"}
+METRICS_PORT = 9090
+SQLITE_PATH = "/var/lib/gpufleet/ledger.db"
+LEDGER_SECRET = "gpufleet-ledger"  # key "url": a PostgreSQL URL
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(LABELS)}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _rules() -> list[dict[str, Any]]:
+    read = ["get", "list", "watch"]
+    return [
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": read},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": read},
+        {"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": read},
+    ]
+
+
+def _container(image: str, ledger_url: str | None) -> dict[str, Any]:
+    env: list[dict[str, Any]] = [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+    ]
+    if ledger_url is None:
+        ledger_arg = SQLITE_PATH
+    else:
+        env.append(
+            {"name": "LEDGER_URL", "valueFrom": {"secretKeyRef": {"name": LEDGER_SECRET, "key": "url"}}}
+        )
+        ledger_arg = "$(LEDGER_URL)"
+    probe = {"httpGet": {"path": "/healthz", "port": "metrics"}, "periodSeconds": 10}
+    container: dict[str, Any] = {
+        "name": "recorder",
+        "image": image,
+        "args": [
+            "record",
+            "--in-cluster",
+            "--ledger",
+            ledger_arg,
+            "--metrics-host",
+            "0.0.0.0",
+            "--metrics-port",
+            str(METRICS_PORT),
+        ],
+        "env": env,
+        "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
+        "livenessProbe": {**probe, "failureThreshold": 6},
+        "readinessProbe": probe,
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+        "securityContext": {
+            "runAsNonRoot": True,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    if ledger_url is None:
+        container["volumeMounts"] = [{"name": "ledger", "mountPath": SQLITE_PATH.rsplit("/", 1)[0]}]
+    return container
+
+
+def recorder_objects(namespace: str, image: str, ledger_url: str | None) -> list[dict[str, Any]]:
+    """ServiceAccount, ClusterRole + binding, Lease Role + binding, Deployment, and a PVC for SQLite.
+
+    ``ledger_url`` is not embedded (it may hold a password): a PostgreSQL ledger is read from the
+    Secret ``gpufleet-ledger`` (key ``url``), which the operator creates.
+    """
+    sqlite = ledger_url is None
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": NAME,
+        "securityContext": {"runAsUser": 65532, "runAsGroup": 65532, "fsGroup": 65532},
+        "containers": [_container(image, ledger_url)],
+    }
+    if sqlite:
+        pod_spec["volumes"] = [{"name": "ledger", "persistentVolumeClaim": {"claimName": NAME}}]
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(NAME),
+            "rules": _rules(),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _meta(NAME),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": _meta(f"{NAME}-leases", namespace),
+            "rules": [
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "verbs": ["get", "create", "update"],
+                }
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta(f"{NAME}-leases", namespace),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{NAME}-leases"},
+            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": _meta(NAME, namespace),
+            "spec": {
+                "replicas": 1 if sqlite else 2,
+                "strategy": {"type": "Recreate"} if sqlite else {"type": "RollingUpdate"},
+                "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+                "template": {"metadata": {"labels": dict(LABELS)}, "spec": pod_spec},
+            },
+        },
+    ]
+    if sqlite:
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": _meta(NAME, namespace),
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}},
+            }
+        )
+    return objects

@@ -1,0 +1,243 @@
+"""The recorder process: win the Lease, list and watch four kinds, and append what changed.
+
+Shape of the loop:
+
+- one task per kind (Workloads, Jobs, Pods, Nodes) lists once, then watches from the listed
+  resourceVersion with bookmarks; on 410 Gone it relists, on a dropped connection it waits with
+  capped exponential backoff and resumes from the last resourceVersion it saw;
+- one consumer drains their events in batches, asks the tracker what changed, and appends the
+  records together with every kind's resourceVersion in one transaction;
+- after a restart each kind resumes from its stored resourceVersion, so the events missed while
+  down are replayed and nothing committed is written twice (``Ledger.append`` is idempotent).
+
+Only the Lease holder writes; it renews every third of the lease and exits if it cannot, so a
+replica that lost the Lease never writes again (Kubernetes restarts it as a follower).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import socket
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import uvicorn
+
+from gpufleet import kube
+from gpufleet.ledger.records import Allocation, Record, WaitInterval
+from gpufleet.ledger.store import Ledger
+from gpufleet.recorder.derive import LabelKeys, conditions
+from gpufleet.recorder.metrics import Metrics
+from gpufleet.recorder.tracker import Tracker
+
+log = logging.getLogger("gpufleet.recorder")
+
+KINDS = ("nodes", "jobs", "workloads", "pods")
+BATCH = 500
+
+
+def source(plural: str) -> str:
+    return f"watch/{plural}"
+
+
+class LostLeadership(Exception):
+    """The Lease could not be renewed in time: stop writing at once."""
+
+
+@dataclass(frozen=True)
+class RecorderConfig:
+    ledger: str
+    kubeconfig: str | None = None
+    in_cluster: bool = False
+    namespace: str = "gpufleet-system"
+    lease_name: str = "gpufleet-recorder"
+    identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    lease_seconds: int = 15
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 9090  # 0: no endpoint
+    keys: LabelKeys = field(default_factory=LabelKeys)
+    backoff_max_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    plural: str
+    objects: list[dict[str, Any]]
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Event:
+    plural: str
+    event: kube.WatchEvent
+
+
+class Backoff:
+    """Capped exponential backoff with full jitter (so replicas do not reconnect in lockstep)."""
+
+    def __init__(self, cap: float, base: float = 0.2) -> None:
+        self.cap, self.base, self.failures = cap, base, 0
+
+    def next(self) -> float:
+        self.failures += 1
+        return random.uniform(0, min(self.cap, self.base * 2**self.failures))
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+class Recorder:
+    def __init__(self, config: RecorderConfig, ledger: Ledger, api: Any, metrics: Metrics) -> None:
+        self.config, self.ledger, self.api, self.metrics = config, ledger, api, metrics
+        self.tracker = Tracker(self._load, config.keys, lambda: datetime.now(UTC))
+        self.queue: asyncio.Queue[_Listed | _Event] = asyncio.Queue(maxsize=10_000)
+
+    def _load(self, uid: str) -> tuple[list[Allocation], list[WaitInterval]]:
+        return self.ledger.allocations(workload_uid=uid), self.ledger.waits(workload_uid=uid)
+
+    async def run(self) -> None:
+        stored = await asyncio.to_thread(self.ledger.positions)
+        for plural in ("nodes", "jobs", "workloads"):
+            objects, _ = await self._retrying(kube.list_objects, self.api, plural)
+            self.tracker.prime(plural, objects)
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._consume())
+            for plural in KINDS:
+                group.create_task(self._follow(plural, stored.get(source(plural))))
+
+    async def _retrying(self, call: Any, *args: Any) -> Any:
+        backoff = Backoff(self.config.backoff_max_s)
+        while True:
+            try:
+                return await call(*args)
+            except kube.ConnectionLost as exc:
+                log.warning("%s; retrying", exc)
+                await asyncio.sleep(backoff.next())
+
+    async def _follow(self, plural: str, resource_version: str | None) -> None:
+        backoff = Backoff(self.config.backoff_max_s)
+        rv = resource_version
+        while True:
+            try:
+                if rv is None:
+                    objects, rv = await kube.list_objects(self.api, plural)
+                    await self.queue.put(_Listed(plural, objects, rv))
+                async for event in kube.watch_objects(self.api, plural, rv):
+                    await self.queue.put(_Event(plural, event))
+                    rv = event.resource_version or rv
+                    backoff.reset()
+            except kube.Gone:
+                self.metrics.restarts.labels(plural, "Gone").inc()
+                log.info("watch %s: resourceVersion %s is gone; relisting", plural, rv)
+                rv = None
+            except kube.ConnectionLost as exc:
+                self.metrics.restarts.labels(plural, "ConnectionLost").inc()
+                delay = backoff.next()
+                log.warning("%s; reconnecting in %.1fs", exc, delay)
+                await asyncio.sleep(delay)
+
+    async def _consume(self) -> None:
+        while True:
+            batch = [await self.queue.get()]
+            while len(batch) < BATCH and not self.queue.empty():
+                batch.append(self.queue.get_nowait())
+            records: list[Record] = []
+            positions: dict[str, str] = {}
+            newest: datetime | None = None
+            for item in batch:
+                if isinstance(item, _Listed):
+                    records += self._relisted(item)
+                    positions[source(item.plural)] = item.resource_version
+                    continue
+                event = item.event
+                self.metrics.events.labels(item.plural, event.type).inc()
+                records += self.tracker.observe(item.plural, event.type, event.object)
+                if event.resource_version:
+                    positions[source(item.plural)] = event.resource_version
+                for cond in conditions(event.object).values():
+                    if cond.time is not None and (newest is None or cond.time > newest):
+                        newest = cond.time
+            await asyncio.to_thread(self.ledger.append, records, positions=positions)
+            for record in records:
+                self.metrics.records.labels(record.kind).inc()
+            if newest is not None:
+                self.metrics.lag.set(max(0.0, (datetime.now(UTC) - newest).total_seconds()))
+            self.metrics.progressed()
+
+    def _relisted(self, listed: _Listed) -> list[Record]:
+        """A fresh listing: everything in it as ADDED, and anything we knew that is gone as DELETED."""
+        self.tracker.prime(listed.plural, listed.objects)
+        records: list[Record] = []
+        if listed.plural == "workloads":
+            present = {o["metadata"]["uid"] for o in listed.objects}
+            for uid, gone in list(self.tracker.workloads.items()):
+                if uid not in present:
+                    records += self.tracker.observe("workloads", "DELETED", gone)
+        for obj in listed.objects:
+            self.metrics.events.labels(listed.plural, "LISTED").inc()
+            records += self.tracker.observe(listed.plural, "ADDED", obj)
+        return records
+
+
+async def _lead(config: RecorderConfig, api: Any, metrics: Metrics) -> None:
+    """Wait for the Lease, then keep renewing it; raise LostLeadership when a renewal fails."""
+    interval = config.lease_seconds / 3
+    while not await _try_lease(config, api):
+        await asyncio.sleep(interval)
+    metrics.set_leader(True)
+    log.info("%s holds lease %s/%s", config.identity, config.namespace, config.lease_name)
+
+
+async def _renew(config: RecorderConfig, api: Any, metrics: Metrics) -> None:
+    interval = config.lease_seconds / 3
+    deadline = asyncio.get_running_loop().time() + config.lease_seconds
+    while True:
+        await asyncio.sleep(interval)
+        if await _try_lease(config, api):
+            deadline = asyncio.get_running_loop().time() + config.lease_seconds
+        elif asyncio.get_running_loop().time() + interval >= deadline:
+            metrics.set_leader(False)
+            raise LostLeadership(f"{config.identity} could not renew lease {config.lease_name}")
+
+
+async def _try_lease(config: RecorderConfig, api: Any) -> bool:
+    try:
+        return await kube.hold_lease(
+            api, config.namespace, config.lease_name, config.identity, config.lease_seconds
+        )
+    except kube.ConnectionLost as exc:
+        log.warning("lease: %s", exc)
+        return False
+
+
+async def run(config: RecorderConfig) -> None:
+    """Run until killed (or until leadership is lost, which raises)."""
+    metrics = Metrics()
+    server: uvicorn.Server | None = None
+    serving: asyncio.Task[None] | None = None
+    if config.metrics_port:
+        server = uvicorn.Server(
+            uvicorn.Config(
+                metrics.app(), host=config.metrics_host, port=config.metrics_port, log_level="warning"
+            )
+        )
+        serving = asyncio.create_task(server.serve())
+    ledger = Ledger.open(config.ledger)
+    api = kube.client(config.kubeconfig, in_cluster=config.in_cluster)
+    try:
+        await _lead(config, api, metrics)
+        recorder = Recorder(config, ledger, api, metrics)
+        async with asyncio.TaskGroup() as group:
+            group.create_task(_renew(config, api, metrics))
+            group.create_task(recorder.run())
+    finally:
+        ledger.close()
+        if server is not None and serving is not None:
+            server.should_exit = True
+            with contextlib.suppress(Exception):
+                await serving

@@ -1,0 +1,55 @@
+"""The recorder's rendered objects: valid Kubernetes 1.34 (strict schemas) and least privilege."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from gpufleet.recorder.manifests import recorder_objects
+
+
+@pytest.mark.parametrize("ledger_url", [None, "postgresql://ledger@db/ledger"], ids=["sqlite", "postgresql"])
+def test_every_object_validates_against_the_kubernetes_schema(ledger_url: str | None) -> None:
+    for obj in recorder_objects("gpufleet-system", "ghcr.io/example/gpufleet:0.1.0", ledger_url):
+        kubernetes_validate.validate(obj, "1.34.0", strict=True)
+
+
+def _kinds(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {o["kind"]: o for o in objects}
+
+
+def test_cluster_wide_it_may_only_read_and_only_leases_are_writable_in_its_namespace() -> None:
+    objects = _kinds(recorder_objects("gpufleet-system", "img", None))
+    cluster_verbs = {v for rule in objects["ClusterRole"]["rules"] for v in rule["verbs"]}
+    assert cluster_verbs == {"get", "list", "watch"}
+    read = {
+        (g, r)
+        for rule in objects["ClusterRole"]["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
+    assert read == {("kueue.x-k8s.io", "workloads"), ("batch", "jobs"), ("", "pods"), ("", "nodes")}
+    (lease_rule,) = objects["Role"]["rules"]
+    assert (
+        lease_rule["resources"] == ["leases"]
+        and objects["Role"]["metadata"]["namespace"] == "gpufleet-system"
+    )
+
+
+@pytest.mark.parametrize(
+    ("ledger_url", "replicas", "has_pvc"),
+    [(None, 1, True), ("postgresql://ledger@db/ledger", 2, False)],
+    ids=["sqlite-single-writer", "postgresql-with-standby"],
+)
+def test_sqlite_gets_a_volume_and_one_replica_postgresql_a_secret_and_a_standby(
+    ledger_url: str | None, replicas: int, has_pvc: bool
+) -> None:
+    objects = recorder_objects("ns", "img", ledger_url)
+    kinds = _kinds(objects)
+    deployment = kinds["Deployment"]
+    assert deployment["spec"]["replicas"] == replicas
+    assert ("PersistentVolumeClaim" in kinds) == has_pvc
+    rendered = str(objects)
+    assert "postgresql://" not in rendered  # a URL may carry a password: it stays in a Secret

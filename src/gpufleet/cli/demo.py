@@ -19,8 +19,10 @@ def demo(
         "demo-out"
     ),
 ) -> None:
-    """Run the whole chain on the bundled example fleet: plan, render, a synthetic week simulated
-    without and with the queue, the ledger, the report; and say where everything is."""
+    """Run the whole chain on the bundled example: plan, render, simulate a week both ways, report.
+
+    A synthetic week for the example's teams is simulated without the queue (first apply) and with
+    it; the simulated allocations go into a SQLite ledger and the report into one HTML page."""
     with progress_bar(2) as update:
         result = run_demo(out, update)
     print_plan(result.plan)

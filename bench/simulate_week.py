@@ -75,7 +75,9 @@ def main() -> None:
     started = time.perf_counter()
     jobs = synthesize(workload_spec(fleet, days=args.days), args.seed)
     synth_s = time.perf_counter() - started
-    print(f"fleet: {gpus} GPUs in {len(fleet.pools)} pools; trace: {len(jobs)} jobs over {args.days} days (synthesized in {synth_s:.2f} s)")
+    print(
+        f"fleet: {gpus} GPUs in {len(fleet.pools)} pools; trace: {len(jobs)} jobs over {args.days} days (synthesized in {synth_s:.2f} s)"
+    )
     for mode in (Mode.QUEUE, Mode.FIRST_APPLY):
         started = time.perf_counter()
         result = simulate(fleet, jobs, SimulationConfig(mode=mode))

@@ -94,6 +94,7 @@ class Outcome:
     teams: list[str]
     weights: dict[str, float]
     priorities: dict[str, int]  # priority class -> value (the queue world's Workload priority)
+    local_queues: dict[str, str]  # namespace -> its LocalQueue (queue world only)
 
 
 def placement_policy(choice: PlacementPolicy, jobs: Sequence[Job]) -> Policy:
@@ -206,6 +207,7 @@ class Simulation:
             self.teams,
             self.weights,
             self.queue.priorities if self.queue is not None else {},
+            self.queue.queues if self.queue is not None else {},
         )
 
     def handle(self, t: int, kind: int, subject: Any) -> None:

@@ -42,6 +42,8 @@ def ledger_records(outcome: Outcome, run_name: str) -> list[Record]:
     for run in outcome.runs:
         job = run.job
         uid = f"sim:{run_name}:{run.key}"
+        lq = outcome.local_queues.get(job.namespace)
+        local_queue = f"{job.namespace}/{lq}" if lq else ""
         for attempt in run.attempts:
             wait_end = attempt.reserved if attempt.reserved is not None else attempt.started
             if wait_end is None:
@@ -55,7 +57,7 @@ def ledger_records(outcome: Outcome, run_name: str) -> list[Record]:
                     namespace=job.namespace,
                     name=job.job_id,
                     team=job.team,
-                    local_queue=f"{job.namespace}/{attempt.cluster_queue or '-'}",
+                    local_queue=local_queue,
                     reason=attempt.reason,
                     message=attempt.message,
                     start=queued,
@@ -75,7 +77,7 @@ def ledger_records(outcome: Outcome, run_name: str) -> list[Record]:
                     model=job.model or None,
                     data_class=job.data_class or None,
                     checkpoint=job.checkpoint or None,
-                    local_queue=attempt.cluster_queue and f"{job.namespace}/{attempt.cluster_queue}",
+                    local_queue=local_queue,
                     cluster_queue=attempt.cluster_queue,
                     priority=outcome.priorities.get(job.priority_class, 0),
                     flavors=((run.ask.resource, attempt.flavor),) if attempt.flavor else (),

@@ -33,7 +33,6 @@ from gpufleet.ledger import chain, schema
 from gpufleet.ledger.records import Allocation, Record, WaitInterval, canonical, from_canonical
 
 _KEY_CHUNK = 500
-_ROWS_PER_STATEMENT = 1000  # x 10 columns stays far below PostgreSQL's 65,535 parameters
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _IMMEDIATE = "gpufleet_sqlite_immediate"
 
@@ -202,15 +201,25 @@ class Ledger:
         return AppendResult(len(entry_rows), len(records) - len(entry_rows), seq)
 
     def _insert(self, conn: Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
-        """SQLite: executemany. PostgreSQL: one multi-row VALUES per chunk, one plan per chunk."""
+        """SQLite: executemany. PostgreSQL: COPY (the current view through a temporary table,
+        because COPY cannot resolve conflicts); per-parameter binding would cost more than hashing."""
         head, values, tail = self._sql[table]
         if self.engine.dialect.name != "postgresql":
             conn.exec_driver_sql(f"{head} VALUES {values}{tail}", rows)
             return
-        for i in range(0, len(rows), _ROWS_PER_STATEMENT):
-            chunk = rows[i : i + _ROWS_PER_STATEMENT]
-            sql = f"{head} VALUES {', '.join([values] * len(chunk))}{tail}"
-            conn.exec_driver_sql(sql, tuple(v for row in chunk for v in row))
+        target = "ledger_entries" if table == "entries" else "ledger_current_load"
+        columns = head[head.index("(") :]
+        with conn.connection.dbapi_connection.cursor() as cursor:  # type: ignore[union-attr]
+            if table == "current":
+                cursor.execute(
+                    "CREATE TEMPORARY TABLE IF NOT EXISTS ledger_current_load"
+                    " (LIKE ledger_current) ON COMMIT DELETE ROWS"
+                )
+            with cursor.copy(f"COPY {target} {columns} FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            if table == "current":
+                cursor.execute(f"{head} SELECT * FROM ledger_current_load{tail}")
 
     def _upsert(self, conn: Connection, table: Any, keys: list[str], rows: list[dict[str, Any]]) -> None:
         if not rows:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import typer
 
 from gpufleet import __version__
-from gpufleet.cli import check, evidence, policy, scan, trace
+from gpufleet.cli import check, demo, evidence, policy, scan, trace
+from gpufleet.cli import simulate as simulate_cli
 from gpufleet.cli import twin as twin_cli
 from gpufleet.cli.audit import audit_app, record
 
@@ -40,6 +41,8 @@ policy.register(app)
 evidence.register(app)
 check.register(app)
 scan.register(app)
+demo.register(app)
+app.command()(simulate_cli.simulate)
 app.add_typer(audit_app)
 app.command()(record)
 

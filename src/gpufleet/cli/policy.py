@@ -11,7 +11,6 @@ import typer
 from rich.table import Table
 
 from gpufleet.cli.common import console, guarded
-from gpufleet.demo import run_demo
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
 from gpufleet.plan import Plan, make_plan
@@ -166,23 +165,7 @@ def render_cmd(
         console.print(f"  {path.name}")
 
 
-@guarded
-def demo(
-    out: Annotated[Path, typer.Option("-o", "--out", help="Folder for everything the demo produces")] = Path(
-        "demo-out"
-    ),
-) -> None:
-    """Run the whole chain on the bundled example fleet: plan, render, and say where everything is."""
-    result = run_demo(out)
-    print_plan(result.plan)
-    console.print(f"\n[bold]Demo output in {out}/[/]")
-    console.print(f"  policy      {result.policy}")
-    console.print(f"  plan        {result.plan_json}")
-    console.print(f"  manifests   {out / 'manifests'}/ ({len(result.manifests)} files: kubectl apply -k)")
-
-
 def register(app: typer.Typer) -> None:
-    app.command()(demo)
     app.command()(schema)
     app.command()(init)
     app.command()(plan)

@@ -1,0 +1,133 @@
+"""``gpufleet simulate``: a policy against a trace, in the queue world and (optionally) without it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gpufleet.cli.common import console, guarded
+from gpufleet.errors import InputError
+from gpufleet.policy import load_policy, resolve
+from gpufleet.report.html import dur, num, pct
+from gpufleet.simulate.config import Mode, PlacementPolicy, SimulationConfig
+from gpufleet.simulate.engine import Progress as ProgressCallback
+from gpufleet.simulate.run import RunResult, compare, results_document, write_outputs
+from gpufleet.trace import read_trace
+
+
+@contextmanager
+def progress_bar(runs: int) -> Iterator[ProgressCallback]:
+    """A rich bar over every run's arrivals; the callback the engine calls as jobs arrive."""
+    with Progress(
+        TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    ) as bar:
+        task = bar.add_task("simulate", total=None)
+        done = {"base": 0, "last": 0}
+
+        def update(arrived: int, total: int) -> None:
+            if arrived < done["last"]:  # the next run started
+                done["base"] += total
+            done["last"] = arrived
+            bar.update(task, total=runs * total, completed=min(done["base"] + arrived, runs * total))
+
+        yield update
+
+
+def print_comparison(results: Sequence[RunResult]) -> None:
+    """The before/after table: per team and job kind, each run's figures side by side."""
+    table = Table(title="Before and after, per team and job kind", title_justify="left")
+    table.add_column("team / kind", no_wrap=True)
+    for r in results:
+        for col in ("wait p50", "p95", "max", "GPU-h", "share/weight"):
+            table.add_column(f"{r.name} {col}" if col == "wait p50" else col, justify="right")
+
+    def cells(group: dict[str, Any] | None, share: str) -> list[str]:
+        if group is None:
+            return ["–"] * 5
+        w = group["waitSeconds"]
+        return [dur(w["p50"]), dur(w["p95"]), dur(w["max"]), num(group["gpuHours"]), share]
+
+    first = results[0].summary
+    for team in first["teams"]:
+        row = [f"[bold]{team}[/]"]
+        for r in results:
+            t = r.summary["teams"][team]
+            ratio = t["shareOverWeight"]
+            row += cells(t, f"{pct(t['share'])}/{pct(t['weightShare'])}" + ("" if ratio is None else f" ({ratio:.2f})"))
+        table.add_row(*row)
+        kinds = sorted(
+            {k.split("/", 1)[1] for r in results for k in r.summary["teamKinds"] if k.startswith(f"{team}/")}
+        )
+        for kind in kinds:
+            row = [f"  {kind}"]
+            for r in results:
+                row += cells(r.summary["teamKinds"].get(f"{team}/{kind}"), "")
+            table.add_row(*row)
+    console.print(table)
+
+    fleet = Table(title="The fleet", title_justify="left")
+    fleet.add_column("")
+    for r in results:
+        fleet.add_column(r.name, justify="right")
+    rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        (
+            "utilization (allocated / capacity GPU-h)",
+            lambda s: (
+                f"{pct(s['fleet']['utilization'])} ({num(s['fleet']['allocatedGpuHours'])} / {num(s['fleet']['capacityGpuHours'])})"
+            ),
+        ),
+        ("idle GPU-hours while work waited", lambda s: num(s["fleet"]["idleGpuHoursWhileWaiting"])),
+        (
+            "Jain's index (share / weight)",
+            lambda s: "–" if s["fleet"]["jainIndex"] is None else f"{s['fleet']['jainIndex']:.3f}",
+        ),
+        ("jobs finished", lambda s: f"{s['fleet']['finished']} of {s['fleet']['jobs']}"),
+        (
+            "preemptions (GPU-h of work lost)",
+            lambda s: f"{s['fleet']['preemptions']} ({num(s['fleet']['workLostGpuHours'])})",
+        ),
+        ("waitForPodsReady evictions", lambda s: str(s["fleet"]["podsReadyEvictions"])),
+        ("admitted-but-unplaced hours", lambda s: num(s["fleet"]["admittedUnplacedHours"])),
+        ("serving starved replica-minutes", lambda s: num(s["serving"]["starvedReplicaMinutes"])),
+    ]
+    for label, value in rows:
+        fleet.add_row(label, *[value(r.summary) for r in results])
+    console.print(fleet)
+
+
+@guarded
+def simulate(
+    policy: Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)],
+    trace: Annotated[Path, typer.Option("--trace", help="A job trace in gpufleet's format (.csv or .parquet)")],
+    compare_with: Annotated[
+        str | None, typer.Option("--compare", help="Also run the baseline: first-apply", metavar="first-apply")
+    ] = None,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Folder for results.json, tables, charts, report")] = Path(
+        "simulation"
+    ),
+    placement: Annotated[
+        PlacementPolicy, typer.Option("--placement", help="The scheduler's scoring")
+    ] = PlacementPolicy.LEAST_ALLOCATED,
+) -> None:
+    """Simulate the queue in front of the cards on a trace, and (with --compare) the first apply."""
+    if compare_with not in (None, Mode.FIRST_APPLY.value):
+        raise InputError.one(f"--compare takes 'first-apply', not {compare_with!r}", path="--compare")
+    fleet = resolve(load_policy(policy))
+    jobs = read_trace(trace)
+    modes = [Mode.QUEUE] + ([Mode.FIRST_APPLY] if compare_with else [])
+    with progress_bar(len(modes)) as update:
+        results = compare(fleet, jobs, SimulationConfig(placement=placement), modes, update)
+    written = write_outputs(out, results_document(fleet, str(trace), len(jobs), results), results)
+    print_comparison(results)
+    console.print(f"\n[bold]Wrote {out}/[/]")
+    console.print(f"  results     {written.results}")
+    console.print(f"  report      {written.report.html}")
+    console.print(f"  jobs        {written.report.csv} and {written.report.parquet.name}")
+    console.print(f"  charts      {written.report.charts[0].parent}/")
+    console.print(f"  allocations {written.allocations} (ledger records, simulated)")

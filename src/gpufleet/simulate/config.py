@@ -1,0 +1,85 @@
+"""How a simulation runs: which world (the queue or the first apply), Kueue's waitForPodsReady
+settings, the serving demand curve, and how finely the time series are kept.
+
+Defaults are Kueue ``v1beta2``'s own (``apis/config/v1beta2/defaults.go``): waitForPodsReady is
+always on with a 30-minute timeout, requeuing by eviction time, a backoff of 60 s doubling per
+requeue up to 3,600 s, and no limit on the number of requeues. Kueue adds a small random jitter to
+the backoff; the twin leaves it out so every run is reproducible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+HOUR = 3600
+DAY = 24 * HOUR
+
+
+class Mode(StrEnum):
+    """The two worlds a run can model."""
+
+    QUEUE = "queue"  # Kueue in front of the cards: quotas, taints, flavors, waitForPodsReady
+    FIRST_APPLY = "first-apply"  # no Kueue, no taints, no quotas: pods straight to the scheduler
+
+
+class PlacementPolicy(StrEnum):
+    LEAST_ALLOCATED = "LeastAllocated"
+    MOST_ALLOCATED = "MostAllocated"
+    FRAGMENTATION_AWARE = "FragmentationAware"
+
+
+# Share of each deployment's policy replicas wanted in each hour of the day (UTC): quiet at night,
+# the full count in working hours. The policy's replica count is sized for the peak.
+DEFAULT_SERVING_CURVE: tuple[float, ...] = (
+    0.25, 0.25, 0.25, 0.25, 0.25, 0.25,  # 00-05
+    0.5, 0.75, 1.0, 1.0, 1.0, 1.0,  # 06-11
+    1.0, 1.0, 1.0, 1.0, 1.0, 1.0,  # 12-17
+    0.75, 0.75, 0.5, 0.5, 0.25, 0.25,  # 18-23
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PodsReady:
+    """Kueue's ``waitForPodsReady``: an admitted workload must have every pod running in time."""
+
+    timeout_s: int = 30 * 60
+    backoff_base_s: int = 60
+    backoff_max_s: int = HOUR
+    backoff_limit: int | None = None  # None: requeue forever (Kueue's default)
+
+    def backoff(self, requeues: int) -> int:
+        """Seconds until the ``requeues``-th requeue: base · 2^(n−1), capped at the maximum."""
+        return min(self.backoff_base_s << max(requeues - 1, 0), self.backoff_max_s)
+
+
+@dataclass(frozen=True)
+class ServingCurve:
+    """Wanted replicas per deployment over the day: ``ceil(replicas · share[hour])``, at least one
+    replica of every deployment the policy runs."""
+
+    hourly: tuple[float, ...] = DEFAULT_SERVING_CURVE
+
+    def __post_init__(self) -> None:
+        if len(self.hourly) != 24 or any(not 0 <= f <= 1 for f in self.hourly):
+            raise ValueError("a serving curve has 24 hourly shares between 0 and 1")
+
+    def wanted(self, replicas: int, t: int) -> int:
+        if replicas == 0:
+            return 0
+        share = self.hourly[(t % DAY) // HOUR]
+        return max(1, -(-int(replicas * share * 1000) // 1000))
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    mode: Mode = Mode.QUEUE
+    placement: PlacementPolicy = PlacementPolicy.LEAST_ALLOCATED
+    pods_ready: PodsReady = field(default_factory=PodsReady)
+    serving: ServingCurve = field(default_factory=ServingCurve)
+    termination_grace_s: int = 30  # a preempted pod's grace period before its Workload requeues
+    bucket_s: int = HOUR  # width of one time-series bucket
+    start: datetime = datetime(2026, 1, 5, tzinfo=UTC)  # wall time of trace second 0 (ledger times)
+    until_s: int | None = None  # stop here even if work remains (None: see horizon_after_last_s)
+    horizon_after_last_s: int = 7 * DAY  # without until_s: stop this long after the last arrival

@@ -1,0 +1,457 @@
+"""The discrete-event loop: arrivals, Kueue's cycles, the scheduler, waitForPodsReady and serving.
+
+One heap of ``(time, sequence, kind, subject)`` events on integer seconds; the sequence counter
+breaks ties, so events at the same second run in the order they were scheduled. After every event
+of one second has run, the instant *settles*, in this order:
+
+1. (queue world) Kueue's cycles until one admits and preempts nothing: preempted victims lose
+   their pods, admitted workloads get pods carrying their flavor's node labels and tolerations;
+2. the scheduler's round over every pod without a node: serving replicas first (their
+   PriorityClass puts them ahead in kube-scheduler's queue), then jobs in admission order (queue
+   world) or arrival order (first-apply); a pod shape that found no node is not tried again in the
+   same round, since binding only takes room away;
+3. a job whose every pod is bound starts, and finishes ``duration`` seconds later.
+
+waitForPodsReady: an admitted job not running ``timeout`` seconds after its admission is evicted
+(its pods and quota released) and requeued after Kueue's backoff, with the eviction time as its new
+queue-order timestamp. Pods are ready the moment they are bound (no image pulls, no failures).
+
+Preemption loses the victim's work since its start (no checkpoint is assumed); the victim's
+pods terminate for ``termination_grace_s`` (Kubernetes' default grace period) and Kueue's next
+cycle waits until then, since the victims' quota is only free once their pods are gone; the
+victims return to their queues one second later, with their creation timestamps, so the
+preemptor gets the quota it freed. Without the wait, a borrower's next workload would take the
+freed quota at the same instant, ahead of the preemptor; and a victim returning with the quota
+could win the cycle's ordering and be preempted again, over and over. The first-apply
+world has no PriorityClass either, so serving replicas wait for GPUs like any pod; kube-scheduler's
+pod preemption is not modelled.
+
+The run ends when no arrival, completion, timeout or requeue is left and no job waits. In the
+first-apply world, jobs that still wait then get one more day of serving changes (the curve repeats
+daily; a scale-down can free a serving node) before the run stops; in the queue world nothing but
+those events can free quota, so it stops at once.
+It stops in any case ``horizon_after_last_s`` after the last arrival (or at ``until_s``): a
+preemption cycle that never settles (a borrower re-admitted into quota its lender reclaimed,
+while the lender's head is a job that cannot fit) must not run forever; what still waits then is
+reported as unfinished.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpufleet.errors import InputError
+from gpufleet.placement import (
+    Cluster,
+    FragmentationAware,
+    LeastAllocated,
+    MostAllocated,
+    Placement,
+    PodSpec,
+    Policy,
+    Shape,
+    ShapeMix,
+    Toleration,
+    Unschedulable,
+)
+from gpufleet.policy import Fleet
+from gpufleet.render.common import tolerations_for
+from gpufleet.simulate.config import DAY, HOUR, Mode, PlacementPolicy, SimulationConfig
+from gpufleet.simulate.jobs import JobRun, State
+from gpufleet.simulate.meter import Meter
+from gpufleet.simulate.nodes import PoolNodes, fleet_nodes
+from gpufleet.simulate.queue import Queue
+from gpufleet.simulate.requests import POD_SET, Catalog, pod_spec
+from gpufleet.trace.job import Job
+from gpufleet.twin import Admitted, Preempted
+
+ARRIVE, FINISH, TIMEOUT, REQUEUE, WAKE, SCALE = range(6)
+SERVING = "serving"  # the team name serving replicas are counted under
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Deployment:
+    name: str
+    replicas: int  # the policy's count: the peak of the day
+    template: PodSpec
+
+
+@dataclass
+class Outcome:
+    """What one run leaves behind for the metrics, the ledger and the report."""
+
+    config: SimulationConfig
+    runs: list[JobRun]
+    skipped: list[Job]
+    pools: dict[str, PoolNodes]
+    meter: Meter
+    end: int
+    teams: list[str]
+    weights: dict[str, float]
+    priorities: dict[str, int]  # priority class -> value (the queue world's Workload priority)
+    local_queues: dict[str, str]  # namespace -> its LocalQueue (queue world only)
+
+
+def placement_policy(choice: PlacementPolicy, jobs: Sequence[Job]) -> Policy:
+    if choice is PlacementPolicy.MOST_ALLOCATED:
+        return MostAllocated()
+    if choice is PlacementPolicy.FRAGMENTATION_AWARE:
+        shapes = [Shape(j.cpu_milli, j.gpus if not j.mig_profile else 0, j.gpu_milli, j.memory) for j in jobs]
+        return FragmentationAware(ShapeMix.of(shapes or [Shape(0, 1)]))
+    return LeastAllocated()
+
+
+def _shape(pod: PodSpec) -> tuple[Any, ...]:
+    return (pod.gpu_resource, pod.gpus, pod.cpu_milli, pod.memory, pod.node_selector, pod.tolerations)
+
+
+class Simulation:
+    def __init__(
+        self, fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, progress: Progress | None = None
+    ) -> None:
+        self.config = config
+        self.progress = progress
+        self.pools = fleet_nodes(fleet, tainted=config.mode is Mode.QUEUE)
+        self.pool_of_node = {n.name: p for p in self.pools.values() for n in p.nodes}
+        self.cluster = Cluster(
+            [n for p in self.pools.values() for n in p.nodes], placement_policy(config.placement, jobs)
+        )
+        self.capacity = float(sum(p.gpus for p in self.pools.values()))
+        self.meter = Meter(config.bucket_s)
+        self.queue = Queue(fleet) if config.mode is Mode.QUEUE else None
+        catalog = Catalog.of(fleet)
+        self.runs: list[JobRun] = []
+        self.skipped: list[Job] = []
+        for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):  # arrival order; the id breaks ties
+            ask = catalog.ask_of(job)
+            if ask is None:
+                self.skipped.append(job)
+            else:
+                self.runs.append(JobRun(job, ask, len(self.runs)))
+        self.by_key = {r.key: r for r in self.runs}
+        if len(self.by_key) != len(self.runs):
+            raise InputError.one("the trace has two jobs with the same namespace and job id", path="job_id")
+        if self.queue is not None:
+            self.queue.check([(r.job, r.ask) for r in self.runs])
+        self.teams = sorted({t.name for t in fleet.policy.teams} | {r.team for r in self.runs})
+        self.weights = {t.name: float(t.weight) for t in fleet.policy.teams}
+        self.deployments = self._deployments(fleet)
+        self.replicas: dict[str, list[str]] = {d.name: [] for d in self.deployments}
+        self.replica_pods: dict[str, PodSpec] = {}
+        self.replica_worth: dict[str, float] = {}  # bound replicas
+        self.replica_serial = 0
+        self.heap: list[tuple[int, int, int, Any]] = []
+        self.seq = 0
+        self.active = 0  # events other than the periodic serving scale
+        self.placing: dict[str, JobRun] = {}
+        self.waiting = 0
+        self.arrived = 0
+        self.kueue_dirty = False
+        self.evicting_until = 0  # no Kueue cycle before this: preempted pods are still terminating
+        self.place_dirty = False
+
+    # --- the loop --------------------------------------------------------------------------------
+    def push(self, t: int, kind: int, subject: Any) -> None:
+        self.seq += 1
+        if kind != SCALE:
+            self.active += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, subject))
+
+    def run(self) -> Outcome:
+        if self.deployments:
+            self.push(0, SCALE, None)
+        for r in self.runs:
+            self.push(r.job.submit_s, ARRIVE, r)
+        quiet_since: int | None = None
+        until = self.config.until_s
+        if until is None and self.runs:
+            until = self.runs[-1].job.submit_s + self.config.horizon_after_last_s
+        stopped_at: int | None = None
+        while self.heap:
+            t = self.heap[0][0]
+            if until is not None and t > until:
+                stopped_at = until
+                break
+            if self.active == 0:
+                if self.waiting == 0 or self.queue is not None:  # in the queue world only events free quota
+                    break
+                quiet_since = t if quiet_since is None else quiet_since
+                if t >= quiet_since + DAY:
+                    break
+            else:
+                quiet_since = None
+            self.meter.advance(t)
+            while self.heap and self.heap[0][0] == t:
+                _, _, kind, subject = heapq.heappop(self.heap)
+                if kind != SCALE:
+                    self.active -= 1
+                self.handle(t, kind, subject)
+            self.settle(t)
+            self.refresh()
+        if stopped_at is not None:
+            self.meter.advance(stopped_at)
+        if self.progress is not None:
+            self.progress(len(self.runs), len(self.runs))
+        return Outcome(
+            self.config,
+            self.runs,
+            self.skipped,
+            self.pools,
+            self.meter,
+            self.meter.now,
+            self.teams,
+            self.weights,
+            self.queue.priorities if self.queue is not None else {},
+            self.queue.queues if self.queue is not None else {},
+        )
+
+    def handle(self, t: int, kind: int, subject: Any) -> None:
+        if kind == ARRIVE:
+            self.arrive(t, subject)
+        elif kind == FINISH:
+            run, number = subject
+            if run.state is State.RUNNING and run.attempt.number == number:
+                self.finish(t, run)
+        elif kind == TIMEOUT:
+            run, number = subject
+            if run.state is State.ADMITTED and run.attempt.number == number:
+                self.pods_ready_timeout(t, run)
+        elif kind == REQUEUE:
+            self.requeue(t, *subject)
+        elif kind == WAKE:
+            self.kueue_dirty = True
+        else:
+            self.scale(t)
+
+    def settle(self, t: int) -> None:
+        if self.queue is not None and self.kueue_dirty and t >= self.evicting_until:
+            self.kueue_dirty = False
+            for result in self.queue.cycles():
+                for victim in result.preempted:
+                    self.preempted(t, victim)
+                for admitted in result.admitted:
+                    self.admitted(t, admitted)
+                for pending in result.pending:
+                    run = self.by_key.get(pending.workload)
+                    if run is not None:
+                        run.attempt.reason, run.attempt.message = pending.reason, pending.message
+                if result.preempted:
+                    # Kueue waits for its victims: their quota frees only once their pods are gone.
+                    self.evicting_until = t + self.config.termination_grace_s
+                    self.push(self.evicting_until, WAKE, None)
+                    break
+
+        if self.place_dirty:
+            self.place_dirty = False
+            self.place_round(t)
+
+    def refresh(self) -> None:
+        """Rates that depend on several counters, set once the instant has settled."""
+        m = self.meter
+        m.set("waiting", self.waiting)
+        m.set("idle_waiting", max(self.capacity - m.rate("alloc"), 0.0) if self.waiting else 0.0)
+        m.set("unplaced", sum(1 for r in self.placing.values() if r.state is State.ADMITTED))
+        wanted = sum(len(v) for v in self.replicas.values())
+        m.set("serving_wanted", wanted)
+        m.set("serving_starved", wanted - len(self.replica_worth))
+
+    # --- jobs ------------------------------------------------------------------------------------
+    def arrive(self, t: int, run: JobRun) -> None:
+        run.begin(t)
+        self.waiting += 1
+        self.arrived += 1
+        if self.progress is not None and (self.arrived % 500 == 0):
+            self.progress(self.arrived, len(self.runs))
+        if self.queue is not None:
+            self.queue.submit(run.job, run.ask, t)
+            self.kueue_dirty = True
+        else:
+            run.pods = [pod_spec(f"{run.job.job_id}/{i}", run.job, run.ask) for i in range(run.job.pods)]
+            self.placing[run.key] = run
+            self.place_dirty = True
+
+    def admitted(self, t: int, a: Admitted) -> None:
+        assert self.queue is not None
+        run = self.by_key[a.workload]
+        attempt = run.attempt
+        attempt.reserved = t
+        attempt.cluster_queue = a.cluster_queue
+        attempt.flavor = a.flavors[POD_SET][run.ask.resource]
+        flavor = self.queue.flavor(attempt.flavor)
+        count = a.counts[POD_SET]
+        run.pods = [pod_spec(f"{run.job.job_id}/{i}", run.job, run.ask, flavor) for i in range(count)]
+        run.state = State.ADMITTED
+        self.placing[run.key] = run
+        self.place_dirty = True
+        self.push(t + self.config.pods_ready.timeout_s, TIMEOUT, (run, attempt.number))
+
+    def start(self, t: int, run: JobRun) -> None:
+        run.state = State.RUNNING
+        run.attempt.started = t
+        del self.placing[run.key]
+        self.waiting -= 1
+        self.push(t + run.job.duration_s, FINISH, (run, run.attempt.number))
+
+    def release(self, t: int, run: JobRun) -> None:
+        for pod in list(run.bound):
+            self.unbind(run, pod, t)
+        self.placing.pop(run.key, None)
+        self.place_dirty = True
+
+    def end_attempt(self, t: int, run: JobRun, reason: str, detail: str, message: str) -> None:
+        attempt = run.attempt
+        attempt.ended, attempt.end_reason, attempt.end_detail, attempt.end_message = t, reason, detail, message
+
+    def finish(self, t: int, run: JobRun) -> None:
+        self.release(t, run)
+        self.end_attempt(t, run, "Finished", "Succeeded", f"Job {run.key} finished")
+        run.state = State.FINISHED
+        if self.queue is not None:
+            self.queue.finish(run.key)
+            self.kueue_dirty = True
+
+    def preempted(self, t: int, p: Preempted) -> None:
+        """The victim's pods terminate; its Workload returns to the queue once they are gone, after
+        the grace period, keeping its creation timestamp (Kueue's order for preempted workloads)."""
+        assert self.queue is not None
+        run = self.by_key[p.workload]
+        if run.state is State.RUNNING:
+            started = run.attempt.started
+            assert started is not None
+            run.work_lost += run.gpu_worth * (t - started)
+            self.waiting += 1
+        self.release(t, run)
+        self.end_attempt(t, run, "Preempted", p.reason, p.message)
+        run.preemptions += 1
+        run.state = State.BACKOFF
+        attempt = run.begin(t)
+        attempt.reason, attempt.message = "Preempted", p.message
+        self.queue.finish(run.key)  # out of the queue until its pods are gone
+        self.push(t + self.config.termination_grace_s + 1, REQUEUE, (run, run.job.submit_s))
+
+    def pods_ready_timeout(self, t: int, run: JobRun) -> None:
+        assert self.queue is not None
+        self.release(t, run)
+        message = f"Exceeded the PodsReady timeout {run.key}"
+        self.end_attempt(t, run, "Evicted", "PodsReadyTimeout", message)
+        self.queue.finish(run.key)
+        self.kueue_dirty = True
+        run.requeues += 1
+        limit = self.config.pods_ready.backoff_limit
+        if limit is not None and run.requeues > limit:
+            run.state = State.DEACTIVATED
+            run.deactivated = True
+            self.waiting -= 1
+            return
+        run.state = State.BACKOFF
+        backoff = self.config.pods_ready.backoff(run.requeues)
+        attempt = run.begin(t)
+        attempt.reason, attempt.message = "Requeued", f"requeued after {backoff} s of backoff"
+        self.push(t + backoff, REQUEUE, (run, t))  # requeuingStrategy.timestamp: Eviction
+
+    def requeue(self, t: int, run: JobRun, created: int) -> None:
+        assert self.queue is not None
+        run.state = State.PENDING
+        self.queue.submit(run.job, run.ask, created, run.attempt.number)
+        self.kueue_dirty = True
+
+    # --- the scheduler ---------------------------------------------------------------------------
+    def bind(self, pod: PodSpec, placement: Placement, team: str) -> float:
+        self.cluster.bind(pod, placement)
+        pool = self.pool_of_node[placement.node]
+        worth = float(pool.worth(len(placement.devices), pod.mig_profile))
+        self.meter.add("alloc", worth)
+        self.meter.add(f"team:{team}", worth)
+        self.meter.add(f"pool:{pool.name}", worth)
+        return worth
+
+    def unbind_pod(self, name: str, team: str, worth: float) -> None:
+        placement = self.cluster.unbind(name)
+        pool = self.pool_of_node[placement.node]
+        self.meter.add("alloc", -worth)
+        self.meter.add(f"team:{team}", -worth)
+        self.meter.add(f"pool:{pool.name}", -worth)
+
+    def unbind(self, run: JobRun, pod: str, t: int) -> None:
+        worth, since = run.bound.pop(pod)
+        run.gpu_worth -= worth
+        run.gpu_seconds += worth * (t - since)
+        self.unbind_pod(pod, run.team, worth)
+
+    def place_round(self, t: int) -> None:
+        failed: set[tuple[Any, ...]] = set()
+        for name, pod in self.replica_pods.items():
+            if name in self.replica_worth or _shape(pod) in failed:
+                continue
+            decision = self.cluster.schedule(pod)
+            if isinstance(decision, Unschedulable):
+                failed.add(_shape(pod))
+            else:
+                self.replica_worth[name] = self.bind(pod, decision, SERVING)
+        for run in list(self.placing.values()):
+            last: Unschedulable | None = None
+            for pod in run.pods:
+                if pod.name in run.bound or _shape(pod) in failed:
+                    continue
+                decision = self.cluster.schedule(pod)
+                if isinstance(decision, Unschedulable):
+                    failed.add(_shape(pod))
+                    last = decision
+                    continue
+                worth = self.bind(pod, decision, run.team)
+                run.bound[pod.name] = (worth, t)
+                run.gpu_worth += worth
+                run.attempt.placements[pod.name] = (decision.node, decision.devices)
+            if len(run.bound) == len(run.pods):
+                self.start(t, run)
+            elif self.queue is None and last is not None:
+                run.attempt.reason, run.attempt.message = last.reason, last.message
+
+    # --- serving ---------------------------------------------------------------------------------
+    def _deployments(self, fleet: Fleet) -> list[Deployment]:
+        serving = fleet.policy.serving
+        if serving is None:
+            return []
+        pool = fleet.pools[serving.pool].pool
+        tolerations = tuple(Toleration(t["key"], t["value"]) for t in tolerations_for(pool))
+        out = []
+        for dep in serving.deployments:
+            template = PodSpec(
+                name="",
+                gpus=1 if dep.migProfile else dep.gpusPerReplica or 1,
+                mig_profile=dep.migProfile or "",
+                node_selector=tuple(sorted(pool.selector.items())),
+                tolerations=tolerations,
+            )
+            out.append(Deployment(dep.name, dep.replicas, template))
+        return out
+
+    def scale(self, t: int) -> None:
+        """The demand curve's replica count for this hour; scale-down removes the newest first."""
+        for dep in self.deployments:
+            names = self.replicas[dep.name]
+            wanted = self.config.serving.wanted(dep.replicas, t)
+            while len(names) < wanted:
+                self.replica_serial += 1
+                name = f"{SERVING}/{dep.name}-{self.replica_serial}"
+                names.append(name)
+                self.replica_pods[name] = PodSpec(
+                    name=name,
+                    gpus=dep.template.gpus,
+                    mig_profile=dep.template.mig_profile,
+                    node_selector=dep.template.node_selector,
+                    tolerations=dep.template.tolerations,
+                )
+                self.place_dirty = True
+            while len(names) > wanted:
+                name = names.pop()
+                del self.replica_pods[name]
+                if name in self.replica_worth:
+                    self.unbind_pod(name, SERVING, self.replica_worth.pop(name))
+                    self.place_dirty = True
+        self.push(t + HOUR - t % HOUR, SCALE, None)

@@ -1,0 +1,115 @@
+"""A trace job's life in a simulated run: its attempts, its pods, and what happened to them.
+
+An *attempt* runs from the moment the job (re)enters the queue to the moment its admission ends:
+it finished, it was preempted, or waitForPodsReady evicted it. In the first-apply world there is
+no queue and one attempt, from submission until the last pod finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from gpufleet.placement import DeviceSlot, PodSpec
+from gpufleet.simulate.requests import Ask
+from gpufleet.trace.job import Job
+
+
+class State(StrEnum):
+    PENDING = "Pending"  # waiting for quota (queue) or for nodes (first-apply)
+    ADMITTED = "Admitted"  # holds quota; not every pod is running yet
+    RUNNING = "Running"
+    BACKOFF = "Backoff"  # evicted by waitForPodsReady, waiting out the requeue backoff
+    FINISHED = "Finished"
+    DEACTIVATED = "Deactivated"  # the requeue limit was reached
+
+
+WAITING = frozenset({State.PENDING, State.ADMITTED, State.BACKOFF})
+
+
+@dataclass
+class Attempt:
+    number: int
+    queued: int  # when it entered the queue (submission, or the eviction it requeues from)
+    reason: str = "Pending"  # the last pending reason Kueue gave (or the scheduler's)
+    message: str = ""
+    reserved: int | None = None  # quota reserved (queue world)
+    started: int | None = None  # every pod running
+    ended: int | None = None
+    end_reason: str = ""  # Finished | Preempted | Evicted
+    end_detail: str = ""  # Succeeded | InClusterQueue | … | PodsReadyTimeout
+    end_message: str = ""
+    flavor: str = ""
+    cluster_queue: str = ""
+    placements: dict[str, tuple[str, tuple[DeviceSlot, ...]]] = field(default_factory=dict)  # pod -> node, devices
+
+
+class JobRun:
+    """Mutable run state of one job; ``index`` is its arrival order (the final tie-breaker)."""
+
+    __slots__ = (
+        "ask",
+        "attempts",
+        "bound",
+        "deactivated",
+        "gpu_seconds",
+        "gpu_worth",
+        "index",
+        "job",
+        "key",
+        "pods",
+        "preemptions",
+        "requeues",
+        "state",
+        "work_lost",
+    )
+
+    def __init__(self, job: Job, ask: Ask, index: int) -> None:
+        self.job = job
+        self.ask = ask
+        self.index = index
+        self.key = f"{job.namespace}/{job.job_id}"
+        self.state = State.PENDING
+        self.attempts: list[Attempt] = []
+        self.pods: list[PodSpec] = []  # the current attempt's pods
+        self.bound: dict[str, tuple[float, int]] = {}  # pod -> (GPUs it holds, bound since)
+        self.gpu_worth = 0.0  # GPUs the job holds now
+        self.gpu_seconds = 0.0  # GPU-seconds its pods held, released ones only (see ``held``)
+        self.preemptions = 0
+        self.requeues = 0
+        self.work_lost = 0.0  # GPU-seconds of runs that were preempted
+        self.deactivated = False
+
+    @property
+    def attempt(self) -> Attempt:
+        return self.attempts[-1]
+
+    @property
+    def team(self) -> str:
+        return self.job.team
+
+    def begin(self, t: int) -> Attempt:
+        attempt = Attempt(len(self.attempts) + 1, t)
+        self.attempts.append(attempt)
+        return attempt
+
+    def held(self, end: int) -> float:
+        """GPU-seconds its pods held by ``end``, counting pods still bound then."""
+        return self.gpu_seconds + sum(worth * (end - since) for worth, since in self.bound.values())
+
+    def waited(self, end: int) -> int:
+        """Seconds spent without running between submission and ``end`` (or the run that finished)."""
+        total = 0
+        for a in self.attempts:
+            stop = a.started if a.started is not None else a.ended if a.ended is not None else end
+            total += stop - a.queued
+        return total
+
+    def unplaced(self, end: int) -> int:
+        """Seconds its attempts held quota without every pod running."""
+        total = 0
+        for a in self.attempts:
+            if a.reserved is not None:
+                stop = a.started if a.started is not None else a.ended if a.ended is not None else end
+                total += stop - a.reserved
+        return total

@@ -1,0 +1,155 @@
+"""The figures of one run, as JSON-ready data with stable keys (documented in docs/simulate.md).
+
+Definitions, all over the run's span ``[0, end]``:
+
+- *wait* of a job: seconds it spent not running between submission and the start of the run that
+  finished (or the end of the simulation, for a job that never got there); percentiles are
+  nearest-rank: the p-th of n sorted waits is the ``ceil(p/100 · n)``-th.
+- *GPU-hours*: what pods held, a MIG instance counting its compute slices over the card's and a
+  time-slice replica 1/replicas of a card; bound-but-not-yet-running pods count (they hold the GPU).
+- *share* of a team: its GPU-hours over all teams' (serving excluded); *weight share*: its weight
+  over the sum of the policy's weights; *Jain's index* over the teams that submitted work, of
+  ``share / weight share`` (1 = every team got exactly its weighted share).
+- *utilization*: allocated GPU-hours (serving included) over capacity GPU-hours (every card, for
+  the whole span); *idle GPU-hours while work waited*: unallocated GPU-hours during the time at
+  least one job waited.
+- *admitted-but-unplaced hours*: hours jobs held quota without every pod running.
+- *serving starved replica-minutes*: minutes each wanted replica had no GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from gpufleet.simulate.config import HOUR
+from gpufleet.simulate.engine import SERVING, Outcome
+from gpufleet.simulate.jobs import WAITING, JobRun, State
+
+MINUTE = 60
+
+
+def percentile(values: list[int], p: int) -> int:
+    """Nearest-rank percentile of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[max(math.ceil(p / 100 * len(ordered)), 1) - 1]
+
+
+def wait_stats(waits: list[int]) -> dict[str, int | None]:
+    if not waits:
+        return {"p50": None, "p95": None, "max": None}
+    return {"p50": percentile(waits, 50), "p95": percentile(waits, 95), "max": max(waits)}
+
+
+def jain(values: Iterable[float]) -> float | None:
+    """Jain's fairness index ``(Σx)² / (n·Σx²)``; None without values or when all are zero."""
+    xs = list(values)
+    squares = sum(x * x for x in xs)
+    if not xs or squares == 0:
+        return None
+    return sum(xs) ** 2 / (len(xs) * squares)
+
+
+def _hours(seconds: float) -> float:
+    return round(seconds / HOUR, 3)
+
+
+def _group(runs: list[JobRun], end: int) -> dict[str, Any]:
+    return {
+        "jobs": len(runs),
+        "finished": sum(r.state is State.FINISHED for r in runs),
+        "gpuHours": _hours(sum(r.held(end) for r in runs)),
+        "waitSeconds": wait_stats([r.waited(end) for r in runs]),
+        "preemptions": sum(r.preemptions for r in runs),
+        "workLostGpuHours": _hours(sum(r.work_lost for r in runs)),
+        "podsReadyEvictions": sum(r.requeues for r in runs),
+        "admittedUnplacedHours": _hours(sum(r.unplaced(end) for r in runs)),
+    }
+
+
+def summarize(outcome: Outcome) -> dict[str, Any]:
+    end = outcome.end
+    runs = outcome.runs
+    meter = outcome.meter
+    capacity = float(sum(p.gpus for p in outcome.pools.values()))
+    by_team: dict[str, list[JobRun]] = defaultdict(list)
+    by_kind: dict[str, list[JobRun]] = defaultdict(list)
+    by_team_kind: dict[str, list[JobRun]] = defaultdict(list)
+    for r in runs:
+        by_team[r.team].append(r)
+        by_kind[r.job.kind.value].append(r)
+        by_team_kind[f"{r.team}/{r.job.kind.value}"].append(r)
+
+    total_weight = sum(outcome.weights.values())
+    batch_hours = sum(meter.total(f"team:{t}") for t in outcome.teams)
+    teams: dict[str, Any] = {}
+    ratios = []
+    for team in outcome.teams:
+        group = _group(by_team.get(team, []), end)
+        weight = outcome.weights.get(team, 0.0)
+        share = meter.total(f"team:{team}") / batch_hours if batch_hours else 0.0
+        weight_share = weight / total_weight if total_weight else 0.0
+        group.update(
+            weight=weight,
+            weightShare=round(weight_share, 4),
+            share=round(share, 4),
+            shareOverWeight=round(share / weight_share, 4) if weight_share else None,
+        )
+        if by_team.get(team) and weight_share:
+            ratios.append(share / weight_share)
+        teams[team] = group
+
+    allocated = meter.total("alloc")
+    buckets = math.ceil(end / meter.bucket_s) if end else 0
+    fleet = _group(runs, end)
+    fleet.update(
+        capacityGpus=capacity,
+        capacityGpuHours=_hours(capacity * end),
+        allocatedGpuHours=_hours(allocated),
+        utilization=round(allocated / (capacity * end), 4) if capacity and end else 0.0,
+        idleGpuHoursWhileWaiting=_hours(meter.total("idle_waiting")),
+        jainIndex=None if (j := jain(ratios)) is None else round(j, 4),
+        running=sum(r.state is State.RUNNING for r in runs),
+        waiting=sum(r.state in WAITING for r in runs),
+        deactivated=sum(r.state is State.DEACTIVATED for r in runs),
+        skippedNoGpu=len(outcome.skipped),
+    )
+    pools = {
+        name: {
+            "role": p.role,
+            "mode": p.mode,
+            "capacityGpus": p.gpus,
+            "allocatedGpuHours": _hours(meter.total(f"pool:{name}")),
+            "utilization": round(meter.total(f"pool:{name}") / (p.gpus * end), 4) if p.gpus and end else 0.0,
+        }
+        for name, p in outcome.pools.items()
+    }
+    serving = {
+        "gpuHours": _hours(meter.total(f"team:{SERVING}")),
+        "wantedReplicaMinutes": round(meter.total("serving_wanted") / MINUTE, 1),
+        "starvedReplicaMinutes": round(meter.total("serving_starved") / MINUTE, 1),
+    }
+    series = {
+        "bucketSeconds": meter.bucket_s,
+        "start": [b * meter.bucket_s for b in range(buckets)],
+        "allocatedGpus": {
+            t: [round(v, 3) for v in meter.means(f"team:{t}", buckets)] for t in [*outcome.teams, SERVING]
+        },
+        "queueLength": [round(v, 3) for v in meter.means("waiting", buckets)],
+        "admittedUnplaced": [round(v, 3) for v in meter.means("unplaced", buckets)],
+        "servingStarvedReplicas": [round(v, 3) for v in meter.means("serving_starved", buckets)],
+    }
+    return {
+        "mode": outcome.config.mode.value,
+        "placement": outcome.config.placement.value,
+        "endSeconds": end,
+        "fleet": fleet,
+        "teams": teams,
+        "kinds": {k: _group(v, end) for k, v in sorted(by_kind.items())},
+        "teamKinds": {k: _group(v, end) for k, v in sorted(by_team_kind.items())},
+        "pools": pools,
+        "serving": serving,
+        "series": series,
+    }

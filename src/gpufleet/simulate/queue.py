@@ -1,0 +1,87 @@
+"""The queue world's Kueue: the twin over exactly the objects ``gpufleet render`` writes.
+
+The rendered bundle's Kueue objects (ResourceFlavors, Cohort, ClusterQueues, LocalQueues,
+WorkloadPriorityClasses), its Namespaces and its Kueue Configuration fragment are serialised and
+read back by the twin's own parser, so the simulated queue is the one a cluster would get.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpufleet.errors import InputError, Problem
+from gpufleet.policy import Fleet
+from gpufleet.render import render
+from gpufleet.render.bundle import dump
+from gpufleet.simulate.requests import Ask, workload_spec
+from gpufleet.trace.job import Job
+from gpufleet.twin import CycleResult, Twin, parse_cluster
+from gpufleet.twin.specs import ClusterSpec, ResourceFlavorSpec
+
+TWIN_KINDS = frozenset(
+    {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Namespace", "Configuration"}
+)
+MAX_CYCLES_PER_INSTANT = 10_000  # a guard: Kueue's loop settles long before this
+
+
+def cluster_spec(fleet: Fleet) -> ClusterSpec:
+    objects = [o for o in render(fleet).objects(resources_only=False) if o.get("kind") in TWIN_KINDS]
+    return parse_cluster([("rendered bundle", dump(objects))])
+
+
+class Queue:
+    """Kueue for one run: submit, requeue and finish workloads; run cycles until nothing changes."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self.spec = cluster_spec(fleet)
+        self.twin = Twin(self.spec)
+        self.priorities = {pc.name: pc.value for pc in fleet.policy.priorityClasses}
+        self.queues = {lq.namespace: lq.name for _, lq in sorted(self.spec.local_queues.items())}
+
+    def check(self, jobs: list[tuple[Job, Ask]]) -> None:
+        """Every job must point at a LocalQueue and a priority class the policy renders."""
+        problems: list[Problem] = []
+        seen: set[str] = set()
+        for job, _ in jobs:
+            if job.namespace not in self.queues and job.namespace not in seen:
+                seen.add(job.namespace)
+                problems.append(
+                    Problem(
+                        f"job {job.job_id}: namespace {job.namespace!r} (team {job.team!r}) has no LocalQueue "
+                        "in the policy; add the namespace to a team",
+                        path="namespace",
+                    )
+                )
+            if job.priority_class and job.priority_class not in self.priorities and job.priority_class not in seen:
+                seen.add(job.priority_class)
+                problems.append(
+                    Problem(
+                        f"job {job.job_id}: priority class {job.priority_class!r} is not in the policy's priorityClasses",
+                        path="priority_class",
+                    )
+                )
+        if problems:
+            raise InputError(problems)
+
+    def queue_name(self, job: Job) -> str:
+        """The LocalQueue of the job's namespace (the rendered one is named after the team)."""
+        return self.queues[job.namespace]
+
+    def flavor(self, name: str) -> ResourceFlavorSpec:
+        return self.spec.flavors[name]
+
+    def submit(self, job: Job, ask: Ask, created: int, submission: int = 1) -> None:
+        priority = self.priorities.get(job.priority_class, 0)
+        spec = workload_spec(
+            job, ask, queue=self.queue_name(job), priority=priority, created=created, submission=submission
+        )
+        self.twin.add_workload(spec)
+
+    def finish(self, key: str) -> None:
+        self.twin.finish(key)
+
+    def cycles(self) -> Iterator[CycleResult]:
+        """Kueue's scheduling loop at one instant: cycles while active heads remain, until a cycle
+        changes nothing and repeats the previous verdicts (the twin's "until stable"). Each result
+        is yielded before the next cycle runs, so the caller can act on it first."""
+        return self.twin.run(None, limit=MAX_CYCLES_PER_INSTANT)

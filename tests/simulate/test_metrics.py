@@ -1,0 +1,148 @@
+"""Each metric on small runs whose answer is worked out by hand below."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpufleet.simulate.config import Mode, PodsReady, ServingCurve, SimulationConfig
+from gpufleet.simulate.metrics import jain, percentile, wait_stats
+from gpufleet.simulate.run import simulate
+from tests.simulate.fleets import FLAT, MIG_SPREAD, SERVING_AT_RISK, TWO_TEAMS, fleet, job
+
+
+@pytest.mark.parametrize(
+    ("values", "p", "expected"),
+    [
+        ([7], 50, 7),
+        ([0, 1800], 50, 0),  # ceil(0.5·2) = 1st
+        ([0, 1800], 95, 1800),  # ceil(0.95·2) = 2nd
+        ([5, 1, 4, 2, 3], 50, 3),  # ceil(2.5) = 3rd of 1..5
+        (list(range(1, 21)), 95, 19),  # ceil(19.0) = 19th
+        (list(range(1, 21)), 96, 20),  # ceil(19.2) = 20th
+    ],
+    ids=["one", "two-p50", "two-p95", "five-p50", "twenty-p95", "twenty-p96"],
+)
+def test_percentile_is_nearest_rank(values: list[int], p: int, expected: int) -> None:
+    assert percentile(values, p) == expected
+
+
+def test_wait_stats_of_nothing_are_null() -> None:
+    assert wait_stats([]) == {"p50": None, "p95": None, "max": None}
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [([1.0, 1.0, 1.0], 1.0), ([1.0, 0.0], 0.5), ([5 / 3, 1 / 3], 4 / (2 * (25 / 9 + 1 / 9))), ([0.0, 0.0], None)],
+    ids=["equal", "one-gets-all", "five-to-one", "all-zero"],
+)
+def test_jain_index(values: list[float], expected: float | None) -> None:
+    assert jain(values) == (None if expected is None else pytest.approx(expected))
+
+
+@given(st.lists(st.floats(min_value=0.01, max_value=100), min_size=1, max_size=20))
+def test_jain_index_lies_between_one_over_n_and_one(values: list[float]) -> None:
+    j = jain(values)
+    assert j is not None
+    assert 1 / len(values) - 1e-9 <= j <= 1 + 1e-9
+
+
+def two_teams_queue() -> dict:
+    """Queue world on TWO_TEAMS (two cards, a and b guaranteed one each, one serving card):
+
+    - j1 (a, 2 GPUs, 3600 s) at 0 borrows b's card; admitted and running at 0.
+    - j2 (b, 1 GPU, 1800 s) at 600 reclaims it: j1 is preempted at 600 (2 GPUs × 600 s lost);
+      Kueue waits the 30 s grace period for j1's pods, so j2 runs 630–2430.
+    - j3 (a, 1 GPU, 600 s) at 700 fits a's own card: runs 700–1300 (j1, back in the queue at
+      631 and ahead of it, needs two).
+    - j1 is admitted again when j2 finishes: runs 2430–6030. The run ends at 6030.
+    """
+    result = simulate(
+        fleet(TWO_TEAMS),
+        [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a", 700, 600)],
+        SimulationConfig(serving=FLAT),
+    )
+    return result.summary
+
+
+def test_waits_per_team_by_hand() -> None:
+    s = two_teams_queue()
+    # j1 waited 600 → 2430 after its preemption, j2 the 30 s grace period, j3 not at all.
+    assert s["teams"]["a"]["waitSeconds"] == {"p50": 0, "p95": 1830, "max": 1830}
+    assert s["teams"]["b"]["waitSeconds"] == {"p50": 30, "p95": 30, "max": 30}
+    # [0, 30, 1830]: p50 is the ceil(1.5) = 2nd, p95 the ceil(2.85) = 3rd.
+    assert s["kinds"]["training"]["waitSeconds"] == {"p50": 30, "p95": 1830, "max": 1830}
+
+
+def test_gpu_hours_share_and_jain_by_hand() -> None:
+    s = two_teams_queue()
+    # a: j1 2×600 + 2×3600 and j3 600 GPU-seconds = 9000 = 2.5 h; b: j2 1800 = 0.5 h.
+    assert s["teams"]["a"]["gpuHours"] == 2.5
+    assert s["teams"]["b"]["gpuHours"] == 0.5
+    assert s["teams"]["a"]["share"] == pytest.approx(0.8333, abs=1e-4)
+    assert s["teams"]["b"]["weightShare"] == 0.5
+    # share / weight share: 5/3 and 1/3 → (2)² / (2 · (25/9 + 1/9)) = 0.6923
+    assert s["fleet"]["jainIndex"] == pytest.approx(0.6923, abs=1e-4)
+
+
+def test_utilization_and_idle_while_waiting_by_hand() -> None:
+    s = two_teams_queue()
+    f = s["fleet"]
+    assert s["endSeconds"] == 6030
+    # 3 cards × 6030 s; held: 9000 + 1800 (batch) + 6030 (the serving replica) = 16830 s.
+    assert f["capacityGpuHours"] == pytest.approx(3 * 6030 / 3600, abs=1e-3)
+    assert f["allocatedGpuHours"] == pytest.approx(16830 / 3600, abs=1e-3)
+    assert f["utilization"] == pytest.approx(16830 / 18090, abs=1e-4)
+    # Work waits 600–2430: two cards idle 600–630, one 630–700, none 700–1300, one 1300–2430:
+    # 60 + 70 + 1130 = 1260 GPU-seconds.
+    assert f["idleGpuHoursWhileWaiting"] == pytest.approx(1260 / 3600, abs=1e-3)
+
+
+def test_preemptions_and_work_lost_by_hand() -> None:
+    s = two_teams_queue()
+    assert s["fleet"]["preemptions"] == 1
+    assert s["teams"]["a"]["preemptions"] == 1
+    assert s["fleet"]["workLostGpuHours"] == pytest.approx(1200 / 3600, abs=1e-3)
+
+
+def test_serving_starved_replica_minutes_by_hand() -> None:
+    """SERVING_AT_RISK, first apply, one serving replica in hour 0 and four after.
+
+    t1 (2 GPUs) at 0: LeastAllocated prefers the serving node (1 of 4 cards used → 25 % free
+    after, against 0 % on n1). t2 at 60 takes n1. At 3600 serving wants 4 replicas, one card is
+    free: two replicas starve until t1 finishes at 7200 → 2 × 3600 s = 120 replica-minutes.
+    Wanted: 60 min × 1 + (7260 − 3600) s × 4 = 304 replica-minutes.
+    """
+    curve = ServingCurve(hourly=(0.25,) + (1.0,) * 23)
+    jobs = [job("t1", "a", 0, 7200, gpus=2), job("t2", "a", 60, 7200, gpus=2)]
+    result = simulate(fleet(SERVING_AT_RISK), jobs, SimulationConfig(mode=Mode.FIRST_APPLY, serving=curve))
+    assert result.summary["serving"]["starvedReplicaMinutes"] == 120.0
+    assert result.summary["serving"]["wantedReplicaMinutes"] == 304.0
+    assert [row["nodes"] for row in result.rows] == ["s1", "n1"]
+
+
+def test_admitted_but_unplaced_hours_by_hand() -> None:
+    """MIG_SPREAD: a pod asking for two 3g.40gb instances fits the quota (2) but no node (one each).
+
+    Admitted at 0, evicted at 1800 (timeout), requeued after 60 s, admitted at 1860, evicted at
+    3660; with backoffLimitCount 1 the second eviction deactivates it. Unplaced: 2 × 1800 s = 1 h.
+    """
+    config = SimulationConfig(pods_ready=PodsReady(backoff_limit=1))
+    result = simulate(fleet(MIG_SPREAD), [job("c", "a", 0, 600, gpus=2, mig="3g.40gb")], config)
+    f = result.summary["fleet"]
+    assert f["admittedUnplacedHours"] == 1.0
+    assert f["podsReadyEvictions"] == 2
+    assert f["deactivated"] == 1
+    run = result.outcome.runs[0]
+    assert [(a.reserved, a.ended, a.end_detail) for a in run.attempts] == [
+        (0, 1800, "PodsReadyTimeout"),
+        (1860, 3660, "PodsReadyTimeout"),
+    ]
+
+
+def test_team_gpu_hours_add_up_to_the_jobs() -> None:
+    """The meter's per-team integral and the per-job sums are computed apart; they must agree."""
+    s = two_teams_queue()
+    assert s["fleet"]["gpuHours"] == pytest.approx(s["teams"]["a"]["gpuHours"] + s["teams"]["b"]["gpuHours"])
+    assert s["fleet"]["allocatedGpuHours"] == pytest.approx(s["fleet"]["gpuHours"] + s["serving"]["gpuHours"], abs=1e-3)

@@ -14,6 +14,7 @@ from gpufleet.cli import app
 from gpufleet.cli.common import console
 from gpufleet.ledger.store import Ledger
 from tests.ledger.ledger_scenario import history
+from tests.support import EXAMPLES
 
 runner = CliRunner()
 
@@ -77,6 +78,24 @@ def test_report_in_every_format(path: str, fmt: str, monkeypatch: pytest.MonkeyP
     )
     assert result.exit_code == 0, result.output
     assert "research" in result.stdout and "vision" in result.stdout
+
+
+def test_report_takes_weights_from_the_policy(path: str, tmp_path: Path) -> None:
+    policy = tmp_path / "fleet.yaml"
+    policy.write_text((EXAMPLES / "fleet.yaml").read_text())  # research 2, nlp 1, vision 1
+    args = ["audit", "report", "--ledger", path, "--from", "2026-11-02T08:00:00Z", "--to", "2026-11-02T12:00:00Z"]
+    result = runner.invoke(app, [*args, "--format", "json", "--policy", str(policy)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["rows"]
+    shares = {r["team"]: r["weight_share"] for r in rows}
+    assert (shares["research"], shares["vision"]) == (0.5, 0.25)
+
+
+@pytest.mark.parametrize("bad", ["research", "research=lots", "research=-1"])
+def test_a_malformed_weight_is_a_clear_error(path: str, bad: str) -> None:
+    args = ["audit", "report", "--ledger", path, "--from", "2026-11-02T08:00:00Z", "--to", "2026-11-02T12:00:00Z"]
+    result = runner.invoke(app, [*args, "--weight", bad])
+    assert result.exit_code == 2 and "expected TEAM=WEIGHT" in result.output
 
 
 def test_verify_passes_then_names_the_tampered_entry_and_exits_1(path: str) -> None:

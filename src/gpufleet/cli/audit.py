@@ -18,6 +18,7 @@ from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
 from gpufleet.ledger.records import format_time
+from gpufleet.policy import load_policy
 
 if TYPE_CHECKING:
     from gpufleet.ledger.store import Ledger
@@ -195,6 +196,7 @@ def report(
     weight: Annotated[
         list[str] | None, typer.Option("--weight", help="TEAM=WEIGHT (repeat), to compare shares.")
     ] = None,
+    policy: Annotated[Path | None, typer.Option("--policy", help="Take the teams' weights from this policy.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table, csv, json or html.")] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file instead of the terminal.")] = None,
     ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
@@ -205,12 +207,17 @@ def report(
     window = (_time(start, "--from"), _time(end, "--to"))
     if window[1] <= window[0]:
         raise InputError.one("--to must be after --from", path="--to")
-    weights: dict[str, int] = {}
+    weights: dict[str, float] = {}
+    if policy is not None:
+        weights = {t.name: float(t.weight) for t in load_policy(policy).teams}
     for item in weight or []:
         team, sep, value = item.partition("=")
-        if not sep or not value.isdigit():
-            raise InputError.one(f"expected TEAM=WEIGHT, got {item!r}", path="--weight")
-        weights[team] = int(value)
+        try:
+            weights[team] = float(value) if sep else -1.0
+        except ValueError:
+            weights[team] = -1.0
+        if weights[team] < 0:
+            raise InputError.one(f"expected TEAM=WEIGHT (a number ≥ 0), got {item!r}", path="--weight")
     formats = {"csv": reports.to_csv, "json": reports.to_json, "html": reports.to_html}
     if fmt not in (*formats, "table"):
         raise InputError.one(f"unknown format {fmt!r}; use table, csv, json or html", path="--format")

@@ -71,7 +71,7 @@ def build(
     waits: list[WaitInterval],
     start: datetime,
     end: datetime,
-    weights: Mapping[str, int] | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> Report:
     """The report over records already filtered to the window. Rows ordered by (simulated, team, flavor)."""
     groups: dict[tuple[bool, str, str], list[Allocation]] = {}
@@ -113,7 +113,7 @@ def build(
     return Report(start, end, tuple(rows), tuple(incomplete))
 
 
-def report(ledger: Ledger, start: datetime, end: datetime, weights: Mapping[str, int] | None = None) -> Report:
+def report(ledger: Ledger, start: datetime, end: datetime, weights: Mapping[str, float] | None = None) -> Report:
     return build(
         ledger.allocations(overlapping=(start, end)),
         ledger.waits(overlapping=(start, end)),

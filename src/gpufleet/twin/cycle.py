@@ -203,7 +203,12 @@ def _requeue(twin: Twin, e: Entry) -> Pending:
     queue = twin.queues.by_cq.get(wl.cluster_queue)
     state = INADMISSIBLE
     if queue is not None and e.cq is not None and e.cq.active:
-        if queue.requeue(wl, immediate=e.requeue_now, namespace_mismatch=e.status == "namespaceMismatch"):
+        if queue.requeue(
+            wl,
+            immediate=e.requeue_now,
+            namespace_mismatch=e.status == "namespaceMismatch",
+            preempting=e.status == PREEMPTING,
+        ):
             state = ACTIVE
     elif queue is not None:
         queue.park(wl)

@@ -14,6 +14,11 @@ Requeueing after a cycle follows the ClusterQueue's ``queueingStrategy`` (Kueue'
 
 Parked workloads come back when capacity or configuration changes in their cohort tree
 (a workload finished or was evicted, quota changed).
+
+Sticky head (BestEffortFIFO, kubernetes-sigs/kueue#7157): a head requeued because it is waiting for
+the workloads it preempted stays the head for the next pop, ahead of parked workloads that the
+evictions flushed back. Without it, an older workload that cannot fit becomes head, the preemptor
+misses the quota it freed, another queue's borrower takes it, and preemption repeats.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from gpufleet.twin.workload import Workload
 class ClusterQueueQueue:
     """The pending side of one ClusterQueue; deletions are lazy (checked on pop)."""
 
-    __slots__ = ("_heap", "_parked", "active", "inadmissible", "name", "strict")
+    __slots__ = ("_heap", "_parked", "active", "inadmissible", "name", "sticky", "strict")
 
     def __init__(self, name: str, strategy: str, parked: set[str]) -> None:
         self.name = name
@@ -37,6 +42,7 @@ class ClusterQueueQueue:
         self.active: dict[str, Workload] = {}
         self.inadmissible: dict[str, Workload] = {}
         self._parked = parked  # shared: names of queues that hold parked workloads
+        self.sticky: str | None = None  # a preemptor waiting for its victims: popped first, once
 
     def push(self, wl: Workload) -> None:
         if wl.key in self.active:
@@ -51,6 +57,9 @@ class ClusterQueueQueue:
         self._parked.add(self.name)
 
     def pop(self) -> Workload | None:
+        sticky, self.sticky = self.sticky, None
+        if sticky is not None and sticky in self.active:
+            return self.active.pop(sticky)  # its heap entry is now stale and skipped below
         heap = self._heap
         while heap:
             _, wl = heapq.heappop(heap)
@@ -63,12 +72,16 @@ class ClusterQueueQueue:
         self.active.pop(key, None)
         self.inadmissible.pop(key, None)
 
-    def requeue(self, wl: Workload, *, immediate: bool, namespace_mismatch: bool = False) -> bool:
+    def requeue(
+        self, wl: Workload, *, immediate: bool, namespace_mismatch: bool = False, preempting: bool = False
+    ) -> bool:
         """Put an unadmitted head back; returns True when it went back into the heap (active)."""
         if namespace_mismatch or not (immediate or self.strict):
             self.park(wl)
             return False
         self.push(wl)
+        if preempting and not self.strict:
+            self.sticky = wl.key
         return True
 
     def flush_inadmissible(self) -> None:

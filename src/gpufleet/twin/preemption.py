@@ -172,14 +172,17 @@ class Preemptor:
             if workload_fits(request, cq, allow_borrowing):
                 fits = True
                 break
-        if not fits:
-            for t in targets:
-                self.restore(t.workload)
-            return []
-        targets = self.fill_back(targets, request, cq, allow_borrowing)
+        return self._minimal(targets, fits, request, cq, allow_borrowing)
+
+    def _minimal(
+        self, targets: list[Target], fits: bool, request: dict[int, int], cq: ClusterQueue, allow_borrowing: bool
+    ) -> list[Target]:
+        """Undo the trial removals; return nothing if the victims did not make room, else the filled-back set."""
+        if fits:
+            targets = self.fill_back(targets, request, cq, allow_borrowing)
         for t in targets:
             self.restore(t.workload)
-        return targets
+        return targets if fits else []
 
     def fill_back(
         self, targets: list[Target], request: dict[int, int], cq: ClusterQueue, allow_borrowing: bool
@@ -253,14 +256,7 @@ class Preemptor:
                 break
         if not fits and len(strategies) > 1:
             fits = self._second_strategy(strategies[1], cq, request, new_share, retry=retry, targets=targets)
-        if not fits:
-            for t in targets:
-                self.restore(t.workload)
-            return []
-        targets = self.fill_back(targets, request, cq, True)
-        for t in targets:
-            self.restore(t.workload)
-        return targets
+        return self._minimal(targets, fits, request, cq, True)
 
     def _second_strategy(
         self,

@@ -52,10 +52,11 @@ def two_teams_queue() -> dict:
     """Queue world on TWO_TEAMS (two cards, a and b guaranteed one each, one serving card):
 
     - j1 (a, 2 GPUs, 3600 s) at 0 borrows b's card; admitted and running at 0.
-    - j2 (b, 1 GPU, 1800 s) at 600 reclaims it: j1 is preempted at 600 (2 GPUs × 600 s lost);
-      Kueue waits the 30 s grace period for j1's pods, so j2 runs 630–2430.
+    - j2 (b, 1 GPU, 1800 s) at 600 reclaims it: j1 is preempted at 600; its pods hold both cards
+      and its Workload the quota for the 30 s grace period (2 GPUs × 630 s lost), so j2 runs
+      630–2430.
     - j3 (a, 1 GPU, 600 s) at 700 fits a's own card: runs 700–1300 (j1, back in the queue at
-      631 and ahead of it, needs two).
+      630 and ahead of it, needs two).
     - j1 is admitted again when j2 finishes: runs 2430–6030. The run ends at 6030.
     """
     result = simulate(
@@ -77,33 +78,35 @@ def test_waits_per_team_by_hand() -> None:
 
 def test_gpu_hours_share_and_jain_by_hand() -> None:
     s = two_teams_queue()
-    # a: j1 2×600 + 2×3600 and j3 600 GPU-seconds = 9000 = 2.5 h; b: j2 1800 = 0.5 h.
-    assert s["teams"]["a"]["gpuHours"] == 2.5
+    # a: j1 2×630 + 2×3600 and j3 600 GPU-seconds = 9060 s = 2.517 h; b: j2 1800 s = 0.5 h.
+    assert s["teams"]["a"]["gpuHours"] == pytest.approx(9060 / 3600, abs=1e-3)
     assert s["teams"]["b"]["gpuHours"] == 0.5
-    assert s["teams"]["a"]["share"] == pytest.approx(0.8333, abs=1e-4)
+    # share of a: 9060 / 10860 = 0.8343
+    assert s["teams"]["a"]["share"] == pytest.approx(9060 / 10860, abs=1e-4)
     assert s["teams"]["b"]["weightShare"] == 0.5
-    # share / weight share: 5/3 and 1/3 → (2)² / (2 · (25/9 + 1/9)) = 0.6923
-    assert s["fleet"]["jainIndex"] == pytest.approx(0.6923, abs=1e-4)
+    # share / weight share: 18120/10860 and 3600/10860 → 2² / (2 · (1.6685² + 0.3315²)) = 0.6911
+    assert s["fleet"]["jainIndex"] == pytest.approx(0.6911, abs=1e-4)
 
 
 def test_utilization_and_idle_while_waiting_by_hand() -> None:
     s = two_teams_queue()
     f = s["fleet"]
     assert s["endSeconds"] == 6030
-    # 3 cards × 6030 s; held: 9000 + 1800 (batch) + 6030 (the serving replica) = 16830 s.
+    # 3 cards × 6030 s; held: 9060 + 1800 (b) + 6030 (the serving replica) = 16890 s.
     assert f["capacityGpuHours"] == pytest.approx(3 * 6030 / 3600, abs=1e-3)
-    assert f["allocatedGpuHours"] == pytest.approx(16830 / 3600, abs=1e-3)
-    assert f["utilization"] == pytest.approx(16830 / 18090, abs=1e-4)
-    # Work waits 600–2430: two cards idle 600–630, one 630–700, none 700–1300, one 1300–2430:
-    # 60 + 70 + 1130 = 1260 GPU-seconds.
-    assert f["idleGpuHoursWhileWaiting"] == pytest.approx(1260 / 3600, abs=1e-3)
+    assert f["allocatedGpuHours"] == pytest.approx(16890 / 3600, abs=1e-3)
+    assert f["utilization"] == pytest.approx(16890 / 18090, abs=1e-4)
+    # Work waits 600–2430: no card idle 600–630 (j1's pods terminate on two), one 630–700, none
+    # 700–1300, one 1300–2430: 70 + 1130 = 1200 GPU-seconds.
+    assert f["idleGpuHoursWhileWaiting"] == pytest.approx(1200 / 3600, abs=1e-3)
 
 
 def test_preemptions_and_work_lost_by_hand() -> None:
     s = two_teams_queue()
     assert s["fleet"]["preemptions"] == 1
     assert s["teams"]["a"]["preemptions"] == 1
-    assert s["fleet"]["workLostGpuHours"] == pytest.approx(1200 / 3600, abs=1e-3)
+    # j1 ran 0–600 on two cards and held them through the 30 s grace period.
+    assert s["fleet"]["workLostGpuHours"] == pytest.approx(1260 / 3600, abs=1e-3)
 
 
 def test_serving_starved_replica_minutes_by_hand() -> None:

@@ -4,8 +4,9 @@ One heap of ``(time, sequence, kind, subject)`` events on integer seconds; the s
 breaks ties, so events at the same second run in the order they were scheduled. After every event
 of one second has run, the instant *settles*, in this order:
 
-1. (queue world) Kueue's cycles until one admits and preempts nothing: preempted victims lose
-   their pods, admitted workloads get pods carrying their flavor's node labels and tolerations;
+1. (queue world) Kueue's cycles until one admits and preempts nothing: preempted victims' pods
+   start terminating, admitted workloads get pods carrying their flavor's node labels and
+   tolerations;
 2. the scheduler's round over every pod without a node: serving replicas first (their
    PriorityClass puts them ahead in kube-scheduler's queue), then jobs in admission order (queue
    world) or arrival order (first-apply); a pod shape that found no node is not tried again in the
@@ -16,15 +17,15 @@ waitForPodsReady: an admitted job not running ``timeout`` seconds after its admi
 (its pods and quota released) and requeued after Kueue's backoff, with the eviction time as its new
 queue-order timestamp. Pods are ready the moment they are bound (no image pulls, no failures).
 
-Preemption loses the victim's work since its start (no checkpoint is assumed); the victim's
-pods terminate for ``termination_grace_s`` (Kubernetes' default grace period) and Kueue's next
-cycle waits until then, since the victims' quota is only free once their pods are gone; the
-victims return to their queues one second later, with their creation timestamps, so the
-preemptor gets the quota it freed. Without the wait, a borrower's next workload would take the
-freed quota at the same instant, ahead of the preemptor; and a victim returning with the quota
-could win the cycle's ordering and be preempted again, over and over. The first-apply
-world has no PriorityClass either, so serving replicas wait for GPUs like any pod; kube-scheduler's
-pod preemption is not modelled.
+Preemption is Kueue's graceful eviction: the victim's pods terminate for ``termination_grace_s``
+(Kubernetes' default grace period), holding their GPUs, and the victim keeps its quota, marked
+evicted, until they are gone; then its quota frees and it queues again with its creation timestamp.
+Meanwhile Kueue's cycles go on for everyone: the waiting preemptor picks the evicted victims again
+(Kueue orders them first) and issues nothing new, and workloads elsewhere are admitted as usual.
+The victim loses its work since its start (no checkpoint is assumed), the grace period included.
+waitForPodsReady evictions release at once: the pods that never became ready hold little.
+The first-apply world has no PriorityClass either, so serving replicas wait for GPUs like any pod;
+kube-scheduler's pod preemption is not modelled.
 
 The run ends when no arrival, completion, timeout or requeue is left and no job waits. In the
 first-apply world, jobs that still wait then get one more day of serving changes (the curve repeats
@@ -68,7 +69,7 @@ from gpufleet.simulate.requests import POD_SET, Catalog, pod_spec
 from gpufleet.trace.job import Job
 from gpufleet.twin import Admitted, Preempted
 
-ARRIVE, FINISH, TIMEOUT, REQUEUE, WAKE, SCALE = range(6)
+ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE = range(6)
 SERVING = "serving"  # the team name serving replicas are counted under
 
 Progress = Callable[[int, int], None]
@@ -152,7 +153,6 @@ class Simulation:
         self.waiting = 0
         self.arrived = 0
         self.kueue_dirty = False
-        self.evicting_until = 0  # no Kueue cycle before this: preempted pods are still terminating
         self.place_dirty = False
 
     # --- the loop --------------------------------------------------------------------------------
@@ -223,13 +223,13 @@ class Simulation:
                 self.pods_ready_timeout(t, run)
         elif kind == REQUEUE:
             self.requeue(t, *subject)
-        elif kind == WAKE:
-            self.kueue_dirty = True
+        elif kind == GONE:
+            self.pods_gone(t, subject)
         else:
             self.scale(t)
 
     def settle(self, t: int) -> None:
-        if self.queue is not None and self.kueue_dirty and t >= self.evicting_until:
+        if self.queue is not None and self.kueue_dirty:
             self.kueue_dirty = False
             for result in self.queue.cycles():
                 for victim in result.preempted:
@@ -240,11 +240,6 @@ class Simulation:
                     run = self.by_key.get(pending.workload)
                     if run is not None:
                         run.attempt.reason, run.attempt.message = pending.reason, pending.message
-                if result.preempted:
-                    # Kueue waits for its victims: their quota frees only once their pods are gone.
-                    self.evicting_until = t + self.config.termination_grace_s
-                    self.push(self.evicting_until, WAKE, None)
-                    break
 
         if self.place_dirty:
             self.place_dirty = False
@@ -316,23 +311,31 @@ class Simulation:
             self.kueue_dirty = True
 
     def preempted(self, t: int, p: Preempted) -> None:
-        """The victim's pods terminate; its Workload returns to the queue once they are gone, after
-        the grace period, keeping its creation timestamp (Kueue's order for preempted workloads)."""
+        """The victim's pods start terminating; they keep their GPUs, and the Workload its quota,
+        until the grace period ends (``pods_gone``). Its work since the start is lost."""
         assert self.queue is not None
         run = self.by_key[p.workload]
+        gone = t + self.config.termination_grace_s
         if run.state is State.RUNNING:
             started = run.attempt.started
             assert started is not None
-            run.work_lost += run.gpu_worth * (t - started)
+            run.work_lost += run.gpu_worth * (gone - started)
             self.waiting += 1
-        self.release(t, run)
+        self.placing.pop(run.key, None)
         self.end_attempt(t, run, "Preempted", p.reason, p.message)
         run.preemptions += 1
-        run.state = State.BACKOFF
+        run.state = State.TERMINATING
         attempt = run.begin(t)
         attempt.reason, attempt.message = "Preempted", p.message
-        self.queue.finish(run.key)  # out of the queue until its pods are gone
-        self.push(t + self.config.termination_grace_s + 1, REQUEUE, (run, run.job.submit_s))
+        self.push(gone, GONE, run)
+
+    def pods_gone(self, t: int, run: JobRun) -> None:
+        """A preempted job's pods are gone: the GPUs and the quota free, and it queues again."""
+        assert self.queue is not None
+        self.release(t, run)
+        run.state = State.PENDING
+        self.queue.evicted_gone(run.key)
+        self.kueue_dirty = True
 
     def pods_ready_timeout(self, t: int, run: JobRun) -> None:
         assert self.queue is not None
@@ -357,7 +360,7 @@ class Simulation:
     def requeue(self, t: int, run: JobRun, created: int) -> None:
         assert self.queue is not None
         run.state = State.PENDING
-        self.queue.submit(run.job, run.ask, created, run.attempt.number)
+        self.queue.submit(run.job, run.ask, created)
         self.kueue_dirty = True
 
     # --- the scheduler ---------------------------------------------------------------------------

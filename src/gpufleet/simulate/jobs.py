@@ -19,12 +19,13 @@ class State(StrEnum):
     PENDING = "Pending"  # waiting for quota (queue) or for nodes (first-apply)
     ADMITTED = "Admitted"  # holds quota; not every pod is running yet
     RUNNING = "Running"
+    TERMINATING = "Terminating"  # preempted: its pods hold their GPUs and its quota for the grace period
     BACKOFF = "Backoff"  # evicted by waitForPodsReady, waiting out the requeue backoff
     FINISHED = "Finished"
     DEACTIVATED = "Deactivated"  # the requeue limit was reached
 
 
-WAITING = frozenset({State.PENDING, State.ADMITTED, State.BACKOFF})
+WAITING = frozenset({State.PENDING, State.ADMITTED, State.BACKOFF, State.TERMINATING})
 
 
 @dataclass

@@ -34,7 +34,7 @@ class Queue:
 
     def __init__(self, fleet: Fleet) -> None:
         self.spec = cluster_spec(fleet)
-        self.twin = Twin(self.spec)
+        self.twin = Twin(self.spec, hold_evicted_quota=True)
         self.priorities = {pc.name: pc.value for pc in fleet.policy.priorityClasses}
         self.queues = {lq.namespace: lq.name for _, lq in sorted(self.spec.local_queues.items())}
 
@@ -70,15 +70,17 @@ class Queue:
     def flavor(self, name: str) -> ResourceFlavorSpec:
         return self.spec.flavors[name]
 
-    def submit(self, job: Job, ask: Ask, created: int, submission: int = 1) -> None:
+    def submit(self, job: Job, ask: Ask, created: int) -> None:
         priority = self.priorities.get(job.priority_class, 0)
-        spec = workload_spec(
-            job, ask, queue=self.queue_name(job), priority=priority, created=created, submission=submission
-        )
+        spec = workload_spec(job, ask, queue=self.queue_name(job), priority=priority, created=created)
         self.twin.add_workload(spec)
 
     def finish(self, key: str) -> None:
         self.twin.finish(key)
+
+    def evicted_gone(self, key: str) -> None:
+        """A preempted workload's pods are gone: Kueue frees its quota and queues it again."""
+        self.twin.evicted_gone(key)
 
     def cycles(self) -> Iterator[CycleResult]:
         """Kueue's scheduling loop at one instant: cycles while active heads remain, until a cycle

@@ -100,11 +100,11 @@ def pod_spec(
     )
 
 
-def workload_spec(job: Job, ask: Ask, *, queue: str, priority: int, created: int, submission: int) -> WorkloadSpec:
+def workload_spec(job: Job, ask: Ask, *, queue: str, priority: int, created: int) -> WorkloadSpec:
     """The Workload Kueue's job integration would create: one pod set, the GPU ask only.
 
-    Each submission of the same job gets its own UID (``job~n`` from the second on), as a
-    re-created Workload would; the UID is the queue order's last tie-breaker."""
+    The UID is the job id: a Workload requeued after an eviction is the same object, so it keeps
+    its UID (the queue order's last tie-breaker); ``created`` is its queue-order timestamp."""
     return WorkloadSpec(
         namespace=job.namespace,
         name=job.job_id,
@@ -112,5 +112,5 @@ def workload_spec(job: Job, ask: Ask, *, queue: str, priority: int, created: int
         pod_sets=(PodSetSpec(POD_SET, job.pods, ((ask.resource, ask.count),)),),
         priority=priority,
         created=created,
-        uid=job.job_id if submission == 1 else f"{job.job_id}~{submission}",
+        uid=job.job_id,
     )

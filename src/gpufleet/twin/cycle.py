@@ -11,7 +11,8 @@
    the queue's nominal share when it cannot always reclaim; overlapping targets and "no longer
    fits after processing another workload" are skipped; Preempt issues evictions (the preemptor
    is never admitted in the cycle that evicts its victims); Fit is admitted.
-6. Requeue the rest by the queue's strategy, and evict the victims.
+6. Requeue the rest by the queue's strategy, and evict the victims (a victim already being
+   evicted is not evicted again: Kueue's "preemption ongoing").
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def run_cycle(twin: Twin) -> CycleResult:
     snapshot.rollback()
     # 6. Requeue what was not admitted, then evict the victims (their quota frees up now).
     pending = [_requeue(twin, e) for e in (*entries, *rejected) if e.status != ASSUMED]
-    preempted = [twin.evict(t.workload, t.reason, e.wl) for t, e in victims.values()]
+    issued = (twin.evict(t.workload, t.reason, e.wl) for t, e in victims.values())
+    preempted = [p for p in issued if p is not None]
     twin.cycle += 1
     return CycleResult(
         twin.cycle, tuple(twin.admitted_record(e.wl) for e in admitted), tuple(preempted), tuple(pending)

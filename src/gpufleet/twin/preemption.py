@@ -5,8 +5,9 @@ Candidates (``findCandidates``): workloads of the preemptor's own ClusterQueue a
 *borrowing* on a contested flavor-resource, allowed by ``reclaimWithinCohort``. Only workloads
 that use a contested flavor-resource count.
 
-Candidate order (``CandidatesOrdering``) is ONE key: other ClusterQueues before the preemptor's
-own; lower priority first; admitted more recently first; uid or ``namespace/name`` last.
+Candidate order (``CandidatesOrdering``) is ONE key: workloads already being evicted first (their
+quota is about to free anyway); other ClusterQueues before the preemptor's own; lower priority
+first; admitted more recently first; uid or ``namespace/name`` last.
 
 Selection (``minimalPreemptions``): remove candidates in order, skipping a cohort candidate whose
 ClusterQueue stopped borrowing, until the preemptor fits; then walk the chosen ones backwards and
@@ -72,7 +73,9 @@ class Preemptor:
         candidates = self.find_candidates(wl, cq, frs)
         if not candidates:
             return []
-        candidates.sort(key=lambda c: (c.cluster_queue == cq.name, c.priority, -c.reserved_at, c.order[2]))
+        candidates.sort(
+            key=lambda c: (not c.evicted, c.cluster_queue == cq.name, c.priority, -c.reserved_at, c.order[2])
+        )
         own = [c for c in candidates if c.cluster_queue == cq.name]
         if len(own) == len(candidates):
             return self.minimal(request, cq, frs, candidates, allow_borrowing=True, threshold=None)

@@ -1,7 +1,8 @@
 """Pending workloads: one heap per ClusterQueue, plus the inadmissible set it parks heads in.
 
 Heap order is ONE key, ``Workload.order``: higher effective priority first, then the older
-queue-order timestamp, then uid or ``namespace/name``.
+queue-order timestamp, then uid or ``namespace/name``. A push counter follows the key in each heap
+entry, so a requeued workload (same uid, same timestamp) never ties with its own stale entry.
 
 Requeueing after a cycle follows the ClusterQueue's ``queueingStrategy`` (Kueue's
 ``RequeueIfNotPresent``):
@@ -33,12 +34,13 @@ from gpufleet.twin.workload import Workload
 class ClusterQueueQueue:
     """The pending side of one ClusterQueue; deletions are lazy (checked on pop)."""
 
-    __slots__ = ("_heap", "_parked", "active", "inadmissible", "name", "sticky", "strict")
+    __slots__ = ("_heap", "_parked", "_pushes", "active", "inadmissible", "name", "sticky", "strict")
 
     def __init__(self, name: str, strategy: str, parked: set[str]) -> None:
         self.name = name
         self.strict = strategy == STRICT_FIFO
-        self._heap: list[tuple[tuple[int, int, str], Workload]] = []
+        self._heap: list[tuple[tuple[int, int, str], int, Workload]] = []
+        self._pushes = 0
         self.active: dict[str, Workload] = {}
         self.inadmissible: dict[str, Workload] = {}
         self._parked = parked  # shared: names of queues that hold parked workloads
@@ -49,7 +51,8 @@ class ClusterQueueQueue:
             return
         self.inadmissible.pop(wl.key, None)
         self.active[wl.key] = wl
-        heapq.heappush(self._heap, (wl.order, wl))
+        self._pushes += 1
+        heapq.heappush(self._heap, (wl.order, self._pushes, wl))
 
     def park(self, wl: Workload) -> None:
         self.active.pop(wl.key, None)
@@ -62,7 +65,7 @@ class ClusterQueueQueue:
             return self.active.pop(sticky)  # its heap entry is now stale and skipped below
         heap = self._heap
         while heap:
-            _, wl = heapq.heappop(heap)
+            _, _, wl = heapq.heappop(heap)
             if self.active.get(wl.key) is wl:
                 del self.active[wl.key]
                 return wl

@@ -1,9 +1,16 @@
 """The twin: Kueue's admission as a pure object, driven by values and returning values.
 
 ``Twin`` holds the quota tree, the queues and the admitted workloads. A caller (the CLI, the
-event loop of the next issue, a benchmark) adds workloads, runs cycles, finishes workloads, and
+event loop of the simulator, a benchmark) adds workloads, runs cycles, finishes workloads, and
 reads per-ClusterQueue figures. There is no clock: time is whatever integer the caller puts in
 ``WorkloadSpec.created``, and a cycle is a function call.
+
+Evictions: by default a victim's quota frees the moment it is preempted (its pods vanish at once,
+as Kueue's scheduler tests assume). With ``hold_evicted_quota`` the victim keeps its quota, marked
+evicted, until the caller says its pods are gone (``evicted_gone``), as in a real cluster where the
+job controller releases the reservation only once the job has stopped. Meanwhile Kueue's candidate
+order puts evicted workloads first, so a waiting preemptor picks its own victims again and issues
+no new evictions.
 """
 
 from __future__ import annotations
@@ -43,10 +50,11 @@ from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
 class Twin:
     """A deterministic model of Kueue's scheduler over one configuration."""
 
-    def __init__(self, spec: ClusterSpec) -> None:
+    def __init__(self, spec: ClusterSpec, *, hold_evicted_quota: bool = False) -> None:
         from gpufleet.twin.queues import Queues
 
         self.spec = spec
+        self.hold_evicted_quota = hold_evicted_quota
         self.tree = CohortTree(spec)
         resource_of = [k.resource for k in self.tree.frs.keys]
         self.fair = FairShare(resource_of) if spec.config.fair_sharing else None
@@ -207,17 +215,36 @@ class Twin:
         self._reserve(wl, cq, admission, self._epoch + self.cycle + 1)
         self.last_status.pop(wl.key, None)
 
-    def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted:
-        """Evict a victim: free its quota, requeue it, and wake parked workloads of its tree."""
+    def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted | None:
+        """Evict a victim: free its quota, requeue it, and wake parked workloads of its tree; or,
+        holding evicted quota, only mark it evicted. ``None``: it was already being evicted (Kueue's
+        "preemption ongoing"), so nothing new is issued."""
+        if wl.evicted:
+            return None
         cq = self.tree.cluster_queues[wl.cluster_queue]
-        self._release(wl, cq)
         who = f"UID: {preemptor.spec.uid or preemptor.key}"
         if preemptor.spec.job_uid:
             who += f", JobUID: {preemptor.spec.job_uid}"
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
+        if self.hold_evicted_quota:
+            wl.evicted = True
+        else:
+            self._requeue_evicted(wl, cq)
+        return Preempted(wl.key, cq.name, preemptor.key, reason, message)
+
+    def evicted_gone(self, key: str) -> None:
+        """An evicted workload's pods are gone: its quota frees and it queues again, keeping its
+        creation timestamp (Kueue's queue order for preempted workloads)."""
+        wl = self.workloads[key]
+        if not wl.evicted:
+            raise ValueError(f"Workload {key} is not being evicted")
+        wl.evicted = False
+        self._requeue_evicted(wl, self.tree.cluster_queues[wl.cluster_queue])
+
+    def _requeue_evicted(self, wl: Workload, cq: ClusterQueue) -> None:
+        self._release(wl, cq)
         self.queues.by_cq[cq.name].push(wl)
         self._capacity_changed(cq)
-        return Preempted(wl.key, cq.name, preemptor.key, reason, message)
 
     def admitted_record(self, wl: Workload) -> Admitted:
         assert wl.admission is not None

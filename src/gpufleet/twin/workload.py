@@ -35,6 +35,7 @@ class Workload:
     __slots__ = (
         "admission",
         "cluster_queue",
+        "evicted",
         "key",
         "order",
         "pod_sets",
@@ -52,6 +53,7 @@ class Workload:
         self.order: tuple[int, int, str] = (-spec.priority, spec.created, spec.uid or spec.key)
         self.admission: Admission | None = None
         self.reserved_at = 0  # when quota was reserved; "admitted more recently" orders victims
+        self.evicted = False  # Kueue's Evicted condition while the quota is still reserved
 
     @property
     def created(self) -> int:

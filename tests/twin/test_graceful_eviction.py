@@ -1,0 +1,136 @@
+"""Evicted workloads that keep their quota until their pods are gone (``hold_evicted_quota``).
+
+In a cluster, Kueue marks a victim Evicted and the job controller releases its quota reservation
+only once the job has stopped; meanwhile the preemptor waits, and Kueue's candidate order
+(``preemption/common/ordering.go``: "Workloads already marked for preemption first") makes it
+pick the same victims again, issuing nothing new ("Preemption ongoing").
+
+Setup, worked by hand: ClusterQueues ``a`` and ``b`` in one cohort, 4 GPUs nominal each, both
+``reclaimWithinCohort: Any``. ``b/big`` (4) and ``b/small1``, ``b/small2`` (2 each) borrow all of
+``a``'s quota; then ``a/claim`` (4) arrives and must reclaim 4 GPUs from ``b``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpufleet.twin import Twin, parse_cluster
+from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
+
+CONFIG = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: gpu}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+"""
+QUEUE = """
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: NAME}
+spec:
+  cohortName: all
+  namespaceSelector: {}
+  preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: gpu
+      resources:
+      - {name: nvidia.com/gpu, nominalQuota: '4'}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {namespace: team, name: NAME}
+spec: {clusterQueue: NAME}
+"""
+
+
+def wl(name: str, queue: str, gpus: int, created: int) -> WorkloadSpec:
+    return WorkloadSpec(
+        "team", name, queue, (PodSetSpec("main", 1, (("nvidia.com/gpu", gpus),)),), created=created, uid=name
+    )
+
+
+def borrowed_twin(*, hold: bool) -> Twin:
+    """``b`` holds all 8 GPUs: big (4, admitted first), then small1 and small2 (2 each)."""
+    text = CONFIG + QUEUE.replace("NAME", "a") + QUEUE.replace("NAME", "b")
+    twin = Twin(parse_cluster([("cluster.yaml", text)]), hold_evicted_quota=hold)
+    for i, (name, gpus) in enumerate([("big", 4), ("small1", 2), ("small2", 2)]):
+        twin.add_workload(wl(name, "b", gpus, i))
+        list(twin.run(None))
+    assert twin.status("b").usage == {"gpu/nvidia.com/gpu": 8}
+    return twin
+
+
+def run(twin: Twin) -> tuple[list[str], list[str]]:
+    """Cycles until stable: (admitted, newly preempted) workload keys."""
+    admitted, preempted = [], []
+    for result in twin.run(None):
+        admitted += [a.workload for a in result.admitted]
+        preempted += [p.workload for p in result.preempted]
+    return admitted, preempted
+
+
+def test_victims_keep_their_quota_until_their_pods_are_gone() -> None:
+    twin = borrowed_twin(hold=True)
+    twin.add_workload(wl("claim", "a", 4, 10))
+    # Victims newest first (admitted more recently): small2, small1 make room for 4.
+    assert run(twin) == ([], ["team/small2", "team/small1"])
+    assert twin.status("b").usage == {"gpu/nvidia.com/gpu": 8}  # still reserved while terminating
+    # More cycles (another event at the same instant): the preemptor re-targets its own victims.
+    twin.add_workload(wl("late", "b", 1, 11))
+    assert run(twin) == ([], [])
+    claim = {p.workload: p for p in twin.pending()}["team/claim"]
+    assert claim.reason == "WaitingForPreemptedWorkloads"
+    assert claim.message.endswith("Pending the preemption of 2 workload(s)")
+    # The pods are gone: the quota frees, the preemptor is admitted, the victims queue again.
+    twin.evicted_gone("team/small2")
+    twin.evicted_gone("team/small1")
+    assert run(twin) == (["team/claim"], [])
+    assert twin.status("a").usage == {"gpu/nvidia.com/gpu": 4}
+    assert twin.status("b").usage == {"gpu/nvidia.com/gpu": 4}
+    assert {p.workload for p in twin.pending()} == {"team/small1", "team/small2", "team/late"}
+
+
+def test_without_holding_the_quota_frees_at_once() -> None:
+    twin = borrowed_twin(hold=False)
+    twin.add_workload(wl("claim", "a", 4, 10))
+    admitted, preempted = run(twin)
+    assert preempted == ["team/small2", "team/small1"]
+    assert admitted == ["team/claim"]  # the next cycle, on the freed quota
+
+
+def test_an_evicted_workload_is_preferred_as_a_victim() -> None:
+    """Kueue orders candidates already being evicted first. ``big`` is set to the state a previous
+    preemptor (since deleted) leaves behind: evicted, quota still held. By the other criteria
+    ``small2`` and ``small1`` (admitted more recently) would go first; the terminating ``big`` alone
+    makes room, so nothing new is evicted and ``claim`` gets in once big's pods are gone."""
+    twin = borrowed_twin(hold=True)
+    twin.workloads["team/big"].evicted = True
+    twin.add_workload(wl("claim", "a", 4, 10))
+    assert run(twin) == ([], [])
+    twin.evicted_gone("team/big")
+    assert run(twin) == (["team/claim"], [])
+    assert twin.status("b").usage == {"gpu/nvidia.com/gpu": 4}
+
+
+def test_evicted_gone_on_a_workload_not_being_evicted_is_a_bug() -> None:
+    twin = borrowed_twin(hold=True)
+    with pytest.raises(ValueError, match="not being evicted"):
+        twin.evicted_gone("team/big")
+
+
+def test_a_workload_requeued_with_the_same_uid_and_timestamp_does_not_tie_with_its_stale_entry() -> None:
+    """A Workload evicted and re-created at the same instant (waitForPodsReady with timestamp ties)
+    leaves a stale heap entry with an identical order key; the queue must not compare workloads."""
+    text = CONFIG + QUEUE.replace("NAME", "a")
+    twin = Twin(parse_cluster([("cluster.yaml", text)]))
+    twin.add_workload(wl("x", "a", 8, 5))  # too big: parked in the heap path first
+    twin.finish("team/x")
+    twin.add_workload(wl("x", "a", 2, 5))
+    twin.add_workload(wl("y", "a", 2, 5))
+    assert sorted(run(twin)[0]) == ["team/x", "team/y"]

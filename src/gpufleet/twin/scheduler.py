@@ -43,7 +43,7 @@ from gpufleet.twin.results import (
     Pending,
     Preempted,
 )
-from gpufleet.twin.specs import ClusterSpec, WorkloadSpec
+from gpufleet.twin.specs import LOWER_OR_NEWER_EQUAL_PRIORITY, ClusterSpec, WorkloadSpec
 from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
 
 
@@ -69,6 +69,8 @@ class Twin:
         self.last_status: dict[str, Pending] = {}
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
+        # Verdicts of flavor assignment and preemption, valid until quota changes (see get_assignments).
+        self._verdicts: dict[tuple[object, ...], tuple[Assignment, list[Target]]] = {}
         self.cycle = 0
         # Admissions made by the twin happen "after" everything in the input: cycle n reserves at
         # (latest input timestamp + n), so "admitted more recently" keeps its meaning.
@@ -164,6 +166,22 @@ class Twin:
 
     # --- what the cycle calls --------------------------------------------------------------------
     def get_assignments(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
+        """Flavors and preemption targets for a head, remembered until quota changes.
+
+        The verdict depends on the workload only through its pod sets and priority (and its
+        timestamp where ``withinClusterQueue: LowerOrNewerEqualPriority`` compares it), and on the
+        tree only through admitted usage, reservation times and evicted flags, which change only
+        in ``_reserve``, ``_release`` and ``evict``; those clear the memo. Cycles that admit
+        nothing while BestEffortFIFO queues rotate through look-alike heads then cost little.
+        """
+        newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
+        key = (cq.name, wl.pod_sets, wl.priority, wl.created if newer_equal else 0)
+        found = self._verdicts.get(key)
+        if found is None:
+            found = self._verdicts[key] = self._assign(wl, cq)
+        return found
+
+    def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
         """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest
         reduced size that fits or can preempt, found by binary search (Kueue's partial admission)."""
         full = tuple(ps.count for ps in wl.pod_sets)
@@ -228,6 +246,7 @@ class Twin:
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
         if self.hold_evicted_quota:
             wl.evicted = True
+            self._verdicts.clear()
         else:
             self._requeue_evicted(wl, cq)
         return Preempted(wl.key, cq.name, preemptor.key, reason, message)
@@ -321,6 +340,7 @@ class Twin:
         wl.cluster_queue = cq.name
         wl.reserved_at = at
         cq.workloads[wl.key] = wl
+        self._verdicts.clear()
         for fr, q in admission.usage:
             add_usage(cq.node, fr, q)
 
@@ -330,6 +350,7 @@ class Twin:
             remove_usage(cq.node, fr, q)
         del cq.workloads[wl.key]
         wl.admission = None
+        self._verdicts.clear()
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
         self.queues.capacity_changed(_root_key(cq))

@@ -1,0 +1,104 @@
+"""The twin's memo of flavor-assignment and preemption verdicts changes no outcome.
+
+Differential property test: random streams of arrivals, completions and finished evictions on the
+Kueue objects `gpufleet render` writes for the bundled example (fair sharing, three teams, a
+cohort, four flavors) run through two twins: the real one, and one whose memo never remembers
+anything. Every cycle must give the same admissions, preemptions and verdicts, message for message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpufleet.policy import load_policy, resolve
+from gpufleet.simulate.queue import cluster_spec
+from gpufleet.twin import Twin
+from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
+from tests.support import EXAMPLES
+
+SPEC = cluster_spec(resolve(load_policy(EXAMPLES / "fleet.yaml")))
+ASKS = [
+    ("nvidia.com/gpu", 1),
+    ("nvidia.com/gpu", 2),
+    ("nvidia.com/gpu", 8),
+    ("nvidia.com/mig-1g.10gb", 1),
+    ("nvidia.com/mig-3g.40gb", 1),
+    ("nvidia.com/gpu.shared", 1),
+]
+TEAMS = ["research", "nlp", "vision"]
+PRIORITIES = [10, 100, 1000]
+
+
+class Forgetful(dict[Any, Any]):
+    """A memo that never remembers: every verdict is worked out afresh."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Arrive:
+    team: int
+    ask: int
+    pods: int
+    priority: int
+
+
+@dataclass(frozen=True)
+class Finish:
+    pick: int
+
+
+@dataclass(frozen=True)
+class Gone:
+    pick: int
+
+
+events = st.lists(
+    st.one_of(
+        st.builds(Arrive, st.integers(0, 2), st.integers(0, len(ASKS) - 1), st.integers(1, 3), st.integers(0, 2)),
+        st.builds(Finish, st.integers(0, 1000)),
+        st.builds(Gone, st.integers(0, 1000)),
+    ),
+    min_size=5,
+    max_size=60,
+)
+
+
+def play(twin: Twin, stream: list[Any]) -> list[tuple[Any, ...]]:
+    log: list[tuple[Any, ...]] = []
+    for t, event in enumerate(stream):
+        if isinstance(event, Arrive):
+            team = TEAMS[event.team]
+            resource, per_pod = ASKS[event.ask]
+            pod_sets = (PodSetSpec("main", event.pods, ((resource, per_pod),)),)
+            twin.add_workload(
+                WorkloadSpec(team, f"w{t}", team, pod_sets, priority=PRIORITIES[event.priority], created=t, uid=f"w{t}")
+            )
+        else:
+            admitted = sorted(
+                k for k, w in twin.workloads.items() if w.admission is not None and w.evicted == isinstance(event, Gone)
+            )
+            if not admitted:
+                continue
+            key = admitted[event.pick % len(admitted)]
+            if isinstance(event, Gone):
+                twin.evicted_gone(key)
+            else:
+                twin.finish(key)
+        for result in twin.run(None):
+            log.append((result.admitted, result.preempted, result.pending))
+    return log
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events)
+def test_the_memo_changes_no_cycle(stream: list[Any]) -> None:
+    remembering = Twin(SPEC, hold_evicted_quota=True)
+    forgetful = Twin(SPEC, hold_evicted_quota=True)
+    forgetful._verdicts = Forgetful()
+    assert play(remembering, stream) == play(forgetful, stream)

@@ -98,3 +98,6 @@ def test_chromium_renders_the_report(written: Path, tmp_path: Path) -> None:
     for team in ('<td class="name">a</td>', '<td class="name">b</td>'):
         assert team in dom
     assert dom.count("<img") == 4
+    # Only the queue run preempted: its most preempted job is listed, with who and why.
+    assert 'id="preempted-queue"' in dom and 'id="preempted-first-apply"' not in dom
+    assert "a/j1: 1× by b 1 (InCohortReclamation 1)" in dom

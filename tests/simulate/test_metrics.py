@@ -7,7 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpufleet.simulate.config import Mode, PodsReady, ServingCurve, SimulationConfig
-from gpufleet.simulate.metrics import jain, percentile, wait_stats
+from gpufleet.simulate.jobs import JobRun
+from gpufleet.simulate.metrics import MOST_PREEMPTED, jain, most_preempted, percentile, wait_stats
+from gpufleet.simulate.requests import Ask
 from gpufleet.simulate.run import simulate
 from tests.simulate.fleets import FLAT, MIG_SPREAD, SERVING_AT_RISK, TWO_TEAMS, fleet, job
 
@@ -107,6 +109,19 @@ def test_preemptions_and_work_lost_by_hand() -> None:
     assert s["teams"]["a"]["preemptions"] == 1
     # j1 ran 0–600 on two cards and held them through the 30 s grace period.
     assert s["fleet"]["workLostGpuHours"] == pytest.approx(1260 / 3600, abs=1e-3)
+    # b's j2 reclaimed the card a had borrowed.
+    assert s["fleet"]["jobsPreempted"] == 1
+    assert s["fleet"]["mostPreempted"] == [
+        {
+            "job": "a/j1",
+            "team": "a",
+            "kind": "training",
+            "preemptions": 1,
+            "workLostGpuHours": 0.35,
+            "byReason": {"InCohortReclamation": 1},
+            "byTeam": {"b": 1},
+        }
+    ]
 
 
 def test_serving_starved_replica_minutes_by_hand() -> None:
@@ -149,3 +164,16 @@ def test_team_gpu_hours_add_up_to_the_jobs() -> None:
     s = two_teams_queue()
     assert s["fleet"]["gpuHours"] == pytest.approx(s["teams"]["a"]["gpuHours"] + s["teams"]["b"]["gpuHours"])
     assert s["fleet"]["allocatedGpuHours"] == pytest.approx(s["fleet"]["gpuHours"] + s["serving"]["gpuHours"], abs=1e-3)
+
+
+def test_most_preempted_order_is_count_then_work_lost_then_name() -> None:
+    """Seven jobs: (preemptions, GPU-seconds lost). Ties on count go to more work lost, then the name;
+    jobs never preempted are left out, and only the first MOST_PREEMPTED are kept."""
+    table = {"g": (3, 0), "b": (3, 7200), "a": (3, 7200), "c": (9, 0), "d": (1, 0), "e": (0, 0), "f": (2, 3600)}
+    runs = []
+    for i, (name, (count, lost)) in enumerate(table.items()):
+        run = JobRun(job(name, "t", 0, 60), Ask("nvidia.com/gpu", 1), i)
+        run.preemptions, run.work_lost = count, float(lost)
+        runs.append(run)
+    assert [e["job"] for e in most_preempted(runs)] == ["t/c", "t/a", "t/b", "t/g", "t/f"][:MOST_PREEMPTED]
+    assert most_preempted(runs)[1]["workLostGpuHours"] == 2.0

@@ -14,7 +14,7 @@ from rich.table import Table
 from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
 from gpufleet.policy import load_policy, resolve
-from gpufleet.report.html import dur, num, pct
+from gpufleet.report.html import dur, num, pct, preempted
 from gpufleet.simulate.config import Mode, PlacementPolicy, SimulationConfig
 from gpufleet.simulate.engine import Progress as ProgressCallback
 from gpufleet.simulate.run import RunResult, compare, results_document, write_outputs
@@ -92,6 +92,8 @@ def print_comparison(results: Sequence[RunResult]) -> None:
             "preemptions (GPU-h of work lost)",
             lambda s: f"{s['fleet']['preemptions']} ({num(s['fleet']['workLostGpuHours'])})",
         ),
+        ("jobs preempted", lambda s: str(s["fleet"]["jobsPreempted"])),
+        ("most preempted job", lambda s: preempted(next(iter(s["fleet"]["mostPreempted"]), None))),
         ("waitForPodsReady evictions", lambda s: str(s["fleet"]["podsReadyEvictions"])),
         ("admitted-but-unplaced hours", lambda s: num(s["fleet"]["admittedUnplacedHours"])),
         ("serving starved replica-minutes", lambda s: num(s["serving"]["starvedReplicaMinutes"])),

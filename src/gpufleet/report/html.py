@@ -32,6 +32,15 @@ def num(value: float | None) -> str:
     return "–" if value is None else f"{value:,.1f}"
 
 
+def preempted(entry: Mapping[str, Any] | None) -> str:
+    """One most-preempted job for people: ``ns/job: 372× by nlp 186, vision 186 (InCohortReclamation 372)``."""
+    if entry is None:
+        return "–"
+    by_team = ", ".join(f"{team} {n}" for team, n in entry["byTeam"].items())
+    by_reason = ", ".join(f"{reason} {n}" for reason, n in entry["byReason"].items())
+    return f"{entry['job']}: {entry['preemptions']}× by {by_team} ({by_reason})"
+
+
 def kpis(run: Mapping[str, Any]) -> list[tuple[str, str]]:
     f, s = run["fleet"], run["serving"]
     unplaced = f["admittedUnplacedHours"]
@@ -44,6 +53,8 @@ def kpis(run: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Jain's index (share / weight)", "–" if f["jainIndex"] is None else f"{f['jainIndex']:.3f}"),
         ("jobs finished", f"{f['finished']} of {f['jobs']}"),
         ("preemptions (GPU-h lost)", f"{f['preemptions']} ({num(f['workLostGpuHours'])})"),
+        ("jobs preempted", str(f["jobsPreempted"])),
+        ("most preempted job", preempted(f["mostPreempted"][0] if f["mostPreempted"] else None)),
         ("waitForPodsReady evictions", str(f["podsReadyEvictions"])),
         ("admitted-but-unplaced hours", num(unplaced)),
         ("serving starved replica-minutes", num(s["starvedReplicaMinutes"])),

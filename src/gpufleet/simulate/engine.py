@@ -323,6 +323,7 @@ class Simulation:
             self.waiting += 1
         self.placing.pop(run.key, None)
         self.end_attempt(t, run, "Preempted", p.reason, p.message)
+        run.attempt.end_by = p.preemptor
         run.preemptions += 1
         run.state = State.TERMINATING
         attempt = run.begin(t)

@@ -40,6 +40,7 @@ class Attempt:
     end_reason: str = ""  # Finished | Preempted | Evicted
     end_detail: str = ""  # Succeeded | InClusterQueue | … | PodsReadyTimeout
     end_message: str = ""
+    end_by: str = ""  # the preemptor's workload key, for a preempted attempt
     flavor: str = ""
     cluster_queue: str = ""
     placements: dict[str, tuple[str, tuple[DeviceSlot, ...]]] = field(default_factory=dict)  # pod -> node, devices

@@ -15,12 +15,16 @@ Definitions, all over the run's span ``[0, end]``:
   least one job waited.
 - *admitted-but-unplaced hours*: hours jobs held quota without every pod running.
 - *serving starved replica-minutes*: minutes each wanted replica had no GPU.
+- *most preempted*: the jobs preempted most often (``MOST_PREEMPTED`` of them), ordered by
+  preemptions, then work lost (more first), then ``namespace/job``; each with its preemptions
+  counted by Kueue's reason and by the preemptor's team. A job preempted dozens of times is
+  usually one side of a loop (reclaimed by a lender, then preempting back by fair sharing).
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +33,7 @@ from gpufleet.simulate.engine import SERVING, Outcome
 from gpufleet.simulate.jobs import WAITING, JobRun, State
 
 MINUTE = 60
+MOST_PREEMPTED = 5
 
 
 def percentile(values: list[int], p: int) -> int:
@@ -67,6 +72,27 @@ def _group(runs: list[JobRun], end: int) -> dict[str, Any]:
         "podsReadyEvictions": sum(r.requeues for r in runs),
         "admittedUnplacedHours": _hours(sum(r.unplaced(end) for r in runs)),
     }
+
+
+def most_preempted(runs: list[JobRun]) -> list[dict[str, Any]]:
+    """The jobs preempted most often, with who preempted them and why (see the module's docstring)."""
+    team_of = {r.key: r.team for r in runs}
+    worst = sorted((r for r in runs if r.preemptions), key=lambda r: (-r.preemptions, -r.work_lost, r.key))
+    out = []
+    for r in worst[:MOST_PREEMPTED]:
+        ended = [a for a in r.attempts if a.end_reason == "Preempted"]
+        out.append(
+            {
+                "job": r.key,
+                "team": r.team,
+                "kind": r.job.kind.value,
+                "preemptions": r.preemptions,
+                "workLostGpuHours": _hours(r.work_lost),
+                "byReason": dict(sorted(Counter(a.end_detail for a in ended).items())),
+                "byTeam": dict(sorted(Counter(team_of.get(a.end_by, "?") for a in ended).items())),
+            }
+        )
+    return out
 
 
 def summarize(outcome: Outcome) -> dict[str, Any]:
@@ -115,6 +141,8 @@ def summarize(outcome: Outcome) -> dict[str, Any]:
         waiting=sum(r.state in WAITING for r in runs),
         deactivated=sum(r.state is State.DEACTIVATED for r in runs),
         skippedNoGpu=len(outcome.skipped),
+        jobsPreempted=sum(1 for r in runs if r.preemptions),
+        mostPreempted=most_preempted(runs),
     )
     pools = {
         name: {

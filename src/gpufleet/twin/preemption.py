@@ -238,6 +238,11 @@ class Preemptor:
                     pools.append(pool)
                 continue
             within_nominal = all(cq.node.usage[fr] + request.get(fr, 0) <= cq.node.subtree[fr] for fr in frs)
+            if not within_nominal and not _strategy(strategies[0], new_share, pool.share, pool.share):
+                # Removing usage never raises a share, so no candidate of this queue can pass
+                # (Kueue's fsStrategyUnsatisfiable, generalised): all wait for the second strategy.
+                retry.extend(pool.workloads)
+                continue
             for i, victim in enumerate(pool.workloads):
                 after = fair.drs(pool.cq.node, _usage(victim), -1)
                 if within_nominal:

@@ -328,7 +328,7 @@ def _usage(wl: Workload) -> dict[int, int]:
 
 
 def _uses(wl: Workload, frs: frozenset[int]) -> bool:
-    return wl.admission is not None and any(fr in frs for fr, _ in wl.admission.usage)
+    return not wl.uses.isdisjoint(frs)
 
 
 def workload_fits(request: dict[int, int], cq: ClusterQueue, allow_borrowing: bool) -> bool:

@@ -337,6 +337,7 @@ class Twin:
 
     def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission, at: int) -> None:
         wl.admission = admission
+        wl.uses = frozenset(fr for fr, _ in admission.usage)
         wl.cluster_queue = cq.name
         wl.reserved_at = at
         cq.workloads[wl.key] = wl
@@ -350,6 +351,7 @@ class Twin:
             remove_usage(cq.node, fr, q)
         del cq.workloads[wl.key]
         wl.admission = None
+        wl.uses = frozenset()
         self._verdicts.clear()
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:

@@ -42,6 +42,7 @@ class Workload:
         "priority",
         "reserved_at",
         "spec",
+        "uses",
     )
 
     def __init__(self, spec: WorkloadSpec, cluster_queue: str) -> None:
@@ -54,6 +55,7 @@ class Workload:
         self.admission: Admission | None = None
         self.reserved_at = 0  # when quota was reserved; "admitted more recently" orders victims
         self.evicted = False  # Kueue's Evicted condition while the quota is still reserved
+        self.uses: frozenset[int] = frozenset()  # flavor-resources its admission holds
 
     @property
     def created(self) -> int:

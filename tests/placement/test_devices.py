@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,6 +106,23 @@ def test_fragment_measure_by_hand() -> None:
     # a model the 1-card pods may not use: all its idle capacity is fragment for them
     only_t4 = FragmentMeter(ShapeMix.of([Shape(2000, gpus=1, models=("T4",)), Shape(2000, gpu_milli=300)]))
     assert only_t4.fragment("A100", 4000, GI, (200, 700, 1000)) == 0.5 * 1900 + 0.5 * 200
+
+
+@pytest.mark.parametrize(
+    ("cpu_free", "mem_free", "expected"),
+    [
+        pytest.param(4000, 16 * GI, 0.5 * 900 + 0.5 * 200, id="both-fit"),
+        pytest.param(4000, 4 * GI, 0.5 * 1900 + 0.5 * 200, id="1-card-pod-lacks-memory"),
+        pytest.param(4000, GI, 1900.0, id="neither-has-the-memory"),
+        pytest.param(1000, 16 * GI, 1900.0, id="neither-has-the-cpu"),
+    ],
+)
+def test_fragment_measure_checks_memory_like_cpu(cpu_free: int, mem_free: int, expected: float) -> None:
+    """Mix: half 1-card pods asking 8 GiB, half 300-milli shares asking 2 GiB (2 CPUs each). Node
+    frees (200, 700, 1000), 1900 idle. A typical pod that fits strands the cards it cannot use (900
+    for the 1-card pod, the 200 card for the share); one that lacks CPU or memory strands all 1900."""
+    mix = ShapeMix.of([Shape(2000, gpus=1, memory=8 * GI), Shape(2000, gpu_milli=300, memory=2 * GI)])
+    assert FragmentMeter(mix).fragment("A100", cpu_free, mem_free, (200, 700, 1000)) == expected
 
 
 def test_shape_mix_keeps_the_most_frequent_shapes_up_to_coverage() -> None:

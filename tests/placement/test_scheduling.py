@@ -232,3 +232,21 @@ def test_fragmentation_aware_keeps_large_nodes_for_large_pods() -> None:
     cluster.bind(held, Placement("held", "l", cluster.node("l").devices_for(held)))
     decision = cluster.schedule(PodSpec("p", 1000, GI, gpus=1))
     assert isinstance(decision, Placement) and decision.node == "s"
+
+
+@pytest.mark.parametrize(
+    ("typical_memory", "node"),
+    [
+        pytest.param(8 * GI, "b", id="memory-in-the-mix"),
+        pytest.param(0, "a", id="memory-left-out"),
+    ],
+)
+def test_fragmentation_aware_keeps_memory_for_the_typical_pod(typical_memory: int, node: str) -> None:
+    """Typical pod: 1 card, 8 GiB. a and b have 2 free cards; a has 16 GiB, b 32 GiB. A 1-card pod
+    asking 12 GiB leaves a with 4 GiB, too little for the typical pod, so a's last card becomes
+    fragment (0 -> 1000, band 10), while b keeps 20 GiB (0 -> 0): b. With memory left out of the mix
+    both stay at 0, the bands, card counts and GPU left tie, and the name picks a."""
+    mix = ShapeMix.of([Shape(1000, gpus=1, memory=typical_memory)])
+    nodes = [NodeSpec("a", 8000, 16 * GI, 2, "A100"), NodeSpec("b", 8000, 32 * GI, 2, "A100")]
+    decision = Cluster(nodes, FragmentationAware(mix)).schedule(PodSpec("p", 1000, 12 * GI, gpus=1))
+    assert isinstance(decision, Placement) and decision.node == node

@@ -13,6 +13,12 @@
    is never admitted in the cycle that evicts its victims); Fit is admitted.
 6. Requeue the rest by the queue's strategy, and evict the victims (a victim already being
    evicted is not evicted again: Kueue's "preemption ongoing").
+
+An *inert* cycle, one whose every head is nominated and can neither fit nor name a victim,
+changes nothing but the queues: steps 4 and 5 would only yield each entry untouched (the
+transient reservations they make are rolled back and affect no other verdict), so it goes
+straight from 3 to 6. After a capacity change BestEffortFIFO queues rotate through all their
+parked workloads one head per cycle; most of those cycles are inert.
 """
 
 from __future__ import annotations
@@ -94,6 +100,9 @@ def run_cycle(twin: Twin) -> CycleResult:
     snapshot = Snapshot()
     # 3. Nominate: flavors, borrowing and preemption targets for each head.
     entries, rejected = nominate(twin, heads)
+    if not rejected and all(e.assignment.mode < FIT and not e.targets for e in entries):
+        twin.cycle += 1  # inert: nothing to order, admit or evict
+        return CycleResult(twin.cycle, (), (), tuple(_requeue(twin, e) for e in entries))
     # 4. Order the entries.
     ordered = (
         tournament(twin.fair, entries) if twin.fair is not None else iter(sorted(entries, key=Entry.classical_key))

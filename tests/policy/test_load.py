@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
@@ -223,3 +224,28 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["plan", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 2
     assert "no such file" in result.output
+
+
+@pytest.mark.parametrize(
+    ("written", "accepted"),
+    [
+        ("[LessThanOrEqualToFinalShare, LessThanInitialShare]", True),
+        ("[LessThanOrEqualToFinalShare]", True),
+        ("[LessThanInitialShare]", True),
+        ("[LessThanInitialShare, LessThanOrEqualToFinalShare]", False),
+        ("[LessThanOrEqualToFinalShare, LessThanOrEqualToFinalShare]", False),
+        ("[]", False),
+        ("[MostFair]", False),
+    ],
+    ids=["kueue-default", "final-share-only", "initial-share-only", "reversed", "repeated", "empty", "unknown"],
+)
+def test_preemption_strategies_take_the_orders_kueue_accepts(written: str, accepted: bool) -> None:
+    text = BASE + f"queueing:\n  preemptionStrategies: {written}\n"
+    line = text.count("\n")  # the last line
+    if accepted:
+        assert parse_policy(text, "fleet.yaml").queueing.preemptionStrategies == yaml.safe_load(written)
+        return
+    with pytest.raises(InputError) as caught:
+        parse_policy(text, "fleet.yaml")
+    (problem,) = [p for p in caught.value.problems if p.path.startswith("queueing.preemptionStrategies")]
+    assert problem.line == line

@@ -198,6 +198,17 @@ def test_kueue_configuration_turns_fair_sharing_on_and_is_not_a_resource() -> No
     assert contents["admission-webhook.yaml"].startswith("# The admission webhook"), "it says how to apply it"
 
 
+def test_kueue_configuration_carries_the_policys_preemption_strategies() -> None:
+    text = (
+        (EXAMPLES / "fleet.yaml")
+        .read_text()
+        .replace("queueing:", "queueing:\n  preemptionStrategies: [LessThanOrEqualToFinalShare]", 1)
+    )
+    assert "preemptionStrategies" in text, "the example has a queueing section"
+    config = render(resolve(parse_policy(text, "fleet.yaml"))).contents()["kueue-configuration.yaml"]
+    assert yaml.safe_load(config)["fairSharing"] == {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}
+
+
 def test_pools_sharing_a_resource_share_a_group_in_preference_order() -> None:
     text = (
         (EXAMPLES / "tiny.yaml")

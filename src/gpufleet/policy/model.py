@@ -210,14 +210,35 @@ class Serving(Spec):
     deployments: list[Deployment] = Field(default_factory=list)
 
 
+FairSharingStrategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+KUEUE_FAIR_SHARING_STRATEGIES: tuple[FairSharingStrategy, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
 class Queueing(Spec):
     """Fleet-wide Kueue behaviour; teams inherit it."""
 
     cohort: Name = "gpufleet"
     fairSharing: bool = True
+    preemptionStrategies: list[FairSharingStrategy] = Field(
+        default_factory=lambda: list(KUEUE_FAIR_SHARING_STRATEGIES),
+        description="Kueue's fairSharing.preemptionStrategies (its default: both). LessThanOrEqualToFinalShare "
+        "alone stops a borrower from preempting another queue below its own share, which can end a "
+        "reclaim/preempt-back loop; `gpufleet simulate` shows the loop as the most preempted jobs",
+    )
     queueingStrategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
     withinClusterQueue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
     reclaimWithinCohort: Literal["Never", "LowerPriority", "Any"] = "Any"
+
+    @field_validator("preemptionStrategies")
+    @classmethod
+    def _kueue_orders(cls, value: list[FairSharingStrategy]) -> list[FairSharingStrategy]:
+        """Kueue accepts one strategy, or LessThanOrEqualToFinalShare followed by LessThanInitialShare."""
+        if len(value) == 1 or tuple(value) == KUEUE_FAIR_SHARING_STRATEGIES:
+            return value
+        raise ValueError(
+            "expected [LessThanOrEqualToFinalShare], [LessThanInitialShare] or "
+            "[LessThanOrEqualToFinalShare, LessThanInitialShare]"
+        )
 
 
 class Recorder(Spec):

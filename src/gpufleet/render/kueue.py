@@ -22,7 +22,6 @@ CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 # gpufleet budgets accelerators; CPU and memory stay with the Kubernetes scheduler, so Kueue must not
 # require a ClusterQueue to cover them (a request for an uncovered resource is never admitted).
 EXCLUDED_RESOURCE_PREFIXES = ["cpu", "memory", "ephemeral-storage", "hugepages-"]
-FAIR_SHARING_STRATEGIES = ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
 
 
 def resource_groups(pools: Sequence[PoolCapacity]) -> list[list[PoolCapacity]]:
@@ -167,5 +166,5 @@ def configuration(fleet: Fleet, device_class_mappings: list[Obj]) -> Obj:
     if device_class_mappings:
         config["resources"]["deviceClassMappings"] = device_class_mappings
     if fleet.policy.queueing.fairSharing:
-        config["fairSharing"] = {"preemptionStrategies": FAIR_SHARING_STRATEGIES}
+        config["fairSharing"] = {"preemptionStrategies": list(fleet.policy.queueing.preemptionStrategies)}
     return config

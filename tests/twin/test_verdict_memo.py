@@ -102,3 +102,22 @@ def test_the_memo_changes_no_cycle(stream: list[Any]) -> None:
     forgetful = Twin(SPEC, hold_evicted_quota=True)
     forgetful._verdicts = Forgetful()
     assert play(remembering, stream) == play(forgetful, stream)
+
+
+def outcome(twin: Twin, stream: list[Any]) -> tuple[Any, ...]:
+    """What a caller sees when cycle boundaries do not matter: admissions and evictions in order,
+    and every pending workload's last verdict."""
+    log = play(twin, stream)
+    admitted = [a for cycle in log for a in cycle[0]]
+    preempted = [p for cycle in log for p in cycle[1]]
+    return admitted, preempted, twin.pending()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events)
+def test_batching_inert_cycles_changes_no_outcome(stream: list[Any]) -> None:
+    """A streak of inert cycles run as one call admits, evicts and leaves verdicts exactly as
+    cycle-by-cycle does (the simulator batches; `gpufleet twin step` does not)."""
+    batched = Twin(SPEC, hold_evicted_quota=True, batch_inert_cycles=True)
+    single = Twin(SPEC, hold_evicted_quota=True)
+    assert outcome(batched, stream) == outcome(single, stream)

@@ -18,7 +18,11 @@ An *inert* cycle, one whose every head is nominated and can neither fit nor name
 changes nothing but the queues: steps 4 and 5 would only yield each entry untouched (the
 transient reservations they make are rolled back and affect no other verdict), so it goes
 straight from 3 to 6. After a capacity change BestEffortFIFO queues rotate through all their
-parked workloads one head per cycle; most of those cycles are inert.
+parked workloads one head per cycle; most of those cycles are inert. A twin built with
+``batch_inert_cycles`` runs a streak of inert cycles in one call: the state they see is the same,
+so popping the next heads at once changes no verdict; the streak ends at the first cycle that is
+not inert (processed in full in the same call), at a head requeued as active (StrictFIFO), or when
+no queue has an active head. Their verdicts come back in one result, in cycle order.
 """
 
 from __future__ import annotations
@@ -100,9 +104,14 @@ def run_cycle(twin: Twin) -> CycleResult:
     snapshot = Snapshot()
     # 3. Nominate: flavors, borrowing and preemption targets for each head.
     entries, rejected = nominate(twin, heads)
-    if not rejected and all(e.assignment.mode < FIT and not e.targets for e in entries):
+    streak: list[Pending] = []
+    while not rejected and all(e.assignment.mode < FIT and not e.targets for e in entries):
         twin.cycle += 1  # inert: nothing to order, admit or evict
-        return CycleResult(twin.cycle, (), (), tuple(_requeue(twin, e) for e in entries))
+        streak += (parked := [_requeue(twin, e) for e in entries])
+        more = twin.batch_inert_cycles and any(q.active for q in twin.queues.serving)
+        if not more or any(p.queue == ACTIVE for p in parked):
+            return CycleResult(twin.cycle, (), (), tuple(streak))
+        entries, rejected = nominate(twin, twin.queues.heads())
     # 4. Order the entries.
     ordered = (
         tournament(twin.fair, entries) if twin.fair is not None else iter(sorted(entries, key=Entry.classical_key))
@@ -112,7 +121,7 @@ def run_cycle(twin: Twin) -> CycleResult:
     admitted = [e for e in _process(twin, ordered, snapshot, victims) if e.status == ASSUMED]
     snapshot.rollback()
     # 6. Requeue what was not admitted, then evict the victims (their quota frees up now).
-    pending = [_requeue(twin, e) for e in (*entries, *rejected) if e.status != ASSUMED]
+    pending = streak + [_requeue(twin, e) for e in (*entries, *rejected) if e.status != ASSUMED]
     issued = (twin.evict(t.workload, t.reason, e.wl) for t, e in victims.values())
     preempted = [p for p in issued if p is not None]
     twin.cycle += 1

@@ -50,11 +50,14 @@ from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
 class Twin:
     """A deterministic model of Kueue's scheduler over one configuration."""
 
-    def __init__(self, spec: ClusterSpec, *, hold_evicted_quota: bool = False) -> None:
+    def __init__(
+        self, spec: ClusterSpec, *, hold_evicted_quota: bool = False, batch_inert_cycles: bool = False
+    ) -> None:
         from gpufleet.twin.queues import Queues
 
         self.spec = spec
         self.hold_evicted_quota = hold_evicted_quota
+        self.batch_inert_cycles = batch_inert_cycles  # see cycle.py: one result for a streak of inert cycles
         self.tree = CohortTree(spec)
         resource_of = [k.resource for k in self.tree.frs.keys]
         self.fair = FairShare(resource_of) if spec.config.fair_sharing else None

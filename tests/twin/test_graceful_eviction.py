@@ -134,3 +134,51 @@ def test_a_workload_requeued_with_the_same_uid_and_timestamp_does_not_tie_with_i
     twin.add_workload(wl("x", "a", 2, 5))
     twin.add_workload(wl("y", "a", 2, 5))
     assert sorted(run(twin)[0]) == ["team/x", "team/y"]
+
+
+def full_cohort(*, c_reclaim: str, batched: bool) -> Twin:
+    """Three ClusterQueues of 4 GPUs; ``b`` holds all 12: big 4, small1 2, small2 2, last 4."""
+    c = QUEUE.replace("NAME", "c").replace("reclaimWithinCohort: Any", f"reclaimWithinCohort: {c_reclaim}")
+    text = CONFIG + QUEUE.replace("NAME", "a") + QUEUE.replace("NAME", "b") + c
+    twin = Twin(parse_cluster([("cluster.yaml", text)]), hold_evicted_quota=True, batch_inert_cycles=batched)
+    for i, (name, gpus) in enumerate([("big", 4), ("small1", 2), ("small2", 2), ("last", 4)]):
+        twin.add_workload(wl(name, "b", gpus, i))
+        list(twin.run(None))
+    assert twin.status("b").usage == {"gpu/nvidia.com/gpu": 12}
+    return twin
+
+
+# (c's reclaimWithinCohort, the second arrival, what a/claim hears in the cycle they share,
+#  who waits for ``last`` once the loop settles)
+SHARED_CYCLES = [
+    # c/hold cannot reclaim (Never) and holds back c's unused nominal 4 (Kueue's
+    # quotaResourcesToReserve); older, it goes first, so claim no longer fits even without ``last``;
+    # hold is parked and claim, alone again, waits for ``last``.
+    ("Never", "hold", "Workload no longer fits after processing another workload", "team/claim"),
+    # c/claim2 re-targets the same terminating ``last``; older, it goes first every cycle and claim
+    # overlaps.
+    ("Any", "claim2", "Workload has overlapping preemption targets with another workload", "team/claim2"),
+]
+
+
+@pytest.mark.parametrize(("c_reclaim", "second", "heard", "waiter"), SHARED_CYCLES)
+def test_a_waiting_preemptor_sharing_a_cycle_is_decided_in_queue_order(
+    c_reclaim: str, second: str, heard: str, waiter: str
+) -> None:
+    """a/claim (4, timestamp 10) preempts ``last`` and waits for it; then c's workload (4, older
+    timestamp 5) shares its cycles. Whether claim still preempts depends on who goes first, so
+    those cycles take the full path even when batched; batched and cycle by cycle give the same
+    verdicts in the same order and stop at the same cycle."""
+    logs = []
+    for batched in (False, True):
+        twin = full_cohort(c_reclaim=c_reclaim, batched=batched)
+        twin.add_workload(wl("claim", "a", 4, 10))
+        assert run(twin) == ([], ["team/last"])
+        twin.add_workload(wl(second, "c", 4, 5))
+        verdicts = [(p.workload, p.message) for r in twin.run(None) for p in r.pending]
+        logs.append((verdicts, twin.cycle))
+    single, batched_log = logs
+    assert batched_log == single
+    assert ("team/claim", heard) in single[0]
+    waiting = {p.workload for p in twin.pending() if p.message.endswith("Pending the preemption of 1 workload(s)")}
+    assert waiting == {waiter}

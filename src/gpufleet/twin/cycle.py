@@ -97,37 +97,72 @@ class Snapshot:
         self._journal.clear()
 
 
-def run_cycle(twin: Twin) -> CycleResult:
-    # 1. Get the heads from the queues, one per active ClusterQueue.
-    heads = twin.queues.heads()
-    # 2. Take a snapshot of the quota tree (an undo journal over the live one).
-    snapshot = Snapshot()
-    # 3. Nominate: flavors, borrowing and preemption targets for each head.
-    entries, rejected = nominate(twin, heads)
+def run_cycle(twin: Twin, previous: tuple[Pending, ...] | None = None) -> CycleResult:
+    """One cycle, or with ``batch_inert_cycles`` a streak of quiet ones ended by the first that is
+    not quiet, that is stable (``previous``: the verdicts of the cycle before, if any), or that
+    leaves no active head."""
     streak: list[Pending] = []
-    while not rejected and all(e.assignment.mode < FIT and not e.targets for e in entries):
-        twin.cycle += 1  # inert: nothing to order, admit or evict
-        streak += (parked := [_requeue(twin, e) for e in entries])
-        more = twin.batch_inert_cycles and any(q.active for q in twin.queues.serving)
-        if not more or any(p.queue == ACTIVE for p in parked):
-            return CycleResult(twin.cycle, (), (), tuple(streak))
+    while True:
+        # 1. Get the heads from the queues, one per active ClusterQueue.
+        # 3. Nominate: flavors, borrowing and preemption targets for each head.
         entries, rejected = nominate(twin, twin.queues.heads())
-    # 4. Order the entries.
-    ordered = (
-        tournament(twin.fair, entries) if twin.fair is not None else iter(sorted(entries, key=Entry.classical_key))
-    )
-    # 5. Admit greedily; issue preemptions; never admit a preemptor in the cycle of its evictions.
-    victims: dict[str, tuple[Target, Entry]] = {}
-    admitted = [e for e in _process(twin, ordered, snapshot, victims) if e.status == ASSUMED]
-    snapshot.rollback()
-    # 6. Requeue what was not admitted, then evict the victims (their quota frees up now).
-    pending = streak + [_requeue(twin, e) for e in (*entries, *rejected) if e.status != ASSUMED]
-    issued = (twin.evict(t.workload, t.reason, e.wl) for t, e in victims.values())
-    preempted = [p for p in issued if p is not None]
-    twin.cycle += 1
-    return CycleResult(
-        twin.cycle, tuple(twin.admitted_record(e.wl) for e in admitted), tuple(preempted), tuple(pending)
-    )
+        # 4. Order the entries (a quiet cycle's order changes no verdict).
+        waiting = None if rejected else _quiet(twin, entries)
+        if waiting is not None:
+            ordered: Iterator[Entry] = iter(waiting)
+        elif twin.fair is not None:
+            ordered = tournament(twin.fair, entries)
+        else:
+            ordered = iter(sorted(entries, key=Entry.classical_key))
+        # 2./5. Admit greedily against a snapshot (an undo journal over the live quota tree);
+        # issue preemptions; never admit a preemptor in the cycle of its evictions.
+        snapshot = Snapshot()
+        victims: dict[str, tuple[Target, Entry]] = {}
+        admitted = [e for e in _process(twin, ordered, snapshot, victims) if e.status == ASSUMED]
+        snapshot.rollback()
+        # 6. Requeue what was not admitted, then evict the victims (their quota frees up now).
+        pending = tuple(_requeue(twin, e) for e in (*entries, *rejected) if e.status != ASSUMED)
+        issued = (twin.evict(t.workload, t.reason, e.wl) for t, e in victims.values())
+        preempted = tuple(p for p in issued if p is not None)
+        twin.cycle += 1
+        stable = not admitted and not preempted and pending == previous
+        if waiting is None or stable or not twin.batch_inert_cycles or not any(q.active for q in twin.queues.serving):
+            return CycleResult(
+                twin.cycle,
+                tuple(twin.admitted_record(e.wl) for e in admitted),
+                preempted,
+                (*streak, *pending),
+                stable=stable,
+                last=pending,
+            )
+        streak += pending
+        previous = pending
+
+
+def _quiet(twin: Twin, entries: list[Entry]) -> list[Entry] | None:
+    """The entries a quiet cycle must still process, or ``None`` when the cycle is not quiet.
+
+    Quiet: no entry fits, and at most one names preemption targets, all of them already being
+    evicted (a preemptor waiting for its victims). No admission, no new eviction; the waiting
+    entry's verdict (still preempting, or no longer fits) depends on no other entry when none of
+    them holds back quota for itself (``reserve``), so the order is moot and is not computed.
+    """
+    waiting: list[Entry] = []
+    for e in entries:
+        if e.assignment.mode >= FIT:
+            return None
+        if e.targets:
+            if waiting or not all(t.workload.evicted for t in e.targets):
+                return None
+            waiting.append(e)
+    if waiting and any(e.assignment.mode != NO_FIT and not e.targets and _holds_back(twin, e) for e in entries):
+        return None
+    return waiting
+
+
+def _holds_back(twin: Twin, e: Entry) -> bool:
+    assert e.cq is not None
+    return not twin.preemptor.can_always_reclaim(e.cq) and bool(reserve(e, e.cq))
 
 
 def nominate(twin: Twin, heads: Iterable[Workload]) -> tuple[list[Entry], list[Entry]]:

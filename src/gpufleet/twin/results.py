@@ -49,12 +49,19 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class CycleResult:
-    """One cycle: admissions, evictions it issued, and the heads it could not admit (with why)."""
+    """One cycle: admissions, evictions it issued, and the heads it could not admit (with why).
+
+    A batched result (``batch_inert_cycles``) covers a streak of quiet cycles and the one that
+    ended it: ``pending`` holds all their verdicts in cycle order, ``last`` the final cycle's.
+    ``stable``: the final cycle changed nothing and repeated the verdicts of the cycle before.
+    """
 
     number: int
     admitted: tuple[Admitted, ...]
     preempted: tuple[Preempted, ...]
     pending: tuple[Pending, ...]
+    stable: bool = False
+    last: tuple[Pending, ...] = ()
 
     @property
     def changed(self) -> bool:

@@ -143,8 +143,8 @@ class Twin:
         self._capacity_changed(cq)
 
     # --- cycles ----------------------------------------------------------------------------------
-    def run_cycle(self) -> CycleResult:
-        return run_cycle(self)
+    def run_cycle(self, previous: tuple[Pending, ...] | None = None) -> CycleResult:
+        return run_cycle(self, previous)
 
     def run(self, cycles: int | None = None, *, limit: int = 1000) -> Iterator[CycleResult]:
         """Yield ``cycles`` cycles, or (None) cycles until stable: no heads left, or a cycle that
@@ -154,11 +154,11 @@ class Twin:
         for number in range(cycles if cycles is not None else limit):
             if cycles is None and number > 0 and not self.has_heads():
                 return
-            result = self.run_cycle()
+            result = run_cycle(self, previous)
             yield result
-            if cycles is None and not result.changed and result.pending == previous:
+            if cycles is None and result.stable:
                 return
-            previous = result.pending
+            previous = result.last
 
     def has_heads(self) -> bool:
         """Whether a cycle now would find work (parked workloads of changed trees count)."""

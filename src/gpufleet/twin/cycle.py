@@ -73,6 +73,15 @@ class Entry:
         self.assignment, self.targets, self.usage = assignment, targets, assignment.usage
         self.reason, self.message = assignment.reason, assignment.message
 
+    @property
+    def standing(self) -> tuple[bool, tuple[int, float]] | None:
+        """The tournament's cache lives on the (remembered) assignment, not on this cycle's entry."""
+        return self.assignment.standing
+
+    @standing.setter
+    def standing(self, value: tuple[bool, tuple[int, float]] | None) -> None:
+        self.assignment.standing = value
+
     def classical_key(self) -> tuple[int, int, int, str]:
         return (self.assignment.borrowing, *self.wl.order)
 

@@ -121,6 +121,9 @@ class Candidate(Protocol):
     @property
     def order(self) -> tuple[int, int, str]: ...
 
+    standing: tuple[bool, tuple[int, float]] | None
+    """Cache for the ClusterQueue-level key (borrowing, DRS) while the quota tree is unchanged."""
+
 
 E = TypeVar("E", bound=Candidate)
 
@@ -156,10 +159,15 @@ def _run_root(fs: FairShare, entries: list[E]) -> Iterator[E]:
         ck = (id(e), level)
         k = keys.get(ck)
         if k is None:
-            child = e.node.path[level]
-            share = fs.drs(child, e.usage) if level == 0 else _drs_with(fs, e, child)
-            k = (share.borrowing_on(tuple(e.usage)), share.key(), *e.order)
-            keys[ck] = k
+            if level == 0:
+                standing = e.standing
+                if standing is None:
+                    share = fs.drs(e.node, e.usage)
+                    standing = e.standing = (share.borrowing_on(tuple(e.usage)), share.key())
+            else:
+                share = _drs_with(fs, e, e.node.path[level])
+                standing = (share.borrowing_on(tuple(e.usage)), share.key())
+            k = keys[ck] = (*standing, *e.order)
         return k
 
     # A ClusterQueue's key depends only on its own usage, which changes only when its entry is

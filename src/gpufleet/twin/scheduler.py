@@ -15,7 +15,7 @@ no new evictions.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from gpufleet.errors import InputError
@@ -74,6 +74,8 @@ class Twin:
         self._ns_match: dict[tuple[str, str], bool] = {}
         # Verdicts of flavor assignment and preemption, valid until quota changes (see get_assignments).
         self._verdicts: dict[tuple[object, ...], tuple[Assignment, list[Target]]] = {}
+        # Preemption trials of the workload being assigned (see _targets).
+        self._trials: dict[tuple[object, ...], list[Target]] = {}
         self.cycle = 0
         # Admissions made by the twin happen "after" everything in the input: cycle n reserves at
         # (latest input timestamp + n), so "admitted more recently" keeps its meaning.
@@ -187,6 +189,7 @@ class Twin:
     def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
         """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest
         reduced size that fits or can preempt, found by binary search (Kueue's partial admission)."""
+        self._trials.clear()
         full = tuple(ps.count for ps in wl.pod_sets)
         assignment, targets = self._try(wl, cq, full)
         if assignment.mode == FIT or targets or not wl.can_be_partially_admitted():
@@ -208,13 +211,23 @@ class Twin:
     def _try(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> tuple[Assignment, list[Target]]:
         assignment = self.assigner.assign(wl, cq, counts)
         if assignment.mode in (PREEMPT, RECLAIM, NO_CANDIDATES):
-            targets = self.preemptor.get_targets(wl, cq, assignment.usage, assignment.contested)
-            return assignment, targets
+            return assignment, self._targets(wl, cq, assignment.usage, assignment.contested)
         return assignment, []
+
+    def _targets(
+        self, wl: Workload, cq: ClusterQueue, request: dict[int, int], contested: Iterable[int]
+    ) -> list[Target]:
+        """Preemption targets, remembered while one workload is assigned (the tree does not change
+        meanwhile): for a single flavor-resource, the oracle's trial is the final request."""
+        key = (tuple(sorted(request.items())), frozenset(contested))
+        found = self._trials.get(key)
+        if found is None:
+            found = self._trials[key] = self.preemptor.get_targets(wl, cq, request, contested)
+        return found
 
     def _oracle(self, wl: Workload, cq: ClusterQueue, fr: int, quantity: int) -> int:
         """Could preemption make ``quantity`` of ``fr`` fit? Reclaim when only other queues lose."""
-        targets = self.preemptor.get_targets(wl, cq, {fr: quantity}, (fr,))
+        targets = self._targets(wl, cq, {fr: quantity}, (fr,))
         if not targets:
             return NO_CANDIDATES
         return RECLAIM if all(t.workload.cluster_queue != cq.name for t in targets) else PREEMPT

@@ -143,7 +143,21 @@ def tournament(fs: FairShare, entries: Sequence[E]) -> Iterator[E]:
             by_root.setdefault(e.node.root.name, []).append(e)
     yield from sorted(lone, key=lambda e: e.order)
     for name in sorted(by_root):
-        yield from _run_root(fs, by_root[name])
+        group = by_root[name]
+        if all(e.node.parent is e.node.root for e in group):
+            # A flat cohort: every key is a ClusterQueue's own, which only its own entry changes.
+            yield from sorted(group, key=lambda e: (*_standing(fs, e), *e.order))
+        else:
+            yield from _run_root(fs, group)
+
+
+def _standing(fs: FairShare, e: Candidate) -> tuple[bool, tuple[int, float]]:
+    """Borrowing on its flavor-resources and DRS of ``e``'s ClusterQueue with ``e`` admitted."""
+    standing = e.standing
+    if standing is None:
+        share = fs.drs(e.node, e.usage)
+        standing = e.standing = (share.borrowing_on(tuple(e.usage)), share.key())
+    return standing
 
 
 def _run_root(fs: FairShare, entries: list[E]) -> Iterator[E]:
@@ -160,10 +174,7 @@ def _run_root(fs: FairShare, entries: list[E]) -> Iterator[E]:
         k = keys.get(ck)
         if k is None:
             if level == 0:
-                standing = e.standing
-                if standing is None:
-                    share = fs.drs(e.node, e.usage)
-                    standing = e.standing = (share.borrowing_on(tuple(e.usage)), share.key())
+                standing = _standing(fs, e)
             else:
                 share = _drs_with(fs, e, e.node.path[level])
                 standing = (share.borrowing_on(tuple(e.usage)), share.key())

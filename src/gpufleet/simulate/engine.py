@@ -96,6 +96,7 @@ class Outcome:
     weights: dict[str, float]
     priorities: dict[str, int]  # priority class -> value (the queue world's Workload priority)
     local_queues: dict[str, str]  # namespace -> its LocalQueue (queue world only)
+    kueue_cycles: int = 0  # scheduling cycles the twin ran (queue world only): what the run cost
 
 
 def placement_policy(choice: PlacementPolicy, jobs: Sequence[Job]) -> Policy:
@@ -208,6 +209,7 @@ class Simulation:
             self.weights,
             self.queue.priorities if self.queue is not None else {},
             self.queue.queues if self.queue is not None else {},
+            self.queue.twin.cycle if self.queue is not None else 0,
         )
 
     def handle(self, t: int, kind: int, subject: Any) -> None:

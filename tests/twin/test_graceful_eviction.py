@@ -136,10 +136,18 @@ def test_a_workload_requeued_with_the_same_uid_and_timestamp_does_not_tie_with_i
     assert sorted(run(twin)[0]) == ["team/x", "team/y"]
 
 
-def full_cohort(*, c_reclaim: str, batched: bool) -> Twin:
+FAIR_SHARING = """
+---
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+fairSharing: {}
+"""
+
+
+def full_cohort(*, c_reclaim: str, fair: bool, batched: bool) -> Twin:
     """Three ClusterQueues of 4 GPUs; ``b`` holds all 12: big 4, small1 2, small2 2, last 4."""
     c = QUEUE.replace("NAME", "c").replace("reclaimWithinCohort: Any", f"reclaimWithinCohort: {c_reclaim}")
-    text = CONFIG + QUEUE.replace("NAME", "a") + QUEUE.replace("NAME", "b") + c
+    text = CONFIG + (FAIR_SHARING if fair else "") + QUEUE.replace("NAME", "a") + QUEUE.replace("NAME", "b") + c
     twin = Twin(parse_cluster([("cluster.yaml", text)]), hold_evicted_quota=True, batch_inert_cycles=batched)
     for i, (name, gpus) in enumerate([("big", 4), ("small1", 2), ("small2", 2), ("last", 4)]):
         twin.add_workload(wl(name, "b", gpus, i))
@@ -148,30 +156,31 @@ def full_cohort(*, c_reclaim: str, batched: bool) -> Twin:
     return twin
 
 
-# (c's reclaimWithinCohort, the second arrival, what a/claim hears in the cycle they share,
-#  who waits for ``last`` once the loop settles)
+# (c's reclaimWithinCohort, fair sharing, the second arrival, what a/claim hears in the cycle
+#  they share, who waits for ``last`` once the loop settles)
 SHARED_CYCLES = [
     # c/hold cannot reclaim (Never) and holds back c's unused nominal 4 (Kueue's
     # quotaResourcesToReserve); older, it goes first, so claim no longer fits even without ``last``;
     # hold is parked and claim, alone again, waits for ``last``.
-    ("Never", "hold", "Workload no longer fits after processing another workload", "team/claim"),
+    ("Never", False, "hold", "Workload no longer fits after processing another workload", "team/claim"),
     # c/claim2 re-targets the same terminating ``last``; older, it goes first every cycle and claim
-    # overlaps.
-    ("Any", "claim2", "Workload has overlapping preemption targets with another workload", "team/claim2"),
+    # overlaps: by the classical order, and under fair sharing (neither queue borrows: equal shares).
+    ("Any", False, "claim2", "Workload has overlapping preemption targets with another workload", "team/claim2"),
+    ("Any", True, "claim2", "Workload has overlapping preemption targets with another workload", "team/claim2"),
 ]
 
 
-@pytest.mark.parametrize(("c_reclaim", "second", "heard", "waiter"), SHARED_CYCLES)
+@pytest.mark.parametrize(("c_reclaim", "fair", "second", "heard", "waiter"), SHARED_CYCLES)
 def test_a_waiting_preemptor_sharing_a_cycle_is_decided_in_queue_order(
-    c_reclaim: str, second: str, heard: str, waiter: str
+    c_reclaim: str, fair: bool, second: str, heard: str, waiter: str
 ) -> None:
     """a/claim (4, timestamp 10) preempts ``last`` and waits for it; then c's workload (4, older
     timestamp 5) shares its cycles. Whether claim still preempts depends on who goes first, so
-    those cycles take the full path even when batched; batched and cycle by cycle give the same
+    batched cycles must follow Kueue's order too; batched and cycle by cycle give the same
     verdicts in the same order and stop at the same cycle."""
     logs = []
     for batched in (False, True):
-        twin = full_cohort(c_reclaim=c_reclaim, batched=batched)
+        twin = full_cohort(c_reclaim=c_reclaim, fair=fair, batched=batched)
         twin.add_workload(wl("claim", "a", 4, 10))
         assert run(twin) == ([], ["team/last"])
         twin.add_workload(wl(second, "c", 4, 5))

@@ -149,24 +149,35 @@ def run_cycle(twin: Twin, previous: tuple[Pending, ...] | None = None) -> CycleR
 
 
 def _quiet(twin: Twin, entries: list[Entry]) -> list[Entry] | None:
-    """The entries a quiet cycle must still process, or ``None`` when the cycle is not quiet.
+    """The entries a quiet cycle must still process, in order, or ``None`` when it is not quiet.
 
-    Quiet: no entry fits, and at most one names preemption targets, all of them already being
-    evicted (a preemptor waiting for its victims). No admission, no new eviction; the waiting
-    entry's verdict (still preempting, or no longer fits) depends on no other entry when none of
-    them holds back quota for itself (``reserve``), so the order is moot and is not computed.
+    Quiet: no entry fits, and entries with targets name only workloads already being evicted
+    (preemptors waiting for their victims), so nothing is admitted and nothing new is evicted.
+    Whether a waiting entry still preempts, overlaps another's targets or no longer fits depends
+    only on the waiting entries processed before it when no other entry holds back quota for
+    itself (``reserve``); and their order among themselves is the full order's whenever that is a
+    static sort: the classical key, or fair sharing among ClusterQueues directly in their cohort
+    (whose keys only their own entries change). So the full order is not computed.
     """
     waiting: list[Entry] = []
     for e in entries:
         if e.assignment.mode >= FIT:
             return None
         if e.targets:
-            if waiting or not all(t.workload.evicted for t in e.targets):
+            if not all(t.workload.evicted for t in e.targets):
                 return None
             waiting.append(e)
-    if waiting and any(e.assignment.mode != NO_FIT and not e.targets and _holds_back(twin, e) for e in entries):
+    if not waiting:
+        return waiting
+    if any(e.assignment.mode != NO_FIT and not e.targets and _holds_back(twin, e) for e in entries):
         return None
-    return waiting
+    if len(waiting) == 1:
+        return waiting
+    if twin.fair is None:
+        return sorted(waiting, key=Entry.classical_key)
+    if not all(e.node.parent is not None and e.node.parent is e.node.root for e in waiting):
+        return None
+    return list(tournament(twin.fair, waiting))
 
 
 def _holds_back(twin: Twin, e: Entry) -> bool:

@@ -111,24 +111,19 @@ def run_cycle(twin: Twin, previous: tuple[Pending, ...] | None = None) -> CycleR
     not quiet, that is stable (``previous``: the verdicts of the cycle before, if any), or that
     leaves no active head."""
     streak: list[Pending] = []
+    # Quiet cycles change no quota, so the same waiting preemptors meet the same outcome.
+    decided: dict[tuple[str, ...], list[tuple[str, str, str, bool]]] = {}
     while True:
         # 1. Get the heads from the queues, one per active ClusterQueue.
         # 3. Nominate: flavors, borrowing and preemption targets for each head.
         entries, rejected = nominate(twin, twin.queues.heads())
-        # 4. Order the entries (a quiet cycle's order changes no verdict).
         waiting = None if rejected else _quiet(twin, entries)
-        if waiting is not None:
-            ordered: Iterator[Entry] = iter(waiting)
-        elif twin.fair is not None:
-            ordered = tournament(twin.fair, entries)
-        else:
-            ordered = iter(sorted(entries, key=Entry.classical_key))
-        # 2./5. Admit greedily against a snapshot (an undo journal over the live quota tree);
-        # issue preemptions; never admit a preemptor in the cycle of its evictions.
-        snapshot = Snapshot()
         victims: dict[str, tuple[Target, Entry]] = {}
-        admitted = [e for e in _process(twin, ordered, snapshot, victims) if e.status == ASSUMED]
-        snapshot.rollback()
+        if waiting is None:
+            admitted = _decide(twin, entries, victims)
+        else:
+            _wait(twin, waiting, decided)
+            admitted = []
         # 6. Requeue what was not admitted, then evict the victims (their quota frees up now).
         pending = tuple(_requeue(twin, e) for e in (*entries, *rejected) if e.status != ASSUMED)
         issued = (twin.evict(t.workload, t.reason, e.wl) for t, e in victims.values())
@@ -148,8 +143,25 @@ def run_cycle(twin: Twin, previous: tuple[Pending, ...] | None = None) -> CycleR
         previous = pending
 
 
+def _decide(twin: Twin, entries: list[Entry], victims: dict[str, tuple[Target, Entry]]) -> list[Entry]:
+    """Steps 2, 4 and 5: order the entries; admit greedily against a snapshot (an undo journal
+    over the live quota tree); issue preemptions, never admitting a preemptor in the cycle of
+    its evictions. Returns the admitted entries; ``victims`` collects what to evict."""
+    if twin.fair is not None:
+        ordered = tournament(twin.fair, entries)
+    else:
+        ordered = iter(sorted(entries, key=Entry.classical_key))
+    snapshot = Snapshot()
+    admitted = [e for e in _process(twin, ordered, snapshot, victims) if e.status == ASSUMED]
+    snapshot.rollback()
+    return admitted
+
+
+BUSY, WAITING, HOLDING, CALM = range(4)  # an entry's part in a quiet cycle (see _quiet)
+
+
 def _quiet(twin: Twin, entries: list[Entry]) -> list[Entry] | None:
-    """The entries a quiet cycle must still process, in order, or ``None`` when it is not quiet.
+    """The waiting preemptors of a quiet cycle, or ``None`` when the cycle is not quiet.
 
     Quiet: no entry fits, and entries with targets name only workloads already being evicted
     (preemptors waiting for their victims), so nothing is admitted and nothing new is evicted.
@@ -160,24 +172,61 @@ def _quiet(twin: Twin, entries: list[Entry]) -> list[Entry] | None:
     (whose keys only their own entries change). So the full order is not computed.
     """
     waiting: list[Entry] = []
+    holding = False
     for e in entries:
-        if e.assignment.mode >= FIT:
+        part = _part(twin, e)
+        if part == BUSY:
             return None
-        if e.targets:
-            if not all(t.workload.evicted for t in e.targets):
-                return None
+        if part == WAITING:
             waiting.append(e)
+        holding = holding or part == HOLDING
+    if waiting and holding:
+        return None
+    if len(waiting) > 1 and twin.fair is not None and not all(e.node.parent is e.node.root for e in waiting):
+        return None  # a ClusterQueue in a nested cohort: the tournament's order is not a sort
+    return waiting
+
+
+def _part(twin: Twin, e: Entry) -> int:
+    """Remembered on the assignment: its targets' evicted flags and its queue's usage, all it
+    depends on, change only where the twin drops its remembered assignments."""
+    a = e.assignment
+    part = a.quiet
+    if part is None:
+        if a.mode >= FIT or (e.targets and not all(t.workload.evicted for t in e.targets)):
+            part = BUSY
+        elif e.targets:
+            part = WAITING
+        elif a.mode != NO_FIT and _holds_back(twin, e):
+            part = HOLDING
+        else:
+            part = CALM
+        a.quiet = part
+    return part
+
+
+def _wait(twin: Twin, waiting: list[Entry], decided: dict[tuple[str, ...], list[tuple[str, str, str, bool]]]) -> None:
+    """Decide the waiting preemptors of a quiet cycle, in their order, or as they were decided
+    before in the same streak."""
     if not waiting:
-        return waiting
-    if any(e.assignment.mode != NO_FIT and not e.targets and _holds_back(twin, e) for e in entries):
-        return None
-    if len(waiting) == 1:
-        return waiting
-    if twin.fair is None:
-        return sorted(waiting, key=Entry.classical_key)
-    if not all(e.node.parent is not None and e.node.parent is e.node.root for e in waiting):
-        return None
-    return list(tournament(twin.fair, waiting))
+        return
+    key = tuple(e.wl.key for e in waiting)
+    outcome = decided.get(key)
+    if outcome is None:
+        if len(waiting) == 1:
+            ordered = iter(waiting)
+        elif twin.fair is not None:
+            ordered = tournament(twin.fair, waiting)
+        else:
+            ordered = iter(sorted(waiting, key=Entry.classical_key))
+        snapshot = Snapshot()
+        for _ in _process(twin, ordered, snapshot, {}):
+            pass
+        snapshot.rollback()
+        decided[key] = [(e.status, e.reason, e.message, e.requeue_now) for e in waiting]
+        return
+    for e, (status, reason, message, requeue_now) in zip(waiting, outcome, strict=True):
+        e.status, e.reason, e.message, e.requeue_now = status, reason, message, requeue_now
 
 
 def _holds_back(twin: Twin, e: Entry) -> bool:

@@ -14,15 +14,16 @@
 6. Requeue the rest by the queue's strategy, and evict the victims (a victim already being
    evicted is not evicted again: Kueue's "preemption ongoing").
 
-An *inert* cycle, one whose every head is nominated and can neither fit nor name a victim,
-changes nothing but the queues: steps 4 and 5 would only yield each entry untouched (the
-transient reservations they make are rolled back and affect no other verdict), so it goes
-straight from 3 to 6. After a capacity change BestEffortFIFO queues rotate through all their
-parked workloads one head per cycle; most of those cycles are inert. A twin built with
-``batch_inert_cycles`` runs a streak of inert cycles in one call: the state they see is the same,
-so popping the next heads at once changes no verdict; the streak ends at the first cycle that is
-not inert (processed in full in the same call), at a head requeued as active (StrictFIFO), or when
-no queue has an active head. Their verdicts come back in one result, in cycle order.
+A *quiet* cycle, one in which no head fits and the heads that name victims name only workloads
+already being evicted (preemptors waiting for their victims' pods to go), admits nothing and
+issues no eviction: the quota tree after it is the one before it, and only the queues change.
+It skips the full order (see ``_quiet`` for why the waiting preemptors' own order suffices).
+After a capacity change BestEffortFIFO queues rotate through all their parked workloads one head
+per cycle, mostly in quiet cycles. A twin built with ``batch_inert_cycles`` runs a streak of quiet
+cycles in one call; the streak ends at the first cycle that is not quiet (processed in full in
+the same call), at a stable one (nothing changed and the verdicts repeat the cycle before: the
+scheduling loop's own stop rule, so batched and cycle-by-cycle runs stop at the same cycle), or
+when no queue has an active head. Their verdicts come back in one result, in cycle order.
 """
 
 from __future__ import annotations
@@ -147,14 +148,17 @@ def _decide(twin: Twin, entries: list[Entry], victims: dict[str, tuple[Target, E
     """Steps 2, 4 and 5: order the entries; admit greedily against a snapshot (an undo journal
     over the live quota tree); issue preemptions, never admitting a preemptor in the cycle of
     its evictions. Returns the admitted entries; ``victims`` collects what to evict."""
-    if twin.fair is not None:
-        ordered = tournament(twin.fair, entries)
-    else:
-        ordered = iter(sorted(entries, key=Entry.classical_key))
     snapshot = Snapshot()
-    admitted = [e for e in _process(twin, ordered, snapshot, victims) if e.status == ASSUMED]
+    admitted = [e for e in _process(twin, _order(twin, entries), snapshot, victims) if e.status == ASSUMED]
     snapshot.rollback()
     return admitted
+
+
+def _order(twin: Twin, entries: list[Entry]) -> Iterator[Entry]:
+    """Step 4: the fair-sharing tournament, or the classical key."""
+    if twin.fair is not None:
+        return tournament(twin.fair, entries)
+    return iter(sorted(entries, key=Entry.classical_key))
 
 
 BUSY, WAITING, HOLDING, CALM = range(4)  # an entry's part in a quiet cycle (see _quiet)
@@ -213,14 +217,8 @@ def _wait(twin: Twin, waiting: list[Entry], decided: dict[tuple[str, ...], list[
     key = tuple(e.wl.key for e in waiting)
     outcome = decided.get(key)
     if outcome is None:
-        if len(waiting) == 1:
-            ordered = iter(waiting)
-        elif twin.fair is not None:
-            ordered = tournament(twin.fair, waiting)
-        else:
-            ordered = iter(sorted(waiting, key=Entry.classical_key))
         snapshot = Snapshot()
-        for _ in _process(twin, ordered, snapshot, {}):
+        for _ in _process(twin, _order(twin, waiting), snapshot, {}):
             pass
         snapshot.rollback()
         decided[key] = [(e.status, e.reason, e.message, e.requeue_now) for e in waiting]

@@ -36,6 +36,7 @@ from gpufleet.twin.cohort import ClusterQueue
 from gpufleet.twin.fairshare import tournament
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment
 from gpufleet.twin.preemption import Target
+from gpufleet.twin.queues import ClusterQueueQueue
 from gpufleet.twin.quota import QuotaNode, add_usage, available, remove_usage
 from gpufleet.twin.results import ACTIVE, INADMISSIBLE, CycleResult, Pending
 from gpufleet.twin.workload import Workload
@@ -142,6 +143,11 @@ def run_cycle(twin: Twin, previous: tuple[Pending, ...] | None = None) -> CycleR
             )
         streak += pending
         previous = pending
+        rotated = _rotate(twin, entries, pending, bool(waiting), streak)
+        if rotated is not None:
+            previous = rotated
+            if not any(q.active for q in twin.queues.serving):
+                return CycleResult(twin.cycle, (), (), tuple(streak), last=rotated)
 
 
 def _decide(twin: Twin, entries: list[Entry], victims: dict[str, tuple[Target, Entry]]) -> list[Entry]:
@@ -192,16 +198,20 @@ def _quiet(twin: Twin, entries: list[Entry]) -> list[Entry] | None:
 
 
 def _part(twin: Twin, e: Entry) -> int:
+    assert e.cq is not None
+    return _part_of(twin, e.cq, e.assignment, e.targets)
+
+
+def _part_of(twin: Twin, cq: ClusterQueue, a: Assignment, targets: list[Target]) -> int:
     """Remembered on the assignment: its targets' evicted flags and its queue's usage, all it
     depends on, change only where the twin drops its remembered assignments."""
-    a = e.assignment
     part = a.quiet
     if part is None:
-        if a.mode >= FIT or (e.targets and not all(t.workload.evicted for t in e.targets)):
+        if a.mode >= FIT or (targets and not all(t.workload.evicted for t in targets)):
             part = BUSY
-        elif e.targets:
+        elif targets:
             part = WAITING
-        elif a.mode != NO_FIT and _holds_back(twin, e):
+        elif a.mode != NO_FIT and not twin.preemptor.can_always_reclaim(cq) and reserve(a, cq):
             part = HOLDING
         else:
             part = CALM
@@ -225,11 +235,6 @@ def _wait(twin: Twin, waiting: list[Entry], decided: dict[tuple[str, ...], list[
         return
     for e, (status, reason, message, requeue_now) in zip(waiting, outcome, strict=True):
         e.status, e.reason, e.message, e.requeue_now = status, reason, message, requeue_now
-
-
-def _holds_back(twin: Twin, e: Entry) -> bool:
-    assert e.cq is not None
-    return not twin.preemptor.can_always_reclaim(e.cq) and bool(reserve(e, e.cq))
 
 
 def nominate(twin: Twin, heads: Iterable[Workload]) -> tuple[list[Entry], list[Entry]]:
@@ -265,7 +270,7 @@ def _process(
             continue
         if mode < FIT and not e.targets:
             if not twin.preemptor.can_always_reclaim(cq):
-                snapshot.add_transient(cq.node, reserve(e, cq))
+                snapshot.add_transient(cq.node, reserve(e.assignment, cq))
             yield e
             continue
         if any(t.workload.key in victims for t in e.targets):
@@ -303,7 +308,7 @@ def _fits_without(twin: Twin, cq: ClusterQueue, usage: dict[int, int], gone: lis
             twin.preemptor.restore(t.workload)
 
 
-def reserve(e: Entry, cq: ClusterQueue) -> dict[int, int]:
+def reserve(a: Assignment, cq: ClusterQueue) -> dict[int, int]:
     """Kueue's ``quotaResourcesToReserve``: hold back what a stuck preemptor is owed.
 
     Without borrowing: up to the queue's unused nominal quota; with borrowing: up to nominal plus
@@ -311,8 +316,8 @@ def reserve(e: Entry, cq: ClusterQueue) -> dict[int, int]:
     """
     node = cq.node
     result: dict[int, int] = {}
-    for fr, q in e.assignment.usage.items():
-        if e.assignment.borrowing > 0:
+    for fr, q in a.usage.items():
+        if a.borrowing > 0:
             limit = node.borrowing_limit[fr]
             result[fr] = min(q, node.nominal[fr] + limit - node.usage[fr])
         else:
@@ -334,7 +339,73 @@ def _requeue(twin: Twin, e: Entry) -> Pending:
             state = ACTIVE
     elif queue is not None:
         queue.park(wl)
-    reason = e.reason or (reasons.WAITING_FOR_QUOTA if e.assignment.mode in (PREEMPT, NO_CANDIDATES) else "")
-    pending = Pending(wl.key, wl.cluster_queue, reason or reasons.PENDING, e.message, state)
+    pending = _verdict(wl, e.reason, e.message, e.assignment.mode, state)
     twin.last_status[wl.key] = pending
     return pending
+
+
+def _verdict(wl: Workload, reason: str, message: str, mode: int, state: str) -> Pending:
+    reason = reason or (reasons.WAITING_FOR_QUOTA if mode in (PREEMPT, NO_CANDIDATES) else "")
+    return Pending(wl.key, wl.cluster_queue, reason or reasons.PENDING, message, state)
+
+
+def _rotate(
+    twin: Twin, entries: list[Entry], pending: tuple[Pending, ...], waiting: bool, streak: list[Pending]
+) -> tuple[Pending, ...] | None:
+    """Run the next cycles of a quiet streak in bulk while they only rotate BestEffortFIFO queues.
+
+    After a quiet cycle, a queue whose head went back into its heap gives the same head again,
+    with the same verdict (the quota and the set of waiting preemptors are unchanged); a queue
+    whose head was parked gives a new head. While every new head is calm (its remembered verdict:
+    no fit and nothing to reclaim; or holding quota back when no preemptor waits), the cycle is
+    quiet again and only moves those heads to the parked set. This is what a capacity change costs
+    at scale (every parked workload of the tree comes back and is parked again, one per queue per
+    cycle), so these cycles skip nomination and keep the repeated heads where they are (popping
+    and pushing them back changes nothing). Returns the last bulk cycle's verdicts (``streak``
+    gets them all, in cycle order), or ``None`` when the next cycle needs the full path.
+    """
+    last = {e.wl.cluster_queue: (e.wl, p) for e, p in zip(entries, pending, strict=True)}
+    rotated = None
+    while True:
+        cycle: list[Pending] = []
+        moves: list[tuple[ClusterQueueQueue, Workload, Pending]] = []
+        for queue in twin.queues.serving:
+            wl = queue.peek() if queue.active else None
+            if wl is None:
+                continue
+            seen = last.get(queue.name)
+            if seen is not None and seen[1].queue == ACTIVE:
+                if seen[0] is not wl:
+                    return rotated  # another head: the waiting preemptors may change
+                cycle.append(seen[1])
+                continue
+            verdict = _calm(twin, queue, wl, holding=not waiting)
+            if verdict is None:
+                return rotated
+            moves.append((queue, wl, verdict))
+            cycle.append(verdict)
+        if not moves:
+            return rotated  # only repeated heads: the full path finds the cycle stable
+        for queue, wl, verdict in moves:
+            queue.pop()
+            queue.park(wl)
+            twin.last_status[wl.key] = verdict
+            last[queue.name] = (wl, verdict)
+        twin.cycle += 1
+        streak += cycle
+        rotated = tuple(cycle)
+
+
+def _calm(twin: Twin, queue: ClusterQueueQueue, wl: Workload, *, holding: bool) -> Pending | None:
+    """A new head's verdict if it is parked with its remembered verdict and changes nothing."""
+    cq = twin.tree.cluster_queues.get(wl.cluster_queue)
+    if cq is None or not cq.active or not twin.namespace_matches(cq, wl):
+        return None
+    found = twin.remembered(wl, cq)
+    if found is None:
+        return None
+    a = found[0]
+    part = _part_of(twin, cq, a, found[1])
+    if part != CALM and not (holding and part == HOLDING):
+        return None
+    return _verdict(wl, a.reason, a.message, a.mode, INADMISSIBLE)

@@ -71,6 +71,19 @@ class ClusterQueueQueue:
                 return wl
         return None
 
+    def peek(self) -> Workload | None:
+        """The workload ``pop`` would return, left in place (stale heap entries on top go)."""
+        sticky = self.sticky
+        if sticky is not None and sticky in self.active:
+            return self.active[sticky]
+        heap = self._heap
+        while heap:
+            wl = heap[0][2]
+            if self.active.get(wl.key) is wl:
+                return wl
+            heapq.heappop(heap)
+        return None
+
     def delete(self, key: str) -> None:
         self.active.pop(key, None)
         self.inadmissible.pop(key, None)

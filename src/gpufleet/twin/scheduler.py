@@ -73,7 +73,8 @@ class Twin:
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
         # Verdicts of flavor assignment and preemption, valid until quota changes (see get_assignments).
-        self._verdicts: dict[tuple[object, ...], tuple[Assignment, list[Target]]] = {}
+        self._verdicts: dict[tuple[str, int], tuple[Assignment, list[Target]]] = {}
+        self._shapes: dict[tuple[object, ...], int] = {}  # look-alike heads share one number
         # Preemption trials of the workload being assigned (see _targets).
         self._trials: dict[tuple[object, ...], list[Target]] = {}
         self.cycle = 0
@@ -179,12 +180,25 @@ class Twin:
         in ``_reserve``, ``_release`` and ``evict``; those clear the memo. Cycles that admit
         nothing while BestEffortFIFO queues rotate through look-alike heads then cost little.
         """
-        newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
-        key = (cq.name, wl.pod_sets, wl.priority, wl.created if newer_equal else 0)
+        key = self.shape(wl, cq)
         found = self._verdicts.get(key)
         if found is None:
             found = self._verdicts[key] = self._assign(wl, cq)
         return found
+
+    def remembered(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]] | None:
+        """The head's verdict if the memo holds it (no work otherwise)."""
+        return self._verdicts.get(self.shape(wl, cq))
+
+    def shape(self, wl: Workload, cq: ClusterQueue) -> tuple[str, int]:
+        """The memo key, numbered once per workload: hashing its pod sets on every look-up costs
+        more than the look-up."""
+        shape = wl.shape
+        if shape is None or shape[0] != cq.name:
+            newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
+            looks = (cq.name, wl.pod_sets, wl.priority, wl.created if newer_equal else 0)
+            shape = wl.shape = (cq.name, self._shapes.setdefault(looks, len(self._shapes)))
+        return shape
 
     def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
         """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest

@@ -41,6 +41,7 @@ class Workload:
         "pod_sets",
         "priority",
         "reserved_at",
+        "shape",
         "spec",
         "uses",
     )
@@ -56,6 +57,7 @@ class Workload:
         self.reserved_at = 0  # when quota was reserved; "admitted more recently" orders victims
         self.evicted = False  # Kueue's Evicted condition while the quota is still reserved
         self.uses: frozenset[int] = frozenset()  # flavor-resources its admission holds
+        self.shape: tuple[str, int] | None = None  # (ClusterQueue, look-alike class): the twin's memo key
 
     @property
     def created(self) -> int:

@@ -7,7 +7,7 @@ the parent chain disables every ClusterQueue under it until it is fixed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from gpufleet.twin.quota import QuotaNode, recompute_subtree
@@ -33,7 +33,7 @@ class ResourceGroup:
 class ClusterQueue:
     """A ClusterQueue: its frozen spec, its quota node, and the workloads holding its quota."""
 
-    __slots__ = ("group_of", "groups", "inactive_reason", "name", "node", "spec", "workloads")
+    __slots__ = ("group_of", "groups", "inactive_reason", "name", "node", "spec", "using", "workloads")
 
     def __init__(self, spec: ClusterQueueSpec, node: QuotaNode, groups: tuple[ResourceGroup, ...]) -> None:
         self.spec = spec
@@ -42,11 +42,34 @@ class ClusterQueue:
         self.groups = groups
         self.group_of = {r: i for i, g in enumerate(groups) for r in g.covered}
         self.workloads: dict[str, Workload] = {}
+        # Per flavor-resource, the admitted workloads whose quota uses it: preemption's candidates.
+        self.using: dict[int, dict[str, Workload]] = {}
         self.inactive_reason = "" if spec.stop_policy == "None" else "Stopped"
 
     @property
     def active(self) -> bool:
         return not self.inactive_reason
+
+    def hold(self, wl: Workload) -> None:
+        """``wl`` now holds quota here (its admission is set)."""
+        self.workloads[wl.key] = wl
+        for fr in wl.uses:
+            self.using.setdefault(fr, {})[wl.key] = wl
+
+    def drop(self, wl: Workload) -> None:
+        del self.workloads[wl.key]
+        for fr in wl.uses:
+            del self.using[fr][wl.key]
+
+    def using_any(self, frs: frozenset[int]) -> Iterable[Workload]:
+        """Admitted workloads that use one of ``frs``, each once."""
+        if len(frs) == 1:
+            (fr,) = frs
+            return self.using.get(fr, {}).values()
+        found: dict[str, Workload] = {}
+        for fr in frs:
+            found.update(self.using.get(fr, {}))
+        return found.values()
 
 
 class CohortTree:

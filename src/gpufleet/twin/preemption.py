@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 
 from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
@@ -33,6 +34,37 @@ from gpufleet.twin.specs import (
     NEVER,
 )
 from gpufleet.twin.workload import Workload
+
+VICTIM_KEY = attrgetter("victim_key")  # the candidate order's tail (see Workload.victim_key)
+EVICTED = attrgetter("evicted")
+
+
+class Candidates:
+    """``findCandidates``' result in candidate order: ``ordered``, the whole list, and
+    ``by_queue``, each ClusterQueue's part of it (what fair sharing visits queue by queue).
+
+    Each part is sorted on its own and the other queues' parts are merged (a sort over sorted
+    runs), so no per-candidate key function runs in Python.
+    """
+
+    __slots__ = ("by_queue", "ordered")
+
+    def __init__(self, by_queue: dict[str, list[Workload]], own_queue: str) -> None:
+        others: list[Workload] = []
+        for name, part in by_queue.items():
+            part.sort(key=VICTIM_KEY)
+            if any(map(EVICTED, part)):
+                part[:] = [c for c in part if c.evicted] + [c for c in part if not c.evicted]
+            if name != own_queue:
+                others += part
+        others.sort(key=VICTIM_KEY)
+        own = by_queue.get(own_queue, [])
+        ordered = others + own
+        if any(map(EVICTED, ordered)):
+            ordered = [c for c in others if c.evicted] + [c for c in own if c.evicted]
+            ordered += [c for c in others if not c.evicted] + [c for c in own if not c.evicted]
+        self.by_queue = by_queue
+        self.ordered = ordered
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,17 +102,14 @@ class Preemptor:
     ) -> list[Target]:
         """Victims that make ``request`` fit in ``cq``, or ``[]`` when no allowed set does."""
         frs = frozenset(contested)
-        candidates = self.find_candidates(wl, cq, frs)
+        found = self.find_candidates(wl, cq, frs)
+        candidates, own = found.ordered, found.by_queue.get(cq.name, [])
         if not candidates:
             return []
-        candidates.sort(
-            key=lambda c: (not c.evicted, c.cluster_queue == cq.name, c.priority, -c.reserved_at, c.order[2])
-        )
-        own = [c for c in candidates if c.cluster_queue == cq.name]
         if len(own) == len(candidates):
             return self.minimal(request, cq, frs, candidates, allow_borrowing=True, threshold=None)
         if self.fair is not None:
-            return self.fair_preemptions(wl, cq, request, frs, candidates)
+            return self.fair_preemptions(cq, request, frs, found.by_queue)
         return self.classic(wl, cq, request, frs, candidates=candidates, own=own)
 
     def classic(
@@ -111,29 +140,30 @@ class Preemptor:
                 return targets
         return self.minimal(request, cq, frs, own, allow_borrowing=True, threshold=None)
 
-    def find_candidates(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> list[Workload]:
+    def find_candidates(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> Candidates:
         policy = cq.spec.preemption
-        result: list[Workload] = []
-        if policy.within_cluster_queue != NEVER:
-            newer_equal = policy.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
-            for cand in cq.workloads.values():
-                if cand.priority > wl.priority:
-                    continue
-                if cand.priority == wl.priority and not (newer_equal and wl.created < cand.created):
-                    continue
-                if _uses(cand, frs):
-                    result.append(cand)
+        by_queue: dict[str, list[Workload]] = {}
         if cq.node.parent is not None and policy.reclaim_within_cohort != NEVER:
             only_lower = policy.reclaim_within_cohort != ANY
             for other in self.tree.subtree_queues(cq.node.root):
                 if other is cq or not any(is_borrowing(other.node, fr) for fr in frs):
                     continue
-                for cand in other.workloads.values():
-                    if only_lower and cand.priority >= wl.priority:
-                        continue
-                    if _uses(cand, frs):
-                        result.append(cand)
-        return result
+                if only_lower:
+                    found = [c for c in other.using_any(frs) if c.priority < wl.priority]
+                else:
+                    found = list(other.using_any(frs))
+                if found:
+                    by_queue[other.name] = found
+        if policy.within_cluster_queue != NEVER:
+            newer_equal = policy.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
+            own = [
+                c
+                for c in cq.using_any(frs)
+                if c.priority < wl.priority or (c.priority == wl.priority and newer_equal and wl.created < c.created)
+            ]
+            if own:
+                by_queue[cq.name] = own
+        return Candidates(by_queue, cq.name)
 
     def borrow_threshold(self, wl: Workload, cq: ClusterQueue) -> int | None:
         """``borrowWithinCohort``: victims from other queues must be below this priority."""
@@ -202,12 +232,7 @@ class Preemptor:
 
     # --- fair sharing ---------------------------------------------------------------------------
     def fair_preemptions(
-        self,
-        wl: Workload,
-        cq: ClusterQueue,
-        request: dict[int, int],
-        frs: frozenset[int],
-        candidates: list[Workload],
+        self, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int], by_queue: dict[str, list[Workload]]
     ) -> list[Target]:
         """Visit the candidate queue with the highest share first; each victim must pass a strategy.
 
@@ -217,7 +242,8 @@ class Preemptor:
         fair = self.fair
         assert fair is not None
         strategies = self.strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
-        pools = _pools(candidates, self.tree, fair, first_only=False)
+        queues = self.tree.cluster_queues
+        pools = [_Pool(queues[name], fair.drs(queues[name].node), part) for name, part in by_queue.items()]
         new_share = fair.drs(cq.node, request).key()
         targets: list[Target] = []
         retry: list[Workload] = []
@@ -280,7 +306,7 @@ class Preemptor:
         queue with the highest share first (the rule does not depend on the victim)."""
         fair = self.fair
         assert fair is not None
-        pools = _pools(retry, self.tree, fair, first_only=True)
+        pools = _first_of_each_queue(retry, self.tree, fair)
         for pool in sorted(pools, key=lambda p: (p.share.key(), p.cq.name), reverse=True):
             if _strategy(strategy, new_share, pool.share, pool.share):
                 victim = pool.workloads[0]
@@ -304,15 +330,12 @@ class _Pool:
         self.workloads = workloads
 
 
-def _pools(candidates: list[Workload], tree: CohortTree, fair: FairShare, *, first_only: bool) -> list[_Pool]:
+def _first_of_each_queue(candidates: list[Workload], tree: CohortTree, fair: FairShare) -> list[_Pool]:
     pools: dict[str, _Pool] = {}
     for cand in candidates:
-        pool = pools.get(cand.cluster_queue)
-        if pool is None:
+        if cand.cluster_queue not in pools:
             cq = tree.cluster_queues[cand.cluster_queue]
             pools[cand.cluster_queue] = _Pool(cq, fair.drs(cq.node), [cand])
-        elif not first_only:
-            pool.workloads.append(cand)
     return list(pools.values())
 
 
@@ -325,10 +348,6 @@ def _strategy(name: str, preemptor_new: tuple[int, float], target_old: DRS, targ
 def _usage(wl: Workload) -> dict[int, int]:
     assert wl.admission is not None
     return dict(wl.admission.usage)
-
-
-def _uses(wl: Workload, frs: frozenset[int]) -> bool:
-    return not wl.uses.isdisjoint(frs)
 
 
 def workload_fits(request: dict[int, int], cq: ClusterQueue, allow_borrowing: bool) -> bool:

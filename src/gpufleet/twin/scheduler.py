@@ -370,7 +370,8 @@ class Twin:
         wl.uses = frozenset(fr for fr, _ in admission.usage)
         wl.cluster_queue = cq.name
         wl.reserved_at = at
-        cq.workloads[wl.key] = wl
+        wl.victim_key = (wl.priority, -at, wl.order[2])
+        cq.hold(wl)
         self._verdicts.clear()
         for fr, q in admission.usage:
             add_usage(cq.node, fr, q)
@@ -379,7 +380,7 @@ class Twin:
         assert wl.admission is not None
         for fr, q in wl.admission.usage:
             remove_usage(cq.node, fr, q)
-        del cq.workloads[wl.key]
+        cq.drop(wl)
         wl.admission = None
         wl.uses = frozenset()
         self._verdicts.clear()

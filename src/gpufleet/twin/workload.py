@@ -44,6 +44,7 @@ class Workload:
         "shape",
         "spec",
         "uses",
+        "victim_key",
     )
 
     def __init__(self, spec: WorkloadSpec, cluster_queue: str) -> None:
@@ -57,6 +58,9 @@ class Workload:
         self.reserved_at = 0  # when quota was reserved; "admitted more recently" orders victims
         self.evicted = False  # Kueue's Evicted condition while the quota is still reserved
         self.uses: frozenset[int] = frozenset()  # flavor-resources its admission holds
+        # Preemption's candidate order after the evicted and same-queue parts: lower priority,
+        # then admitted more recently, then the tie-breaker (set when quota is reserved).
+        self.victim_key: tuple[int, int, str] = (self.priority, 0, self.order[2])
         self.shape: tuple[str, int] | None = None  # (ClusterQueue, look-alike class): the twin's memo key
 
     @property

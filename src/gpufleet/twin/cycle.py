@@ -23,7 +23,8 @@ per cycle, mostly in quiet cycles. A twin built with ``batch_inert_cycles`` runs
 cycles in one call; the streak ends at the first cycle that is not quiet (processed in full in
 the same call), at a stable one (nothing changed and the verdicts repeat the cycle before: the
 scheduling loop's own stop rule, so batched and cycle-by-cycle runs stop at the same cycle), or
-when no queue has an active head. Their verdicts come back in one result, in cycle order.
+when no queue has an active head. Their verdicts come back in one result, in cycle order; the
+cycles that only park a backlog's calm heads one by one run in bulk (``_rotate``).
 """
 
 from __future__ import annotations

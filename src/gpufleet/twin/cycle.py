@@ -357,12 +357,12 @@ def _rotate(
 
     After a quiet cycle, a queue whose head went back into its heap gives the same head again,
     with the same verdict (the quota and the set of waiting preemptors are unchanged); a queue
-    whose head was parked gives a new head. While every new head is calm (its remembered verdict:
-    no fit and nothing to reclaim; or holding quota back when no preemptor waits), the cycle is
-    quiet again and only moves those heads to the parked set. This is what a capacity change costs
-    at scale (every parked workload of the tree comes back and is parked again, one per queue per
-    cycle), so these cycles skip nomination and keep the repeated heads where they are (popping
-    and pushing them back changes nothing). Returns the last bulk cycle's verdicts (``streak``
+    whose head was parked gives a new head. While every new head is calm (its verdict, remembered
+    or worked out on the streak's unchanged quota: no fit and nothing to reclaim; or holding quota
+    back when no preemptor waits), the cycle is quiet again and only moves those heads to the
+    parked set. This is what a capacity change costs at scale (every parked workload of the tree
+    comes back and is parked again, one per queue per cycle), so these cycles skip nomination and
+    keep the repeated heads where they are (popping and pushing them back changes nothing). Returns the last bulk cycle's verdicts (``streak``
     gets them all, in cycle order), or ``None`` when the next cycle needs the full path.
     """
     last = {e.wl.cluster_queue: (e.wl, p) for e, p in zip(entries, pending, strict=True)}
@@ -398,13 +398,11 @@ def _rotate(
 
 
 def _calm(twin: Twin, queue: ClusterQueueQueue, wl: Workload, *, holding: bool) -> Pending | None:
-    """A new head's verdict if it is parked with its remembered verdict and changes nothing."""
+    """A new head's verdict if it is parked with it and changes nothing."""
     cq = twin.tree.cluster_queues.get(wl.cluster_queue)
     if cq is None or not cq.active or not twin.namespace_matches(cq, wl):
         return None
-    found = twin.remembered(wl, cq)
-    if found is None:
-        return None
+    found = twin.get_assignments(wl, cq)  # the quota is the streak's: as the full path would find it
     a = found[0]
     part = _part_of(twin, cq, a, found[1])
     if part != CALM and not (holding and part == HOLDING):

@@ -40,31 +40,31 @@ EVICTED = attrgetter("evicted")
 
 
 class Candidates:
-    """``findCandidates``' result in candidate order: ``ordered``, the whole list, and
-    ``by_queue``, each ClusterQueue's part of it (what fair sharing visits queue by queue).
+    """``findCandidates``' result: ``by_queue``, each ClusterQueue's part of the candidate order
+    (what fair sharing visits queue by queue), and ``ordered()``, the whole list.
 
-    Each part is sorted on its own and the other queues' parts are merged (a sort over sorted
-    runs), so no per-candidate key function runs in Python.
+    Each part is sorted on its own by a key computed at admission, and the whole list merges the
+    other queues' parts (a sort over sorted runs), so no per-candidate key function runs in Python.
     """
 
-    __slots__ = ("by_queue", "ordered")
+    __slots__ = ("by_queue", "own_queue")
 
     def __init__(self, by_queue: dict[str, list[Workload]], own_queue: str) -> None:
-        others: list[Workload] = []
-        for name, part in by_queue.items():
+        for part in by_queue.values():
             part.sort(key=VICTIM_KEY)
             if any(map(EVICTED, part)):
                 part[:] = [c for c in part if c.evicted] + [c for c in part if not c.evicted]
-            if name != own_queue:
-                others += part
-        others.sort(key=VICTIM_KEY)
-        own = by_queue.get(own_queue, [])
-        ordered = others + own
-        if any(map(EVICTED, ordered)):
-            ordered = [c for c in others if c.evicted] + [c for c in own if c.evicted]
-            ordered += [c for c in others if not c.evicted] + [c for c in own if not c.evicted]
         self.by_queue = by_queue
-        self.ordered = ordered
+        self.own_queue = own_queue
+
+    def ordered(self) -> list[Workload]:
+        others = [c for name, part in self.by_queue.items() if name != self.own_queue for c in part]
+        others.sort(key=VICTIM_KEY)
+        own = self.by_queue.get(self.own_queue, [])
+        if not any(map(EVICTED, others)) and not any(map(EVICTED, own)):
+            return others + own
+        ordered = [c for c in others if c.evicted] + [c for c in own if c.evicted]
+        return ordered + [c for c in others if not c.evicted] + [c for c in own if not c.evicted]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,14 +103,12 @@ class Preemptor:
         """Victims that make ``request`` fit in ``cq``, or ``[]`` when no allowed set does."""
         frs = frozenset(contested)
         found = self.find_candidates(wl, cq, frs)
-        candidates, own = found.ordered, found.by_queue.get(cq.name, [])
-        if not candidates:
-            return []
-        if len(own) == len(candidates):
-            return self.minimal(request, cq, frs, candidates, allow_borrowing=True, threshold=None)
+        own = found.by_queue.get(cq.name, [])
+        if len(found.by_queue) == (1 if own else 0):
+            return self.minimal(request, cq, frs, own, allow_borrowing=True, threshold=None) if own else []
         if self.fair is not None:
             return self.fair_preemptions(cq, request, frs, found.by_queue)
-        return self.classic(wl, cq, request, frs, candidates=candidates, own=own)
+        return self.classic(wl, cq, request, frs, candidates=found.ordered(), own=own)
 
     def classic(
         self,

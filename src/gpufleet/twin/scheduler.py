@@ -186,10 +186,6 @@ class Twin:
             found = self._verdicts[key] = self._assign(wl, cq)
         return found
 
-    def remembered(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]] | None:
-        """The head's verdict if the memo holds it (no work otherwise)."""
-        return self._verdicts.get(self.shape(wl, cq))
-
     def shape(self, wl: Workload, cq: ClusterQueue) -> tuple[str, int]:
         """The memo key, numbered once per workload: hashing its pod sets on every look-up costs
         more than the look-up."""

@@ -7,6 +7,8 @@ random operation sequences run on two queues, one of which peeks before every op
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,8 +36,10 @@ ops = st.lists(
 )
 
 
-def play(queue: ClusterQueueQueue, pool: list[Workload], steps: list[tuple[str, int]], peek: bool) -> list[object]:
-    seen: list[object] = []
+def play(
+    queue: ClusterQueueQueue, pool: list[Workload], steps: list[tuple[str, int]], peek: bool
+) -> list[tuple[Any, ...]]:
+    seen: list[tuple[Any, ...]] = []
     for op, i in steps:
         if peek:
             seen.append(("peek", queue.peek()))
@@ -56,8 +60,8 @@ def play(queue: ClusterQueueQueue, pool: list[Workload], steps: list[tuple[str, 
         else:
             queue.delete(wl.key)
     seen.append(("left", sorted(queue.active), sorted(queue.inadmissible)))
-    while (wl := queue.pop()) is not None:
-        seen.append(("drain", wl))
+    while (left := queue.pop()) is not None:
+        seen.append(("drain", left))
     return [s for s in seen if s[0] != "peek"]
 
 

@@ -127,17 +127,24 @@ def test_batching_inert_cycles_changes_no_outcome(stream: list[Any]) -> None:
     assert outcome(batched, stream) == outcome(single, stream)
 
 
-def long_stream(rng: random.Random) -> list[Any]:
+def seeded_stream(rng: random.Random, length: tuple[int, int], arrive: float, finish: float) -> list[Any]:
+    """An arrival with probability ``arrive``, a completion up to ``finish``, else a finished eviction."""
     stream: list[Any] = []
-    for _ in range(rng.randint(20, 80)):
+    for _ in range(rng.randint(*length)):
         roll = rng.random()
-        if roll < 0.6:
+        if roll < arrive:
             stream.append(Arrive(rng.randint(0, 2), rng.randrange(len(ASKS)), rng.randint(1, 3), rng.randint(0, 2)))
-        elif roll < 0.8:
+        elif roll < finish:
             stream.append(Finish(rng.randint(0, 1000)))
         else:
             stream.append(Gone(rng.randint(0, 1000)))
     return stream
+
+
+def assert_batching_changes_nothing(spec: ClusterSpec, stream: list[Any]) -> None:
+    batched = Twin(spec, hold_evicted_quota=True, batch_inert_cycles=True)
+    single = Twin(spec, hold_evicted_quota=True)
+    assert outcome(batched, stream) == outcome(single, stream)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -146,10 +153,7 @@ def test_batching_changes_no_outcome_on_long_streams(seed: int) -> None:
     streaks where the set of waiting preemptors changes need many arrivals and preemptions."""
     rng = random.Random(seed)
     for _ in range(50):
-        stream = long_stream(rng)
-        batched = Twin(SPEC, hold_evicted_quota=True, batch_inert_cycles=True)
-        single = Twin(SPEC, hold_evicted_quota=True)
-        assert outcome(batched, stream) == outcome(single, stream)
+        assert_batching_changes_nothing(SPEC, seeded_stream(rng, (20, 80), arrive=0.6, finish=0.8))
 
 
 def variant(*, fair: bool, reclaim: str, strict: str | None) -> ClusterSpec:
@@ -164,20 +168,6 @@ def variant(*, fair: bool, reclaim: str, strict: str | None) -> ClusterSpec:
         for name, cq in SPEC.cluster_queues.items()
     }
     return replace(SPEC, cluster_queues=queues, config=replace(SPEC.config, fair_sharing=fair))
-
-
-def backlog_stream(rng: random.Random) -> list[Any]:
-    """Mostly arrivals, so queues build backlogs that every completion sends round again."""
-    stream: list[Any] = []
-    for _ in range(rng.randint(100, 250)):
-        roll = rng.random()
-        if roll < 0.7:
-            stream.append(Arrive(rng.randint(0, 2), rng.randrange(len(ASKS)), rng.randint(1, 3), rng.randint(0, 2)))
-        elif roll < 0.9:
-            stream.append(Finish(rng.randint(0, 1000)))
-        else:
-            stream.append(Gone(rng.randint(0, 1000)))
-    return stream
 
 
 @pytest.mark.parametrize(
@@ -195,8 +185,5 @@ def test_batching_changes_no_outcome_with_backlogs(spec: ClusterSpec) -> None:
     verdict, on 40 seeded streams per configuration, including queues that hold quota back and
     a StrictFIFO queue whose head stays."""
     rng = random.Random(7)
-    for _ in range(40):
-        stream = backlog_stream(rng)
-        batched = Twin(spec, hold_evicted_quota=True, batch_inert_cycles=True)
-        single = Twin(spec, hold_evicted_quota=True)
-        assert outcome(batched, stream) == outcome(single, stream)
+    for _ in range(40):  # mostly arrivals: backlogs that every completion sends round again
+        assert_batching_changes_nothing(spec, seeded_stream(rng, (100, 250), arrive=0.7, finish=0.9))

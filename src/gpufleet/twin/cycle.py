@@ -362,8 +362,9 @@ def _rotate(
     back when no preemptor waits), the cycle is quiet again and only moves those heads to the
     parked set. This is what a capacity change costs at scale (every parked workload of the tree
     comes back and is parked again, one per queue per cycle), so these cycles skip nomination and
-    keep the repeated heads where they are (popping and pushing them back changes nothing). Returns the last bulk cycle's verdicts (``streak``
-    gets them all, in cycle order), or ``None`` when the next cycle needs the full path.
+    keep the repeated heads where they are (popping and pushing them back changes nothing).
+    Returns the last bulk cycle's verdicts (``streak`` gets them all, in cycle order), or ``None``
+    when the next cycle needs the full path.
     """
     last = {e.wl.cluster_queue: (e.wl, p) for e, p in zip(entries, pending, strict=True)}
     rotated = None

@@ -58,13 +58,13 @@ class Candidates:
         self.own_queue = own_queue
 
     def ordered(self) -> list[Workload]:
-        others = [c for name, part in self.by_queue.items() if name != self.own_queue for c in part]
-        others.sort(key=VICTIM_KEY)
+        """Evicted first, other queues before the own one, then ``victim_key``."""
+        others = sorted(
+            (c for name, part in self.by_queue.items() if name != self.own_queue for c in part), key=VICTIM_KEY
+        )
         own = self.by_queue.get(self.own_queue, [])
-        if not any(map(EVICTED, others)) and not any(map(EVICTED, own)):
-            return others + own
-        ordered = [c for c in others if c.evicted] + [c for c in own if c.evicted]
-        return ordered + [c for c in others if not c.evicted] + [c for c in own if not c.evicted]
+        evicted = [c for c in others if c.evicted] + [c for c in own if c.evicted]
+        return evicted + [c for c in others if not c.evicted] + [c for c in own if not c.evicted]
 
 
 @dataclass(frozen=True, slots=True)

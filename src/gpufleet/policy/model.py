@@ -11,8 +11,9 @@ from __future__ import annotations
 from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 UNLIMITED: Literal["unlimited"] = "unlimited"
 Limit = NonNegativeInt | Literal["unlimited"]
@@ -247,6 +248,78 @@ class Recorder(Spec):
     ledger: Literal["sqlite", "postgresql"] = "sqlite"
 
 
+Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+WEEKDAYS: tuple[Weekday, ...] = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+ClockTime = Annotated[str, Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$|^24:00$", description='"HH:MM", 24-hour')]
+
+
+class ServiceHours(Spec):
+    """When someone answers a ticket: what only delays batch work waits for the start of these hours."""
+
+    days: Annotated[list[Weekday], Field(min_length=1)] = Field(
+        default_factory=lambda: list(WEEKDAYS[:5]), description="Weekdays in lower case; default Monday to Friday"
+    )
+    start: ClockTime = "08:00"
+    end: ClockTime = "18:00"
+    timezone: str = Field(default="Europe/Berlin", description="An IANA time zone, e.g. Europe/Berlin")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        """Alertmanager loads the zone by name; an unknown one must fail here, not in Alertmanager."""
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}; expected an IANA name such as Europe/Berlin") from None
+        return value
+
+    @field_validator("days")
+    @classmethod
+    def _distinct(cls, value: list[Weekday]) -> list[Weekday]:
+        if len(set(value)) != len(value):
+            raise ValueError("each weekday may be listed once")
+        return value
+
+    @model_validator(mode="after")
+    def _start_before_end(self) -> ServiceHours:
+        if _minutes(self.start) >= _minutes(self.end):
+            raise ValueError(f"start {self.start} must be before end {self.end} (hours do not span midnight)")
+        return self
+
+
+def _minutes(clock: str) -> int:
+    hours, minutes = clock.split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+class Monitoring(Spec):
+    """The ``monitoring/`` folder of the render: alerts, recording rules, dashboards, routing.
+
+    Thresholds are the policy's promises, so they live here and the rendered alerts quote them.
+    """
+
+    enabled: bool = True
+    serviceHours: ServiceHours = ServiceHours()
+    maxWaitMinutes: PositiveInt = Field(
+        default=120, description="A team's workloads pending longer than this, with none admitted, alert"
+    )
+    idleWhileQueuedMinutes: PositiveInt = Field(
+        default=15, description="A pool idle this long while its teams have pending workloads alerts"
+    )
+    recorderLagSeconds: PositiveInt = Field(default=300, description="The recorder's lag behind the API server")
+    checkpointMaxAgeMinutes: PositiveInt = Field(
+        default=90, description="The newest ledger checkpoint may be this old before it alerts"
+    )
+    webhookP99Seconds: Annotated[Decimal, Field(gt=0, le=30, max_digits=5, decimal_places=3)] = Field(
+        default=Decimal("0.25"), description="The webhook's 99th percentile answer time"
+    )
+    ruleLabels: dict[LabelKey, str] = Field(
+        default_factory=lambda: {"release": "kube-prometheus-stack"},
+        description="Labels on PrometheusRules and PodMonitors, for the Prometheus' rule and monitor selectors",
+    )
+    dashboardNamespace: Name = Field(default="monitoring", description="Where Grafana's sidecar looks for dashboards")
+
+
 class FleetPolicy(Spec):
     apiVersion: Literal["gpufleet.io/v1alpha1"]
     kind: Literal["FleetPolicy"]
@@ -258,6 +331,7 @@ class FleetPolicy(Spec):
     queueing: Queueing = Queueing()
     serving: Serving | None = None
     recorder: Recorder = Recorder()
+    monitoring: Monitoring = Monitoring()
 
     def pool(self, name: str) -> Pool | None:
         return next((p for p in self.pools if p.name == name), None)

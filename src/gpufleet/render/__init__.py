@@ -9,6 +9,7 @@ from gpufleet.recorder.manifests import recorder_objects as recorder_manifests
 from gpufleet.render import dra, gpu_operator, kueue, nodes, serving
 from gpufleet.render.bundle import Bundle, RenderedFile, describe, write_bundle
 from gpufleet.render.common import Obj, meta, obj
+from gpufleet.render.monitoring import monitoring_files
 
 CONFIG_HEADER = """Kueue manager Configuration fields gpufleet relies on. This is not an API object: merge it into
 the controller_manager_config.yaml key of the kueue-manager-config ConfigMap (kueue-system), then
@@ -81,6 +82,7 @@ def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundl
             api=False,
         )
     )
+    files += monitoring_files(fleet)  # its own kustomization: kubectl apply -k DIR/monitoring
     return Bundle([f for f in files if f.objects])
 
 

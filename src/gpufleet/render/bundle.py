@@ -46,6 +46,11 @@ class RenderedFile:
     header: str = ""
     api: bool = True  # API objects (False for a config fragment such as Kueue's manager Configuration)
 
+    @property
+    def folder(self) -> str:
+        """The subfolder with its own kustomization.yaml ("" for the top level), e.g. ``monitoring``."""
+        return self.name.rpartition("/")[0]
+
     def text(self) -> str:
         head = "".join(f"# {line}\n" for line in self.header.splitlines()) if self.header else ""
         return head + dump(self.objects)
@@ -56,22 +61,26 @@ class Bundle:
     files: list[RenderedFile] = field(default_factory=list)
 
     def objects(self, *, resources_only: bool = True) -> list[Obj]:
-        return [o for f in self.files if f.resource or not resources_only for o in f.objects]
+        """What ``kubectl apply -k DIR`` applies; with ``resources_only=False`` every object of every file."""
+        return [o for f in self.files if (f.resource and not f.folder) or not resources_only for o in f.objects]
 
     def api_objects(self) -> list[Obj]:
         """Every API object, whether kustomize applies it or the user applies it separately."""
         return [o for f in self.files if f.api for o in f.objects]
 
-    def kustomization(self) -> Obj:
+    def kustomization(self, folder: str = "") -> Obj:
+        """A folder's kustomization: its own resource files only (a subfolder is applied on its own)."""
+        prefix = f"{folder}/" if folder else ""
         return {
             "apiVersion": "kustomize.config.k8s.io/v1beta1",
             "kind": "Kustomization",
-            "resources": [f.name for f in self.files if f.resource],
+            "resources": [f.name.removeprefix(prefix) for f in self.files if f.resource and f.folder == folder],
         }
 
     def contents(self) -> dict[str, str]:
         out = {f.name: f.text() for f in self.files}
-        out[KUSTOMIZATION] = dump([self.kustomization()])
+        for folder in dict.fromkeys(["", *(f.folder for f in self.files)]):
+            out[f"{folder}/{KUSTOMIZATION}" if folder else KUSTOMIZATION] = dump([self.kustomization(folder)])
         return out
 
 
@@ -82,6 +91,7 @@ def write_bundle(bundle: Bundle, out_dir: Path) -> list[Path]:
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         for name, text in bundle.contents().items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
             (staging / name).write_text(text, encoding="utf-8")
         if out_dir.exists():
             retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))

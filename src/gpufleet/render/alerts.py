@@ -82,9 +82,9 @@ def admission_alerts(m: Monitoring) -> list[Rule]:
     errors = (
         f'sum by (endpoint) (rate(gpufleet_webhook_reviews_total{{{job}, outcome="bad_request"}}[5m])) '
         f'or sum by (endpoint) (rate(gpufleet_webhook_denials_total{{{job}, reason="InternalError"}}[5m])) '
-        'or label_replace(sum by (name) (rate(apiserver_admission_webhook_rejection_count{name=~"'
-        f'{WEBHOOK_NAMES}", error_type=~"calling_webhook_error|apiserver_internal_error"}}[5m])), '
-        '"endpoint", "$1", "name", "(.*)")'
+        'or sum by (endpoint) (label_replace(rate(apiserver_admission_webhook_rejection_count{name=~"'
+        f'{WEBHOOK_NAMES}", error_type=~"calling_webhook_error|apiserver_internal_error"}}[5m]), '
+        '"endpoint", "$1", "name", "(.*)"))'
     )
     latency = f"rate(gpufleet_webhook_review_seconds_bucket{{{job}}}[5m])"
     denials = (

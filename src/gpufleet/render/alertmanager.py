@@ -23,8 +23,11 @@ Serving alerts page at once; batch and platform alerts wait for the service hour
 
 
 def _weekdays(days: list[str]) -> list[str]:
-    """Consecutive days as Alertmanager ranges: [monday..friday] → ["monday:friday"]."""
-    order = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+    """Consecutive days as Alertmanager ranges: [monday..friday] → ["monday:friday"].
+
+    Alertmanager's week starts on Sunday and a range may not wrap past Saturday, so Sunday leads.
+    """
+    order = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
     picked = sorted({order.index(d) for d in days})
     ranges: list[list[int]] = []
     for k in picked:

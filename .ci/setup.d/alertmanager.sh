@@ -15,5 +15,8 @@ if command -v systemctl >/dev/null; then
   systemctl stop prometheus-alertmanager 2>/dev/null || true
   systemctl disable prometheus-alertmanager 2>/dev/null || true
 fi
+if [ -x /etc/init.d/prometheus-alertmanager ]; then  # machines without systemd: the package's init script
+  /etc/init.d/prometheus-alertmanager stop >/dev/null 2>&1 || true
+fi
 /usr/bin/amtool --version 2>&1 | head -1
 /usr/bin/prometheus-alertmanager --version 2>&1 | head -1

@@ -162,7 +162,7 @@ def render_cmd(
     paths = write_bundle(bundle, out)
     console.print(f"wrote {len(paths)} files to {out}:")
     for path in paths:
-        console.print(f"  {path.name}")
+        console.print(f"  {path.relative_to(out.resolve())}")
 
 
 def register(app: typer.Typer) -> None:

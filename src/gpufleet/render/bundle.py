@@ -45,6 +45,7 @@ class RenderedFile:
     resource: bool = True  # listed in kustomization.yaml
     header: str = ""
     api: bool = True  # API objects (False for a config fragment such as Kueue's manager Configuration)
+    plain: bool = False  # a tool's own configuration file (Alertmanager's), never among the bundle's objects
 
     @property
     def folder(self) -> str:
@@ -62,11 +63,12 @@ class Bundle:
 
     def objects(self, *, resources_only: bool = True) -> list[Obj]:
         """What ``kubectl apply -k DIR`` applies; with ``resources_only=False`` every object of every file."""
-        return [o for f in self.files if (f.resource and not f.folder) or not resources_only for o in f.objects]
+        chosen = (f for f in self.files if not f.plain and ((f.resource and not f.folder) or not resources_only))
+        return [o for f in chosen for o in f.objects]
 
     def api_objects(self) -> list[Obj]:
         """Every API object, whether kustomize applies it or the user applies it separately."""
-        return [o for f in self.files if f.api for o in f.objects]
+        return [o for f in self.files if f.api and not f.plain for o in f.objects]
 
     def kustomization(self, folder: str = "") -> Obj:
         """A folder's kustomization: its own resource files only (a subfolder is applied on its own)."""

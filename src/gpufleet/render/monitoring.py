@@ -101,5 +101,6 @@ def monitoring_files(fleet: Fleet) -> list[RenderedFile]:
             resource=False,
             header=alertmanager.HEADER,
             api=False,
+            plain=True,
         ),
     ]

@@ -20,6 +20,7 @@ import yaml
 from prometheus_client import generate_latest
 
 from gpufleet.evidence import allocation, tracks
+from gpufleet.policy import parse_policy, resolve
 from gpufleet.recorder.metrics import Metrics as RecorderMetrics
 from gpufleet.render import promql
 from gpufleet.render.dashboards import dashboards
@@ -435,3 +436,66 @@ def test_the_series_read_are_the_ones_evidence_reads() -> None:
     )
     assert promql.REQUESTS == allocation.REQUESTS
     assert "kube_pod_status_phase" in allocation.REQUESTS_RUNNING
+
+
+COUNT_POOL = """\
+apiVersion: gpufleet.io/v1alpha1
+kind: FleetPolicy
+cluster: {provider: aks, kubernetes: "1.34", dra: off}
+pools:
+  - {name: train, gpu: H100-SXM5-80GB, nodes: 2, gpusPerNode: 2, role: training,
+     nodeLabels: {kubernetes.azure.com/agentpool: gpupool}}
+teams:
+  - {name: research, namespaces: [research], quota: {train: {gpus: 2}}}
+"""
+
+
+def test_a_pool_given_as_a_count_is_found_by_its_node_labels(tmp_path: Path) -> None:
+    """Without node names the rules join kube_node_labels on the pool's selector (kube-state-metrics)."""
+    promtool = need(PROMTOOL, SETUP)
+    fleet = resolve(parse_policy(COUNT_POOL, "fleet.yaml"))
+    write_rules_file(fleet, tmp_path / "rules.yml")
+    ours, other = "aks-gpupool-0", "aks-other-0"
+    series = [
+        (f'kube_node_labels{{node="{ours}", label_kubernetes_azure_com_agentpool="gpupool"}}', "1x10"),
+        (f'kube_node_labels{{node="{other}", label_kubernetes_azure_com_agentpool="other"}}', "1x10"),
+        (f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{Hostname="{ours}", gpu="0"}}', "0.5x10"),
+        (f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{hostname="{ours}", gpu="1"}}', "0.25x10"),
+        (f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{Hostname="{other}", gpu="0"}}', "0.9x10"),
+        (
+            f'kube_pod_container_resource_requests{{namespace="research", pod="a", node="{ours}", '
+            'resource="nvidia_com_gpu"}',
+            "1x10",
+        ),
+        (
+            f'kube_pod_container_resource_requests{{namespace="research", pod="b", node="{other}", '
+            'resource="nvidia_com_gpu"}',
+            "1x10",
+        ),
+        ('kube_pod_status_phase{namespace="research", pod="a", phase="Running"}', "1x10"),
+        ('kube_pod_status_phase{namespace="research", pod="b", phase="Running"}', "1x10"),
+    ]
+    expect = [
+        ('gpufleet:pool_gpus_busy{pool="train"}', 0.75),
+        ('gpufleet:pool_gpus_allocated{pool="train"}', 1),
+        ('gpufleet:team_gpus_allocated{pool="train", team="research"}', 1),
+    ]
+    test = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": s, "values": v} for s, v in series],
+                "promql_expr_test": [
+                    {"expr": expr, "eval_time": "5m", "exp_samples": [{"labels": expr, "value": value}]}
+                    for expr, value in expect
+                ],
+            }
+        ],
+    }
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test, sort_keys=False), encoding="utf-8")
+    result = subprocess.run(
+        [promtool, "test", "rules", "test.yml"], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

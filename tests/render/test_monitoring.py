@@ -48,6 +48,13 @@ def test_monitoring_can_be_turned_off() -> None:
     text = MONITORING_FLEET.read_text(encoding="utf-8").replace("monitoring:\n", "monitoring:\n  enabled: false\n")
     contents = render(resolve(parse_policy(text, "fleet.yaml"))).contents()
     assert not [name for name in contents if name.startswith("monitoring/")]
+    assert "metrics" not in yaml.safe_load(contents["kueue-configuration.yaml"])
+
+
+def test_kueue_exports_quota_metrics_for_the_quota_panel_when_monitoring_is_on() -> None:
+    contents = render(resolve(load_policy(MONITORING_FLEET))).contents()
+    config = yaml.safe_load(contents["kueue-configuration.yaml"])
+    assert config["metrics"] == {"enableClusterQueueResources": True}
 
 
 def test_rules_and_monitors_carry_the_selector_labels_and_dashboards_the_sidecars() -> None:

@@ -167,4 +167,7 @@ def configuration(fleet: Fleet, device_class_mappings: list[Obj]) -> Obj:
         config["resources"]["deviceClassMappings"] = device_class_mappings
     if fleet.policy.queueing.fairSharing:
         config["fairSharing"] = {"preemptionStrategies": list(fleet.policy.queueing.preemptionStrategies)}
+    if fleet.policy.monitoring.enabled:
+        # the quota panel and kueue_cluster_queue_nominal_quota exist only with this switch on
+        config["metrics"] = {"enableClusterQueueResources": True}
     return config

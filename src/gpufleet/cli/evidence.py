@@ -24,6 +24,7 @@ from gpufleet.cli.common import (
     print_kept,
     print_table,
 )
+from gpufleet.durations import human
 from gpufleet.evidence import (
     DEFAULT_MIN_COVERAGE,
     FIGURES,
@@ -149,7 +150,7 @@ def print_evidence(result: Evidence) -> None:
     mark = " [yellow](simulated)[/]" if result.simulated else ""
     for w in (result.before, result.after):
         table = Table(
-            title=f"{w.window.name}: {w.window.label()} ({w.window.slots} × {w.window.step_s} s){mark}",
+            title=f"{w.window.name}: {w.window.label()} ({w.window.slots} × {human(w.window.step_s)}){mark}",
             title_justify="left",
         )
         table.add_column("pool")

@@ -25,9 +25,10 @@ from gpufleet.cli.common import (
     print_kept,
     print_table,
 )
+from gpufleet.durations import human
 from gpufleet.errors import InputError
 from gpufleet.policy import load_policy, resolve
-from gpufleet.report.html import dur, num, pct, preempted
+from gpufleet.report.html import num, pct, preempted
 from gpufleet.simulate.config import Mode, PlacementPolicy, SimulationConfig
 from gpufleet.simulate.engine import Progress as ProgressCallback
 from gpufleet.simulate.run import RunResult, compare, results_document, write_outputs
@@ -70,7 +71,7 @@ def print_comparison(results: Sequence[RunResult]) -> None:
         if group is None:
             return ["–"] * 5
         w = group["waitSeconds"]
-        return [dur(w["p50"]), dur(w["p95"]), dur(w["max"]), num(group["gpuHours"]), share]
+        return [human(w["p50"]), human(w["p95"]), human(w["max"]), num(group["gpuHours"]), share]
 
     first = results[0].summary
     for team in first["teams"]:

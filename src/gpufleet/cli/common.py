@@ -66,11 +66,13 @@ def pick_output(output: Path | None, legacy: Path | None, default: Path | None =
 
 def print_table(table: Table, target: Console | None = None) -> None:
     """Print ``table`` without cutting a word: rich may wrap a cell at its spaces, never inside a name
-    or a time; when even that does not fit the terminal, the lines run longer than it (the terminal
-    wraps them) instead of being cropped."""
+    or a time (nor at all in a ``no_wrap`` column); when even that does not fit the terminal, the
+    lines run longer than it (the terminal wraps them) instead of being cropped with an ellipsis."""
     out = target or console
     for column in table.columns:
-        words = [out.measure(cell).minimum for cell in [column.header, *column.cells]]
+        # a no_wrap column (a duration such as "3 d 21 h", a quota) keeps each cell on one line
+        sizes = [out.measure(cell) for cell in [column.header, *column.cells]]
+        words = [m.maximum if column.no_wrap else m.minimum for m in sizes]
         column.min_width = max([column.min_width or 0, *words])
     needed = Measurement.get(out, out.options.update_width(1_000_000), table).minimum
     if needed <= out.width:

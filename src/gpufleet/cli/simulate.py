@@ -65,7 +65,7 @@ def print_comparison(results: Sequence[RunResult]) -> None:
     table.add_column("team / kind", no_wrap=True)
     for r in results:
         for col in ("wait p50", "p95", "max", "GPU-h", "share/weight"):
-            table.add_column(f"{r.name} {col}" if col == "wait p50" else col, justify="right")
+            table.add_column(f"{r.name} {col}" if col == "wait p50" else col, justify="right", no_wrap=True)
 
     def cells(group: dict[str, Any] | None, share: str) -> list[str]:
         if group is None:

@@ -18,7 +18,7 @@ def human(seconds: float | None, *, missing: str = "–") -> str:
     """
     if seconds is None or not math.isfinite(seconds):
         return missing
-    sign = "-" if seconds < 0 else ""
+    sign = "-" if seconds <= -0.5 else ""  # -0.3 s reads "0 s", not "-0 s"
     total = abs(seconds)
     secs = round(total)
     if secs < 60:

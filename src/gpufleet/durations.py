@@ -18,9 +18,9 @@ def human(seconds: float | None, *, missing: str = "–") -> str:
     """
     if seconds is None or not math.isfinite(seconds):
         return missing
-    sign = "-" if seconds <= -0.5 else ""  # -0.3 s reads "0 s", not "-0 s"
     total = abs(seconds)
     secs = round(total)
+    sign = "-" if seconds < 0 and secs else ""  # -0.3 s reads "0 s", not "-0 s"
     if secs < 60:
         return f"{sign}{secs} s"
     if secs < 3_600:

@@ -123,4 +123,6 @@ def guarded(func: Callable[P, R]) -> Callable[P, R]:
 def print_kept(target: Target) -> None:
     """Say where a forced run put the folder that was in the way."""
     if target.keep_as is not None:
-        console.print(f"the folder that was at {target.path} is kept as {target.keep_as}", highlight=False)
+        console.print(
+            f"the folder that was at {target.path} is kept as {target.keep_as}", highlight=False, soft_wrap=True
+        )

@@ -64,16 +64,18 @@ def demo(
     console.print()
     print_comparison(result.results)
     w = result.written
-    console.print(f"\n[bold]Demo output in {out}/[/]")
-    console.print(f"  policy      {result.policy}")
-    console.print(f"  plan        {result.plan_json}")
-    console.print(f"  manifests   {target.path / 'manifests'}/ ({len(result.manifests)} files: kubectl apply -k)")
-    console.print(f"  trace       {result.trace} ({result.jobs} jobs, a synthetic {DAYS}-day week)")
-    console.print(f"  results     {w.results}")
-    console.print(f"  report      {w.report.html}  ← open this")
-    console.print(f"  jobs        {w.report.csv} and {w.report.parquet.name}")
-    console.print(f"  charts      {w.report.charts[0].parent}/")
-    console.print(f"  ledger      {result.ledger} ({result.ledger_records} simulated records)")
+    console.print(f"\n[bold]Demo output in {out}/[/]", soft_wrap=True)
+    console.print(f"  policy      {result.policy}", soft_wrap=True)
+    console.print(f"  plan        {result.plan_json}", soft_wrap=True)
+    console.print(
+        f"  manifests   {target.path / 'manifests'}/ ({len(result.manifests)} files: kubectl apply -k)", soft_wrap=True
+    )
+    console.print(f"  trace       {result.trace} ({result.jobs} jobs, a synthetic {DAYS}-day week)", soft_wrap=True)
+    console.print(f"  results     {w.results}", soft_wrap=True)
+    console.print(f"  report      {w.report.html}  ← open this", soft_wrap=True)
+    console.print(f"  jobs        {w.report.csv} and {w.report.parquet.name}", soft_wrap=True)
+    console.print(f"  charts      {w.report.charts[0].parent}/", soft_wrap=True)
+    console.print(f"  ledger      {result.ledger} ({result.ledger_records} simulated records)", soft_wrap=True)
     print_kept(target)
 
 

@@ -120,7 +120,7 @@ def evidence(
         typer.echo(json.dumps(as_dict(result) | extra, indent=2))
         return
     print_evidence(result)
-    console.print("wrote " + ", ".join(str(p) for p in paths), highlight=False)
+    console.print("wrote " + ", ".join(str(p) for p in paths), highlight=False, soft_wrap=True)
     print_kept(target)
 
 

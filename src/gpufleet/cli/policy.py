@@ -57,7 +57,7 @@ def init(
     else:
         text = (importlib.resources.files("gpufleet.policy") / "init.yaml").read_text(encoding="utf-8")
     write_text(path, text)
-    console.print(f"wrote {path}; next: [bold]gpufleet plan {path}[/]")
+    console.print(f"wrote {path}; next: [bold]gpufleet plan {path}[/]", soft_wrap=True)
 
 
 def _units(units: dict[str, int]) -> str:
@@ -194,9 +194,9 @@ def render_cmd(
         document |= {"output": str(target.path), "files": [str(p) for p in paths], "kept": kept}
         typer.echo(json.dumps(document, indent=2))
         return
-    console.print(f"wrote {len(paths)} files to {out}:")
+    console.print(f"wrote {len(paths)} files to {out}:", soft_wrap=True)
     for path in paths:
-        console.print(f"  {path.relative_to(target.path)}", highlight=False)
+        console.print(f"  {path.relative_to(target.path)}", highlight=False, soft_wrap=True)
     print_kept(target)
 
 

@@ -40,7 +40,9 @@ def synth(
     if as_json:
         typer.echo(json.dumps({"output": str(output), "jobs": len(jobs), "days": loaded.days, "seed": seed}, indent=2))
         return
-    console.print(f"wrote {len(jobs)} jobs over {loaded.days} day(s) to {output} (seed {seed})", highlight=False)
+    console.print(
+        f"wrote {len(jobs)} jobs over {loaded.days} day(s) to {output} (seed {seed})", highlight=False, soft_wrap=True
+    )
 
 
 @app.command()
@@ -60,7 +62,7 @@ def convert(
     if as_json:
         typer.echo(json.dumps({"output": str(output), "jobs": len(jobs)}, indent=2))
         return
-    console.print(f"wrote {len(jobs)} jobs to {output}", highlight=False)
+    console.print(f"wrote {len(jobs)} jobs to {output}", highlight=False, soft_wrap=True)
 
 
 @app.command()

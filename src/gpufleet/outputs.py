@@ -174,26 +174,27 @@ def check(out: Path, *, force: bool = False) -> Target:
         raise _refuse(out, f"cannot be read: {exc.strerror}") from None
     if not names:
         return Target(path, State.EMPTY)
-    marked = _marked(path)
-    if marked is not None:
-        written = _written(path)
-        if written is not None and written <= marked:
-            return Target(path, State.OURS)
     if ".git" in names:
         raise _refuse(out, "holds a git checkout (.git): it is never replaced, not even with --force")
+    marked = _marked(path)
+    written = _written(path) if marked is not None else None  # walk only a folder that claims to be ours
+    if marked is not None and written is not None and written <= marked:
+        return Target(path, State.OURS)
     if not force:
-        what = (
-            "an earlier gpufleet output with entries gpufleet did not write"
-            if marked
-            else "a folder gpufleet did not write"
-        )
-        extra = sorted((_written(path) or set()) - marked) if marked is not None else names
-        raise _refuse(
-            out,
-            f"is {what} (it holds {_listing(extra)}); it is left as it is: choose another -o/--output, "
-            f"or pass --force to put the new output there and keep the folder beside it as {path.name}{KEPT_SUFFIX}",
-        )
+        raise _refuse(out, _in_the_way(path, names, marked, written))
     return Target(path, State.FOREIGN, _keep_as(path))
+
+
+def _in_the_way(path: Path, names: list[str], marked: set[str] | None, written: set[str] | None) -> str:
+    if marked is None:
+        what, extra = "a folder gpufleet did not write", names
+    else:
+        what = "an earlier gpufleet output with entries gpufleet did not write"
+        extra = sorted(written - marked) if written is not None else names
+    return (
+        f"is {what} (it holds {_listing(extra)}); it is left as it is: choose another -o/--output, "
+        f"or pass --force to put the new output there and keep the folder beside it as {path.name}{KEPT_SUFFIX}"
+    )
 
 
 def _alive(pid: int) -> bool:

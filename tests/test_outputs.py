@@ -308,3 +308,19 @@ def test_every_folder_writer_refuses_a_foreign_folder_before_working(tmp_path: P
     assert result.exit_code == 2, said
     assert "gpufleet did not write" in said and "fleet.yaml, ledger.sqlite" in said
     assert snapshot(tmp_path) == before
+
+
+def test_an_output_folder_and_its_files_get_the_umask_modes(tmp_path: Path) -> None:
+    """Not mkstemp's and mkdtemp's 0600/0700: a report is written to be shared."""
+    policy, trace = tmp_path / "fleet.yaml", tmp_path / "trace.csv"
+    policy.write_text(SERVING_AT_RISK)
+    write_trace([job("t1", "a", 0, 600)], trace)
+    out = tmp_path / "sim"
+    mask = os.umask(0o022)
+    try:
+        result = runner.invoke(app, ["simulate", str(policy), "--trace", str(trace), "-o", str(out)])
+    finally:
+        os.umask(mask)
+    assert result.exit_code == 0, result.output
+    modes = {p.relative_to(out).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in [out, *out.rglob("*")]}
+    assert modes == {k: (0o755 if (out / k).is_dir() else 0o644) for k in modes}

@@ -17,6 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
+from gpufleet.demo import run_demo
+from gpufleet.ledger.store import Ledger
 from gpufleet.outputs import KEPT_SUFFIX, MARKER, State, check, replace_folder, sweep
 from gpufleet.trace import write_trace
 from tests.simulate.fleets import SERVING_AT_RISK, job
@@ -324,3 +326,19 @@ def test_an_output_folder_and_its_files_get_the_umask_modes(tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     modes = {p.relative_to(out).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in [out, *out.rglob("*")]}
     assert modes == {k: (0o755 if (out / k).is_dir() else 0o644) for k in modes}
+
+
+def test_demo_replaces_its_own_folder_with_a_fresh_ledger_and_marks_its_subfolders(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    first = run_demo(out, days=1)
+    with Ledger.open(str(first.ledger)) as ledger:
+        count = len(list(ledger.entries()))
+    assert count > 0
+    second = run_demo(out, days=1)
+    with Ledger.open(str(second.ledger)) as ledger:
+        assert len(list(ledger.entries())) == count, "a fresh ledger, not the old one appended to"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
+    for sub, command in (("manifests", "render"), ("simulation", "simulate")):
+        assert json.loads((out / sub / MARKER).read_text())["command"] == command
+    assert check(out).state is State.OURS
+    assert render(out / "manifests")[0] == 0, "the demo's manifests are gpufleet's to re-render"

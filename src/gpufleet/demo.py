@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpufleet.ledger.store import Ledger
-from gpufleet.outputs import check, location, mark, replace_folder
+from gpufleet.outputs import check, mark, replace_folder
 from gpufleet.plan import Plan, make_plan
 from gpufleet.policy import Fleet, parse_policy, resolve
 from gpufleet.render import render
@@ -117,7 +117,7 @@ def run_demo(out: Path, progress: Progress | None = None, *, days: int = DAYS, f
         mark(staging / SIMULATION, "simulate")
         with Ledger.open(str(staging / LEDGER)) as ledger:  # a fresh ledger, created by this run
             ledger.append(records)
-    final = location(out)
+    final = out  # the paths as the user named them
     return DemoResult(
         policy=final / EXAMPLE,
         plan=plan,

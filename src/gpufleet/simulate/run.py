@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.ledger.records import Record, to_plain
-from gpufleet.outputs import location, replace_folder
+from gpufleet.outputs import replace_folder
 from gpufleet.policy import Fleet
 from gpufleet.report import ReportFiles, write_report
 from gpufleet.simulate.config import Mode, SimulationConfig
@@ -104,4 +104,4 @@ def write_outputs(out: Path, document: dict[str, Any], results: Sequence[RunResu
     """
     with replace_folder(out, "simulate", force=force) as staging:
         written = write_into(staging, document, results)
-    return written.moved(staging, location(out))
+    return written.moved(staging, out)  # the paths as the caller named them

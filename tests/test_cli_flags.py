@@ -185,3 +185,16 @@ def test_main_keeps_the_commands_own_exit_codes(
     with pytest.raises(SystemExit) as exited:
         main(args)
     assert exited.value.code == code, capsys.readouterr()
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]], ids=["table", "json"])
+def test_a_reader_that_goes_away_is_no_finding(extra: list[str]) -> None:
+    """`gpufleet plan … | head`: the pipe closes before gpufleet writes; exit 141, not 1 (a finding)."""
+    run = subprocess.Popen(
+        [sys.executable, "-m", "gpufleet", "plan", str(FLEET), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert run.stdout is not None and run.stderr is not None
+    run.stdout.close()
+    err = run.stderr.read().decode()
+    assert run.wait() == 141, err
+    assert "Traceback" not in err

@@ -152,13 +152,16 @@ def test_a_git_checkout_is_never_replaced_even_with_force(tmp_path: Path) -> Non
         assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("git", [False, True], ids=["plain-folder", "git-checkout"])
 @pytest.mark.parametrize("extra", [(), ("--force",)])
 def test_the_current_folder_is_never_replaced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: tuple[str, ...]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: tuple[str, ...], git: bool
 ) -> None:
-    """``render -o .`` in a project folder (here with no .git, so only the cwd rule protects it)."""
+    """``render -o .`` in a project folder, a git checkout or not (then only the cwd rule protects it)."""
     project = tmp_path / "project"
     project.mkdir()
+    if git:
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
     (project / "fleet.yaml").write_text(POLICY.read_text())
     monkeypatch.chdir(project)
     before = snapshot(tmp_path)
@@ -167,6 +170,7 @@ def test_the_current_folder_is_never_replaced(
         assert code == 2
         assert "current folder" in said
         assert snapshot(tmp_path) == before
+    assert not git or (project / ".git" / "HEAD").exists()
 
 
 def test_an_empty_current_folder_is_refused_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

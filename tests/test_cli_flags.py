@@ -167,13 +167,15 @@ def test_a_crash_exits_70_with_a_short_message_and_the_traceback_kept(
 
 
 def test_a_crash_under_json_is_a_json_error(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.setattr(policy_cli, "make_plan", _boom)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.raises(SystemExit) as exited:
         main(["plan", str(FLEET), "--json"])
     assert exited.value.code == EXIT_CRASH
     assert "a bug in make_plan" in json.loads(capsys.readouterr().out)["error"]
+    assert len(list(tmp_path.glob("gpufleet-crash-*.txt"))) == 1
 
 
 @pytest.mark.parametrize(("args", "code"), [(["check", str(FLEET), "-"], 1), (["plan", str(FLEET)], 0)])

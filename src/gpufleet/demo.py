@@ -2,7 +2,8 @@
 
 Plans and renders the example fleet, synthesizes a week of work for its teams (one of them floods
 the queue), simulates that week twice (first apply, then the queue), writes the simulated
-allocations into a SQLite ledger, and renders the report, all into one folder.
+allocations into a SQLite ledger, and renders the report, all into one folder, which replaces the
+target only when it is missing, empty or an earlier gpufleet output (``gpufleet.outputs``).
 """
 
 from __future__ import annotations
@@ -13,15 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpufleet.ledger.store import Ledger
+from gpufleet.outputs import check, mark, replace_folder
 from gpufleet.plan import Plan, make_plan
 from gpufleet.policy import Fleet, parse_policy, resolve
-from gpufleet.render import render, write_bundle
+from gpufleet.render import render
+from gpufleet.render.bundle import write_files
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.engine import Progress
-from gpufleet.simulate.run import RunResult, Written, compare, results_document, write_outputs
+from gpufleet.simulate.run import RunResult, Written, compare, results_document, write_into
 from gpufleet.trace import Job, PoolSpec, Slicing, SynthSpec, TeamSpec, synthesize, write_trace
 
 EXAMPLE = "fleet.yaml"
+MANIFESTS = "manifests"
+SIMULATION = "simulation"
+LEDGER = "ledger.sqlite"
 SEED = 20260105
 DAYS = 7
 LOAD = 0.8  # offered GPU-hours over the queued pools' GPU-hours
@@ -87,46 +93,40 @@ def workload_spec(fleet: Fleet, *, days: int = DAYS, load: float = LOAD) -> Synt
     return SynthSpec(teams=teams, pools=tuple(pools), days=days, load=load)
 
 
-def _write_plan(plan: Plan, path: Path) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(plan.as_dict(), indent=2), encoding="utf-8")
-    tmp.replace(path)
-
-
-def run_demo(out: Path, progress: Progress | None = None, *, days: int = DAYS) -> DemoResult:
-    out.mkdir(parents=True, exist_ok=True)
-    policy_path = out / EXAMPLE
+def run_demo(out: Path, progress: Progress | None = None, *, days: int = DAYS, force: bool = False) -> DemoResult:
+    """Everything goes into a folder beside ``out`` that replaces it at the end (``gpufleet.outputs``):
+    a folder gpufleet did not write, its policy file and its ledger are never overwritten."""
+    target = check(out, force=force)  # refuse before a minute of simulation, not after
     text = example_text()
-    policy_path.write_text(text, encoding="utf-8")
-    fleet = resolve(parse_policy(text, str(policy_path)))
+    fleet = resolve(parse_policy(text, str(target.path / EXAMPLE)))
     plan = make_plan(fleet)
-    plan_json = out / "plan.json"
-    _write_plan(plan, plan_json)
-    manifests = write_bundle(render(fleet), out / "manifests")
-
     jobs: list[Job] = synthesize(workload_spec(fleet, days=days), SEED)
-    trace = out / "trace.csv"
-    write_trace(jobs, trace)
     results = compare(fleet, jobs, SimulationConfig(), [Mode.FIRST_APPLY, Mode.QUEUE], progress)
-    simulation = out / "simulation"
-    written = write_outputs(
-        simulation, results_document(fleet, f"synthetic {days}-day week, seed {SEED}", len(jobs), results), results
-    )
-
-    ledger_path = out / "ledger.sqlite"
-    ledger_path.unlink(missing_ok=True)  # a fresh ledger per demo run
+    document = results_document(fleet, f"synthetic {days}-day week, seed {SEED}", len(jobs), results)
     records = [rec for r in results for rec in r.records]
-    with Ledger.open(str(ledger_path)) as ledger:
-        ledger.append(records)
+
+    with replace_folder(out, "demo", force=force) as staging:
+        (staging / EXAMPLE).write_text(text, encoding="utf-8")
+        (staging / "plan.json").write_text(json.dumps(plan.as_dict(), indent=2), encoding="utf-8")
+        bundle = render(fleet)
+        (staging / MANIFESTS).mkdir()
+        write_files(bundle, staging / MANIFESTS)
+        mark(staging / MANIFESTS, "render")
+        write_trace(jobs, staging / "trace.csv")
+        written = write_into(staging / SIMULATION, document, results)
+        mark(staging / SIMULATION, "simulate")
+        with Ledger.open(str(staging / LEDGER)) as ledger:  # a fresh ledger, created by this run
+            ledger.append(records)
+    final = out  # the paths as the user named them
     return DemoResult(
-        policy=policy_path,
+        policy=final / EXAMPLE,
         plan=plan,
-        plan_json=plan_json,
-        manifests=manifests,
-        trace=trace,
+        plan_json=final / "plan.json",
+        manifests=sorted(final / MANIFESTS / name for name in bundle.contents()),
+        trace=final / "trace.csv",
         jobs=len(jobs),
         results=results,
-        written=written,
-        ledger=ledger_path,
+        written=written.moved(staging, final),
+        ledger=final / LEDGER,
         ledger_records=len(records),
     )

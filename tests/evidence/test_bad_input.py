@@ -134,5 +134,5 @@ def test_an_output_path_that_is_not_a_report_is_never_replaced(tmp_path: Path, k
     result = runner.invoke(app, [*args, "-o", str(target)])
     assert result.exit_code == 2
     said = _flat(result.output)
-    assert "not a folder" in said or "not a previous report" in said
+    assert ("not a folder (a regular file)" if kind == "file" else "a folder gpufleet did not write") in said
     assert (target.read_text() if kind == "file" else (target / "notes.txt").read_text()) == "keep me"

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from gpufleet.policy import load_policy, parse_policy, resolve
-from gpufleet.render import Bundle, describe, render, write_bundle
+from gpufleet.render import Bundle, RenderedFile, describe, render, write_bundle
 from tests.support import EXAMPLES, shared_path
 
 Obj = dict[str, Any]
@@ -237,12 +237,14 @@ def test_rerendering_is_byte_identical(example: Path, tmp_path: Path) -> None:
     assert first == second
 
 
-def test_render_replaces_the_folder_whole(tmp_path: Path) -> None:
+def test_render_replaces_its_earlier_output_whole(tmp_path: Path) -> None:
     out = tmp_path / "manifests"
-    out.mkdir()
-    (out / "stale.yaml").write_text("old")
+    earlier = Bundle(files=[RenderedFile("stale.yaml", [{"kind": "ConfigMap"}]), *FLEET.files])
+    write_bundle(earlier, out)
+    assert (out / "stale.yaml").exists()
     write_bundle(FLEET, out)
     assert not (out / "stale.yaml").exists()
+    assert sorted(p.name for p in out.iterdir() if p.name != ".gpufleet-output") == sorted(FLEET.contents())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifests"], "no staging folders left behind"
 
 

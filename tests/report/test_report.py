@@ -31,7 +31,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(None, "–"), (0, "0 s"), (59, "59 s"), (600, "10 min"), (5400, "1.5 h"), (3 * 86400, "3.0 d")],
+    [(None, "–"), (0, "0 s"), (59, "59 s"), (600, "10 min"), (5400, "1 h 30 min"), (3 * 86400, "3 d")],
     ids=["none", "zero", "seconds", "minutes", "hours", "days"],
 )
 def test_waits_read_in_the_unit_a_person_would_use(seconds: int | None, text: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -11,7 +12,19 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gpufleet.cli.common import console, err_console, guarded
+from gpufleet.cli.common import (
+    ForceOpt,
+    JsonOpt,
+    LegacyOut,
+    console,
+    err_console,
+    guarded,
+    output_option,
+    pick_output,
+    print_kept,
+    print_table,
+)
+from gpufleet.durations import human
 from gpufleet.evidence import (
     DEFAULT_MIN_COVERAGE,
     FIGURES,
@@ -28,7 +41,7 @@ from gpufleet.evidence import (
     select_pools,
     write,
 )
-from gpufleet.evidence.output import LABELS, check_target
+from gpufleet.evidence.output import LABELS, as_dict, check_target
 from gpufleet.evidence.window import Window
 from gpufleet.policy import load_policy, resolve
 from gpufleet.prom import DEFAULT_TIMEOUT_S, Connection, PromClient
@@ -45,9 +58,9 @@ def evidence(
     policy: Annotated[
         Path | None, typer.Option("--policy", help="Fleet policy: pools by node names, teams by namespaces")
     ] = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Folder for evidence.json, the charts and the page")] = Path(
-        "evidence"
-    ),
+    output: Annotated[
+        Path | None, output_option("Folder for evidence.json, the charts and the page [default: evidence]")
+    ] = None,
     pool: Annotated[list[str] | None, typer.Option("--pool", help="Only this pool (repeatable)")] = None,
     scrape_interval: Annotated[
         int, typer.Option("--scrape-interval", help="Seconds between DCGM scrapes: the coverage grid", min=1)
@@ -72,21 +85,25 @@ def evidence(
         str | None,
         typer.Option("--ledger", help="Ledger (SQLite path or database URL): allocations and waits from it"),
     ] = None,
+    force: ForceOpt = False,
+    as_json: JsonOpt = False,
+    legacy_out: LegacyOut = None,
 ) -> None:
     """Utilization per pool and team before and after, from DCGM metrics in Prometheus; gaps read "not measured"."""
+    out = pick_output(output, legacy_out, Path("evidence"))
     now = datetime.now(UTC)
     windows = (
         parse_window("before", before, step_s=scrape_interval, now=now),
         parse_window("after", after, step_s=scrape_interval, now=now),
     )
     check_order(*windows)
-    check_target(out)
+    target = check_target(out, force=force)
     fmap = from_policy(resolve(load_policy(policy))) if policy is not None else None
     if fmap is not None:
         fmap = select_pools(fmap, pool or [])  # a policy's pools are known before any query
     view = ledger_join.read(ledger, windows) if ledger is not None else None
     conn = Connection(url=prometheus, token=token, ca_file=ca_file, timeout_s=timeout)
-    inputs = asyncio.run(_fetch(conn, windows))
+    inputs = asyncio.run(_fetch(conn, windows, quiet=as_json))
     result = assemble(
         *inputs,
         fmap=fmap,
@@ -97,14 +114,26 @@ def evidence(
         simulated=False,
         exporters=frozenset(exporter_namespace or ()),
     )
+    paths = write(result, out, force=force)
+    if as_json:
+        extra = {"output": str(target.path), "files": [str(p) for p in paths]}
+        typer.echo(json.dumps(as_dict(result) | extra, indent=2))
+        return
     print_evidence(result)
-    paths = write(result, out)
-    console.print("wrote " + ", ".join(str(p) for p in paths))
+    console.print("wrote " + ", ".join(str(p) for p in paths), highlight=False, soft_wrap=True)
+    print_kept(target)
 
 
-async def _fetch(conn: Connection, windows: tuple[Window, Window]) -> tuple[WindowInput, WindowInput]:
+async def _fetch(
+    conn: Connection, windows: tuple[Window, Window], *, quiet: bool = False
+) -> tuple[WindowInput, WindowInput]:
     with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console, transient=True
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=quiet,
     ) as bar:
         task = bar.add_task("querying Prometheus")
 
@@ -121,7 +150,7 @@ def print_evidence(result: Evidence) -> None:
     mark = " [yellow](simulated)[/]" if result.simulated else ""
     for w in (result.before, result.after):
         table = Table(
-            title=f"{w.window.name}: {w.window.label()} ({w.window.slots} × {w.window.step_s} s){mark}",
+            title=f"{w.window.name}: {w.window.label()} ({w.window.slots} × {human(w.window.step_s)}){mark}",
             title_justify="left",
         )
         table.add_column("pool")
@@ -132,7 +161,7 @@ def print_evidence(result: Evidence) -> None:
             cells = [cell_text(row.cells.get(f), result.simulated) for f in FIGURES]
             styled = [f"[dim red]{c}[/]" if c.startswith("not measured") else c for c in cells]
             table.add_row(row.pool if row.team is None else "", row.team or "[bold](pool)[/]", *styled)
-        console.print(table)
+        print_table(table)
         for note in w.notes:
             console.print(f"  note: {note}", highlight=False)
     changes = Table(title=f"Change, before → after{mark}", title_justify="left")
@@ -140,7 +169,7 @@ def print_evidence(result: Evidence) -> None:
         changes.add_column(col, overflow="fold")
     for c in result.changes:
         changes.add_row(c.pool, c.team or "(pool)", c.figure, c.verdict, c.statement)
-    console.print(changes)
+    print_table(changes)
     console.print(
         f"A figure needs its series to cover ≥ {result.min_coverage:.0%} of the window at the scrape interval; "
         "'not measured' gives the reason (evidence.html lists each one).",

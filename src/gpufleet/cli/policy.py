@@ -5,12 +5,23 @@ from __future__ import annotations
 import importlib.resources
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from gpufleet.cli.common import console, guarded
+from gpufleet import outputs
+from gpufleet.cli.common import (
+    ForceOpt,
+    JsonOpt,
+    LegacyOut,
+    console,
+    guarded,
+    output_option,
+    pick_output,
+    print_kept,
+    print_table,
+)
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
 from gpufleet.plan import Plan, make_plan
@@ -46,7 +57,7 @@ def init(
     else:
         text = (importlib.resources.files("gpufleet.policy") / "init.yaml").read_text(encoding="utf-8")
     write_text(path, text)
-    console.print(f"wrote {path}; next: [bold]gpufleet plan {path}[/]")
+    console.print(f"wrote {path}; next: [bold]gpufleet plan {path}[/]", soft_wrap=True)
 
 
 def _units(units: dict[str, int]) -> str:
@@ -76,7 +87,7 @@ def print_plan(plan: Plan) -> None:
             p.reason + flag,
             _units(p.units),
         )
-    console.print(pools)
+    print_table(pools)
     console.print("[bold]Why[/]")
     for p in plan.pools:
         extra = f" Sizing: {p.sizing}." if p.sizing else ""
@@ -99,7 +110,7 @@ def print_plan(plan: Plan) -> None:
                 str(t.reach),
             )
         quotas.add_row("", "", "[dim](cohort)[/]", f"[dim]{q.unassigned}[/]", "", "", "", end_section=True)
-    console.print(quotas)
+    print_table(quotas)
 
     if plan.serving:
         s = plan.serving
@@ -129,15 +140,24 @@ def plan(
 @guarded
 def render_cmd(
     policy: PolicyArg,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Folder to write (replaced atomically)")],
+    *,
+    output: Annotated[
+        Path | None, output_option("Folder to write (replaced atomically, only if missing, empty or gpufleet's)")
+    ] = None,
     check: Annotated[bool, typer.Option("--check", help="Validate every object offline before writing")] = False,
     crds: Annotated[
         Path | None, typer.Option("--crds", help="Folder of Kueue CRD YAML files (needed by --check)")
     ] = None,
+    force: ForceOpt = False,
+    as_json: JsonOpt = False,
+    legacy_out: LegacyOut = None,
 ) -> None:
     """Write the manifests that put Kueue in front of the cards (a kustomize-ready folder)."""
+    out = pick_output(output, legacy_out)
     loaded = load_policy(policy)
     bundle = render(resolve(loaded))
+    target = outputs.check(out, force=force)  # before --check's work, and before anything is written
+    document: dict[str, Any] = {}
     if check:
         if crds is None:
             raise InputError.one(
@@ -147,22 +167,37 @@ def render_cmd(
             )
         report = check_bundle(bundle, kubernetes=loaded.cluster.kubernetes, crds=load_crds(crds))
         if report.findings:
+            if as_json:
+                findings = [
+                    {"object": f.object, "path": f.path, "source": f.source, "message": f.message}
+                    for f in report.findings
+                ]
+                typer.echo(json.dumps({"valid": False, "written": False, "findings": findings}, indent=2))
+                raise typer.Exit(1)
             table = Table(title=f"{len(report.findings)} problems; nothing was written", title_justify="left")
             for col in ("object", "field", "source", "problem"):
                 table.add_column(col, overflow="fold")
             for f in report.findings:
                 table.add_row(f.object, f.path, f.source, f.message)
-            console.print(table)
+            print_table(table)
             raise typer.Exit(1)
-        console.print(
-            f"checked {report.checked} objects against Kubernetes {loaded.cluster.kubernetes} and the CRDs: all valid"
-        )
-        for name in report.unchecked:
-            console.print(f"  [yellow]not checked[/] {name}", highlight=False)
-    paths = write_bundle(bundle, out)
-    console.print(f"wrote {len(paths)} files to {out}:")
+        document |= {"valid": True, "checked": report.checked, "unchecked": list(report.unchecked)}
+        if not as_json:
+            console.print(
+                f"checked {report.checked} objects against Kubernetes {loaded.cluster.kubernetes} and the CRDs: all valid"
+            )
+            for name in report.unchecked:
+                console.print(f"  [yellow]not checked[/] {name}", highlight=False)
+    paths = write_bundle(bundle, out, force=force)
+    if as_json:
+        kept = str(target.keep_as) if target.keep_as else None
+        document |= {"output": str(target.path), "files": [str(p) for p in paths], "kept": kept}
+        typer.echo(json.dumps(document, indent=2))
+        return
+    console.print(f"wrote {len(paths)} files to {out}:", soft_wrap=True)
     for path in paths:
-        console.print(f"  {path.relative_to(out.resolve())}")
+        console.print(f"  {path.relative_to(target.path)}", highlight=False, soft_wrap=True)
+    print_kept(target)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gpufleet.cli.common import console, guarded
+from gpufleet.cli.common import JsonOpt, console, guarded, print_table
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
 from gpufleet.scan import FleetReport, analyse
@@ -43,7 +43,7 @@ def print_report(report: FleetReport) -> None:
             quota,
             "\n".join(p.taints) or "-",
         )
-    console.print(pools)
+    print_table(pools)
 
     teams = Table(title="GPU pods by team", title_justify="left")
     for col in ("team", "pod", "phase", "pool", "asks", "queue"):
@@ -60,7 +60,7 @@ def print_report(report: FleetReport) -> None:
                 queue,
                 end_section=i == len(pods) - 1,
             )
-    console.print(teams)
+    print_table(teams)
 
     if report.kueue_installed:
         present = "; ".join(f"{len(names)} {kind}" for kind, names in report.kueue.items() if names)
@@ -76,7 +76,7 @@ def scan(
     kubeconfig: Annotated[
         Path | None, typer.Option(help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+    as_json: JsonOpt = False,
     team_label: Annotated[str, typer.Option(help="The label that names a pod's team")] = "gpufleet.io/team",
     write_policy: Annotated[
         Path | None, typer.Option(help="Write a starter policy from what was found (refuses to overwrite)")

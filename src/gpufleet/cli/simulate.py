@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,10 +12,23 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gpufleet.cli.common import console, guarded
+from gpufleet import outputs
+from gpufleet.cli.common import (
+    ForceOpt,
+    JsonOpt,
+    LegacyOut,
+    console,
+    err_console,
+    guarded,
+    output_option,
+    pick_output,
+    print_kept,
+    print_table,
+)
+from gpufleet.durations import human
 from gpufleet.errors import InputError
 from gpufleet.policy import load_policy, resolve
-from gpufleet.report.html import dur, num, pct, preempted
+from gpufleet.report.html import num, pct, preempted
 from gpufleet.simulate.config import Mode, PlacementPolicy, SimulationConfig
 from gpufleet.simulate.engine import Progress as ProgressCallback
 from gpufleet.simulate.run import RunResult, compare, results_document, write_outputs
@@ -22,10 +36,16 @@ from gpufleet.trace import read_trace
 
 
 @contextmanager
-def progress_bar(runs: int) -> Iterator[ProgressCallback]:
-    """A rich bar over every run's arrivals; the callback the engine calls as jobs arrive."""
+def progress_bar(runs: int, *, quiet: bool = False) -> Iterator[ProgressCallback]:
+    """A rich bar over every run's arrivals (on stderr, so stdout holds only the answer); the callback
+    the engine calls as jobs arrive. ``quiet`` (under --json) shows no bar."""
     with Progress(
-        TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        TextColumn("simulating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=quiet,
     ) as bar:
         task = bar.add_task("simulate", total=None)
         done = {"base": 0, "last": 0}
@@ -45,13 +65,13 @@ def print_comparison(results: Sequence[RunResult]) -> None:
     table.add_column("team / kind", no_wrap=True)
     for r in results:
         for col in ("wait p50", "p95", "max", "GPU-h", "share/weight"):
-            table.add_column(f"{r.name} {col}" if col == "wait p50" else col, justify="right")
+            table.add_column(f"{r.name} {col}" if col == "wait p50" else col, justify="right", no_wrap=True)
 
     def cells(group: dict[str, Any] | None, share: str) -> list[str]:
         if group is None:
             return ["–"] * 5
         w = group["waitSeconds"]
-        return [dur(w["p50"]), dur(w["p95"]), dur(w["max"]), num(group["gpuHours"]), share]
+        return [human(w["p50"]), human(w["p95"]), human(w["max"]), num(group["gpuHours"]), share]
 
     first = results[0].summary
     for team in first["teams"]:
@@ -69,7 +89,7 @@ def print_comparison(results: Sequence[RunResult]) -> None:
             for r in results:
                 row += cells(r.summary["teamKinds"].get(f"{team}/{kind}"), "")
             table.add_row(*row)
-    console.print(table)
+    print_table(table)
 
     fleet = Table(title="The fleet", title_justify="left")
     fleet.add_column("")
@@ -100,36 +120,50 @@ def print_comparison(results: Sequence[RunResult]) -> None:
     ]
     for label, value in rows:
         fleet.add_row(label, *[value(r.summary) for r in results])
-    console.print(fleet)
+    print_table(fleet)
 
 
 @guarded
 def simulate(
     policy: Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)],
+    *,
     trace: Annotated[Path, typer.Option("--trace", help="A job trace in gpufleet's format (.csv or .parquet)")],
     compare_with: Annotated[
         str | None, typer.Option("--compare", help="Also run the baseline: first-apply", metavar="first-apply")
     ] = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Folder for results.json, tables, charts, report")] = Path(
-        "simulation"
-    ),
+    output: Annotated[
+        Path | None, output_option("Folder for results.json, tables, charts, report [default: simulation]")
+    ] = None,
     placement: Annotated[
         PlacementPolicy, typer.Option("--placement", help="The scheduler's scoring")
     ] = PlacementPolicy.LEAST_ALLOCATED,
+    force: ForceOpt = False,
+    as_json: JsonOpt = False,
+    legacy_out: LegacyOut = None,
 ) -> None:
     """Simulate the queue in front of the cards on a trace, and (with --compare) the first apply."""
+    out = pick_output(output, legacy_out, Path("simulation"))
     if compare_with not in (None, Mode.FIRST_APPLY.value):
         raise InputError.one(f"--compare takes 'first-apply', not {compare_with!r}", path="--compare")
     fleet = resolve(load_policy(policy))
     jobs = read_trace(trace)
+    target = outputs.check(out, force=force)  # refuse before the simulation, not after it
     modes = [Mode.QUEUE] + ([Mode.FIRST_APPLY] if compare_with else [])
-    with progress_bar(len(modes)) as update:
+    with progress_bar(len(modes), quiet=as_json) as update:
         results = compare(fleet, jobs, SimulationConfig(placement=placement), modes, update)
-    written = write_outputs(out, results_document(fleet, str(trace), len(jobs), results), results)
+    document = results_document(fleet, str(trace), len(jobs), results)
+    written = write_outputs(out, document, results, force=force)
+    if as_json:
+        files = {"results": written.results, "report": written.report.html, "jobs": written.report.csv}
+        files |= {"allocations": written.allocations, "charts": written.report.charts[0].parent}
+        extra = {"output": str(target.path), "files": {k: str(v) for k, v in files.items()}}
+        typer.echo(json.dumps(document | extra, indent=2))
+        return
     print_comparison(results)
-    console.print(f"\n[bold]Wrote {out}/[/]")
-    console.print(f"  results     {written.results}")
-    console.print(f"  report      {written.report.html}")
-    console.print(f"  jobs        {written.report.csv} and {written.report.parquet.name}")
-    console.print(f"  charts      {written.report.charts[0].parent}/")
-    console.print(f"  allocations {written.allocations} (ledger records, simulated)")
+    console.print(f"\n[bold]Wrote {out}/[/]", soft_wrap=True)
+    console.print(f"  results     {written.results}", soft_wrap=True)
+    console.print(f"  report      {written.report.html}", soft_wrap=True)
+    console.print(f"  jobs        {written.report.csv} and {written.report.parquet.name}", soft_wrap=True)
+    console.print(f"  charts      {written.report.charts[0].parent}/", soft_wrap=True)
+    console.print(f"  allocations {written.allocations} (ledger records, simulated)", soft_wrap=True)
+    print_kept(target)

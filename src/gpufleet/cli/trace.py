@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -9,7 +10,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gpufleet.cli.common import console, guarded
+from gpufleet.cli.common import JsonOpt, console, guarded, print_table
+from gpufleet.durations import human
 from gpufleet.errors import InputError
 from gpufleet.trace import load_spec, read_trace, synthesize, write_trace
 from gpufleet.trace.alibaba import read_pods, to_jobs
@@ -25,6 +27,7 @@ def synth(
     output: Annotated[Path, typer.Option("-o", "--output", help="Trace to write (.csv or .parquet).")],
     seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same trace.")] = 0,
     days: Annotated[int | None, typer.Option(help="Horizon in days (overrides the spec).")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Synthesize a realistic, reproducible workload for the spec's teams and pools."""
     loaded = load_spec(spec)
@@ -34,35 +37,62 @@ def synth(
         loaded = replace(loaded, days=days)
     jobs = synthesize(loaded, seed)
     write_trace(jobs, output)
-    console.print(f"wrote {len(jobs)} jobs over {loaded.days} day(s) to {output} (seed {seed})")
+    if as_json:
+        typer.echo(json.dumps({"output": str(output), "jobs": len(jobs), "days": loaded.days, "seed": seed}, indent=2))
+        return
+    console.print(
+        f"wrote {len(jobs)} jobs over {loaded.days} day(s) to {output} (seed {seed})", highlight=False, soft_wrap=True
+    )
 
 
 @app.command()
 @guarded
 def convert(
     source: Annotated[Path, typer.Argument(help="A native trace, or an Alibaba openb pod list with --alibaba.")],
+    *,
     output: Annotated[Path, typer.Option("-o", "--output", help="Native trace to write (.csv or .parquet).")],
     alibaba: Annotated[bool, typer.Option(help="Read an Alibaba cluster-trace-gpu-v2023 pod list.")] = False,
     compression: Annotated[float, typer.Option(help="Alibaba only: divide arrival times by this.")] = 1.0,
     team: Annotated[str, typer.Option(help="Alibaba only: the team the pods belong to.")] = "openb",
+    as_json: JsonOpt = False,
 ) -> None:
     """Convert a trace into the native format (CSV <-> Parquet, or from the Alibaba trace)."""
     jobs = to_jobs(read_pods(source), compression, team, str(source)) if alibaba else read_trace(source)
     write_trace(jobs, output)
-    console.print(f"wrote {len(jobs)} jobs to {output}")
+    if as_json:
+        typer.echo(json.dumps({"output": str(output), "jobs": len(jobs)}, indent=2))
+        return
+    console.print(f"wrote {len(jobs)} jobs to {output}", highlight=False, soft_wrap=True)
 
 
 @app.command()
 @guarded
-def show(trace: Annotated[Path, typer.Argument(help="A native trace (.csv or .parquet).")]) -> None:
+def show(
+    trace: Annotated[Path, typer.Argument(help="A native trace (.csv or .parquet).")],
+    as_json: JsonOpt = False,
+) -> None:
     """Summarize a trace: jobs, pods and GPU-hours per team and kind."""
     jobs = read_trace(trace)
+    rows = summarize(jobs)
+    span = max(j.submit_s for j in jobs) - min(j.submit_s for j in jobs) if jobs else 0
+    peak = peak_gpus(jobs) if jobs else 0.0
+    if as_json:
+        document = {
+            "trace": str(trace),
+            "jobs": len(jobs),
+            "submitSpanSeconds": span,
+            "peakGpus": peak,
+            "rows": [
+                {"team": r.team, "kind": r.kind, "jobs": r.jobs, "pods": r.pods, "gpuHours": r.gpu_hours} for r in rows
+            ],
+        }
+        typer.echo(json.dumps(document, indent=2))
+        return
     table = Table(title=f"{trace.name}: {len(jobs)} jobs")
     for name in ("team", "kind", "jobs", "pods", "GPU-hours"):
         table.add_column(name, justify="right" if name[0].isupper() or name in ("jobs", "pods") else "left")
-    for row in summarize(jobs):
+    for row in rows:
         table.add_row(row.team, row.kind, str(row.jobs), str(row.pods), f"{row.gpu_hours:,.1f}")
-    console.print(table)
+    print_table(table)
     if jobs:
-        span = max(j.submit_s for j in jobs) - min(j.submit_s for j in jobs)
-        console.print(f"submits span {span / 86400:.2f} days; peak demand {peak_gpus(jobs):,.1f} GPUs if none waited")
+        console.print(f"submits span {human(span)}; peak demand {peak:,.1f} GPUs if none waited", highlight=False)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from gpufleet.cli.common import console, guarded
+from gpufleet.cli.common import guarded, print_table
 from gpufleet.errors import InputError, Problem
 from gpufleet.twin.resources import format_quantity
 from gpufleet.twin.step import step as twin_step
@@ -32,7 +32,7 @@ def step(
         raise InputError([Problem("use either --cycles or --until-stable, not both")])
     report = twin_step([_read(f) for f in files], cycles)
     if as_json:
-        console.print_json(json.dumps(report))
+        typer.echo(json.dumps(report, indent=2))
         return
     _print_human(report)
 
@@ -62,7 +62,7 @@ def _print_human(report: dict[str, Any]) -> None:
             )
         for p in cycle["pending"]:
             table.add_row(p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']})", p["clusterQueue"], p["message"])
-        console.print(table)
+        print_table(table)
     queues = Table(title="ClusterQueues")
     for column in ("clusterQueue", "usage", "borrowed", "weightedShare", "admitted", "pending"):
         queues.add_column(column)
@@ -75,7 +75,7 @@ def _print_human(report: dict[str, Any]) -> None:
             str(st["admittedWorkloads"]),
             str(st["pendingWorkloads"]),
         )
-    console.print(queues)
+    print_table(queues)
 
 
 def _amount(key: str, value: int) -> str:

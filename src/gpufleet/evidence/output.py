@@ -1,16 +1,14 @@
 """The evidence on disk: ``evidence.json``, one PNG chart per window and a self-contained ``evidence.html``.
 
 Everything is written into a temporary folder beside the target and renamed into place at the end,
-so a failure leaves either the old folder or the new one, never half of each.
+so a failure leaves either the old folder or the new one, never half of each; a folder gpufleet did not
+write is never replaced (``gpufleet.outputs``).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +18,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from gpufleet.errors import InputError
 from gpufleet.evidence.build import Evidence, WindowEvidence
 from gpufleet.evidence.coverage import Cell
 from gpufleet.evidence.figures import FIGURES
+from gpufleet.outputs import Target, check, location, replace_folder
 
 SIMULATED = "simulated"
 REPORT = "evidence.json"
@@ -117,30 +115,15 @@ def _html(evidence: Evidence, charts: dict[str, bytes]) -> str:
     )
 
 
-def check_target(out: Path) -> None:
-    """``out`` may be new, empty, or a previous report: never a file or someone else's folder to replace."""
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise InputError.one("exists and is not a folder", file=str(out), path="--out")
-    entries = {p.name for p in out.iterdir()}
-    if entries and REPORT not in entries:
-        raise InputError.one(
-            f"is a folder without {REPORT}: it is not a previous report, so it is not replaced",
-            file=str(out),
-            path="--out",
-        )
+def check_target(out: Path, *, force: bool = False) -> Target:
+    """``out`` may be new, empty, or an earlier gpufleet output; never a file or someone else's folder."""
+    return check(out, force=force)
 
 
-def write(evidence: Evidence, out: Path) -> list[Path]:
-    """Write every output into ``out``, replacing a previous run there in one rename."""
-    out = out.resolve()
-    check_target(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    tmp.chmod(0o755)  # mkdtemp's 0700 would otherwise become the report folder's mode
-    try:
-        names = [REPORT]
+def write(evidence: Evidence, out: Path, *, force: bool = False) -> list[Path]:
+    """Write every output into a folder beside ``out`` and rename it into place (``gpufleet.outputs``)."""
+    names = [REPORT]
+    with replace_folder(out, "evidence", force=force) as tmp:
         (tmp / REPORT).write_text(json.dumps(as_dict(evidence), indent=2) + "\n", encoding="utf-8")
         charts: dict[str, bytes] = {}
         for w in (evidence.before, evidence.after):
@@ -150,18 +133,5 @@ def write(evidence: Evidence, out: Path) -> list[Path]:
             names.append(name)
         (tmp / "evidence.html").write_text(_html(evidence, charts), encoding="utf-8")
         names.append("evidence.html")
-        _swap(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return [out / n for n in names]
-
-
-def _swap(new: Path, out: Path) -> None:
-    if not out.exists():
-        os.replace(new, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-    os.replace(out, old / out.name)
-    os.replace(new, out)
-    shutil.rmtree(old, ignore_errors=True)
+    final = location(out)
+    return [final / n for n in names]

@@ -3,20 +3,18 @@
 Re-rendering the same policy gives byte-identical files: keys keep their insertion order (which the
 renderers fix), lists are built in policy order, and no timestamp or random name enters the output.
 The folder is written next to its destination and renamed into place, so a reader never sees half a
-bundle.
+bundle, and it never replaces a folder gpufleet did not write (``gpufleet.outputs``).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from gpufleet.outputs import location, replace_folder
 from gpufleet.render.common import Obj
 
 KUSTOMIZATION = "kustomization.yaml"
@@ -86,26 +84,22 @@ class Bundle:
         return out
 
 
-def write_bundle(bundle: Bundle, out_dir: Path) -> list[Path]:
-    """Write every file into a fresh folder beside ``out_dir``, then swap it into place."""
-    out_dir = out_dir.resolve()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        for name, text in bundle.contents().items():
-            (staging / name).parent.mkdir(parents=True, exist_ok=True)
-            (staging / name).write_text(text, encoding="utf-8")
-        if out_dir.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))
-            os.rename(out_dir, retired / "old")
-            os.rename(staging, out_dir)
-            shutil.rmtree(retired, ignore_errors=True)
-        else:
-            os.rename(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return sorted(out_dir / name for name in bundle.contents())
+def write_files(bundle: Bundle, folder: Path) -> None:
+    """Write every file of the bundle into ``folder`` (names may hold a subfolder, ``monitoring/x.yaml``)."""
+    for name, text in bundle.contents().items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+def write_bundle(bundle: Bundle, out_dir: Path, *, force: bool = False) -> list[Path]:
+    """Write every file into a fresh folder beside ``out_dir``, then swap it into place.
+
+    ``out_dir`` is replaced only when it is missing, empty or an earlier gpufleet output
+    (``gpufleet.outputs``); ``force`` keeps a foreign folder beside it instead of refusing.
+    """
+    with replace_folder(out_dir, "render", force=force) as staging:
+        write_files(bundle, staging)
+    return sorted(location(out_dir) / name for name in bundle.contents())
 
 
 def describe(o: Obj) -> str:

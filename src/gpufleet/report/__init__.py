@@ -3,13 +3,12 @@ per-job rows into the per-job table, PNG charts and one self-contained report.ht
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpufleet.files import atomic_path
 from gpufleet.report import charts
 from gpufleet.report.html import render_html
 from gpufleet.report.tables import write_table
@@ -26,10 +25,8 @@ class ReportFiles:
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_report(document: Mapping[str, Any], rows: Sequence[dict[str, Any]], out: Path) -> ReportFiles:

@@ -8,20 +8,14 @@ from typing import Any
 
 import jinja2
 
+from gpufleet.durations import human
+
 LABELS = {"first-apply": "Before: first apply (no queue)", "queue": "After: Kueue in front of the cards"}
 
 
 def dur(seconds: float | None) -> str:
-    """A wait for people: ``42 s``, ``17 min``, ``3.4 h``, ``2.1 d``."""
-    if seconds is None:
-        return "–"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 86400 * 2:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
+    """A wait for people, as everywhere gpufleet prints one (``gpufleet.durations``)."""
+    return human(seconds)
 
 
 def pct(value: float | None) -> str:

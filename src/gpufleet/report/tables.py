@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from gpufleet.files import atomic_path
 
 
 def job_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
@@ -18,7 +18,5 @@ def job_frame(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
 def write_table(rows: Sequence[dict[str, Any]], csv_path: Path, parquet_path: Path) -> None:
     frame = job_frame(rows)
     for path, write in ((csv_path, frame.write_csv), (parquet_path, frame.write_parquet)):
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        os.close(fd)
-        write(tmp)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            write(tmp)

@@ -4,14 +4,13 @@ everything a person or a tool reads afterwards into one folder."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gpufleet.ledger.records import Record, to_plain
+from gpufleet.outputs import replace_folder
 from gpufleet.policy import Fleet
 from gpufleet.report import ReportFiles, write_report
 from gpufleet.simulate.config import Mode, SimulationConfig
@@ -67,28 +66,42 @@ def results_document(fleet: Fleet, trace: str, jobs: int, results: Sequence[RunR
     }
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
 @dataclass(frozen=True)
 class Written:
     results: Path
     allocations: Path
     report: ReportFiles
 
+    def moved(self, old: Path, new: Path) -> Written:
+        """The same files, after ``old`` (the folder they were written in) became ``new``."""
 
-def write_outputs(out: Path, document: dict[str, Any], results: Sequence[RunResult]) -> Written:
+        def at(p: Path) -> Path:
+            return new / p.relative_to(old)
+
+        r = self.report
+        report = ReportFiles(at(r.html), at(r.csv), at(r.parquet), tuple(at(c) for c in r.charts))
+        return Written(at(self.results), at(self.allocations), report)
+
+
+def write_into(folder: Path, document: dict[str, Any], results: Sequence[RunResult]) -> Written:
     """results.json, the ledger records as JSON lines, the per-job table, the charts and report.html."""
-    out.mkdir(parents=True, exist_ok=True)
-    results_path = out / "results.json"
-    _atomic_write(results_path, json.dumps(document, indent=2, sort_keys=False) + "\n")
-    allocations = out / "allocations.jsonl"
+    folder.mkdir(parents=True, exist_ok=True)
+    results_path = folder / "results.json"
+    results_path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    allocations = folder / "allocations.jsonl"
     lines = [json.dumps(to_plain(rec), sort_keys=True) for r in results for rec in r.records]
-    _atomic_write(allocations, "\n".join(lines) + ("\n" if lines else ""))
+    allocations.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
     rows = [row for r in results for row in r.rows]
-    report = write_report(document, rows, out)
+    report = write_report(document, rows, folder)
     return Written(results_path, allocations, report)
+
+
+def write_outputs(out: Path, document: dict[str, Any], results: Sequence[RunResult], *, force: bool = False) -> Written:
+    """Everything ``write_into`` writes, in a folder beside ``out`` renamed into place at the end.
+
+    A killed run leaves the previous output (or none), never a folder with only results.json in it;
+    ``out`` is replaced only when it is missing, empty or an earlier gpufleet output (``gpufleet.outputs``).
+    """
+    with replace_folder(out, "simulate", force=force) as staging:
+        written = write_into(staging, document, results)
+    return written.moved(staging, out)  # the paths as the caller named them

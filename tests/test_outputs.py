@@ -48,7 +48,8 @@ def snapshot(root: Path) -> dict[str, bytes | str]:
 
 
 def rendered(out: Path) -> set[str]:
-    return {p.name for p in out.iterdir()}
+    """Every path under ``out``, folders included, as the marker lists them."""
+    return {p.relative_to(out).as_posix() for p in out.rglob("*")}
 
 
 def test_a_missing_folder_is_written_with_its_marker(tmp_path: Path) -> None:

@@ -244,7 +244,8 @@ def test_render_replaces_its_earlier_output_whole(tmp_path: Path) -> None:
     assert (out / "stale.yaml").exists()
     write_bundle(FLEET, out)
     assert not (out / "stale.yaml").exists()
-    assert sorted(p.name for p in out.iterdir() if p.name != ".gpufleet-output") == sorted(FLEET.contents())
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert [f for f in files if f != ".gpufleet-output"] == sorted(FLEET.contents())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifests"], "no staging folders left behind"
 
 

@@ -7,7 +7,7 @@ wrong as a path of keys. Joining the two lets every error name file, line, colum
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from gpufleet.errors import InputError, Problem
 from gpufleet.policy.checks import cross_check
 from gpufleet.policy.model import FleetPolicy
+from gpufleet.yamldoc import read_single
 
 Key = str | int
 PathKey = tuple[Key, ...]
@@ -81,48 +82,46 @@ def _walk(node: yaml.Node, path: PathKey, marks: dict[PathKey, tuple[int, int]])
 
 
 def read_document(text: str, file: str) -> Document:
-    """Parse one YAML document, keeping positions; a syntax error becomes an InputError with its line."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        raise InputError(
-            [
-                Problem(
-                    message=f"not valid YAML: {exc.problem}",
-                    file=file,
-                    line=mark.line + 1 if mark else None,
-                    column=mark.column + 1 if mark else None,
-                )
-            ]
-        ) from None
-    finally:
-        loader.dispose()
+    """Parse one YAML document, keeping positions; a syntax error becomes an InputError with its line.
+
+    Duplicate keys, alias bombs and unbuildable scalars are refused by ``gpufleet.yamldoc``.
+    """
+    found = read_single(text, file)
     marks: dict[PathKey, tuple[int, int]] = {}
-    if node is not None:
-        _walk(node, (), marks)
-    return Document(file=file, data=data, marks=marks)
+    if found is None:
+        return Document(file=file, data=None, marks=marks)
+    _walk(found.node, (), marks)
+    return Document(file=file, data=found.data, marks=marks)
 
 
 def _validation_problems(doc: Document, error: ValidationError) -> Iterator[Problem]:
     """One problem per place in the file; a union's alternatives are merged into one message."""
     merged: dict[PathKey, list[str]] = {}
     first_loc: dict[PathKey, tuple[Key, ...]] = {}
+    missing: dict[PathKey, Key] = {}
     for detail in error.errors(include_url=False):
-        resolved, _, _ = doc.locate(detail["loc"])
-        key = resolved if resolved else tuple(detail["loc"])
+        loc = tuple(detail["loc"])
         text = detail["msg"]
         if detail["type"] == "extra_forbidden":
             text = "unknown field (check the spelling; gpufleet schema lists the fields)"
+        elif detail["type"] == "missing" and loc:
+            # the file cannot locate a field it lacks: place it at its parent, but name the field
+            text, loc = "field required", loc[:-1]
+        resolved, _, _ = doc.locate(loc)
+        key = resolved if resolved else loc
+        if detail["type"] == "missing" and detail["loc"]:
+            key = (*key, detail["loc"][-1])
+            missing[key] = detail["loc"][-1]
         merged.setdefault(key, [])
         if text not in merged[key]:
             merged[key].append(text)
-        first_loc.setdefault(key, tuple(detail["loc"]))
+        first_loc.setdefault(key, loc)
     for key, texts in merged.items():
         message = texts[0] if len(texts) == 1 else "expected one of: " + "; or ".join(texts)
-        yield doc.problem(first_loc[key], message)
+        problem = doc.problem(first_loc[key], message)
+        if key in missing:
+            problem = replace(problem, path=format_path(key))
+        yield problem
 
 
 def parse_policy(text: str, file: str = "<policy>") -> FleetPolicy:

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import yaml
-
 from gpufleet.errors import InputError, Problem
 from gpufleet.twin import specs as s
 from gpufleet.twin.resources import QuantityError, parse_decimal, parse_quantity
+from gpufleet.yamldoc import iter_documents
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 PRIORITY_BOOST = "kueue.x-k8s.io/priority-boost"
@@ -55,22 +54,8 @@ class _Stream:
 
 
 def load_documents(text: str, file: str) -> list[tuple[Any, int]]:
-    """YAML documents with their 1-based start lines; a syntax error is an InputError."""
-    loader = yaml.SafeLoader(text)
-    docs: list[tuple[Any, int]] = []
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is not None:
-                docs.append((loader.construct_document(node), node.start_mark.line + 1))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError([Problem(f"not valid YAML: {problem}", file, "", line)]) from None
-    finally:
-        loader.dispose()
-    return docs
+    """YAML documents with their 1-based start lines; a syntax error, duplicate key or alias bomb is an InputError."""
+    return [(d.data, d.line) for d in iter_documents(text, file)]
 
 
 def parse_cluster(sources: Iterable[tuple[str, str]]) -> s.ClusterSpec:

@@ -1,0 +1,167 @@
+"""Reading YAML a user wrote: positions kept, duplicate keys refused, aliases bounded.
+
+Every loader of user YAML (the policy, manifests for ``check``, Kueue objects for ``twin step``)
+reads through here, so they agree on what is refused and how it is reported:
+
+- A key written twice in one mapping is an error naming both lines (PyYAML keeps the last silently,
+  so the first value would be ignored without a word). Keys a merge (``<<: *base``) brings in may
+  be overridden; that is what merges are for.
+- Aliases may not expand a document far beyond its written size (an "alias bomb" of nine nested
+  lists of nine aliases is 387 million nodes from 100 written ones), nor refer to a node that
+  contains them, nor nest deeper than ``MAX_DEPTH``. The node graph is measured before anything is
+  built, so the cost of reading is linear in the text.
+- A scalar a constructor cannot build (an integer of more than 4,300 digits, 2024-02-30) is an error
+  at its line instead of a ``ValueError`` from deep inside PyYAML.
+
+Errors are ``InputError`` with file, line and column (1-based).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gpufleet.errors import InputError, Problem
+
+MAX_DEPTH = 100
+"""Deepest nesting of collections accepted; Kubernetes objects stay well below 30."""
+MIN_EXPANSION_BUDGET = 10_000
+"""Nodes any document may expand to through aliases, however small it is written."""
+EXPANSION_FACTOR = 10
+"""Beyond the minimum, aliases may expand a document to this many times its written nodes."""
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """One document: its node tree (with positions), the data built from it, and its first line."""
+
+    node: yaml.Node
+    data: Any
+    line: int  # 1-based
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, with a constructor failure reported at the node it failed on."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError, TypeError) as exc:
+            reason = str(exc).split("; use sys.set_int_max_str_digits")[0]  # advice for programmers, not users
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {_excerpt(node)} as {node.tag.rsplit(':', 1)[-1]}: {reason}", node.start_mark
+            ) from None
+
+
+def _excerpt(node: yaml.Node) -> str:
+    if isinstance(node, yaml.ScalarNode):
+        text = str(node.value)
+        return repr(text if len(text) <= 40 else text[:37] + "...")
+    return "the value"
+
+
+def _at(node: yaml.Node, message: str) -> yaml.MarkedYAMLError:
+    return yaml.MarkedYAMLError(problem=message, problem_mark=node.start_mark)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [child for pair in node.value for child in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _duplicate_keys(node: yaml.MappingNode) -> None:
+    seen: dict[tuple[str, str], yaml.Node] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE_TAG:
+            continue
+        first = seen.setdefault((key.tag, key.value), key)
+        if first is not key:
+            raise _at(key, f"duplicate key {key.value!r} (first at line {first.start_mark.line + 1})")
+
+
+def measure(root: yaml.Node) -> None:
+    """Refuse a node graph that is cyclic, too deep, has duplicate keys, or expands beyond the budget.
+
+    One iterative depth-first pass over the distinct nodes; the expanded size of a node (what the
+    constructor and every walker after it will visit) is summed from its children's, so shared
+    (aliased) nodes are measured once.
+    """
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    written = 0
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            kids = _children(node)
+            size[key] = 1 + sum(size[id(k)] for k in kids)
+            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
+            if depth[key] > MAX_DEPTH:
+                raise _at(node, f"nested deeper than {MAX_DEPTH} levels")
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise _at(node, "an alias refers to a node that contains it (a recursive structure)")
+        written += 1
+        if isinstance(node, yaml.MappingNode):
+            _duplicate_keys(node)
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((k, False) for k in reversed(_children(node)) if id(k) not in size)
+    budget = max(MIN_EXPANSION_BUDGET, EXPANSION_FACTOR * written)
+    if size[id(root)] > budget:
+        raise _at(
+            root,
+            f"aliases expand this document to {size[id(root)]:,} values from {written:,} written "
+            f"(at most {budget:,}): an alias bomb?",
+        )
+
+
+def _problem(exc: yaml.YAMLError, file: str) -> Problem:
+    mark = getattr(exc, "problem_mark", None)
+    message = getattr(exc, "problem", None) or str(exc)
+    return Problem(
+        message=f"not valid YAML: {message}",
+        file=file,
+        line=mark.line + 1 if mark is not None else None,
+        column=mark.column + 1 if mark is not None else None,
+    )
+
+
+def iter_documents(text: str, file: str) -> Iterator[YamlDocument]:
+    """Every non-empty document of a YAML stream, in order; the first unreadable one raises InputError."""
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            measure(node)
+            yield YamlDocument(node, loader.construct_document(node), node.start_mark.line + 1)
+    except yaml.YAMLError as exc:
+        raise InputError([_problem(exc, file)]) from None
+    except RecursionError:
+        raise InputError([Problem("not valid YAML: nested too deeply", file=file)]) from None
+    finally:
+        loader.dispose()
+
+
+def read_single(text: str, file: str) -> YamlDocument | None:
+    """The one document of ``text`` (None when it holds none); a second document is an error."""
+    documents = iter_documents(text, file)
+    first = next(documents, None)
+    for extra in documents:
+        raise InputError([Problem("expected one YAML document, found a second", file=file, line=extra.line, column=1)])
+    return first

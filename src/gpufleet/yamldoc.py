@@ -51,7 +51,7 @@ class _Loader(yaml.SafeLoader):
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep=deep)
-        except (ValueError, OverflowError, TypeError) as exc:
+        except (ValueError, OverflowError, TypeError, IndexError, KeyError, AttributeError) as exc:
             reason = str(exc).split("; use sys.set_int_max_str_digits")[0]  # advice for programmers, not users
             raise yaml.constructor.ConstructorError(
                 None, None, f"cannot read {_excerpt(node)} as {node.tag.rsplit(':', 1)[-1]}: {reason}", node.start_mark
@@ -140,9 +140,19 @@ def _problem(exc: yaml.YAMLError, file: str) -> Problem:
     )
 
 
+def _unreadable(exc: yaml.reader.ReaderError, text: str, file: str) -> Problem:
+    before = text[: exc.position]
+    line = before.count("\n") + 1
+    column = exc.position - (before.rfind("\n") + 1) + 1
+    return Problem(f"not valid YAML: control character U+{exc.character:04X} is not allowed", file, "", line, column)
+
+
 def iter_documents(text: str, file: str) -> Iterator[YamlDocument]:
     """Every non-empty document of a YAML stream, in order; the first unreadable one raises InputError."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:  # a control character: the reader refuses the text before parsing
+        raise InputError([_unreadable(exc, text, file)]) from None
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -152,8 +162,12 @@ def iter_documents(text: str, file: str) -> Iterator[YamlDocument]:
             yield YamlDocument(node, loader.construct_document(node), node.start_mark.line + 1)
     except yaml.YAMLError as exc:
         raise InputError([_problem(exc, file)]) from None
-    except RecursionError:
-        raise InputError([Problem("not valid YAML: nested too deeply", file=file)]) from None
+    except RecursionError:  # PyYAML composes recursively: a few hundred open brackets exhaust the stack
+        mark = loader.get_mark()
+        problem = Problem(
+            f"not valid YAML: nested deeper than {MAX_DEPTH} levels", file, "", mark.line + 1, mark.column + 1
+        )
+        raise InputError([problem]) from None
     finally:
         loader.dispose()
 

@@ -128,7 +128,10 @@ def parse_policy(text: str, file: str = "<policy>") -> FleetPolicy:
     """Validate a policy's text: field by field, then across fields; raise every problem at once."""
     doc = read_document(text, file)
     if not isinstance(doc.data, dict):
-        raise InputError([Problem(message="expected a FleetPolicy mapping at the top level", file=file)])
+        line, column = doc.marks.get((), (1, 1))
+        got = "an empty file" if doc.data is None else f"a {type(doc.data).__name__}"
+        message = f"expected a FleetPolicy mapping at the top level, got {got}"
+        raise InputError([Problem(message=message, file=file, line=line, column=column)])
     try:
         policy = FleetPolicy.model_validate(doc.data)
     except ValidationError as exc:

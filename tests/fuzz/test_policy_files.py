@@ -26,7 +26,7 @@ ORIGINALS: list[Any] = [yaml.safe_load(p.read_text()) for p in sorted(EXAMPLES.g
 TINY = (EXAMPLES / "tiny.yaml").read_text()
 
 POLICY_TEXTS = st.one_of(
-    st.sampled_from(ORIGINALS).flatmap(lambda original: mutated(original)).flatmap(yaml_text),
+    st.sampled_from(ORIGINALS).flatmap(mutated).flatmap(yaml_text),
     st.sampled_from(ORIGINALS).flatmap(yaml_text),
     GARBAGE_TEXT,
 )

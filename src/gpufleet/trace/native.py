@@ -140,10 +140,12 @@ def _job(
                     problems.append(locate(f"{name} is required", name))
                 values[name] = 1 if name == "pods" else 0
                 continue
-            if _INTEGER.fullmatch(cell) and len(cell) <= 20 and INT64_MIN <= int(cell) <= INT64_MAX:
+            if not _INTEGER.fullmatch(cell):  # int() would also take '1_000' and '١٢'
+                problems.append(locate(f"{name}: expected an integer, got {_shown(cell)}", name))
+            elif len(cell) > 20 or not INT64_MIN <= int(cell) <= INT64_MAX:  # what Parquet's Int64 holds
+                problems.append(locate(f"{name}: {_shown(cell)} is beyond the 64-bit integer range", name))
+            else:
                 values[name] = int(cell)
-            else:  # int() would take '1_000' and '١٢'; Parquet's Int64 could not hold 2**63
-                problems.append(locate(f"{name}: expected a 64-bit integer, got {_shown(cell)}", name))
         elif name == "kind":
             try:
                 values[name] = JobKind(cell)

@@ -94,6 +94,17 @@ def mutated(draw: st.DrawFn, original: Any, *, max_mutations: int = 3) -> Any:
     return data
 
 
+@st.composite
+def tweaked(draw: st.DrawFn, original: Any) -> Any:
+    """``original`` with a few numbers changed to other small ones: mostly still valid, so the code after
+    the loader (planning, rendering, the twin's cycles) runs on values nobody wrote a test for."""
+    data = copy.deepcopy(original)
+    numbers = [p for p in paths(data) if p and isinstance(_parent(data, p)[p[-1]], int)]
+    for path in draw(st.lists(st.sampled_from(numbers), max_size=3)) if numbers else []:
+        _parent(data, path)[path[-1]] = draw(st.integers(0, 64))
+    return data
+
+
 BOMB = "\n".join(
     [
         'bomb0: &b0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]',

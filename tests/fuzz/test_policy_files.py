@@ -17,7 +17,7 @@ from gpufleet.errors import InputError
 from gpufleet.plan import make_plan
 from gpufleet.policy import parse_policy, resolve
 from gpufleet.render import render
-from tests.fuzz.strategies import BOMB, GARBAGE_TEXT, mutated, yaml_text
+from tests.fuzz.strategies import BOMB, GARBAGE_TEXT, mutated, tweaked, yaml_text
 from tests.fuzz.tally import ran
 from tests.support import EXAMPLES
 
@@ -27,6 +27,7 @@ TINY = (EXAMPLES / "tiny.yaml").read_text()
 
 POLICY_TEXTS = st.one_of(
     st.sampled_from(ORIGINALS).flatmap(mutated).flatmap(yaml_text),
+    st.sampled_from(ORIGINALS).flatmap(tweaked).map(lambda data: yaml.safe_dump(data, sort_keys=False)),
     st.sampled_from(ORIGINALS).flatmap(yaml_text),
     GARBAGE_TEXT,
 )

@@ -17,13 +17,13 @@ from typer.testing import CliRunner, Result
 
 from gpufleet.cli import app
 from tests.fuzz.tally import fuzz_examples, ran
-from tests.support import EXAMPLES
 
 # the families' strategies (their modules' test functions are collected there, not here)
 from tests.fuzz.test_check_manifests import streams
 from tests.fuzz.test_policy_files import POLICY_TEXTS
 from tests.fuzz.test_traces import CSV_TEXTS, parquet_frames
 from tests.fuzz.test_twin_objects import object_streams
+from tests.support import EXAMPLES
 
 CLI = settings(settings.get_profile("gpufleet-fuzz"), max_examples=max(50, fuzz_examples() // 10))
 runner = CliRunner()

@@ -18,8 +18,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpufleet.errors import InputError
-from gpufleet.trace import read_trace, write_trace
+from gpufleet.trace import load_spec, read_trace, write_trace
 from gpufleet.trace.native import COLUMNS, REQUIRED
+from tests.fuzz.strategies import mutated, yaml_text
 from tests.fuzz.tally import ran
 
 GOOD = {
@@ -168,3 +169,39 @@ def test_a_parquet_trace_reads_or_every_bad_cell_is_located(folder: Path, frame:
     path = folder / "fuzz.parquet"
     frame.write_parquet(path)
     ran("traces (Parquet)", assert_reads_or_explains(path, folder))
+
+
+SPEC: dict[str, Any] = {  # the example of docs/traces.md
+    "days": 7,
+    "load": 0.8,
+    "floodShare": 0.4,
+    "teams": [
+        {"name": "research", "namespace": "research", "weight": 2, "priorityClasses": ["train-high", "batch"],
+         "dataClasses": ["internal", "confidential"], "models": ["meta-llama/Llama-3.1-8B"],
+         "checkpoints": ["s3://eu-central-1/research/"]},
+        {"name": "product", "weight": 1, "priorityClasses": ["batch"], "dataClasses": ["internal"]},
+        {"name": "interns", "weight": 1, "flood": True},
+    ],
+    "pools": [
+        {"name": "h100-train", "gpu": "H100-SXM5-80GB", "gpus": 16},
+        {"name": "a100-mig", "gpu": "A100-SXM4-80GB", "gpus": 8, "slicing": "mig", "migProfiles": ["3g.40gb"]},
+        {"name": "l40s-dev", "gpu": "L40S", "gpus": 8, "slicing": "timeslice", "replicas": 4},
+    ],
+}  # fmt: skip
+
+
+@settings(settings.get_profile("gpufleet-fuzz"))
+@given(text=st.one_of(mutated(SPEC).flatmap(yaml_text), yaml_text(SPEC)))
+def test_a_synth_spec_loads_or_every_problem_is_located(folder: Path, text: str) -> None:
+    path = folder / "spec.yaml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        load_spec(path)
+    except InputError as exc:
+        assert exc.problems
+        for problem in exc.problems:
+            assert problem.file == str(path), problem
+            assert problem.line is not None, problem
+        ran("trace synth specs", "refused")
+        return
+    ran("trace synth specs", "loaded")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -73,6 +74,7 @@ def _doc(obj: Any) -> str:
     return yaml.safe_dump(obj, sort_keys=False)
 
 
+@pytest.mark.slow
 @settings(settings.get_profile("gpufleet-fuzz"))
 @given(text=streams())
 @example(text="")

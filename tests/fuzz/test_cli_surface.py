@@ -54,6 +54,7 @@ def test_plan_exits_cleanly(folder: Path, text: str) -> None:
     ran("CLI: plan", assert_clean_exit(runner.invoke(app, ["plan", str(path)]), path, (0, 2)))
 
 
+@pytest.mark.slow
 @CLI
 @given(text=streams())
 def test_check_exits_cleanly(folder: Path, text: str) -> None:
@@ -63,6 +64,7 @@ def test_check_exits_cleanly(folder: Path, text: str) -> None:
     ran("CLI: check", assert_clean_exit(result, path, (0, 1, 2)))
 
 
+@pytest.mark.slow
 @CLI
 @given(text=object_streams())
 def test_twin_step_exits_cleanly(folder: Path, text: str) -> None:

@@ -163,6 +163,7 @@ def test_a_csv_trace_reads_or_every_bad_cell_is_located(folder: Path, text: str)
     ran("traces (CSV)", assert_reads_or_explains(path, folder))
 
 
+@pytest.mark.slow
 @settings(settings.get_profile("gpufleet-fuzz"))
 @given(frame=parquet_frames())
 def test_a_parquet_trace_reads_or_every_bad_cell_is_located(folder: Path, frame: pl.DataFrame) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -63,6 +64,7 @@ def assert_steps_or_explains(text: str) -> str:
     return "stepped"
 
 
+@pytest.mark.slow
 @settings(settings.get_profile("gpufleet-fuzz"))
 @given(text=st.one_of(object_streams(), object_streams(), object_streams(), GARBAGE_TEXT))
 @example(text="")

@@ -263,20 +263,22 @@ def validation_problems(doc: Document, error: ValidationError) -> Iterator[Probl
     """One problem per place in the file; a union's alternatives are merged into one message."""
     merged: dict[PathKey, list[str]] = {}
     first_loc: dict[PathKey, tuple[Key, ...]] = {}
-    missing: dict[PathKey, Key] = {}
+    missing: set[PathKey] = set()
     for detail in error.errors(include_url=False):
         loc = tuple(detail["loc"])
         text = detail["msg"]
+        absent: Key | None = None  # a field the file lacks: it has no place, so name it after its parent's
         if detail["type"] == "extra_forbidden":
             text = "unknown field (check the spelling; gpufleet schema lists the fields)"
         elif detail["type"] == "missing" and loc:
-            # the file cannot locate a field it lacks: place it at its parent, but name the field
-            text, loc = "field required", loc[:-1]
+            text, loc, absent = "field required", loc[:-1], loc[-1]
+        elif detail["type"] == "union_tag_not_found":  # a tagged union (slicing) without its tag (mode)
+            text, absent = "field required", str(detail.get("ctx", {}).get("discriminator", "")).strip("'")
         resolved, _, _ = doc.locate(loc)
         key = resolved if resolved else loc
-        if detail["type"] == "missing" and detail["loc"]:
-            key = (*key, detail["loc"][-1])
-            missing[key] = detail["loc"][-1]
+        if absent is not None:
+            key = (*key, absent)
+            missing.add(key)
         merged.setdefault(key, [])
         if text not in merged[key]:
             merged[key].append(text)

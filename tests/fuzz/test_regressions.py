@@ -70,6 +70,8 @@ CASES = [
      ["fleet.yaml:6:5: pools[0].gpu: field required"]),
     ("plan-missing-fields-each-named", {"fleet.yaml": TINY.replace("gpu: L40S, ", "").replace("role: training, ", "")},
      ["plan", "{dir}/fleet.yaml"], 2, ["pools[0].gpu: field required", "pools[0].role: field required"]),
+    ("plan-slicing-without-mode", {"fleet.yaml": TINY.replace("role: training,", "role: training, slicing: {},")},
+     ["plan", "{dir}/fleet.yaml"], 2, ["fleet.yaml:6:91: pools[0].slicing.mode: field required"]),
     # found by tests/fuzz
     ("plan-control-character", {"fleet.yaml": TINY.replace("Qwen/", "Qwen\x08/")}, ["plan", "{dir}/fleet.yaml"], 2,
      ["fleet.yaml:23:41: not valid YAML: control character U+0008 is not allowed"]),

@@ -1,7 +1,9 @@
 """Prometheus answers (``evidence`` reads them): fuzzed bodies served by a real HTTP server on 127.0.0.1.
 
 The adapter is driven the whole way, as ``evidence`` drives it: httpx2 over a socket to a
-``http.server`` that answers with the example's status, content type and body. Property: a query
+``http.server`` that answers with the example's status, content type and body (a stand-in for
+Prometheus, because a real one cannot be made to send malformed answers; tests/evidence runs the
+client against a real Prometheus for the well-formed ones). Property: a query
 returns series of float points, or an InputError that names the Prometheus URL and says what is
 wrong. Never a traceback.
 """

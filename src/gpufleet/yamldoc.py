@@ -7,7 +7,7 @@ reads through here, so they agree on what is refused and how it is reported:
   so the first value would be ignored without a word). Keys a merge (``<<: *base``) brings in may
   be overridden; that is what merges are for.
 - Aliases may not expand a document far beyond its written size (an "alias bomb" of nine lists,
-  each of nine aliases to the one before, is half a billion values from 28 written nodes), nor
+  each of nine aliases to the one before, is half a billion values from 100 written), nor
   refer to a node that contains them, nor nest deeper than ``MAX_DEPTH``. The node graph is measured before anything is
   built, so the cost of reading is linear in the text.
 - A scalar a constructor cannot build (an integer of more than 4,300 digits, 2024-02-30) is an error
@@ -91,36 +91,42 @@ def _duplicate_keys(node: yaml.MappingNode) -> None:
 def measure(root: yaml.Node) -> None:
     """Refuse a node graph that is cyclic, too deep, has duplicate keys, or expands beyond the budget.
 
-    One iterative depth-first pass over the distinct nodes; the expanded size of a node (what the
-    constructor and every walker after it will visit) is summed from its children's, so shared
-    (aliased) nodes are measured once.
+    One iterative depth-first pass over the distinct collections; the expanded size of a node (what
+    the constructor and every walker after it will visit) is summed from its children's, so shared
+    (aliased) nodes are measured once. "Written" counts every node and alias as it appears in the text.
     """
+    if not isinstance(root, yaml.CollectionNode):
+        return
     size: dict[int, int] = {}
     depth: dict[int, int] = {}
-    on_path: set[int] = set()
+    kids: dict[int, list[yaml.Node]] = {}
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    written = 0
+    written = 1
     while stack:
         node, done = stack.pop()
         key = id(node)
         if done:
-            on_path.discard(key)
-            kids = _children(node)
-            size[key] = 1 + sum(size[id(k)] for k in kids)
-            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
-            if depth[key] > MAX_DEPTH:
+            total, deepest = 1, 0
+            for child in kids.pop(key):
+                if isinstance(child, yaml.ScalarNode):
+                    total, deepest = total + 1, max(deepest, 1)
+                else:
+                    total, deepest = total + size[id(child)], max(deepest, depth[id(child)])
+            size[key], depth[key] = total, deepest + 1
+            if deepest + 1 > MAX_DEPTH:
                 raise _at(node, f"nested deeper than {MAX_DEPTH} levels")
             continue
         if key in size:
             continue
-        if key in on_path:
+        if key in kids:
             raise _at(node, "an alias refers to a node that contains it (a recursive structure)")
-        written += 1
         if isinstance(node, yaml.MappingNode):
             _duplicate_keys(node)
-        on_path.add(key)
+        children = _children(node)
+        kids[key] = children
+        written += len(children)
         stack.append((node, True))
-        stack.extend((k, False) for k in reversed(_children(node)) if id(k) not in size)
+        stack.extend((k, False) for k in reversed(children) if not isinstance(k, yaml.ScalarNode) and id(k) not in size)
     budget = max(MIN_EXPANSION_BUDGET, EXPANSION_FACTOR * written)
     if size[id(root)] > budget:
         raise _at(

@@ -7,9 +7,9 @@ reads through here, so they agree on what is refused and how it is reported:
   so the first value would be ignored without a word). Keys a merge (``<<: *base``) brings in may
   be overridden; that is what merges are for.
 - Aliases may not expand a document far beyond its written size (an "alias bomb" of nine lists,
-  each of nine aliases to the one before, is half a billion values from 100 written), nor
-  refer to a node that contains them, nor nest deeper than ``MAX_DEPTH``. The node graph is measured before anything is
-  built, so the cost of reading is linear in the text.
+  each of nine aliases to the one before, is half a billion values from 100 written), nor refer
+  to a node that contains them, nor nest deeper than ``MAX_DEPTH``. The node graph is measured
+  before anything is built, so the cost of reading is linear in the text.
 - A scalar a constructor cannot build (an integer of more than 4,300 digits, 2024-02-30) is an error
   at its line instead of a ``ValueError`` from deep inside PyYAML.
 

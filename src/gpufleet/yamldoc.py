@@ -18,6 +18,7 @@ Errors are ``InputError`` with file, line and column (1-based).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -57,6 +58,27 @@ class _Loader(yaml.SafeLoader):
             raise yaml.constructor.ConstructorError(
                 None, None, f"cannot read {_excerpt(node)} as {node.tag.rsplit(':', 1)[-1]}: {reason}", node.start_mark
             ) from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _construct_str(loader: _Loader, node: yaml.ScalarNode) -> str:
+    """A string, with JSON's surrogate pairs (``"\\ud83d\\ude80"``) joined into their character and a
+    lone surrogate refused: PyYAML keeps each escape apart, though none is a character, and whatever
+    reads the string next (pydantic, JSON, the terminal) then fails on it."""
+    value: str = loader.construct_scalar(node)
+    if value.isascii() or not _SURROGATE.search(value):
+        return value
+    try:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{_excerpt(node)} holds a lone surrogate, which is no Unicode character", node.start_mark
+        ) from None
+
+
+_Loader.add_constructor("tag:yaml.org,2002:str", _construct_str)
 
 
 def _excerpt(node: yaml.Node) -> str:

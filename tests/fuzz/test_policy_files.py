@@ -61,6 +61,8 @@ def assert_loads_or_explains(text: str) -> str:
 @example(text="pools: " + "[" * 400 + "]" * 400)
 @example(text="apiVersion: 1" + "0" * 5000)
 @example(text="kind: !!timestamp 2024-02-30")
+@example(text='{"kind": "FleetPolicy", "\\udc80": 1}')  # found by the fuzzing: a key pydantic cannot name
+@example(text='{"kind": "FleetPolicy", "cluster": {"provider": "\\ud83d\\ude80"}}')  # a JSON surrogate pair
 @example(text="---\n---\n")
 @example(text=TINY + "---\n" + TINY)
 def test_a_policy_loads_or_every_problem_is_located(text: str) -> None:

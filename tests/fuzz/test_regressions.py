@@ -87,6 +87,8 @@ CASES = [
      ["fleet.yaml:1:", "not valid YAML: nested deeper than 100 levels"]),
     ("plan-empty-file", {"fleet.yaml": ""}, ["plan", "{dir}/fleet.yaml"], 2,
      ["fleet.yaml:1:1: expected a FleetPolicy mapping at the top level, got an empty file"]),
+    ("plan-lone-surrogate-key", {"fleet.yaml": '{"kind": "FleetPolicy", "\\udc80": 1}'}, ["plan", "{dir}/fleet.yaml"],
+     2, ["fleet.yaml:1:25: not valid YAML: '\\udc80' holds a lone surrogate, which is no Unicode character"]),
     ("check-duplicate-key", {"m.yaml": "apiVersion: v1\nkind: Pod\nkind: Job\n"}, ["check", FLEET, "{dir}/m.yaml"], 2,
      ["m.yaml:3:1: not valid YAML: duplicate key 'kind' (first at line 2)"]),
     ("twin-alias-bomb", {"k.yaml": BOMB}, ["twin", "step", "{dir}/k.yaml"], 2, ["k.yaml:1:1: not valid YAML: aliases"]),

@@ -8,7 +8,10 @@ from gpufleet.check.facts import AdmissionFacts, admission_facts
 from gpufleet.check.manifests import validating_admission_policy
 from gpufleet.check.offline import OfflinePolicy
 from gpufleet.policy import Fleet, load_policy, resolve
+from tests.fuzz.tally import pytest_sessionfinish, pytest_terminal_summary, pytest_testnodedown
 from tests.support import EXAMPLES
+
+__all__ = ["pytest_sessionfinish", "pytest_terminal_summary", "pytest_testnodedown"]  # the fuzz tally's hooks
 
 
 @pytest.fixture(scope="session")

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import httpx2
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from gpufleet.errors import InputError
 
@@ -29,10 +29,22 @@ class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
+def _number(text: str) -> str:
+    """Prometheus writes sample values as strings ("0.25", "NaN", "+Inf"); refuse one that is no number."""
+    try:
+        float(text)
+    except ValueError:
+        raise ValueError(f"sample value {text[:40]!r} is not a number") from None
+    return text
+
+
+SampleValue = Annotated[str, AfterValidator(_number)]
+
+
 class _Sample(_Strict):
     metric: dict[str, str]
-    value: tuple[float, str] | None = None
-    values: list[tuple[float, str]] = []
+    value: tuple[float, SampleValue] | None = None
+    values: list[tuple[float, SampleValue]] = []
 
 
 class _Data(_Strict):
@@ -128,6 +140,10 @@ class PromClient:
 def _parse(where: str, response: httpx2.Response) -> _Response:
     try:
         payload: Any = response.json()
+    except RecursionError:
+        raise _error(
+            where, f"HTTP {response.status_code} with a JSON body nested too deeply to be a Prometheus answer"
+        ) from None
     except ValueError:
         raise _error(
             where,

@@ -55,7 +55,7 @@ def test_user_mistakes_exit_2_with_located_problems(tmp_path: Path) -> None:
     assert result.exit_code == 2
     said = " ".join(result.output.split())  # the console wraps long lines
     assert "2 problems found" in said
-    assert "teams.0.weight: Input should be greater than 0" in said
-    assert "pools.0: Value error, a mig pool needs migProfiles" in said
+    assert "spec.yaml:1:27: teams[0].weight: Input should be greater than 0" in said  # file, line, column, field
+    assert "spec.yaml:2:9: pools[0]: Value error, a mig pool needs migProfiles" in said
     missing = runner.invoke(app, ["trace", "show", str(tmp_path / "nope.csv")])
     assert missing.exit_code == 2 and "no such trace file" in " ".join(missing.output.split())

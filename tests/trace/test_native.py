@@ -77,8 +77,19 @@ GOOD = "j1,a,a,0,60,dev,1,1,0,1g.10gb,,2000,0,,,,"
             [GOOD.replace(",1,1,0,1g.10gb,", ",1,1,300,1g.10gb,")],
             [(2, 1, "job_id", "gpu_milli is a share of one card (1..999) and excludes gpus and mig_profile")],
         ),
+        (  # found by tests/fuzz: Parquet's Int64 cannot hold it, so `trace convert` crashed writing it
+            [GOOD.replace("j1,a,a,0,", "j1,a,a,9223372036854775808,")],
+            [(2, 4, "submit_s", "submit_s: '9223372036854775808' is beyond the 64-bit integer range")],
+        ),
+        (  # found by tests/fuzz: int() reads '1_000' as 1000 and Arabic-Indic digits as numbers
+            [GOOD.replace(",60,", ",1_000,"), GOOD.replace(",60,", ",١٢,")],
+            [
+                (2, 5, "duration_s", "duration_s: expected an integer, got '1_000'"),
+                (3, 5, "duration_s", "duration_s: expected an integer, got '١٢'"),
+            ],
+        ),
     ],
-    ids=["bad-integer", "bad-kind-on-second-row", "missing-team", "share-with-mig"],
+    ids=["bad-integer", "bad-kind-on-second-row", "missing-team", "share-with-mig", "beyond-int64", "not-ascii-digits"],
 )
 def test_bad_rows_name_file_row_and_column(
     tmp_path: Path, rows: list[str], expected: list[tuple[int, int, str, str]]
@@ -99,6 +110,28 @@ def test_unknown_format_and_columns_are_refused(tmp_path: Path) -> None:
     path.write_text("job_id,team,submit_s,duration_s,kind,colour\nj,a,0,1,dev,red\n")
     with pytest.raises(InputError, match="unknown column 'colour'"):
         read_trace(path)
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (  # found by tests/fuzz: polars renamed the second 'kind' to 'kind_duplicated_0' and called that unknown
+            "job_id,team,submit_s,duration_s,kind,kind",
+            [(1, None, "kind", "column 'kind' appears more than once")],
+        ),
+        ("job_id,team,submit_s,duration_s,kind,", [(1, 6, "", "a column without a name")]),
+        ("job_id,submit_s,duration_s,kind", [(1, None, "team", "missing column 'team'")]),
+    ],
+    ids=["repeated-column", "unnamed-column", "missing-column"],
+)
+def test_header_mistakes_name_line_one_and_the_column(
+    tmp_path: Path, header: str, expected: list[tuple[int, int | None, str, str]]
+) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(header + "\n")
+    with pytest.raises(InputError) as caught:
+        read_trace(path)
+    assert [(p.line, p.column, p.path, p.message) for p in caught.value.problems] == expected
 
 
 def test_namespace_defaults_to_team(tmp_path: Path) -> None:

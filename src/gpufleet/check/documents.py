@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
 from gpufleet.errors import InputError, Problem
+from gpufleet.yamldoc import iter_documents
 
 
 @dataclass(frozen=True)
@@ -42,28 +41,22 @@ def _items(file: str, index: int, data: Any, line: int) -> tuple[list[Source], l
 
 
 def parse(text: str, file: str) -> list[Source]:
+    """Every object of one file's text; a file with none is an error (a gate that checked nothing must not pass)."""
     sources: list[Source] = []
     problems: list[Problem] = []
-    loader = yaml.SafeLoader(text)
     index = 0
     try:
-        while loader.check_node():
-            node = loader.get_node()
+        for document in iter_documents(text, file):
             index += 1
-            if node is None:
+            if document.data is None:
                 continue
-            data = loader.construct_document(node)
-            if data is None:
-                continue
-            found, wrong = _items(file, index, data, node.start_mark.line + 1)
+            found, wrong = _items(file, index, document.data, document.line)
             sources += found
             problems += wrong
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = mark.line + 1 if mark else None
-        problems.append(Problem(f"not valid YAML: {exc.problem}", file=file, line=line))
-    finally:
-        loader.dispose()
+    except InputError as exc:
+        problems += exc.problems
+    if not sources and not problems:
+        problems.append(Problem("no Kubernetes objects in this file (nothing to check)", file=file))
     if problems:
         raise InputError(problems)
     return sources

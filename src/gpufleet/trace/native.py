@@ -7,7 +7,9 @@ writing is atomic (a temporary file beside the target, then a rename).
 
 from __future__ import annotations
 
+import csv
 import functools
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from pathlib import Path
@@ -22,6 +24,8 @@ COLUMNS = tuple(f.name for f in fields(Job))
 REQUIRED = ("job_id", "team", "submit_s", "duration_s", "kind")
 INT_COLUMNS = ("submit_s", "duration_s", "pods", "gpus", "gpu_milli", "cpu_milli", "memory")
 MODEL_SEPARATOR = "|"
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _suffix(path: Path) -> str:
@@ -69,10 +73,23 @@ def read_trace(path: Path) -> list[Job]:
             frame = frame.with_columns(pl.all().cast(pl.String))
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise InputError.one(f"not a readable {suffix[1:]} trace: {exc}", file=str(path)) from exc
-    missing = [c for c in REQUIRED if c not in frame.columns]
-    unknown = [c for c in frame.columns if c not in COLUMNS]
-    problems = [Problem(f"missing column {c!r}", str(path), c) for c in missing]
-    problems += [Problem(f"unknown column {c!r} (known: {', '.join(COLUMNS)})", str(path), c) for c in unknown]
+    header = _csv_header(path) if suffix == ".csv" else list(frame.columns)
+    header_line = 1 if suffix == ".csv" else None
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    missing = [c for c in REQUIRED if c not in header]
+    unknown = [c for c in dict.fromkeys(header) if c not in COLUMNS]
+    problems = [Problem(f"column {c!r} appears more than once", str(path), c, header_line) for c in repeated]
+    problems += [Problem(f"missing column {c!r}", str(path), c, header_line) for c in missing]
+    problems += [
+        Problem(
+            f"unknown column {c!r} (known: {', '.join(COLUMNS)})" if c else "a column without a name",
+            str(path),
+            c,
+            header_line,
+            header.index(c) + 1,
+        )
+        for c in unknown
+    ]
     if problems:
         raise InputError(problems)
     first_line = 2 if suffix == ".csv" else 1  # a CSV's header is line 1
@@ -86,6 +103,19 @@ def read_trace(path: Path) -> list[Job]:
     if problems:
         raise InputError(problems)
     return jobs
+
+
+def _shown(cell: str) -> str:
+    return repr(cell if len(cell) <= 40 else cell[:37] + "...")
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The header as written: polars renames a repeated column (``kind_duplicated_0``), hiding the mistake."""
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            return next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError.one(f"not a readable csv trace: {exc}", file=str(path)) from None
 
 
 def _problem(path: Path, frame: pl.DataFrame, message: str, column: str, line: int) -> Problem:
@@ -110,10 +140,12 @@ def _job(
                     problems.append(locate(f"{name} is required", name))
                 values[name] = 1 if name == "pods" else 0
                 continue
-            try:
+            if not _INTEGER.fullmatch(cell):  # int() would also take '1_000' and '١٢'
+                problems.append(locate(f"{name}: expected an integer, got {_shown(cell)}", name))
+            elif len(cell) > 20 or not INT64_MIN <= int(cell) <= INT64_MAX:  # what Parquet's Int64 holds
+                problems.append(locate(f"{name}: {_shown(cell)} is beyond the 64-bit integer range", name))
+            else:
                 values[name] = int(cell)
-            except ValueError:
-                problems.append(locate(f"{name}: expected an integer, got {cell!r}", name))
         elif name == "kind":
             try:
                 values[name] = JobKind(cell)

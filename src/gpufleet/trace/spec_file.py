@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpufleet.errors import InputError, Problem
 from gpufleet.trace.synth import PoolSpec, Slicing, SynthSpec, TeamSpec
+from gpufleet.yamldoc import read_document, validation_problems
 
 
 class _Model(BaseModel):
@@ -67,22 +67,19 @@ class _Spec(_Model):
 def load_spec(path: Path) -> SynthSpec:
     """Read and check a spec file; every mistake is reported with its field path."""
     try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise InputError.one(f"cannot read spec: {exc.strerror}", file=str(path)) from exc
-    except yaml.YAMLError as exc:
-        raise InputError.one(f"not valid YAML: {exc}", file=str(path)) from exc
-    try:
-        spec = _Spec.model_validate(raw)
-    except ValidationError as exc:
+        doc = read_document(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError.one(f"cannot read spec: {exc}", file=str(path)) from None
+    if not isinstance(doc.data, dict):
         raise InputError(
-            [
-                Problem(err["msg"], str(path), ".".join(str(p) for p in err["loc"]))
-                for err in exc.errors(include_url=False)
-            ]
-        ) from exc
+            [Problem("expected a mapping at the top level (days, load, teams, pools)", str(path), "", 1, 1)]
+        )
+    try:
+        spec = _Spec.model_validate(doc.data)
+    except ValidationError as exc:
+        raise InputError(list(validation_problems(doc, exc))) from None
     if sum(t.flood for t in spec.teams) > 1:
-        raise InputError([Problem("at most one team may flood the queue", str(path), "teams")])
+        raise InputError([doc.problem(("teams",), "at most one team may flood the queue")])
     return SynthSpec(
         teams=tuple(
             TeamSpec(

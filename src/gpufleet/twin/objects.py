@@ -11,25 +11,45 @@ raised together as one ``InputError``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
-
-import yaml
 
 from gpufleet.errors import InputError, Problem
 from gpufleet.twin import specs as s
 from gpufleet.twin.resources import QuantityError, parse_decimal, parse_quantity
+from gpufleet.yamldoc import iter_documents
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 PRIORITY_BOOST = "kueue.x-k8s.io/priority-boost"
 _FUNGIBILITY_V1BETA1 = {"Borrow": s.MAY_STOP_SEARCH, "Preempt": s.MAY_STOP_SEARCH}
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+MAX_QUANTITY = 2**63 - 1
+"""Kubernetes keeps a quantity in an int64 (of milli-units at most); anything larger is a typo."""
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {_shown(value)}"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass
 class _Doc:
-    """Where one object came from, so every problem names it."""
+    """Where one object came from, so every problem names it; and reads its fields by their types.
+
+    A field of the wrong type (a string where a mapping belongs) is a problem at its path, and
+    reading goes on with the field's empty value, so every mistake of a stream is reported at once.
+    """
 
     file: str
     line: int
@@ -38,7 +58,41 @@ class _Doc:
     problems: list[Problem]
 
     def fail(self, path: str, message: str) -> None:
-        self.problems.append(Problem(f"{self.kind} {self.name}: {message}", self.file, path, self.line))
+        who = f"{self.kind} {self.name}" if self.name else self.kind
+        self.problems.append(Problem(f"{who}: {message}", self.file, path, self.line))
+
+    def mapping(self, path: str, value: Any) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if isinstance(value, dict):
+            return value
+        self.fail(path, f"expected a mapping, got {_type_name(value)}")
+        return {}
+
+    def sequence(self, path: str, value: Any) -> list[Any]:
+        if value is None:
+            return []
+        if isinstance(value, list):
+            return value
+        self.fail(path, f"expected a list, got {_type_name(value)}")
+        return []
+
+    def mappings(self, path: str, value: Any) -> list[tuple[str, dict[str, Any]]]:
+        """The items of a list of mappings, each with its path; an item of another type is a problem."""
+        out = []
+        for i, item in enumerate(self.sequence(path, value)):
+            if isinstance(item, dict):
+                out.append((f"{path}[{i}]", item))
+            else:
+                self.fail(f"{path}[{i}]", f"expected a mapping, got {_type_name(item)}")
+        return out
+
+    def strings(self, path: str, value: Any) -> tuple[str, ...]:
+        return tuple(str(v) for v in self.sequence(path, value))
+
+    def pairs(self, path: str, value: Any) -> tuple[tuple[str, str], ...]:
+        """A string-to-string mapping (labels, node selectors) as sorted pairs."""
+        return tuple(sorted((str(k), str(v)) for k, v in self.mapping(path, value).items()))
 
 
 @dataclass
@@ -55,22 +109,8 @@ class _Stream:
 
 
 def load_documents(text: str, file: str) -> list[tuple[Any, int]]:
-    """YAML documents with their 1-based start lines; a syntax error is an InputError."""
-    loader = yaml.SafeLoader(text)
-    docs: list[tuple[Any, int]] = []
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is not None:
-                docs.append((loader.construct_document(node), node.start_mark.line + 1))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError([Problem(f"not valid YAML: {problem}", file, "", line)]) from None
-    finally:
-        loader.dispose()
-    return docs
+    """YAML documents with their 1-based start lines; a syntax error, duplicate key or alias bomb is an InputError."""
+    return [(d.data, d.line) for d in iter_documents(text, file)]
 
 
 def parse_cluster(sources: Iterable[tuple[str, str]]) -> s.ClusterSpec:
@@ -79,20 +119,38 @@ def parse_cluster(sources: Iterable[tuple[str, str]]) -> s.ClusterSpec:
     index = 0
     for file, text in sources:
         for obj, line in load_documents(text, file):
-            for item in _flatten(obj):
+            for item in _flatten(st, obj, file, line):
                 _parse_object(st, item, file, line, index)
                 index += 1
     workloads = tuple(w for w in (_workload(st, doc, obj, idx) for doc, obj, idx in st.workloads) if w is not None)
     if st.problems:
         raise InputError(st.problems)
+    origins = {f"Workload/{doc.name}": (doc.file, doc.line) for doc, _, _ in st.workloads}
     return s.ClusterSpec(
-        st.flavors, st.cohorts, st.cluster_queues, st.local_queues, st.namespaces, workloads, st.config
+        st.flavors, st.cohorts, st.cluster_queues, st.local_queues, st.namespaces, workloads, st.config, origins
     )
 
 
-def _flatten(obj: Any) -> list[Any]:
+def located(error: InputError, spec: s.ClusterSpec) -> InputError:
+    """``error`` with file and line filled in for each problem whose path starts at an object of ``spec``.
+
+    The twin checks what no single object shows (a Workload defined twice, admitted to a queue that
+    does not exist) and names the object by its path; the stream knows where that object was written.
+    """
+    problems = []
+    for problem in error.problems:
+        keys = [k for k in spec.origins if problem.path == k or problem.path.startswith(k + ".")]
+        if problem.file or not keys:
+            problems.append(problem)
+            continue
+        file, line = spec.origins[max(keys, key=len)]
+        problems.append(replace(problem, file=file, line=line))
+    return InputError(problems)
+
+
+def _flatten(st: _Stream, obj: Any, file: str, line: int) -> list[Any]:
     if isinstance(obj, dict) and obj.get("kind") == "List":
-        return list(obj.get("items") or [])
+        return _Doc(file, line, "List", "", st.problems).sequence("items", obj.get("items"))
     return [] if obj is None else [obj]
 
 
@@ -101,21 +159,22 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
         st.problems.append(Problem("expected a Kubernetes object (a mapping)", file, "", line))
         return
     kind = str(obj.get("kind", ""))
-    meta = obj.get("metadata") or {}
-    name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
+    raw_meta = obj.get("metadata")
+    name = str(raw_meta.get("name", "")) if isinstance(raw_meta, dict) else ""
     doc = _Doc(file, line, kind or "<no kind>", name or "<unnamed>", st.problems)
+    meta = doc.mapping("metadata", raw_meta)
     if not name and kind != "Configuration":
         doc.fail("metadata.name", "metadata.name is required")
         return
     api = str(obj.get("apiVersion", ""))
-    spec = obj.get("spec") or {}
+    spec = doc.mapping("spec", obj.get("spec"))
     if kind == "ResourceFlavor":
         st.flavors[name] = _flavor(doc, spec)
     elif kind == "Cohort":
         st.cohorts[name] = s.CohortSpec(
             name,
             spec.get("parentName") or spec.get("parent") or None,
-            _groups(doc, spec.get("resourceGroups") or []),
+            _groups(doc, spec.get("resourceGroups")),
             _weight(doc, spec),
         )
     elif kind == "ClusterQueue":
@@ -133,8 +192,7 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
     elif kind == "Workload":
         st.workloads.append((doc, obj, index))
     elif kind == "Namespace":
-        labels = meta.get("labels") or {}
-        st.namespaces[name] = s.NamespaceSpec(name, tuple(sorted((str(k), str(v)) for k, v in labels.items())))
+        st.namespaces[name] = s.NamespaceSpec(name, doc.pairs("metadata.labels", meta.get("labels")))
     elif kind == "Configuration":
         st.config = _config(doc, obj)
     else:
@@ -142,20 +200,19 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
 
 
 def _flavor(doc: _Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
-    labels = spec.get("nodeLabels") or {}
     taints = tuple(
         s.Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "NoSchedule")))
-        for t in spec.get("nodeTaints") or []
+        for _, t in doc.mappings("spec.nodeTaints", spec.get("nodeTaints"))
     )
     return s.ResourceFlavorSpec(
         doc.name,
-        tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        doc.pairs("spec.nodeLabels", spec.get("nodeLabels")),
         taints,
-        _tolerations(spec.get("tolerations")),
+        _tolerations(doc, "spec.tolerations", spec.get("tolerations")),
     )
 
 
-def _tolerations(raw: Any) -> tuple[s.Toleration, ...]:
+def _tolerations(doc: _Doc, path: str, raw: Any) -> tuple[s.Toleration, ...]:
     return tuple(
         s.Toleration(
             str(t.get("key", "")),
@@ -163,19 +220,18 @@ def _tolerations(raw: Any) -> tuple[s.Toleration, ...]:
             str(t.get("value", "")),
             str(t.get("effect", "")),
         )
-        for t in raw or []
+        for _, t in doc.mappings(path, raw)
     )
 
 
-def _groups(doc: _Doc, raw: list[Any]) -> tuple[s.ResourceGroupSpec, ...]:
+def _groups(doc: _Doc, raw: Any) -> tuple[s.ResourceGroupSpec, ...]:
     groups = []
-    for gi, group in enumerate(raw):
-        covered = tuple(str(r) for r in group.get("coveredResources") or [])
+    for gpath, group in doc.mappings("spec.resourceGroups", raw):
+        covered = doc.strings(f"{gpath}.coveredResources", group.get("coveredResources"))
         flavors = []
-        for fi, flavor in enumerate(group.get("flavors") or []):
+        for fpath, flavor in doc.mappings(f"{gpath}.flavors", group.get("flavors")):
             quotas = []
-            for ri, res in enumerate(flavor.get("resources") or []):
-                path = f"spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}]"
+            for path, res in doc.mappings(f"{fpath}.resources", flavor.get("resources")):
                 rname = str(res.get("name", ""))
                 if rname not in covered:
                     doc.fail(path + ".name", f"resource {rname!r} is not in coveredResources")
@@ -192,23 +248,29 @@ def _groups(doc: _Doc, raw: list[Any]) -> tuple[s.ResourceGroupSpec, ...]:
     return tuple(groups)
 
 
+def _fungibility(value: Any, default: str) -> str:
+    text = str(value) if value is not None else default
+    return _FUNGIBILITY_V1BETA1.get(text, text)
+
+
 def _cluster_queue(doc: _Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueSpec:
     cohort = spec.get("cohortName") if api.endswith("v1beta2") else spec.get("cohort", spec.get("cohortName"))
-    fung = spec.get("flavorFungibility") or {}
-    pre = spec.get("preemption") or {}
-    bwc = pre.get("borrowWithinCohort") or {}
+    fung = doc.mapping("spec.flavorFungibility", spec.get("flavorFungibility"))
+    pre = doc.mapping("spec.preemption", spec.get("preemption"))
+    bwc = doc.mapping("spec.preemption.borrowWithinCohort", pre.get("borrowWithinCohort"))
     threshold = bwc.get("maxPriorityThreshold")
     selector = spec.get("namespaceSelector")
+    preference = fung.get("preference")
     return s.ClusterQueueSpec(
         name=doc.name,
         cohort=str(cohort) if cohort else None,
-        resource_groups=_groups(doc, spec.get("resourceGroups") or []),
-        namespace_selector=None if selector is None else _selector(selector),
+        resource_groups=_groups(doc, spec.get("resourceGroups")),
+        namespace_selector=None if selector is None else _selector(doc, "spec.namespaceSelector", selector),
         queueing_strategy=str(spec.get("queueingStrategy", s.BEST_EFFORT_FIFO)),
         flavor_fungibility=s.FlavorFungibilitySpec(
-            _FUNGIBILITY_V1BETA1.get(fung.get("whenCanBorrow", ""), fung.get("whenCanBorrow", s.MAY_STOP_SEARCH)),
-            _FUNGIBILITY_V1BETA1.get(fung.get("whenCanPreempt", ""), fung.get("whenCanPreempt", s.TRY_NEXT_FLAVOR)),
-            fung.get("preference"),
+            _fungibility(fung.get("whenCanBorrow"), s.MAY_STOP_SEARCH),
+            _fungibility(fung.get("whenCanPreempt"), s.TRY_NEXT_FLAVOR),
+            None if preference is None else str(preference),
         ),
         preemption=s.PreemptionSpec(
             str(pre.get("withinClusterQueue", s.NEVER)),
@@ -223,33 +285,41 @@ def _cluster_queue(doc: _Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueS
     )
 
 
-def _selector(raw: dict[str, Any]) -> s.LabelSelector:
-    reqs = [s.Requirement(str(k), "In", (str(v),)) for k, v in (raw.get("matchLabels") or {}).items()]
+def _selector(doc: _Doc, path: str, value: Any) -> s.LabelSelector:
+    raw = doc.mapping(path, value)
+    reqs = [s.Requirement(k, "In", (v,)) for k, v in doc.pairs(f"{path}.matchLabels", raw.get("matchLabels"))]
     reqs += [
-        s.Requirement(str(e.get("key", "")), str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or []))
-        for e in raw.get("matchExpressions") or []
+        s.Requirement(
+            str(e.get("key", "")), str(e.get("operator", "In")), doc.strings(f"{epath}.values", e.get("values"))
+        )
+        for epath, e in doc.mappings(f"{path}.matchExpressions", raw.get("matchExpressions"))
     ]
     return s.LabelSelector(tuple(reqs))
 
 
 def _weight(doc: _Doc, spec: dict[str, Any]) -> float:
-    raw = (spec.get("fairSharing") or {}).get("weight")
+    raw = doc.mapping("spec.fairSharing", spec.get("fairSharing")).get("weight")
     if raw is None:
         return 1.0
     try:
-        return float(parse_decimal(raw))
+        weight = parse_decimal(raw)
     except QuantityError as exc:
         doc.fail("spec.fairSharing.weight", str(exc))
         return 1.0
+    if not 0 <= weight <= MAX_QUANTITY:
+        doc.fail("spec.fairSharing.weight", f"weight {_shown(raw)} must be between 0 and {MAX_QUANTITY}")
+        return 1.0
+    return float(weight)
 
 
 def _config(doc: _Doc, obj: dict[str, Any]) -> s.ConfigSpec:
-    excluded = tuple(str(p) for p in ((obj.get("resources") or {}).get("excludeResourcePrefixes") or ()))
-    fs = obj.get("fairSharing")
-    if fs is None:
+    resources = doc.mapping("resources", obj.get("resources"))
+    excluded = doc.strings("resources.excludeResourcePrefixes", resources.get("excludeResourcePrefixes"))
+    if obj.get("fairSharing") is None:
         return s.ConfigSpec(fair_sharing=False, excluded_prefixes=excluded)
+    fs = doc.mapping("fairSharing", obj.get("fairSharing"))
     enabled = bool(fs.get("enable", True)) if str(obj.get("apiVersion", "")).endswith("v1beta1") else True
-    strategies = tuple(str(x) for x in fs.get("preemptionStrategies") or ())
+    strategies = doc.strings("fairSharing.preemptionStrategies", fs.get("preemptionStrategies"))
     allowed = {
         (s.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
         (s.LESS_THAN_INITIAL_SHARE,),
@@ -261,52 +331,50 @@ def _config(doc: _Doc, obj: dict[str, Any]) -> s.ConfigSpec:
 
 
 def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.WorkloadSpec | None:
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
+    meta = doc.mapping("metadata", obj.get("metadata"))
+    spec = doc.mapping("spec", obj.get("spec"))
     ns = str(meta.get("namespace") or "default")
     doc.name = f"{ns}/{doc.name}"
     queue = spec.get("queueName")
-    status = obj.get("status") or {}
-    admission_raw = status.get("admission")
+    status = doc.mapping("status", obj.get("status"))
+    admission_raw = doc.mapping("status.admission", status.get("admission"))
     if not queue and not admission_raw:
         doc.fail("spec.queueName", "spec.queueName is required")
         return None
-    pod_sets = tuple(_pod_set(doc, ps, i) for i, ps in enumerate(spec.get("podSets") or []))
+    pod_sets = tuple(_pod_set(doc, path, ps) for path, ps in doc.mappings("spec.podSets", spec.get("podSets")))
     if not pod_sets:
         doc.fail("spec.podSets", "at least one pod set is required")
         return None
     priority = _priority(st, doc, spec, meta)
-    created = _timestamp(doc, meta.get("creationTimestamp"), index)
+    created = _timestamp(doc, "metadata.creationTimestamp", meta.get("creationTimestamp"), index)
     admission = None
     if admission_raw:
+        path = "status.admission.podSetAssignments"
         admission = s.AdmissionSpec(
             str(admission_raw.get("clusterQueue", "")),
             tuple(
                 s.PodSetAssignmentSpec(
                     str(a.get("name", "main")),
-                    tuple((str(r), str(f)) for r, f in (a.get("flavors") or {}).items()),
-                    _int(
-                        doc,
-                        "status.admission.podSetAssignments.count",
-                        a.get("count", _count_of(pod_sets, a)),
-                    ),
+                    doc.pairs(f"{apath}.flavors", a.get("flavors")),
+                    _int(doc, f"{apath}.count", a.get("count", _count_of(pod_sets, a))),
                 )
-                for a in admission_raw.get("podSetAssignments") or []
+                for apath, a in doc.mappings(path, admission_raw.get("podSetAssignments"))
             ),
         )
+    labels = doc.mapping("metadata.labels", meta.get("labels"))
     return s.WorkloadSpec(
         ns, str(meta.get("name")), str(queue or ""), pod_sets, priority, created,
         str(meta.get("uid", "")), admission, bool(spec.get("active", True)),
         _reserved_at(doc, status) if admission else 0,
-        str((meta.get("labels") or {}).get("kueue.x-k8s.io/job-uid", "")),
+        str(labels.get("kueue.x-k8s.io/job-uid", "")),
     )  # fmt: skip
 
 
 def _reserved_at(doc: _Doc, status: dict[str, Any]) -> int:
     """QuotaReserved's lastTransitionTime: orders victims by \"admitted more recently\"."""
-    for cond in status.get("conditions") or []:
+    for path, cond in doc.mappings("status.conditions", status.get("conditions")):
         if cond.get("type") == "QuotaReserved" and cond.get("status") == "True":
-            return _timestamp(doc, cond.get("lastTransitionTime"), 0)
+            return _timestamp(doc, f"{path}.lastTransitionTime", cond.get("lastTransitionTime"), 0)
     return 0
 
 
@@ -319,42 +387,44 @@ def _priority(st: _Stream, doc: _Doc, spec: dict[str, Any], meta: dict[str, Any]
     if spec.get("priority") is not None:
         value = _int(doc, "spec.priority", spec["priority"])
     else:
-        ref = spec.get("priorityClassRef") or {}
+        ref = doc.mapping("spec.priorityClassRef", spec.get("priorityClassRef"))
         name, group = ref.get("name"), ref.get("group", KUEUE_GROUP)
         if not name and spec.get("priorityClassName"):  # v1beta1
             name = spec["priorityClassName"]
             source = str(spec.get("priorityClassSource", ""))
             group = "scheduling.k8s.io" if source.startswith("scheduling.k8s.io") else KUEUE_GROUP
         value = st.priority_classes.get((str(group), str(name)), 0) if name else 0
-    boost = (meta.get("annotations") or {}).get(PRIORITY_BOOST)
+    boost = doc.mapping("metadata.annotations", meta.get("annotations")).get(PRIORITY_BOOST)
     return value + (_int(doc, f"metadata.annotations[{PRIORITY_BOOST}]", boost) if boost is not None else 0)
 
 
-def _pod_set(doc: _Doc, raw: dict[str, Any], i: int) -> s.PodSetSpec:
-    path = f"spec.podSets[{i}]"
-    pod = (raw.get("template") or {}).get("spec") or {}
+def _pod_set(doc: _Doc, path: str, raw: dict[str, Any]) -> s.PodSetSpec:
+    template = doc.mapping(f"{path}.template", raw.get("template"))
+    pod = doc.mapping(f"{path}.template.spec", template.get("spec"))
+    at = f"{path}.template.spec"
     requests: dict[str, int] = {}
-    for c, container in enumerate(pod.get("containers") or []):
-        for res, qty in _container_requests(doc, f"{path}.template.spec.containers[{c}]", container).items():
+    for cpath, container in doc.mappings(f"{at}.containers", pod.get("containers")):
+        for res, qty in _container_requests(doc, cpath, container).items():
             requests[res] = requests.get(res, 0) + qty
-    for c, container in enumerate(pod.get("initContainers") or []):
-        for res, qty in _container_requests(doc, f"{path}.template.spec.initContainers[{c}]", container).items():
+    for cpath, container in doc.mappings(f"{at}.initContainers", pod.get("initContainers")):
+        for res, qty in _container_requests(doc, cpath, container).items():
             requests[res] = max(requests.get(res, 0), qty)
-    for res, qty in (pod.get("overhead") or {}).items():
-        requests[res] = requests.get(res, 0) + (_quantity(doc, f"{path}.template.spec.overhead", qty, res) or 0)
+    for res, qty in doc.mapping(f"{at}.overhead", pod.get("overhead")).items():
+        requests[str(res)] = requests.get(str(res), 0) + (_quantity(doc, f"{at}.overhead", qty, str(res)) or 0)
     terms = []
-    affinity = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    for term in affinity.get("nodeSelectorTerms") or []:
+    apath = f"{at}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    affinity = doc.mapping(f"{at}.affinity", pod.get("affinity"))
+    node_affinity = doc.mapping(f"{at}.affinity.nodeAffinity", affinity.get("nodeAffinity"))
+    required = doc.mapping(apath, node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    for tpath, term in doc.mappings(f"{apath}.nodeSelectorTerms", required.get("nodeSelectorTerms")):
         terms.append(
             tuple(
                 s.Requirement(
                     str(e.get("key", "")),
                     str(e.get("operator", "In")),
-                    tuple(str(v) for v in e.get("values") or []),
+                    doc.strings(f"{epath}.values", e.get("values")),
                 )
-                for e in term.get("matchExpressions") or []
+                for epath, e in doc.mappings(f"{tpath}.matchExpressions", term.get("matchExpressions"))
             )
         )
     count = _int(doc, f"{path}.count", raw.get("count", 1))
@@ -364,16 +434,16 @@ def _pod_set(doc: _Doc, raw: dict[str, Any], i: int) -> s.PodSetSpec:
         count=count,
         requests=tuple(sorted(requests.items())),
         min_count=None if min_count is None else _int(doc, f"{path}.minCount", min_count),
-        node_selector=tuple(sorted((str(k), str(v)) for k, v in (pod.get("nodeSelector") or {}).items())),
-        tolerations=_tolerations(pod.get("tolerations")),
+        node_selector=doc.pairs(f"{at}.nodeSelector", pod.get("nodeSelector")),
+        tolerations=_tolerations(doc, f"{at}.tolerations", pod.get("tolerations")),
         affinity_terms=tuple(terms),
     )
 
 
 def _container_requests(doc: _Doc, path: str, container: dict[str, Any]) -> dict[str, int]:
-    resources = container.get("resources") or {}
-    merged = dict(resources.get("limits") or {})
-    merged.update(resources.get("requests") or {})  # limits stand in for missing requests
+    resources = doc.mapping(f"{path}.resources", container.get("resources"))
+    merged = dict(doc.mapping(f"{path}.resources.limits", resources.get("limits")))
+    merged.update(doc.mapping(f"{path}.resources.requests", resources.get("requests")))  # limits stand in
     return {str(r): _quantity(doc, f"{path}.resources.requests[{r}]", q, str(r)) or 0 for r, q in merged.items()}
 
 
@@ -381,6 +451,8 @@ def _quantity(doc: _Doc, path: str, value: Any, resource: str) -> int | None:
     if value is None:
         return None
     try:
+        if abs(parse_decimal(value)) > MAX_QUANTITY:  # before parse_quantity builds a million-digit integer
+            raise QuantityError(f"quantity {_shown(value)} is beyond what Kubernetes can hold")
         return parse_quantity(value, resource)
     except QuantityError as exc:
         doc.fail(path, str(exc))
@@ -388,14 +460,17 @@ def _quantity(doc: _Doc, path: str, value: Any, resource: str) -> int | None:
 
 
 def _int(doc: _Doc, path: str, value: Any) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        doc.fail(path, f"expected an integer, got {value!r}")
+    text = str(value).strip()
+    if isinstance(value, bool) or not _INTEGER.fullmatch(text):  # int() would take '1_0' and '١٢
+        doc.fail(path, f"expected an integer, got {_shown(value)}")
         return 0
+    if len(text) > 20 or abs(int(text)) > MAX_QUANTITY:
+        doc.fail(path, f"{_shown(value)} is beyond the 64-bit integer range")
+        return 0
+    return int(text)
 
 
-def _timestamp(doc: _Doc, value: Any, index: int) -> int:
+def _timestamp(doc: _Doc, path: str, value: Any, index: int) -> int:
     """Queue-order timestamp in epoch milliseconds; the stream position when none is given."""
     if value is None:
         return index
@@ -403,9 +478,9 @@ def _timestamp(doc: _Doc, value: Any, index: int) -> int:
         return int(value.timestamp() * 1000)
     try:
         return int(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        doc.fail("metadata.creationTimestamp", f"not an RFC 3339 timestamp: {value!r}")
+    except (ValueError, OverflowError, OSError):
+        doc.fail(path, f"not an RFC 3339 timestamp: {_shown(value)}")
         return index
 
 
-__all__ = ["load_documents", "parse_cluster"]
+__all__ = ["load_documents", "located", "parse_cluster"]

@@ -228,3 +228,5 @@ class ClusterSpec:
     namespaces: dict[str, NamespaceSpec]
     workloads: tuple[WorkloadSpec, ...]
     config: ConfigSpec = field(default_factory=ConfigSpec)
+    # "Kind/key" -> (file, line) of the object, so a problem the twin finds across objects names its place
+    origins: dict[str, tuple[str, int]] = field(default_factory=dict, compare=False, repr=False)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gpufleet.twin.objects import parse_cluster
+from gpufleet.errors import InputError
+from gpufleet.twin.objects import located, parse_cluster
 from gpufleet.twin.results import ClusterQueueStatus, CycleResult
 from gpufleet.twin.scheduler import Twin
 
@@ -18,7 +19,11 @@ REPORT_VERSION = 1
 
 def step(sources: Iterable[tuple[str, str]], cycles: int | None = None) -> dict[str, Any]:
     """Run ``cycles`` cycles (None: until stable) over the objects in ``sources``."""
-    twin = Twin(parse_cluster(sources))
+    spec = parse_cluster(sources)
+    try:
+        twin = Twin(spec)
+    except InputError as exc:  # a problem across objects: name where the object was written
+        raise located(exc, spec) from None
     out_cycles = [cycle_json(result, twin) for result in twin.run(cycles)]
     return {
         "version": REPORT_VERSION,

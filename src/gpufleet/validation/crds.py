@@ -73,16 +73,27 @@ def load_crds(source: Path | Sequence[Mapping[str, Any]]) -> CrdIndex:
     """Index the CRDs in a folder (or one file) of YAML/JSON documents, or in already parsed CRDs.
 
     Documents that are not CustomResourceDefinitions (a ``kustomization.yaml`` beside them) are
-    skipped; a CRD without a usable schema, or a kind defined twice, is an ``InputError``.
+    skipped; a folder or file holding no CRD at all, a CRD without a usable schema, or a kind defined
+    twice, is an ``InputError``.
     """
     problems: list[Problem] = []
     versions: dict[tuple[str, str, str], CrdVersion] = {}
     origin: dict[tuple[str, str], str] = {}
     documents = _documents(source, problems) if isinstance(source, Path) else _given(source)
+    found = 0
     for where, document in documents:
         if document.get("kind") != "CustomResourceDefinition":
             continue
+        found += 1
         _index_crd(document, where, versions, origin, problems)
+    if isinstance(source, Path) and not found and not problems:
+        # an empty or wrong folder must not make every Kueue object "valid" for want of a schema
+        problems.append(
+            Problem(
+                "no CustomResourceDefinitions found here (expected Kueue's config/components/crd/bases)",
+                file=str(source),
+            )
+        )
     if problems:
         raise InputError(problems)
     return CrdIndex(versions=versions)

@@ -161,3 +161,13 @@ def test_evidence_names_prometheus_when_its_answer_is_wrong(
     assert f"{prometheus}:" in errors
     assert fragment in errors
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_twin_step_on_a_file_that_is_not_utf8_names_it(tmp_path: Path) -> None:
+    bad = tmp_path / "k.yaml"
+    bad.write_bytes(QUEUE.encode() + b"# \xff\xfe\n")
+    result = runner.invoke(app, ["twin", "step", str(bad)])
+    assert result.exit_code == 2, result.stdout + result.stderr
+    errors = " ".join(result.stderr.split())
+    assert "Traceback" not in result.stdout + result.stderr
+    assert f"{bad}: not UTF-8 text (byte {len(QUEUE) + 2})" in errors, errors

@@ -44,6 +44,8 @@ def _read(path: Path) -> tuple[str, str]:
         return str(path), path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError([Problem(f"cannot read: {exc.strerror}", str(path))]) from None
+    except UnicodeDecodeError as exc:
+        raise InputError([Problem(f"not UTF-8 text (byte {exc.start}): Kueue objects are YAML", str(path))]) from None
 
 
 def _print_human(report: dict[str, Any]) -> None:

@@ -314,6 +314,15 @@ class Ledger:
                     found.update(((level, int(r.idx)), bytes(r.hash)) for r in conn.execute(query))
         return found
 
+    def record_keys(self, seqs: Sequence[int]) -> dict[int, str]:
+        e = schema.entries
+        found: dict[int, str] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(seqs), _KEY_CHUNK):
+                query = select(e.c.seq, e.c.record_key).where(e.c.seq.in_(list(seqs[i : i + _KEY_CHUNK])))
+                found.update((int(r.seq), r.record_key) for r in conn.execute(query))
+        return found
+
     def entry_seqs(self, keys: Sequence[str]) -> dict[str, list[int]]:
         """Every entry (seq) of each record key, oldest first: what ``audit prove`` proves."""
         e = schema.entries

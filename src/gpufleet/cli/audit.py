@@ -1,8 +1,14 @@
-"""``gpufleet record`` and ``gpufleet audit who|why|report|verify|export``: parsing and printing only."""
+"""``gpufleet record`` and ``gpufleet audit who|why|report|verify|export``: parsing and printing only.
+
+Every ``audit`` command here only reads: it opens the ledger read-only and refuses a missing or
+foreign database (exit 2). ``keygen``, ``checkpoint``, ``prove`` and ``upgrade`` live in
+``cli/checkpoint.py``.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import os
@@ -13,7 +19,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
+from gpufleet.cli.audit_common import DEFAULT_LEDGER, EXIT_FINDING, LEDGER_HELP, audited, open_read
 from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
@@ -22,9 +30,6 @@ from gpufleet.policy import load_policy
 
 if TYPE_CHECKING:
     from gpufleet.ledger.store import Ledger
-
-DEFAULT_LEDGER = "gpufleet-ledger.db"
-LEDGER_HELP = "SQLite file path or database URL (postgresql://user@host/db)."
 
 audit_app = typer.Typer(
     name="audit",
@@ -86,13 +91,12 @@ def _time(value: str, option: str) -> datetime:
 
 
 def _open(ledger: str) -> Ledger:
-    from gpufleet.ledger.store import Ledger
-
-    return Ledger.open(ledger)
+    return open_read(ledger)
 
 
 @audit_app.command()
 @guarded
+@audited
 def who(
     *,
     node: Annotated[str, typer.Option("--node", help="Node name.")],
@@ -102,6 +106,7 @@ def who(
     ] = None,
     ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Always a table, as wide as its longest values.")] = False,
 ) -> None:
     """Who held GPUs on a node at a time: workload, team, model, data class, checkpoint."""
     from gpufleet.ledger import queries
@@ -133,38 +138,47 @@ def who(
     if not rows:
         console.print(f"Nobody held GPUs on {node} at {format_time(moment)} according to the ledger.")
         return
-    table = Table(title=f"GPUs on {node} at {format_time(moment)}")
-    for column in (
-        "workload",
-        "team",
-        "model",
-        "data class",
-        "checkpoint",
-        "GPUs",
-        "devices",
-        "from",
-        "until",
-    ):
-        table.add_column(column)
-    for h in holdings:
-        a = h.allocation
-        sim = " [simulated]" if a.simulated else ""
-        table.add_row(
-            f"{a.namespace}/{a.name}{sim}",
-            a.team or "–",
-            a.model or "–",
-            a.data_class or "–",
-            a.checkpoint or "–",
-            f"{h.gpus} × {a.gpu_resource}",
+    headers = ("workload", "team", "model", "data class", "checkpoint", "GPUs", "devices", "from", "until")
+    cells: list[tuple[str, ...]] = [
+        (
+            f"{h.allocation.namespace}/{h.allocation.name}" + (" [simulated]" if h.allocation.simulated else ""),
+            h.allocation.team or "–",
+            h.allocation.model or "–",
+            h.allocation.data_class or "–",
+            h.allocation.checkpoint or "–",
+            f"{h.gpus} × {h.allocation.gpu_resource}",
             ",".join(h.devices) or "not recorded",
-            format_time(a.quota_reserved) if a.quota_reserved else "–",
-            format_time(a.finished) if a.finished else "still held",
+            format_time(h.allocation.quota_reserved) if h.allocation.quota_reserved else "–",
+            format_time(h.allocation.finished) if h.allocation.finished else "still held",
         )
-    console.print(table)
+        for h in holdings
+    ]
+    _print_uncut(f"GPUs on {node} at {format_time(moment)}", headers, cells, wide=wide)
+
+
+def _print_uncut(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]], *, wide: bool) -> None:
+    """A table when it fits the terminal (or with --wide, at its full width); otherwise one block
+    per row, "field: value" per line. Either way no value is ever cut or folded mid-word."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    needed = sum(widths) + 3 * len(widths) + 1
+    if wide or needed <= console.width:
+        table = Table(title=Text(title))
+        for header in headers:
+            table.add_column(header, no_wrap=True)
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))
+        console.print(table, width=max(needed, console.width) if wide else None, crop=False)
+        return
+    console.print(Text(title), soft_wrap=True)
+    for row in rows:
+        console.print()
+        for header, cell in zip(headers, row, strict=True):
+            console.print(Text(f"  {header}: {cell}"), soft_wrap=True)
 
 
 @audit_app.command()
 @guarded
+@audited
 def why(
     *,
     workload: Annotated[str, typer.Argument(metavar="NAMESPACE/NAME", help="The Workload (or the Job's Workload).")],
@@ -183,12 +197,13 @@ def why(
         typer.echo(json.dumps(queries.explain_json(explanation), indent=2))
         return
     for line in queries.explain_text(explanation):
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
         console.print()
 
 
 @audit_app.command()
 @guarded
+@audited
 def report(
     *,
     start: Annotated[str, typer.Option("--from", help="Window start, ISO-8601.")],
@@ -251,8 +266,10 @@ def _print_report(result: Any) -> None:
     for column in headers:
         table.add_column(column)
 
+    from gpufleet.ledger.queries import duration_text
+
     def secs(value: float | None) -> str:
-        return "–" if value is None else f"{value:.0f} s"
+        return "–" if value is None else duration_text(value)
 
     for r in result.rows:
         table.add_row(
@@ -277,33 +294,85 @@ def _print_report(result: Any) -> None:
 
 @audit_app.command()
 @guarded
+@audited
 def verify(
     *,
     ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
     head: Annotated[
         str | None, typer.Option("--head", help="A chain head published earlier, to check the end too.")
     ] = None,
+    checkpoint: Annotated[
+        Path | None, typer.Option("--checkpoint", help="A signed checkpoint: prove the ledger extends it.")
+    ] = None,
+    pubkey: Annotated[
+        Path | None, typer.Option("--pubkey", help="The public key the checkpoint must be signed with.")
+    ] = None,
+    origin: Annotated[
+        str | None, typer.Option("--origin", help="The checkpoint's expected origin (default: the key's name).")
+    ] = None,
 ) -> None:
-    """Check the hash chain; name the first changed, deleted, inserted or reordered entry. Exit 1 if any."""
+    """Check the chain and every table derived from it; with --checkpoint, that the ledger extends it.
+
+    Exit 0 intact, 1 a finding (tampered, truncated, forked, bad signature), 2 unusable input.
+    """
+    from gpufleet.cli.checkpoint import read_pubkey, read_text
+
+    if (checkpoint is None) != (pubkey is None):
+        raise InputError.one("--checkpoint and --pubkey go together", path="--checkpoint" if pubkey else "--pubkey")
+    if checkpoint is not None and pubkey is not None:
+        signed, key = read_text(checkpoint, "--checkpoint"), read_pubkey(pubkey)
+        from gpufleet.ledger import checkpoint as checkpoints
+
+        with _open(ledger) as opened:
+            result = checkpoints.check(opened, signed, key, origin=origin, file=str(checkpoint))
+        if result.verdict is not None:
+            _print_verdict(result.verdict, quiet_ok=True)
+        for problem in result.problems:
+            console.print(
+                f"[bold red]INCONSISTENT[/]: {problem.reason} — {problem.message}", highlight=False, soft_wrap=True
+            )
+        if not result.ok:
+            raise typer.Exit(EXIT_FINDING)
+        cp, verdict = result.checkpoint, result.verdict
+        assert verdict is not None
+        console.print(
+            f"OK: the ledger ({verdict.size} entries) extends checkpoint {cp.origin!r} at size {cp.size}"
+            f" (signed by {key.name}); consistency proof of {len(result.proof)} hashes verified",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     with _open(ledger) as opened:
         verdict = opened.verify(expected_head=head)
+    _print_verdict(verdict, quiet_ok=False)
+    if not verdict.ok:
+        raise typer.Exit(EXIT_FINDING)
+
+
+def _print_verdict(verdict: Any, *, quiet_ok: bool) -> None:
     finding = verdict.chain.finding
     if finding is not None:
         console.print(
             f"[bold red]TAMPERED[/]: entry {finding.seq} ({finding.record_key}): {finding.kind.value} — "
             f"{finding.message}. {verdict.chain.entries} entries before it are intact.",
             highlight=False,
+            soft_wrap=True,
         )
-        raise typer.Exit(1)
-    for problem in verdict.view_problems:
-        console.print(f"[bold red]PROBLEM[/]: {problem}", highlight=False)
-    if verdict.view_problems:
-        raise typer.Exit(1)
-    console.print(f"OK: {verdict.chain.entries} entries intact; chain head {verdict.chain.head}", highlight=False)
+        return
+    for problem in verdict.problems:
+        console.print(f"[bold red]PROBLEM[/]: {problem.reason} — {problem.message}", highlight=False, soft_wrap=True)
+    if verdict.ok and not quiet_ok:
+        console.print(
+            f"OK: {verdict.chain.entries} entries intact, derived tables match; chain head {verdict.chain.head};"
+            f" Merkle root {base64.b64encode(verdict.root).decode()}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @audit_app.command("export")
 @guarded
+@audited
 def export_command(
     *,
     out: Annotated[Path, typer.Option("--out", help="Output file.")],
@@ -316,4 +385,13 @@ def export_command(
 
     with _open(ledger) as opened:
         rows = export(opened, out, fmt, "WaitInterval" if waits else "Allocation")
-    console.print(f"wrote {rows} rows to {out}", highlight=False)
+    console.print(f"wrote {rows} rows to {out}", highlight=False, soft_wrap=True)
+
+
+def _register() -> None:
+    from gpufleet.cli import checkpoint
+
+    checkpoint.register(audit_app)
+
+
+_register()

@@ -87,7 +87,7 @@ class SignerKey:
 
 def _parts(text: str, file: str, what: str) -> tuple[str, bytes, bytes]:
     """(name, key ID, key bytes) of ``name+hexid+base64``; an InputError naming the file otherwise."""
-    parts = text.strip().split("+")
+    parts = text.strip().split("+", 2)  # the base64 may itself contain "+"
     expected = f"{what}: NAME+KEYID+BASE64 (as written by `gpufleet audit keygen`)"
     if len(parts) != 3:
         raise InputError.one(f"not a {expected}", file=file)

@@ -12,7 +12,16 @@ from hypothesis import strategies as st
 
 from gpufleet.ledger import merkle
 
-LEAVES = [b"", b"\x00", b"\x10", b"\x20\x21", b"\x30\x31", b"\x40\x41\x42\x43", bytes(range(0x50, 0x58)), bytes(range(0x60, 0x70))]
+LEAVES = [
+    b"",
+    b"\x00",
+    b"\x10",
+    b"\x20\x21",
+    b"\x30\x31",
+    b"\x40\x41\x42\x43",
+    bytes(range(0x50, 0x58)),
+    bytes(range(0x60, 0x70)),
+]
 ROOTS = [
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
     "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
@@ -102,7 +111,9 @@ def test_the_frontier_and_its_completed_nodes_agree_with_the_recursive_definitio
 
 @SETTINGS
 @given(leaves=leaf_lists, data=st.data())
-def test_an_inclusion_proof_verifies_and_fails_when_anything_is_changed(leaves: list[bytes], data: st.DataObject) -> None:
+def test_an_inclusion_proof_verifies_and_fails_when_anything_is_changed(
+    leaves: list[bytes], data: st.DataObject
+) -> None:
     size = data.draw(st.integers(1, len(leaves)), label="size")
     index = data.draw(st.integers(0, size - 1), label="index")
     root = merkle.root_of(leaves[:size])
@@ -121,7 +132,9 @@ def test_an_inclusion_proof_verifies_and_fails_when_anything_is_changed(leaves: 
 
 @SETTINGS
 @given(leaves=leaf_lists, data=st.data())
-def test_a_consistency_proof_verifies_and_fails_when_anything_is_changed(leaves: list[bytes], data: st.DataObject) -> None:
+def test_a_consistency_proof_verifies_and_fails_when_anything_is_changed(
+    leaves: list[bytes], data: st.DataObject
+) -> None:
     n = data.draw(st.integers(1, len(leaves)), label="n")
     m = data.draw(st.integers(0, n), label="m")
     root_m, root_n = merkle.root_of(leaves[:m]), merkle.root_of(leaves[:n])

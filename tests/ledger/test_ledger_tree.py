@@ -69,7 +69,11 @@ TAMPER = [
         "CurrentViewDiffers",
         "'uid-7/1': begin_us is",
     ),
-    ("UPDATE ledger_current SET team = 'vision' WHERE record_key = 'uid-3/1'", "CurrentViewDiffers", "team is 'vision'"),
+    (
+        "UPDATE ledger_current SET team = 'vision' WHERE record_key = 'uid-3/1'",
+        "CurrentViewDiffers",
+        "team is 'vision'",
+    ),
     ("DELETE FROM ledger_current WHERE record_key = 'uid-5/1'", "CurrentViewDiffers", "'uid-5/1' (entry 6) is missing"),
     (
         "INSERT INTO ledger_current SELECT 'ghost/1', kind, seq, workload_uid, namespace, name, team, begin_us, end_us,"
@@ -85,7 +89,9 @@ TAMPER = [
 
 @pytest.mark.parametrize("ledger_url", BACKENDS, indirect=True)
 @pytest.mark.parametrize(("sql", "reason", "named"), TAMPER, ids=[f"{i}-{t[1]}" for i, t in enumerate(TAMPER)])
-def test_verify_rebuilds_every_derived_table_and_names_the_row(ledger: Ledger, sql: str, reason: str | None, named: str) -> None:
+def test_verify_rebuilds_every_derived_table_and_names_the_row(
+    ledger: Ledger, sql: str, reason: str | None, named: str
+) -> None:
     _fill(ledger, 40, [7])
     assert ledger.verify().ok
     with ledger.engine.begin() as conn:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -167,7 +168,9 @@ def _print_uncut(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...
             table.add_column(header, no_wrap=True)
         for row in rows:
             table.add_row(*(Text(cell) for cell in row))
-        console.print(table, width=max(needed, console.width) if wide else None, crop=False)
+        # --wide: a console exactly as wide as the table, whatever the terminal (rich caps at its width)
+        out = Console(width=max(needed, console.width), file=console.file) if wide else console
+        out.print(table, crop=False)
         return
     console.print(Text(title), soft_wrap=True)
     for row in rows:

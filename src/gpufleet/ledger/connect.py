@@ -189,8 +189,13 @@ def readable(ledger: str) -> tuple[Engine, Target]:
 def writable(ledger: str) -> tuple[Engine, Target]:
     """An engine for a writer: a new ledger, or an existing one (never a foreign database)."""
     target = parse(ledger)
-    if target.path is not None:
-        _check_sqlite_file(target, must_exist=False)
+    if target.path is not None and _check_sqlite_file(target, must_exist=False):
+        # look before the writer's first connection switches the file to WAL mode
+        reader = _engine(target, writer=False)
+        try:
+            revision(reader, target.shown)
+        finally:
+            reader.dispose()
     engine = _engine(target, writer=True)
     try:
         revision(engine, target.shown)

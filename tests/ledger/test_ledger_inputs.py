@@ -50,7 +50,7 @@ INPUTS: list[tuple[str, Callable[[Path], str], str]] = [
         lambda tmp: (tmp / "notes.txt").write_text("hello\n") and str(tmp / "notes.txt"),
         "not a SQLite database",
     ),
-    ("folder", lambda tmp: str(tmp), "not a regular file"),
+    ("folder", str, "not a regular file"),
     ("foreign-sqlite", lambda tmp: _foreign(tmp / "other.db") or str(tmp / "other.db"), "not a gpufleet ledger"),
     ("empty-sqlite", lambda tmp: sqlite3.connect(tmp / "e.db").close() or str(tmp / "e.db"), "not a SQLite database"),
     ("old-schema", lambda tmp: _old(tmp / "old.db") or str(tmp / "old.db"), "run `gpufleet audit upgrade"),
@@ -117,9 +117,10 @@ def test_a_writer_never_adds_its_tables_to_a_foreign_database(tmp_path: Path) ->
 
 def test_upgrade_brings_an_old_ledger_to_the_current_schema_with_its_tree(tmp_path: Path) -> None:
     """A ledger at revision 0001 with entries: readers refuse it, upgrade builds its Merkle tree."""
+    from importlib import resources
+
     from alembic import command
     from alembic.config import Config
-    from importlib import resources
 
     from gpufleet.ledger import merkle
 

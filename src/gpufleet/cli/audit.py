@@ -59,9 +59,41 @@ def record(
     metrics_port: Annotated[
         int, typer.Option("--metrics-port", help="Port of /metrics and /healthz; 0 turns it off.")
     ] = 9090,
+    checkpoint_key: Annotated[
+        Path | None,
+        typer.Option("--checkpoint-key", help="Sign and publish checkpoints with this key (`audit keygen`)."),
+    ] = None,
+    checkpoint_to: Annotated[
+        list[str] | None,
+        typer.Option("--checkpoint-to", help="file:PATH or log (repeat for several; default log)."),
+    ] = None,
+    checkpoint_every_entries: Annotated[
+        int, typer.Option("--checkpoint-every-entries", min=1, help="Publish after this many new entries.")
+    ] = 1000,
+    checkpoint_every_minutes: Annotated[
+        float, typer.Option("--checkpoint-every-minutes", min=0.01, help="... or this long after the last one.")
+    ] = 5.0,
+    checkpoint_origin: Annotated[
+        str | None, typer.Option("--checkpoint-origin", help="The checkpoints' origin (default: the key's name).")
+    ] = None,
 ) -> None:
     """Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."""
+    from gpufleet.recorder.publish import CheckpointPolicy, parse_targets
     from gpufleet.recorder.service import RecorderConfig, run  # heavy imports only for this command
+
+    if checkpoint_key is None and checkpoint_to:
+        raise InputError.one("--checkpoint-to needs --checkpoint-key to sign with", path="--checkpoint-to")
+    checkpoints = (
+        None
+        if checkpoint_key is None
+        else CheckpointPolicy(
+            key=checkpoint_key,
+            targets=parse_targets(checkpoint_to or []),
+            every_entries=checkpoint_every_entries,
+            every_seconds=checkpoint_every_minutes * 60,
+            origin=checkpoint_origin,
+        )
+    )
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request is noise
@@ -75,6 +107,7 @@ def record(
         lease_seconds=lease_seconds,
         metrics_host=metrics_host,
         metrics_port=metrics_port,
+        checkpoints=checkpoints,
     )
     try:
         asyncio.run(run(config))

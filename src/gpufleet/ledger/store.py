@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -28,14 +28,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from gpufleet.errors import InputError
-from gpufleet.ledger import chain, connect, merkle, schema
+from gpufleet.ledger import chain, connect, derived, merkle, schema
 from gpufleet.ledger.records import Allocation, Record, WaitInterval, canonical, from_canonical
 
 if TYPE_CHECKING:
     from gpufleet.ledger.verification import LedgerVerdict
 
 _KEY_CHUNK = 500
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,20 +42,6 @@ class AppendResult:
     written: int
     skipped: int
     head_seq: int
-
-
-def _begin_and_span(record: Record) -> tuple[datetime | None, datetime | None]:
-    if isinstance(record, Allocation):
-        return record.quota_reserved or record.admitted or record.created, record.finished
-    return record.start, record.end
-
-
-def _micros(value: datetime | None) -> int | None:
-    """UTC microseconds since the epoch (exact integer arithmetic, the same on every database)."""
-    if value is None:
-        return None
-    delta = value - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 class Ledger:
@@ -246,7 +231,7 @@ class Ledger:
         if name is not None:
             query = query.where(cur.c.name == name)
         if overlapping is not None:
-            start, end = _micros(overlapping[0]), _micros(overlapping[1])
+            start, end = derived.micros(overlapping[0]), derived.micros(overlapping[1])
             query = query.where(cur.c.begin_us < end).where(cur.c.end_us.is_(None) | (cur.c.end_us > start))
         with self.engine.connect() as conn:
             return [from_canonical(r.body) for r in conn.execute(query.order_by(cur.c.record_key))]
@@ -336,21 +321,8 @@ class Ledger:
 
 
 def derived_row(record: Record, seq: int) -> tuple[Any, ...]:
-    """The ``ledger_current`` row for the newest entry ``seq`` of ``record``'s key: what ``append``
-    writes and what ``audit verify`` recomputes from the chain to compare."""
-    begin, end = _begin_and_span(record)
-    return (
-        record.key,
-        record.kind,
-        seq,
-        record.workload_uid,
-        record.namespace,
-        record.name,
-        record.team,
-        _micros(begin),
-        _micros(end),
-        record.simulated,
-    )
+    """The ``ledger_current`` row for the newest entry ``seq`` of ``record``'s key."""
+    return derived.row(record, seq)
 
 
 def _frontier(size: int, packed: bytes | None) -> merkle.Frontier:

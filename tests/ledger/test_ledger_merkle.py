@@ -152,3 +152,16 @@ def test_a_consistency_proof_verifies_and_fails_when_anything_is_changed(
         other = data.draw(st.integers(1, n).filter(lambda s: s != m), label="other m")
         assert not merkle.verify_consistency(other, n, merkle.root_of(leaves[:other]), root_n, proof)  # wrong size
         assert not merkle.verify_consistency(m, n + 1, root_m, merkle.root_of([*leaves[:n], forged]), proof)
+
+
+def test_every_proof_of_every_small_tree_verifies() -> None:
+    """Exhaustively, for every tree up to 40 leaves: each (index, size) and each (m, n)."""
+    leaves = [merkle.leaf_hash(bytes([i])) for i in range(40)]
+    roots = [merkle.root_of(leaves[:n]) for n in range(41)]
+    for n in range(1, 41):
+        for i in range(n):
+            proof = _proof(merkle.inclusion_ranges(i, n), leaves)
+            assert merkle.verify_inclusion(i, n, leaves[i], proof, roots[n]), (i, n)
+        for m in range(n + 1):
+            proof = _proof(merkle.consistency_ranges(m, n), leaves)
+            assert merkle.verify_consistency(m, n, roots[m], roots[n], proof), (m, n)

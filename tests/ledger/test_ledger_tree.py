@@ -113,3 +113,22 @@ def test_a_changed_tree_node_is_named(ledger: Ledger) -> None:
     verdict = ledger.verify()
     assert [p.reason for p in verdict.problems] == ["TreeDiffers"]
     assert "(level 5, index 0) is different" in verdict.problems[0].message
+
+
+@pytest.mark.parametrize("ledger_url", BACKENDS, indirect=True)
+def test_a_chained_body_that_is_not_a_record_is_a_finding_not_a_crash(ledger: Ledger) -> None:
+    from gpufleet.ledger import chain
+
+    _fill(ledger, 5, [5])
+    body = '{"kind":"Other","workload_uid":"x"}'
+    with ledger.engine.begin() as conn:
+        last = conn.execute(text("SELECT record_hash, chain_hash FROM ledger_entries WHERE seq = 5")).one()
+        rh, prev, chained = chain.seal((last.record_hash, last.chain_hash), body)
+        conn.execute(
+            text("INSERT INTO ledger_entries VALUES (6, 'Allocation', 'x/1', :b, :rh, :p, :c)"),
+            {"b": body, "rh": rh, "p": prev, "c": chained},
+        )
+        conn.execute(text("UPDATE ledger_current SET seq = 6, record_key = 'x/1' WHERE record_key = 'uid-4/1'"))
+    verdict = ledger.verify()
+    assert verdict.chain.ok and "CurrentViewDiffers" in [p.reason for p in verdict.problems]
+    assert "entry 6's body is not a ledger record" in verdict.problems[0].message

@@ -71,6 +71,11 @@ class Ledger:
                 f"({', '.join([mark] * len(current_cols))})",
                 f" ON CONFLICT (record_key) DO UPDATE SET {updates}",
             ),
+            "new_current": (  # keys with no row yet: a plain insert (COPY on PostgreSQL)
+                f"INSERT INTO ledger_current ({', '.join(current_cols)})",
+                f"({', '.join([mark] * len(current_cols))})",
+                "",
+            ),
         }
 
     @classmethod
@@ -161,7 +166,15 @@ class Ledger:
                 # Plain DBAPI executemany: the same SQL on both databases, without SQLAlchemy's
                 # per-value processing, which would otherwise cost as much as hashing.
                 self._insert(conn, "entries", entry_rows)
-                self._insert(conn, "current", list(current_rows.values()))
+                # A key none of whose versions is chained yet has no current row: those are inserted
+                # plainly, the rest upserted. (Writers hold the head lock, so this cannot race.)
+                known = {key for key, _ in present}
+                fresh = [r for k, r in current_rows.items() if k not in known]
+                updated = [r for k, r in current_rows.items() if k in known]
+                if fresh:
+                    self._insert(conn, "new_current", fresh)
+                if updated:
+                    self._insert(conn, "current", updated)
                 if tree_rows:
                     self._insert(conn, "tree", tree_rows)
                 head_row = {
@@ -184,7 +197,9 @@ class Ledger:
         if self.engine.dialect.name != "postgresql":
             conn.exec_driver_sql(f"{head} VALUES {values}{tail}", rows)
             return
-        target = {"entries": "ledger_entries", "tree": "ledger_tree"}.get(table, "ledger_current_load")
+        target = {"entries": "ledger_entries", "tree": "ledger_tree", "new_current": "ledger_current"}.get(
+            table, "ledger_current_load"
+        )
         columns = head[head.index("(") :]
         with conn.connection.dbapi_connection.cursor() as cursor:  # type: ignore[union-attr]
             if table == "current":

@@ -138,10 +138,11 @@ class _Pass:
 
     def fold(self) -> None:
         """Every key points at its newest entry, and no key that is not in the chain is in the view."""
-        for key in sorted(self.pointed.keys() | self.newest.keys()):
+        if self.pointed == self.newest:  # the common case, compared in C
+            return
+        differing = {k for k in self.pointed.keys() | self.newest.keys() if self.pointed.get(k) != self.newest.get(k)}
+        for key in sorted(differing):
             pointed, newest = self.pointed.get(key), self.newest.get(key)
-            if pointed == newest:
-                continue
             if newest is None:
                 self.view_problem(f"{key!r} is not a key of any entry")
             elif pointed is None:

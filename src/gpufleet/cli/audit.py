@@ -8,7 +8,6 @@ foreign database (exit 2). ``keygen``, ``checkpoint``, ``prove`` and ``upgrade``
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import os
@@ -22,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpufleet.cli.audit_common import DEFAULT_LEDGER, EXIT_FINDING, LEDGER_HELP, audited, open_read
+from gpufleet.cli.audit_common import DEFAULT_LEDGER, EXIT_FINDING, LEDGER_HELP, audited, open_read, print_verdict
 from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
@@ -362,7 +361,7 @@ def verify(
         with _open(ledger) as opened:
             result = checkpoints.check(opened, signed, key, origin=origin, file=str(checkpoint))
         if result.verdict is not None:
-            _print_verdict(result.verdict, quiet_ok=True)
+            print_verdict(result.verdict, quiet_ok=True)
         for problem in result.problems:
             console.print(
                 f"[bold red]INCONSISTENT[/]: {problem.reason} — {problem.message}", highlight=False, soft_wrap=True
@@ -380,30 +379,9 @@ def verify(
         return
     with _open(ledger) as opened:
         verdict = opened.verify(expected_head=head)
-    _print_verdict(verdict, quiet_ok=False)
+    print_verdict(verdict, quiet_ok=False)
     if not verdict.ok:
         raise typer.Exit(EXIT_FINDING)
-
-
-def _print_verdict(verdict: Any, *, quiet_ok: bool) -> None:
-    finding = verdict.chain.finding
-    if finding is not None:
-        console.print(
-            f"[bold red]TAMPERED[/]: entry {finding.seq} ({finding.record_key}): {finding.kind.value} — "
-            f"{finding.message}. {verdict.chain.entries} entries before it are intact.",
-            highlight=False,
-            soft_wrap=True,
-        )
-        return
-    for problem in verdict.problems:
-        console.print(f"[bold red]PROBLEM[/]: {problem.reason} — {problem.message}", highlight=False, soft_wrap=True)
-    if verdict.ok and not quiet_ok:
-        console.print(
-            f"OK: {verdict.chain.entries} entries intact, derived tables match; chain head {verdict.chain.head};"
-            f" Merkle root {base64.b64encode(verdict.root).decode()}",
-            highlight=False,
-            soft_wrap=True,
-        )
 
 
 @audit_app.command("export")

@@ -8,6 +8,7 @@ mistakes a bug for tampering.
 
 from __future__ import annotations
 
+import base64
 import functools
 import traceback
 from collections.abc import Callable
@@ -16,11 +17,12 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 import click
 import typer
 
-from gpufleet.cli.common import err_console
+from gpufleet.cli.common import console, err_console
 from gpufleet.errors import InputError
 
 if TYPE_CHECKING:
     from gpufleet.ledger.store import Ledger
+    from gpufleet.ledger.verification import LedgerVerdict
 
 DEFAULT_LEDGER = "gpufleet-ledger.db"
 LEDGER_HELP = "SQLite file path or database URL (postgresql://user@host/db)."
@@ -56,3 +58,25 @@ def audited(func: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_CRASH) from None
 
     return wrapper
+
+
+def print_verdict(verdict: LedgerVerdict, *, quiet_ok: bool) -> None:
+    """The first chain finding, or every derived-table problem, or (unless ``quiet_ok``) OK."""
+    finding = verdict.chain.finding
+    if finding is not None:
+        console.print(
+            f"[bold red]TAMPERED[/]: entry {finding.seq} ({finding.record_key}): {finding.kind.value} — "
+            f"{finding.message}. {verdict.chain.entries} entries before it are intact.",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
+    for problem in verdict.problems:
+        console.print(f"[bold red]PROBLEM[/]: {problem.reason} — {problem.message}", highlight=False, soft_wrap=True)
+    if verdict.ok and not quiet_ok:
+        console.print(
+            f"OK: {verdict.chain.entries} entries intact, derived tables match; chain head {verdict.chain.head};"
+            f" Merkle root {base64.b64encode(verdict.root).decode()}",
+            highlight=False,
+            soft_wrap=True,
+        )

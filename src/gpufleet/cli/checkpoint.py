@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpufleet.cli.audit_common import DEFAULT_LEDGER, EXIT_FINDING, LEDGER_HELP, audited, open_read
+from gpufleet.cli.audit_common import DEFAULT_LEDGER, EXIT_FINDING, LEDGER_HELP, audited, open_read, print_verdict
 from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
 from gpufleet.files import atomic_path, write_text
@@ -96,9 +96,7 @@ def checkpoint(
     with open_read(ledger) as opened:
         verdict = opened.verify()
     if not verdict.ok:
-        from gpufleet.cli.audit import _print_verdict
-
-        _print_verdict(verdict, quiet_ok=True)
+        print_verdict(verdict, quiet_ok=True)
         console.print("[bold red]not signed[/]: a checkpoint would vouch for a ledger that fails verify")
         raise typer.Exit(EXIT_FINDING)
     signed = Checkpoint(origin or signer.name, verdict.size, verdict.root).signed(signer)

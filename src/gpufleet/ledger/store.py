@@ -12,6 +12,10 @@ reads goes through ``current_records`` and ``entries``. How the append-only hist
   event, a relist after a restart, or a twin run written twice adds nothing.
 - The chain head lives in one locked row; sequence numbers are gap-free and the order of the
   chain is the order of commits.
+- The same transaction grows the Merkle tree (``merkle``): each new entry's leaf goes onto the
+  frontier kept in the head row, and the complete subtrees from ``schema.TREE_STORED_FROM`` up go
+  into ``ledger_tree``, so a checkpoint or a proof never rehashes the ledger.
+- Opening goes through ``connect``: writers may create, readers (``Ledger.read``) never do.
 """
 
 from __future__ import annotations

@@ -143,6 +143,11 @@ class Ledger:
                 raise InputError.one(f"{record.kind} {record.key!r}: text that is not valid Unicode") from None
             prepared.setdefault((record.key, hashlib.sha256(data).hexdigest()), (record, text, data))
         with self._writer() as conn, conn.begin():
+            if self.engine.dialect.name == "postgresql":
+                # Every statement here is a key lookup; without fresh statistics (a ledger that grew
+                # faster than autovacuum analyses it) the planner scans the whole entries table for
+                # the 500-key presence check instead, and appends slow down as the ledger grows.
+                conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
             row = conn.execute(select(schema.head).where(schema.head.c.id == 1).with_for_update()).first()
             seq, prev_record, prev_chain = (
                 (row.seq, row.record_hash, row.chain_hash) if row else (0, chain.GENESIS, chain.GENESIS)

@@ -27,7 +27,7 @@ SHIFT = 1_000_000
 
 def _reset(ledger: Ledger) -> None:
     with ledger.engine.begin() as conn:
-        for table in ("ledger_entries", "ledger_current", "ledger_head", "ledger_positions"):
+        for table in ("ledger_entries", "ledger_current", "ledger_head", "ledger_positions", "ledger_tree"):
             conn.execute(text(f"DELETE FROM {table}"))
 
 

@@ -1,4 +1,9 @@
-"""``gpufleet record`` and ``gpufleet audit who|why|report|verify|export``: parsing and printing only."""
+"""``gpufleet record`` and ``gpufleet audit who|why|report|verify|export``: parsing and printing only.
+
+Every ``audit`` command here only reads: it opens the ledger read-only and refuses a missing or
+foreign database (exit 2). ``keygen``, ``checkpoint``, ``prove`` and ``upgrade`` live in
+``cli/checkpoint.py``.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from gpufleet.cli.audit_common import DEFAULT_LEDGER, EXIT_FINDING, LEDGER_HELP, audited, open_read, print_verdict
 from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
@@ -22,9 +30,6 @@ from gpufleet.policy import load_policy
 
 if TYPE_CHECKING:
     from gpufleet.ledger.store import Ledger
-
-DEFAULT_LEDGER = "gpufleet-ledger.db"
-LEDGER_HELP = "SQLite file path or database URL (postgresql://user@host/db)."
 
 audit_app = typer.Typer(
     name="audit",
@@ -53,9 +58,41 @@ def record(
     metrics_port: Annotated[
         int, typer.Option("--metrics-port", help="Port of /metrics and /healthz; 0 turns it off.")
     ] = 9090,
+    checkpoint_key: Annotated[
+        Path | None,
+        typer.Option("--checkpoint-key", help="Sign and publish checkpoints with this key (`audit keygen`)."),
+    ] = None,
+    checkpoint_to: Annotated[
+        list[str] | None,
+        typer.Option("--checkpoint-to", help="file:PATH or log (repeat for several; default log)."),
+    ] = None,
+    checkpoint_every_entries: Annotated[
+        int, typer.Option("--checkpoint-every-entries", min=1, help="Publish after this many new entries.")
+    ] = 1000,
+    checkpoint_every_minutes: Annotated[
+        float, typer.Option("--checkpoint-every-minutes", min=0.01, help="... or this long after the last one.")
+    ] = 5.0,
+    checkpoint_origin: Annotated[
+        str | None, typer.Option("--checkpoint-origin", help="The checkpoints' origin (default: the key's name).")
+    ] = None,
 ) -> None:
     """Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."""
+    from gpufleet.recorder.publish import CheckpointPolicy, parse_targets
     from gpufleet.recorder.service import RecorderConfig, run  # heavy imports only for this command
+
+    if checkpoint_key is None and checkpoint_to:
+        raise InputError.one("--checkpoint-to needs --checkpoint-key to sign with", path="--checkpoint-to")
+    checkpoints = (
+        None
+        if checkpoint_key is None
+        else CheckpointPolicy(
+            key=checkpoint_key,
+            targets=parse_targets(checkpoint_to or []),
+            every_entries=checkpoint_every_entries,
+            every_seconds=checkpoint_every_minutes * 60,
+            origin=checkpoint_origin,
+        )
+    )
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request is noise
@@ -69,6 +106,7 @@ def record(
         lease_seconds=lease_seconds,
         metrics_host=metrics_host,
         metrics_port=metrics_port,
+        checkpoints=checkpoints,
     )
     try:
         asyncio.run(run(config))
@@ -86,13 +124,12 @@ def _time(value: str, option: str) -> datetime:
 
 
 def _open(ledger: str) -> Ledger:
-    from gpufleet.ledger.store import Ledger
-
-    return Ledger.open(ledger)
+    return open_read(ledger)
 
 
 @audit_app.command()
 @guarded
+@audited
 def who(
     *,
     node: Annotated[str, typer.Option("--node", help="Node name.")],
@@ -102,6 +139,7 @@ def who(
     ] = None,
     ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Always a table, as wide as its longest values.")] = False,
 ) -> None:
     """Who held GPUs on a node at a time: workload, team, model, data class, checkpoint."""
     from gpufleet.ledger import queries
@@ -133,38 +171,49 @@ def who(
     if not rows:
         console.print(f"Nobody held GPUs on {node} at {format_time(moment)} according to the ledger.")
         return
-    table = Table(title=f"GPUs on {node} at {format_time(moment)}")
-    for column in (
-        "workload",
-        "team",
-        "model",
-        "data class",
-        "checkpoint",
-        "GPUs",
-        "devices",
-        "from",
-        "until",
-    ):
-        table.add_column(column)
-    for h in holdings:
-        a = h.allocation
-        sim = " [simulated]" if a.simulated else ""
-        table.add_row(
-            f"{a.namespace}/{a.name}{sim}",
-            a.team or "–",
-            a.model or "–",
-            a.data_class or "–",
-            a.checkpoint or "–",
-            f"{h.gpus} × {a.gpu_resource}",
+    headers = ("workload", "team", "model", "data class", "checkpoint", "GPUs", "devices", "from", "until")
+    cells: list[tuple[str, ...]] = [
+        (
+            f"{h.allocation.namespace}/{h.allocation.name}" + (" [simulated]" if h.allocation.simulated else ""),
+            h.allocation.team or "–",
+            h.allocation.model or "–",
+            h.allocation.data_class or "–",
+            h.allocation.checkpoint or "–",
+            f"{h.gpus} × {h.allocation.gpu_resource}",
             ",".join(h.devices) or "not recorded",
-            format_time(a.quota_reserved) if a.quota_reserved else "–",
-            format_time(a.finished) if a.finished else "still held",
+            format_time(h.allocation.quota_reserved) if h.allocation.quota_reserved else "–",
+            format_time(h.allocation.finished) if h.allocation.finished else "still held",
         )
-    console.print(table)
+        for h in holdings
+    ]
+    _print_uncut(f"GPUs on {node} at {format_time(moment)}", headers, cells, wide=wide)
+
+
+def _print_uncut(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]], *, wide: bool) -> None:
+    """A table when it fits the terminal (or with --wide, at its full width); otherwise one block
+    per row, "field: value" per line. Either way no value is ever cut or folded mid-word."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    needed = sum(widths) + 3 * len(widths) + 1
+    if wide or needed <= console.width:
+        table = Table(title=Text(title))
+        for header in headers:
+            table.add_column(header, no_wrap=True)
+        for row in rows:
+            table.add_row(*(Text(cell) for cell in row))
+        # --wide: a console exactly as wide as the table, whatever the terminal (rich caps at its width)
+        out = Console(width=max(needed, console.width), file=console.file) if wide else console
+        out.print(table, crop=False)
+        return
+    console.print(Text(title), soft_wrap=True)
+    for row in rows:
+        console.print()
+        for header, cell in zip(headers, row, strict=True):
+            console.print(Text(f"  {header}: {cell}"), soft_wrap=True)
 
 
 @audit_app.command()
 @guarded
+@audited
 def why(
     *,
     workload: Annotated[str, typer.Argument(metavar="NAMESPACE/NAME", help="The Workload (or the Job's Workload).")],
@@ -183,12 +232,13 @@ def why(
         typer.echo(json.dumps(queries.explain_json(explanation), indent=2))
         return
     for line in queries.explain_text(explanation):
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
         console.print()
 
 
 @audit_app.command()
 @guarded
+@audited
 def report(
     *,
     start: Annotated[str, typer.Option("--from", help="Window start, ISO-8601.")],
@@ -251,8 +301,10 @@ def _print_report(result: Any) -> None:
     for column in headers:
         table.add_column(column)
 
+    from gpufleet.ledger.queries import duration_text
+
     def secs(value: float | None) -> str:
-        return "–" if value is None else f"{value:.0f} s"
+        return "–" if value is None else duration_text(value)
 
     for r in result.rows:
         table.add_row(
@@ -277,33 +329,64 @@ def _print_report(result: Any) -> None:
 
 @audit_app.command()
 @guarded
+@audited
 def verify(
     *,
     ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
     head: Annotated[
         str | None, typer.Option("--head", help="A chain head published earlier, to check the end too.")
     ] = None,
+    checkpoint: Annotated[
+        Path | None, typer.Option("--checkpoint", help="A signed checkpoint: prove the ledger extends it.")
+    ] = None,
+    pubkey: Annotated[
+        Path | None, typer.Option("--pubkey", help="The public key the checkpoint must be signed with.")
+    ] = None,
+    origin: Annotated[
+        str | None, typer.Option("--origin", help="The checkpoint's expected origin (default: the key's name).")
+    ] = None,
 ) -> None:
-    """Check the hash chain; name the first changed, deleted, inserted or reordered entry. Exit 1 if any."""
+    """Check the chain and every table derived from it; with --checkpoint, that the ledger extends it.
+
+    Exit 0 intact, 1 a finding (tampered, truncated, forked, bad signature), 2 unusable input.
+    """
+    from gpufleet.cli.checkpoint import read_pubkey, read_text
+
+    if (checkpoint is None) != (pubkey is None):
+        raise InputError.one("--checkpoint and --pubkey go together", path="--checkpoint" if pubkey else "--pubkey")
+    if checkpoint is not None and pubkey is not None:
+        signed, key = read_text(checkpoint, "--checkpoint"), read_pubkey(pubkey)
+        from gpufleet.ledger import checkpoint as checkpoints
+
+        with _open(ledger) as opened:
+            result = checkpoints.check(opened, signed, key, origin=origin, file=str(checkpoint))
+        if result.verdict is not None:
+            print_verdict(result.verdict, quiet_ok=True)
+        for problem in result.problems:
+            console.print(
+                f"[bold red]INCONSISTENT[/]: {problem.reason} — {problem.message}", highlight=False, soft_wrap=True
+            )
+        if not result.ok:
+            raise typer.Exit(EXIT_FINDING)
+        cp, verdict = result.checkpoint, result.verdict
+        assert verdict is not None
+        console.print(
+            f"OK: the ledger ({verdict.size} entries) extends checkpoint {cp.origin!r} at size {cp.size}"
+            f" (signed by {key.name}); consistency proof of {len(result.proof)} hashes verified",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
     with _open(ledger) as opened:
         verdict = opened.verify(expected_head=head)
-    finding = verdict.chain.finding
-    if finding is not None:
-        console.print(
-            f"[bold red]TAMPERED[/]: entry {finding.seq} ({finding.record_key}): {finding.kind.value} — "
-            f"{finding.message}. {verdict.chain.entries} entries before it are intact.",
-            highlight=False,
-        )
-        raise typer.Exit(1)
-    for problem in verdict.view_problems:
-        console.print(f"[bold red]PROBLEM[/]: {problem}", highlight=False)
-    if verdict.view_problems:
-        raise typer.Exit(1)
-    console.print(f"OK: {verdict.chain.entries} entries intact; chain head {verdict.chain.head}", highlight=False)
+    print_verdict(verdict, quiet_ok=False)
+    if not verdict.ok:
+        raise typer.Exit(EXIT_FINDING)
 
 
 @audit_app.command("export")
 @guarded
+@audited
 def export_command(
     *,
     out: Annotated[Path, typer.Option("--out", help="Output file.")],
@@ -316,4 +399,13 @@ def export_command(
 
     with _open(ledger) as opened:
         rows = export(opened, out, fmt, "WaitInterval" if waits else "Allocation")
-    console.print(f"wrote {rows} rows to {out}", highlight=False)
+    console.print(f"wrote {rows} rows to {out}", highlight=False, soft_wrap=True)
+
+
+def _register() -> None:
+    from gpufleet.cli import checkpoint
+
+    checkpoint.register(audit_app)
+
+
+_register()

@@ -34,6 +34,8 @@ def export(ledger: Ledger, out: Path, fmt: str, kind: str = "Allocation") -> int
     """Write every current record of ``kind`` to ``out`` atomically; return the row count."""
     if fmt not in FORMATS:
         raise InputError.one(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}", path="--format")
+    if out.is_dir():
+        raise InputError.one("is a folder; give the file to write, e.g. allocations.csv", file=str(out), path="--out")
     records = ledger.allocations() if kind == "Allocation" else ledger.waits()
     frame = pl.DataFrame([_flat(r) for r in records], infer_schema_length=None)
     with atomic_path(out) as tmp:

@@ -136,8 +136,12 @@ def why(ledger: Ledger, namespace: str, name: str) -> Explanation:
 
 
 def duration_text(seconds: float) -> str:
+    """For people: the two largest units ("3 d 21 h", "2 h 05 min", "4 min 10 s", "12 s")."""
     minutes, secs = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days} d {hours} h"
     if hours:
         return f"{hours} h {minutes:02d} min"
     if minutes:

@@ -9,6 +9,11 @@
   sequence numbers even with several writers (the recorder and a twin run).
 - ``ledger_positions``: where each source (a recorder watch) stopped, written in the same
   transaction as the records it produced.
+- ``ledger_tree``: the Merkle tree's complete subtrees (RFC 9162) from level ``TREE_STORED_FROM``
+  up, named ``(level, idx)``; lower nodes are rehashed from at most 2**TREE_STORED_FROM bodies when
+  a proof needs them. ``ledger_head.tree_frontier`` holds the right edge (the complete subtrees of
+  the current size, highest first), so an append or a checkpoint costs log n hashes. Both are a
+  cache of the entries: ``audit verify`` rebuilds the tree from the bodies and compares.
 
 Alembic owns the schema (``gpufleet/ledger/migrations``); these definitions must match its head.
 """
@@ -21,7 +26,9 @@ from sqlalchemy import (
     Column,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -32,6 +39,8 @@ from sqlalchemy.types import TypeEngine
 metadata = MetaData()
 
 HASH = String(64)
+TREE_STORED_FROM = 4  # a stored node covers at least 16 entries: 1 row per 8 entries in all
+SCHEMA_REVISION = "0002"  # the Alembic head; a reader refuses any other revision
 
 
 def key_text(length: int) -> TypeEngine[str]:
@@ -78,6 +87,15 @@ head = Table(
     Column("seq", BigInteger, nullable=False),
     Column("record_hash", HASH, nullable=False),
     Column("chain_hash", HASH, nullable=False),
+    Column("tree_frontier", LargeBinary, nullable=True),  # concatenated 32-byte hashes; empty tree: NULL
+)
+
+tree = Table(
+    "ledger_tree",
+    metadata,
+    Column("level", SmallInteger, primary_key=True, autoincrement=False),
+    Column("idx", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=False),
+    Column("hash", LargeBinary(32), nullable=False),
 )
 
 positions = Table(

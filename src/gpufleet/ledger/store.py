@@ -12,29 +12,33 @@ reads goes through ``current_records`` and ``entries``. How the append-only hist
   event, a relist after a restart, or a twin run written twice adds nothing.
 - The chain head lives in one locked row; sequence numbers are gap-free and the order of the
   chain is the order of commits.
+- The same transaction grows the Merkle tree (``merkle``): each new entry's leaf goes onto the
+  frontier kept in the head row, and the complete subtrees from ``schema.TREE_STORED_FROM`` up go
+  into ``ledger_tree``, so a checkpoint or a proof never rehashes the ledger.
+- Opening goes through ``connect``: writers may create, readers (``Ledger.read``) never do.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from importlib import resources
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, select
+from sqlalchemy import Connection, Engine, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import DatabaseError, OperationalError
 
 from gpufleet.errors import InputError
-from gpufleet.ledger import chain, schema
+from gpufleet.ledger import chain, connect, derived, merkle, schema
 from gpufleet.ledger.records import Allocation, Record, WaitInterval, canonical, from_canonical
 
+if TYPE_CHECKING:
+    from gpufleet.ledger.verification import LedgerVerdict
+
 _KEY_CHUNK = 500
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_IMMEDIATE = "gpufleet_sqlite_immediate"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,51 +48,23 @@ class AppendResult:
     head_seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerVerdict:
-    """The chain verdict plus whether the current view still matches the chain's fold."""
-
-    chain: chain.Verdict
-    view_problems: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.chain.ok and not self.view_problems
-
-
-def database_url(ledger: str) -> str:
-    """A SQLAlchemy URL from what a user types: a URL, or a path to a SQLite file."""
-    if "://" not in ledger:
-        return f"sqlite:///{Path(ledger).expanduser().resolve()}"
-    if ledger.startswith(("postgresql://", "postgres://")):
-        return "postgresql+psycopg://" + ledger.split("://", 1)[1]
-    return ledger
-
-
-def _begin_and_span(record: Record) -> tuple[datetime | None, datetime | None]:
-    if isinstance(record, Allocation):
-        return record.quota_reserved or record.admitted or record.created, record.finished
-    return record.start, record.end
-
-
-def _micros(value: datetime | None) -> int | None:
-    """UTC microseconds since the epoch (exact integer arithmetic, the same on every database)."""
-    if value is None:
-        return None
-    delta = value - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
 class Ledger:
     """An open ledger. Create with ``Ledger.open(url)``; close with ``close()`` or a ``with`` block."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, read_only: bool = False) -> None:
         self.engine = engine
+        self.read_only = read_only
         mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
         current_cols = [c.name for c in schema.current.columns]
         updates = ", ".join(f"{c} = excluded.{c}" for c in current_cols if c != "record_key")
         entry_cols = [c.name for c in schema.entries.columns]
+        tree_cols = [c.name for c in schema.tree.columns]
         self._sql = {
+            "tree": (
+                f"INSERT INTO ledger_tree ({', '.join(tree_cols)})",
+                f"({', '.join([mark] * len(tree_cols))})",
+                "",
+            ),
             "entries": (
                 f"INSERT INTO ledger_entries ({', '.join(entry_cols)})",
                 f"({', '.join([mark] * len(entry_cols))})",
@@ -99,28 +75,35 @@ class Ledger:
                 f"({', '.join([mark] * len(current_cols))})",
                 f" ON CONFLICT (record_key) DO UPDATE SET {updates}",
             ),
+            "new_current": (  # keys with no row yet: a plain insert (COPY on PostgreSQL)
+                f"INSERT INTO ledger_current ({', '.join(current_cols)})",
+                f"({', '.join([mark] * len(current_cols))})",
+                "",
+            ),
         }
 
     @classmethod
     def open(cls, ledger: str, *, migrate: bool = True) -> Ledger:
-        url = database_url(ledger)
-        try:
-            parsed = make_url(url)
-        except ArgumentError as exc:
-            raise InputError.one(f"not a database URL or file path: {exc}", path="--ledger") from None
-        if parsed.get_backend_name() == "sqlite" and parsed.database:
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(parsed)
-        if engine.dialect.name == "sqlite":
-            _configure_sqlite(engine)
+        """A writer's ledger (created and migrated as needed), or with ``migrate=False`` a reader's:
+        an existing gpufleet ledger at this revision, opened so that nothing can be written."""
+        if not migrate:
+            return cls.read(ledger)
+        engine, target = connect.writable(ledger)
         ledger_obj = cls(engine)
-        if migrate:
-            try:
-                ledger_obj.migrate()
-            except OperationalError as exc:
-                engine.dispose()
-                raise InputError.one(f"cannot open the ledger: {exc.orig}", path="--ledger") from None
+        try:
+            ledger_obj.migrate()
+        except (OperationalError, DatabaseError) as exc:
+            engine.dispose()
+            raise InputError.one(
+                f"cannot open the ledger: {str(exc.orig).strip()}", file=target.shown, path="--ledger"
+            ) from None
         return ledger_obj
+
+    @classmethod
+    def read(cls, ledger: str) -> Ledger:
+        """An existing ledger, read-only: what every reading command uses."""
+        engine, _ = connect.readable(ledger)
+        return cls(engine, read_only=True)
 
     def migrate(self) -> None:
         """Bring the schema to Alembic's head (idempotent)."""
@@ -143,53 +126,73 @@ class Ledger:
         self.close()
 
     def _writer(self) -> Connection:
-        return self.engine.connect().execution_options(**{_IMMEDIATE: True})
+        if self.read_only:
+            raise InputError.one("this ledger was opened read-only", path="--ledger")
+        return self.engine.connect().execution_options(**{connect.IMMEDIATE: True})
 
     def append(self, records: Sequence[Record], *, positions: Mapping[str, str] | None = None) -> AppendResult:
-        """Chain every record not already present, and store ``positions``, in one transaction."""
-        prepared: dict[tuple[str, str], tuple[Record, str]] = {}
+        """Chain every record not already present, grow the Merkle tree over them, and store
+        ``positions``, all in one transaction."""
+        prepared: dict[tuple[str, str], tuple[Record, str, bytes]] = {}
         for record in records:
             _check_storable(record)
             text = canonical(record)
             try:
-                text.encode()
+                data = text.encode()
             except UnicodeEncodeError:
                 raise InputError.one(f"{record.kind} {record.key!r}: text that is not valid Unicode") from None
-            prepared.setdefault((record.key, chain.record_hash(text)), (record, text))
+            prepared.setdefault((record.key, hashlib.sha256(data).hexdigest()), (record, text, data))
         with self._writer() as conn, conn.begin():
+            if self.engine.dialect.name == "postgresql":
+                # Every statement here is a key lookup; without fresh statistics (a ledger that grew
+                # faster than autovacuum analyses it) the planner scans the whole entries table for
+                # the 500-key presence check instead, and appends slow down as the ledger grows.
+                conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
             row = conn.execute(select(schema.head).where(schema.head.c.id == 1).with_for_update()).first()
             seq, prev_record, prev_chain = (
                 (row.seq, row.record_hash, row.chain_hash) if row else (0, chain.GENESIS, chain.GENESIS)
             )
+            frontier = _frontier(seq, row.tree_frontier if row else None)
             present = _present(conn, list({key for key, _ in prepared}))
             entry_rows: list[tuple[Any, ...]] = []
             current_rows: dict[str, tuple[Any, ...]] = {}
-            for (key, rh), (record, text) in prepared.items():
+            tree_rows: list[tuple[int, int, bytes]] = []
+
+            def keep(level: int, index: int, digest: bytes) -> None:
+                if level >= schema.TREE_STORED_FROM:
+                    tree_rows.append((level, index, digest))
+
+            for (key, rh), (record, text, data) in prepared.items():
                 if (key, rh) in present:
                     continue
                 seq += 1
                 chained = chain.chain_hash(prev_chain, rh)
                 entry_rows.append((seq, record.kind, key, text, rh, prev_record, chained))
-                begin, end = _begin_and_span(record)
-                current_rows[key] = (
-                    key,
-                    record.kind,
-                    seq,
-                    record.workload_uid,
-                    record.namespace,
-                    record.name,
-                    record.team,
-                    _micros(begin),
-                    _micros(end),
-                    record.simulated,
-                )
+                frontier.append(merkle.leaf_hash(data), keep)
+                current_rows[key] = derived_row(record, seq)
                 prev_record, prev_chain = rh, chained
             if entry_rows:
                 # Plain DBAPI executemany: the same SQL on both databases, without SQLAlchemy's
                 # per-value processing, which would otherwise cost as much as hashing.
                 self._insert(conn, "entries", entry_rows)
-                self._insert(conn, "current", list(current_rows.values()))
-                head_row = {"id": 1, "seq": seq, "record_hash": prev_record, "chain_hash": prev_chain}
+                # A key none of whose versions is chained yet has no current row: those are inserted
+                # plainly, the rest upserted. (Writers hold the head lock, so this cannot race.)
+                known = {key for key, _ in present}
+                fresh = [r for k, r in current_rows.items() if k not in known]
+                updated = [r for k, r in current_rows.items() if k in known]
+                if fresh:
+                    self._insert(conn, "new_current", fresh)
+                if updated:
+                    self._insert(conn, "current", updated)
+                if tree_rows:
+                    self._insert(conn, "tree", tree_rows)
+                head_row = {
+                    "id": 1,
+                    "seq": seq,
+                    "record_hash": prev_record,
+                    "chain_hash": prev_chain,
+                    "tree_frontier": frontier.pack() or None,
+                }
                 self._upsert(conn, schema.head, ["id"], [head_row])
             if positions:
                 rows = [{"source": s, "position": p} for s, p in sorted(positions.items())]
@@ -203,7 +206,9 @@ class Ledger:
         if self.engine.dialect.name != "postgresql":
             conn.exec_driver_sql(f"{head} VALUES {values}{tail}", rows)
             return
-        target = "ledger_entries" if table == "entries" else "ledger_current_load"
+        target = {"entries": "ledger_entries", "tree": "ledger_tree", "new_current": "ledger_current"}.get(
+            table, "ledger_current_load"
+        )
         columns = head[head.index("(") :]
         with conn.connection.dbapi_connection.cursor() as cursor:  # type: ignore[union-attr]
             if table == "current":
@@ -250,7 +255,7 @@ class Ledger:
         if name is not None:
             query = query.where(cur.c.name == name)
         if overlapping is not None:
-            start, end = _micros(overlapping[0]), _micros(overlapping[1])
+            start, end = derived.micros(overlapping[0]), derived.micros(overlapping[1])
             query = query.where(cur.c.begin_us < end).where(cur.c.end_us.is_(None) | (cur.c.end_us > start))
         with self.engine.connect() as conn:
             return [from_canonical(r.body) for r in conn.execute(query.order_by(cur.c.record_key))]
@@ -270,35 +275,88 @@ class Ledger:
             for row in result:
                 yield chain.Entry(*row)
 
-    def _seq_of_record_hash(self, rec_hash: str) -> int | None:
+    def seq_of_record_hash(self, rec_hash: str) -> int | None:
         e = schema.entries
         with self.engine.connect() as conn:
             row = conn.execute(select(e.c.seq).where(e.c.record_hash == rec_hash).limit(1)).first()
         return None if row is None else int(row.seq)
 
-    def verify(self, expected_head: str | None = None) -> LedgerVerdict:
-        """Check the chain, the current view's fold and, if given, the published head hash."""
-        newest: dict[str, int] = {}
+    def verify(self, expected_head: str | None = None, sizes: frozenset[int] = frozenset()) -> LedgerVerdict:
+        """Check the chain and rebuild every derived table from it (see ``verification``)."""
+        from gpufleet.ledger import verification
 
-        def tracked() -> Iterator[chain.Entry]:
-            for entry in self.entries():
-                newest[entry.record_key] = entry.seq
-                yield entry
+        return verification.verify(self, expected_head, sizes)
 
-        verdict = chain.verify(tracked(), self._seq_of_record_hash)
-        problems: list[str] = []
-        if verdict.ok:
-            if expected_head is not None and verdict.head != expected_head:
-                problems.append(
-                    f"the chain head is {verdict.head}, not the published {expected_head}:"
-                    " entries were appended after it was published, or removed from the end"
-                )
-            with self.engine.connect() as conn:
-                stored = {r.record_key: r.seq for r in conn.execute(select(schema.current))}
-            if stored != newest:
-                bad = sorted(k for k in stored.keys() | newest.keys() if stored.get(k) != newest.get(k))
-                problems.append(f"the current view disagrees with the chain for {len(bad)} key(s), first {bad[0]!r}")
-        return LedgerVerdict(verdict, problems)
+    def tree_head(self) -> tuple[int, bytes]:
+        """(size, root) from the stored frontier: what a checkpoint signs, in log n hashes."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(schema.head).where(schema.head.c.id == 1)).first()
+        if row is None:
+            return 0, merkle.EMPTY_ROOT
+        return int(row.seq), _frontier(int(row.seq), row.tree_frontier).root()
+
+    def leaf_data(self, indices: set[int]) -> dict[int, bytes]:
+        """The bodies of the entries at these leaf indices (leaf i is entry seq i + 1), as bytes."""
+        e = schema.entries
+        found: dict[int, bytes] = {}
+        wanted = sorted(indices)
+        with self.engine.connect() as conn:
+            for i in range(0, len(wanted), _KEY_CHUNK):
+                seqs = [n + 1 for n in wanted[i : i + _KEY_CHUNK]]
+                for row in conn.execute(select(e.c.seq, e.c.body).where(e.c.seq.in_(seqs))):
+                    found[int(row.seq) - 1] = row.body.encode()
+        return found
+
+    def stored_nodes(self, nodes: set[merkle.Node]) -> dict[merkle.Node, bytes]:
+        """Stored complete subtrees (levels from ``schema.TREE_STORED_FROM``) by (level, index)."""
+        t = schema.tree
+        found: dict[merkle.Node, bytes] = {}
+        by_level: dict[int, list[int]] = {}
+        for level, index in nodes:
+            by_level.setdefault(level, []).append(index)
+        with self.engine.connect() as conn:
+            for level, indices in sorted(by_level.items()):
+                for i in range(0, len(indices), _KEY_CHUNK):
+                    query = select(t.c.idx, t.c.hash).where(
+                        t.c.level == level, t.c.idx.in_(indices[i : i + _KEY_CHUNK])
+                    )
+                    found.update(((level, int(r.idx)), bytes(r.hash)) for r in conn.execute(query))
+        return found
+
+    def record_keys(self, seqs: Sequence[int]) -> dict[int, str]:
+        e = schema.entries
+        found: dict[int, str] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(seqs), _KEY_CHUNK):
+                query = select(e.c.seq, e.c.record_key).where(e.c.seq.in_(list(seqs[i : i + _KEY_CHUNK])))
+                found.update((int(r.seq), r.record_key) for r in conn.execute(query))
+        return found
+
+    def entry_seqs(self, keys: Sequence[str]) -> dict[str, list[int]]:
+        """Every entry (seq) of each record key, oldest first: what ``audit prove`` proves."""
+        e = schema.entries
+        found: dict[str, list[int]] = {k: [] for k in keys}
+        with self.engine.connect() as conn:
+            for i in range(0, len(keys), _KEY_CHUNK):
+                query = select(e.c.record_key, e.c.seq).where(e.c.record_key.in_(keys[i : i + _KEY_CHUNK]))
+                for row in conn.execute(query.order_by(e.c.seq)):
+                    found[row.record_key].append(int(row.seq))
+        return found
+
+
+def derived_row(record: Record, seq: int) -> tuple[Any, ...]:
+    """The ``ledger_current`` row for the newest entry ``seq`` of ``record``'s key."""
+    return derived.row(record, seq)
+
+
+def _frontier(size: int, packed: bytes | None) -> merkle.Frontier:
+    try:
+        return merkle.Frontier.unpack(size, bytes(packed or b""))
+    except ValueError:
+        raise InputError.one(
+            f"the ledger's stored Merkle frontier does not fit its {size} entries: run `gpufleet audit verify`",
+            path="--ledger",
+        ) from None
 
 
 def _check_storable(record: Record) -> None:
@@ -316,21 +374,3 @@ def _present(conn: Connection, keys: list[str]) -> set[tuple[str, str]]:
         rows = conn.execute(select(e.c.record_key, e.c.record_hash).where(e.c.record_key.in_(chunk)))
         found.update((r.record_key, r.record_hash) for r in rows)
     return found
-
-
-def _configure_sqlite(engine: Engine) -> None:
-    """WAL, a busy timeout, and BEGIN IMMEDIATE for writers, so two writers queue instead of failing."""
-
-    @event.listens_for(engine, "connect")
-    def _connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None
-        cursor = dbapi_conn.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _begin(conn: Connection) -> None:
-        immediate = conn.get_execution_options().get(_IMMEDIATE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

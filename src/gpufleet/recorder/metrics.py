@@ -31,6 +31,14 @@ class Metrics:
         )
         self.restarts = Counter("gpufleet_recorder_watch_restarts", "Watch restarts", ["resource", "cause"], registry=r)
         self.leader = Gauge("gpufleet_recorder_leader", "1 while this replica holds the Lease", registry=r)
+        self.last_checkpoint = Gauge(
+            "gpufleet_recorder_last_checkpoint_timestamp_seconds",
+            "Unix time of the last signed checkpoint this replica published (0: none yet)",
+            registry=r,
+        )
+        self.checkpoint_size = Gauge(
+            "gpufleet_recorder_last_checkpoint_size", "Tree size of the last published checkpoint", registry=r
+        )
         self.last_progress = time.monotonic()
         self.is_leader = False
 

@@ -29,10 +29,12 @@ from typing import Any
 import uvicorn
 
 from gpufleet import kube
+from gpufleet.errors import InputError
 from gpufleet.ledger.records import Allocation, Record, WaitInterval
 from gpufleet.ledger.store import Ledger
 from gpufleet.recorder.derive import LabelKeys, conditions
 from gpufleet.recorder.metrics import Metrics
+from gpufleet.recorder.publish import CheckpointPolicy, Publisher
 from gpufleet.recorder.tracker import Tracker
 
 log = logging.getLogger("gpufleet.recorder")
@@ -62,6 +64,7 @@ class RecorderConfig:
     metrics_port: int = 9090  # 0: no endpoint
     keys: LabelKeys = field(default_factory=LabelKeys)
     backoff_max_s: float = 30.0
+    checkpoints: CheckpointPolicy | None = None  # None: publish no checkpoints
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +95,11 @@ class Backoff:
 
 
 class Recorder:
-    def __init__(self, config: RecorderConfig, ledger: Ledger, api: Any, metrics: Metrics) -> None:
+    def __init__(
+        self, config: RecorderConfig, ledger: Ledger, api: Any, metrics: Metrics, publisher: Publisher | None = None
+    ) -> None:
         self.config, self.ledger, self.api, self.metrics = config, ledger, api, metrics
+        self.publisher = publisher
         self.tracker = Tracker(self._load, config.keys, lambda: datetime.now(UTC))
         self.queue: asyncio.Queue[_Listed | _Event] = asyncio.Queue(maxsize=10_000)
 
@@ -107,6 +113,8 @@ class Recorder:
             self.tracker.prime(plural, objects)
         async with asyncio.TaskGroup() as group:
             group.create_task(self._consume())
+            if self.publisher is not None:
+                group.create_task(self.publisher.run(self.ledger))
             for plural in KINDS:
                 group.create_task(self._follow(plural, stored.get(source(plural))))
 
@@ -162,7 +170,9 @@ class Recorder:
                 for cond in conditions(event.object).values():
                     if cond.time is not None and (newest is None or cond.time > newest):
                         newest = cond.time
-            await asyncio.to_thread(self.ledger.append, records, positions=positions)
+            result = await asyncio.to_thread(self.ledger.append, records, positions=positions)
+            if self.publisher is not None:
+                await self.publisher.maybe_publish(self.ledger, result.head_seq)
             for record in records:
                 self.metrics.records.labels(record.kind).inc()
             if newest is not None:
@@ -213,9 +223,38 @@ async def _try_lease(config: RecorderConfig, api: Any) -> bool:
         return False
 
 
+def _cluster(config: RecorderConfig) -> Any:
+    """The API client, before anything is created: no kubeconfig is a user mistake, not a traceback."""
+    try:
+        return kube.client(config.kubeconfig, in_cluster=config.in_cluster)
+    except Exception as exc:  # lightkube's ConfigError, a missing or malformed file: all the user's to fix
+        where = "--in-cluster" if config.in_cluster else "--kubeconfig"
+        source = config.kubeconfig or (
+            "the pod's service account" if config.in_cluster else "KUBECONFIG / ~/.kube/config"
+        )
+        raise InputError.one(f"no usable cluster configuration in {source}: {exc}", path=where) from None
+
+
+def _publisher(config: RecorderConfig, metrics: Metrics) -> Publisher | None:
+    if config.checkpoints is None:
+        return None
+    from gpufleet.ledger import note
+
+    key = config.checkpoints.key
+    try:
+        signer = note.parse_signer(key.read_text(encoding="utf-8"), str(key))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError.one(f"cannot read the key: {exc}", file=str(key), path="--checkpoint-key") from None
+    publisher = Publisher(config.checkpoints, signer, metrics)
+    publisher.resume()
+    return publisher
+
+
 async def run(config: RecorderConfig) -> None:
     """Run until killed (or until leadership is lost, which raises)."""
     metrics = Metrics()
+    api = _cluster(config)  # checked before the ledger or the endpoint exists
+    publisher = _publisher(config, metrics)
     server: uvicorn.Server | None = None
     serving: asyncio.Task[None] | None = None
     if config.metrics_port:
@@ -224,10 +263,9 @@ async def run(config: RecorderConfig) -> None:
         )
         serving = asyncio.create_task(server.serve())
     ledger = Ledger.open(config.ledger)
-    api = kube.client(config.kubeconfig, in_cluster=config.in_cluster)
     try:
         await _lead(config, api, metrics)
-        recorder = Recorder(config, ledger, api, metrics)
+        recorder = Recorder(config, ledger, api, metrics, publisher)
         async with asyncio.TaskGroup() as group:
             group.create_task(_renew(config, api, metrics))
             group.create_task(recorder.run())

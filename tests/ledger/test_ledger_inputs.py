@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from gpufleet.cli import app
+from gpufleet.cli import EXIT_CRASH, app, main
+from gpufleet.cli.audit_common import EXIT_FINDING
 from gpufleet.cli.common import console
 from gpufleet.ledger.store import Ledger
 from tests.ledger.ledger_factories import allocation, at
@@ -83,8 +85,10 @@ def test_reading_commands_refuse_unusable_ledgers_and_create_nothing(
     assert _snapshot(tmp_path) == before  # nothing created, nothing changed
 
 
-def test_a_crash_is_not_a_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A bug inside verify (simulated by a raising stand-in, the only way to provoke one) exits 3."""
+def test_a_crash_is_not_a_finding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bug inside verify (simulated by a raising stand-in, the only way to provoke one) exits 70, never 1."""
     db = str(tmp_path / "ledger.db")
     with Ledger.open(db) as ledger:
         ledger.append(history())
@@ -93,8 +97,12 @@ def test_a_crash_is_not_a_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         raise RuntimeError("boom")
 
     monkeypatch.setattr(Ledger, "verify", broken)
-    result = runner.invoke(app, ["audit", "verify", "--ledger", db])
-    assert result.exit_code == 3 and "internal error" in result.stderr and "RuntimeError: boom" in result.stderr
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(SystemExit) as exited:
+        main(["audit", "verify", "--ledger", db])
+    assert exited.value.code == EXIT_CRASH != EXIT_FINDING
+    err = " ".join(capsys.readouterr().err.split())
+    assert "gpufleet crashed: RuntimeError: boom" in err and "not a mistake in your input" in err
 
 
 def test_export_to_a_folder_is_a_clear_error(tmp_path: Path) -> None:

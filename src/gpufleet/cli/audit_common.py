@@ -2,22 +2,21 @@
 
 Exit codes are a contract for scripts: 0 intact or success, 1 a finding (tampered, inconsistent,
 a bad signature), 2 unusable input (a missing, foreign or unreachable ledger, a malformed file).
-A crash is a bug, not a finding: it prints its traceback and exits 3, never 1, so a script never
-mistakes a bug for tampering.
+A crash is a bug, not a finding: it goes on to ``gpufleet.cli.main``, which exits 70 (never 1), so a
+script never mistakes a bug for tampering.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
-import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import click
 import typer
 
-from gpufleet.cli.common import console, err_console
+from gpufleet.cli.common import console
 from gpufleet.errors import InputError
 
 if TYPE_CHECKING:
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 DEFAULT_LEDGER = "gpufleet-ledger.db"
 LEDGER_HELP = "SQLite file path or database URL (postgresql://user@host/db)."
 EXIT_FINDING = 1
-EXIT_CRASH = 3
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -41,7 +39,7 @@ def open_read(ledger: str) -> Ledger:
 
 
 def audited(func: Callable[P, R]) -> Callable[P, R]:
-    """Database errors become exit 2 naming the ledger; any other crash exits 3 with its traceback."""
+    """Database errors become exit 2 naming the ledger; any other exception is a crash for ``main`` (exit 70)."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -53,9 +51,7 @@ def audited(func: Callable[P, R]) -> Callable[P, R]:
             if type(exc).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3")):
                 orig = getattr(exc, "orig", None) or exc
                 raise InputError.one(f"cannot read the ledger: {str(orig).strip()}", path="--ledger") from None
-            err_console.print("[bold red]internal error[/] (a bug in gpufleet, not a finding about the ledger):")
-            err_console.print(traceback.format_exc(), markup=False, highlight=False)
-            raise typer.Exit(EXIT_CRASH) from None
+            raise
 
     return wrapper
 

@@ -446,8 +446,11 @@ class Simulation:
                 run.attempt.placements[pod.name] = (decision.node, decision.devices)
             if len(run.bound) == len(run.pods):
                 self.start(t, run)
-            elif self.queue is None and last is not None:
-                run.attempt.reason, run.attempt.message = last.reason, last.message
+            elif last is not None:
+                if self.queue is None:
+                    run.attempt.reason, run.attempt.message = last.reason, last.message
+                else:
+                    run.attempt.unschedulable = last.message
 
     # --- serving ---------------------------------------------------------------------------------
     def _deployments(self, fleet: Fleet) -> list[Deployment]:

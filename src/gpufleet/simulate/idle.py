@@ -9,9 +9,10 @@ replicas nobody waiting asks for are not usable idle, however many there are.
 
 Two more series feed the pathologies (queue world):
 
-- ``limited:<pool>``: usable idle while a waiting job of a team is held back by a borrowing or
-  lending limit: the team's quota in use there plus the job exceeds its reach with the limits,
-  but the job would fit the pool without them (``IdleBehindLimits``);
+- ``limited:<pool>`` (and ``limited:<pool>:<team>`` per team held back): usable idle while a
+  waiting job of a team is held back by a borrowing or lending limit: the team's quota in use
+  there plus the job exceeds its reach with the limits, but the job would fit the pool without
+  them (``IdleBehindLimits``);
 - ``misfit:<pool>`` (MIG and time-sliced pools): idle while a waiting job wants the pool's card in
   a shape the layout does not offer, whole cards or another MIG profile (``SlicingMisfit``).
 
@@ -68,9 +69,10 @@ class IdleWatch:
                     self.reach[(team, r.pool, r.resource)] = (r.reach, r.limited)
         self.geometry = {name: cap.gpu.mig for name, cap in fleet.pools.items()}
         for name in pools:
-            meter.log(f"usable:{name}")
-            meter.log(f"limited:{name}")
-            meter.log(f"misfit:{name}")
+            for series in ("usable", "limited", "misfit"):
+                meter.log(f"{series}:{name}")
+            for team in sorted(self.allowed.get(name, ())):
+                meter.log(f"limited:{name}:{team}")
 
     def waiting(self, run: JobRun, delta: int) -> None:
         if run.never:
@@ -119,11 +121,13 @@ class IdleWatch:
         m = self.meter
         for name, pool in self.pools.items():
             usable = limited = misfit = 0.0
+            by_team: dict[str, float] = {}
             if self.demand:
                 total, most, worth = self._free(pool)
                 idle = float(sum(total[r] * worth[r] for r in total))
                 used: set[str] = set()
                 held_back: set[str] = set()
+                teams_back: dict[str, set[str]] = {}
                 wrong_shape = False
                 for (team, resource, per_pod, models, whole), _ in self.demand.items():
                     if team not in self.allowed[name] or (models and pool.gpu_model not in models):
@@ -136,14 +140,19 @@ class IdleWatch:
                                 in_use = self.quota[(team, name, resource)]
                                 if in_use + whole > entry[0] and whole <= pool_units(pool, resource):
                                     held_back.add(resource)
+                                    teams_back.setdefault(team, set()).add(resource)
                     elif pool.mode != "full" and self._could_cut(name, resource):
                         wrong_shape = True
                 usable = float(sum(total[r] * worth[r] for r in used))
                 limited = float(sum(total[r] * worth[r] for r in held_back))
                 misfit = idle if wrong_shape else 0.0
+                by_team = {t: float(sum(total[r] * worth[r] for r in rs)) for t, rs in teams_back.items()}
             m.set(f"usable:{name}", usable)
             m.set(f"limited:{name}", limited)
             m.set(f"misfit:{name}", misfit)
+            for team in self.allowed.get(name, ()):
+                if self.reaches is not None:
+                    m.set(f"limited:{name}:{team}", by_team.get(team, 0.0))
 
     def _could_cut(self, pool: str, resource: str) -> bool:
         """Another slicing of the pool's cards would offer ``resource``: whole cards, or a MIG profile

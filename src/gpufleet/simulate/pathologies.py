@@ -91,6 +91,15 @@ def _short(resource: str) -> str:
     return resource.removeprefix("nvidia.com/")
 
 
+def _units(amount: str, resource: str) -> str:
+    """``8–16 GPUs``, ``4 mig-3g.40gb instances``, ``2 shared-GPU replicas``: counts as people say them."""
+    if resource == "nvidia.com/gpu":
+        return f"{amount} GPUs"
+    if resource.startswith("nvidia.com/mig-"):
+        return f"{amount} {_short(resource)} instances"
+    return f"{amount} {_short(resource)} replicas"
+
+
 def _limits_on(fleet: Fleet, pool: str) -> list[str]:
     """The limit settings the policy sets on ``pool`` (borrowing and lending, per team)."""
     out = []
@@ -195,7 +204,7 @@ def never_admissible(runs: Sequence[JobRun], fleet: Fleet, reaches: Reaches) -> 
             )
         span = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]}"
         message = (
-            f"{len(jobs)} {team} job(s) ask {span} {_short(resource)} but {where}: they can never be admitted "
+            f"{len(jobs)} {team} job(s) ask {_units(span, resource)} but {where}: they can never be admitted "
             "and wait forever."
         )
         evidence = tuple(
@@ -224,7 +233,7 @@ def quota_without_node(runs: Sequence[JobRun], end: int) -> list[Finding]:
     hit.sort(key=lambda r: (-r.requeues, -r.unplaced(end), r.key))
     evidence = tuple(
         f"{r.key} ({r.team}, {r.job.pods}×{r.ask.count} {_short(r.ask.resource)}): {r.requeues} eviction(s), "
-        f"{_h(r.unplaced(end))} h admitted unplaced; last: {r.attempt.reason} {r.attempt.message}".rstrip()
+        f"{_h(r.unplaced(end))} h admitted unplaced; the scheduler: {_unschedulable(r)}"
         for r in hit[:EVIDENCE]
     )
     teams = sorted({r.team for r in hit})
@@ -245,6 +254,11 @@ def quota_without_node(runs: Sequence[JobRun], end: int) -> list[Finding]:
     ]
 
 
+def _unschedulable(run: JobRun) -> str:
+    said = [a.unschedulable for a in run.attempts if a.unschedulable]
+    return said[-1] if said else "no word (its pods waited for preempted pods to end)"
+
+
 # --- IdleBehindLimits, SlicingMisfit ------------------------------------------------------------------
 def idle_behind_limits(result: RunResult, fleet: Fleet, window: tuple[int, int]) -> list[Finding]:
     meter = result.outcome.meter
@@ -254,17 +268,27 @@ def idle_behind_limits(result: RunResult, fleet: Fleet, window: tuple[int, int])
         settings = _limits_on(fleet, pool)
         if hours < MIN_GPU_H or not settings:
             continue
-        teams = sorted({s.split("]")[0].removeprefix("teams[") for s in settings})
+        held = {t.name: meter.integral(f"limited:{pool}:{t.name}", *window) / HOUR for t in fleet.policy.teams}
+        waiting = sorted(((h, t) for t, h in held.items() if h >= MIN_GPU_H), reverse=True)
+        who = ", ".join(f"{t} {h:,.1f}" for h, t in waiting)
+        limits = ", ".join(f"{_team_of(s)} {s.rsplit('.', 1)[1]} {_limit_setting(fleet, s)}" for s in settings)
         message = (
-            f"{pool} had {hours:,.1f} GPU-h idle while jobs waited that only a borrowing or lending limit kept "
-            f"out ({', '.join(s.split('.', 1)[1] for s in settings)})."
+            f"{pool} had {hours:,.1f} GPU-h idle while jobs waited that only a borrowing or lending limit kept out "
+            f"(GPU-h per team held back: {who or 'none above 1'}; limits: {limits})."
         )
-        evidence = tuple(f"{s} = {_limit_setting(fleet, s)}" for s in settings)
+        evidence = tuple(f"{s} = {_limit_setting(fleet, s)}" for s in settings) + tuple(
+            f"{t}: {h:,.1f} GPU-h of {pool} idle while its jobs were over its reach" for h, t in waiting
+        )
+        teams = sorted({_team_of(s) for s in settings} | {t for _, t in waiting})
         remedy = (
             f"Lift or raise the limits on {pool} so idle cards can be borrowed (lenders still reclaim by preemption)"
         )
         out.append(Finding(Reason.IDLE_BEHIND_LIMITS, message, evidence, remedy, tuple(settings), (pool, *teams)))
     return out
+
+
+def _team_of(path: str) -> str:
+    return path.split("]", maxsplit=1)[0].removeprefix("teams[")
 
 
 def _limit_setting(fleet: Fleet, path: str) -> str:

@@ -99,6 +99,7 @@ class Outcome:
     priorities: dict[str, int]  # priority class -> value (the queue world's Workload priority)
     local_queues: dict[str, str]  # namespace -> its LocalQueue (queue world only)
     kueue_cycles: int = 0  # scheduling cycles the twin ran (queue world only): what the run cost
+    watch: IdleWatch | None = None  # what the idle series were computed with (the pathologies ask it again)
 
 
 def placement_policy(choice: PlacementPolicy, jobs: Sequence[Job]) -> Policy:
@@ -219,6 +220,7 @@ class Simulation:
             self.queue.priorities if self.queue is not None else {},
             self.queue.queues if self.queue is not None else {},
             self.queue.twin.cycle if self.queue is not None else 0,
+            self.watch,
         )
 
     def handle(self, t: int, kind: int, subject: Any) -> None:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from gpufleet.policy import Fleet
 from gpufleet.policy.capacity import limit_value
 from gpufleet.simulate.config import HOUR, Mode
+from gpufleet.simulate.idle import demand_of
 from gpufleet.simulate.jobs import JobRun
 from gpufleet.simulate.measures import Measures
 from gpufleet.simulate.reach import Reaches
@@ -311,13 +312,12 @@ def slicing_misfit(result: RunResult, fleet: Fleet, window: tuple[int, int]) -> 
             continue
         cap = fleet.pools[name]
         offered = set(cap.units)
+        watch = result.outcome.watch
         wanted: Counter[str] = Counter()
         for r in result.outcome.runs:
-            if r.ask.resource in offered or (r.job.gpu_models and pool.gpu_model not in r.job.gpu_models):
-                continue
-            if r.waited(result.outcome.end) > 0:
+            if watch is not None and r.waited(result.outcome.end) > 0 and watch.misfit(name, demand_of(r)):
                 wanted[r.ask.resource] += 1
-        asks = ", ".join(f"{n} job(s) of {_short(res)}" for res, n in wanted.most_common(4))
+        asks = ", ".join(f"{n} job(s) asking {_units('', res).strip()}" for res, n in wanted.most_common(4))
         layout = cap.decision.layout_name or cap.decision.mode
         message = (
             f"{name} ({layout}) had {hours:,.1f} GPU-h idle while jobs waited for shapes it does not offer"

@@ -107,7 +107,11 @@ def test_the_report_leads_with_the_headline_and_the_measures(written: Path) -> N
     """The measures and the one-sentence headline come before the older figures; the numbers are the
     document's own (TWO_TEAMS, both worlds over [0, 5400]: first apply 2.7 GPU-h of goodput)."""
     html = (written / "report.html").read_text()
-    headline, measures, older = html.index('id="headline"'), html.index('id="measures"'), html.index("The older figures")
+    headline, measures, older = (
+        html.index('id="headline"'),
+        html.index('id="measures"'),
+        html.index("The older figures"),
+    )
     assert headline < measures < older
     assert "Over the first 1 h 30 min, queue finishes" in html
     assert "against first-apply&#39;s 2.7" in html

@@ -145,9 +145,11 @@ def preemption_loops(runs: Sequence[JobRun], fleet: Fleet) -> list[Finding]:
             chain = ", ".join(f"by {t} {n}× ({why})" for (t, why), n in by.most_common(3))
             back = victims_of.get(r.key, Counter())
             answer = ", ".join(f"{t} {n}× ({why})" for (t, why), n in back.most_common(3))
+            unstarted = sum(1 for a in ended if a.started is None)
+            waiting = f", {unstarted} of them before its pods ran" if unstarted else ""
             evidence.append(
                 f"{r.key} ({r.team}, {r.job.priority_class or 'no priority class'}): preempted {r.preemptions}× "
-                f"{chain}; {_h(r.work_lost)} GPU-h lost" + (f"; it preempted in turn {answer}" if answer else "")
+                f"{chain}{waiting}; {_h(r.work_lost)} GPU-h lost" + (f"; it preempted in turn {answer}" if answer else "")
             )
     worst = looping[0]
     settings: list[str] = []

@@ -149,7 +149,8 @@ def preemption_loops(runs: Sequence[JobRun], fleet: Fleet) -> list[Finding]:
             waiting = f", {unstarted} of them before its pods ran" if unstarted else ""
             evidence.append(
                 f"{r.key} ({r.team}, {r.job.priority_class or 'no priority class'}): preempted {r.preemptions}× "
-                f"{chain}{waiting}; {_h(r.work_lost)} GPU-h lost" + (f"; it preempted in turn {answer}" if answer else "")
+                f"{chain}{waiting}; {_h(r.work_lost)} GPU-h lost"
+                + (f"; it preempted in turn {answer}" if answer else "")
             )
     worst = looping[0]
     settings: list[str] = []

@@ -15,9 +15,11 @@ from gpufleet.policy import Fleet
 from gpufleet.report import ReportFiles, write_report
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.engine import Outcome, Progress, Simulation
+from gpufleet.simulate.first_apply import FirstApplyWorld
 from gpufleet.simulate.measures import Measures, as_dict, common_window, measure
 from gpufleet.simulate.metrics import summarize
 from gpufleet.simulate.pathologies import Finding, diagnose
+from gpufleet.simulate.queue_world import QueueWorld
 from gpufleet.simulate.records import job_rows, ledger_records
 from gpufleet.trace.job import Job
 
@@ -33,10 +35,13 @@ class RunResult:
     rows: list[dict[str, Any]]
 
 
+WORLDS: dict[Mode, type[Simulation]] = {Mode.QUEUE: QueueWorld, Mode.FIRST_APPLY: FirstApplyWorld}
+
+
 def simulate(
     fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, progress: Progress | None = None
 ) -> RunResult:
-    outcome = Simulation(fleet, jobs, config, progress).run()
+    outcome = WORLDS[config.mode](fleet, jobs, config, progress).run()
     name = config.mode.value
     return RunResult(name, outcome, summarize(outcome), ledger_records(outcome, name), job_rows(outcome, name))
 

@@ -30,6 +30,7 @@ from fractions import Fraction
 from gpufleet.placement import Cluster
 from gpufleet.placement.node import GPU, mig_resource
 from gpufleet.policy import Fleet
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.simulate.jobs import JobRun
 from gpufleet.simulate.meter import Meter
 from gpufleet.simulate.nodes import PoolNodes
@@ -143,7 +144,7 @@ class IdleWatch:
                                 held_back.add(resource)
                                 teams_back.setdefault(team, set()).add(resource)
                 for d in (*self.demand, *self.stuck):
-                    if pool.mode != "full" and self.misfit(name, d):
+                    if pool.mode is not SlicingMode.FULL and self.misfit(name, d):
                         wrong_shape = True
                         break
                 usable = float(sum(total[r] * worth[r] for r in used))

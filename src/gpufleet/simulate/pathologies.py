@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from gpufleet.policy import Fleet
 from gpufleet.policy.capacity import limit_value
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.simulate.config import HOUR, Mode
 from gpufleet.simulate.idle import demand_of
 from gpufleet.simulate.jobs import JobRun
@@ -308,7 +309,7 @@ def slicing_misfit(result: RunResult, fleet: Fleet, window: tuple[int, int]) -> 
     meter = result.outcome.meter
     out = []
     for name, pool in result.outcome.pools.items():
-        if pool.mode == "full":
+        if pool.mode is SlicingMode.FULL:
             continue
         hours = meter.integral(f"misfit:{name}", *window) / HOUR
         if hours < MIN_GPU_H:

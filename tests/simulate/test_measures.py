@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpufleet.policy import Fleet
 from gpufleet.simulate.config import Mode, SimulationConfig
@@ -153,3 +155,44 @@ def test_a_run_that_completes_later_counts_its_work_inside_the_window() -> None:
     assert (half.goodput_gpu_h, half.jain) == (0.083, 1.0)
     none = measure(result, f, (0, 0))
     assert (none.goodput_gpu_h, none.jain, none.capacity_gpu_h) == (0.0, None, 0.0)
+
+
+job_specs = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b"]),
+        st.integers(0, 4).map(lambda k: k * 900),  # submit
+        st.integers(1, 6).map(lambda k: k * 600),  # duration
+        st.sampled_from([(1, 1), (2, 1), (1, 2)]),  # (GPUs per pod, pods)
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(job_specs, st.sampled_from([Mode.QUEUE, Mode.FIRST_APPLY]))
+def test_every_gpu_hour_a_job_held_is_goodput_held_idle_lost_or_still_running(
+    specs: list[tuple[str, int, int, tuple[int, int]]], mode: Mode
+) -> None:
+    """Over the whole run, what the jobs' pods held (``fleet.gpuHours``, the older figure) splits
+    exactly into goodput, held idle, lost, and the runs still going at the end; and goodput is never
+    more than the work of the finished jobs (GPUs × duration)."""
+    f = fleet(TWO_TEAMS)
+    jobs = [job(f"j{i}", team, s, d, gpus=g, pods=p) for i, (team, s, d, (g, p)) in enumerate(specs)]
+    result = run(f, jobs, mode)
+    end = result.outcome.end
+    m = measure(result, f, (0, end))
+    running = sum(
+        h.worth * ((h.released if h.released is not None else end) - a.started)
+        for r in result.outcome.runs
+        for a in r.attempts
+        if a.started is not None and not a.end_reason
+        for h in a.holds
+    )
+    held = result.summary["fleet"]["gpuHours"]
+    assert m.goodput_gpu_h + m.held_idle_gpu_h + m.lost_gpu_h + running / 3600 == pytest.approx(held, abs=0.01)
+    finished_work = sum(
+        r.job.gpus * r.job.pods * r.job.duration_s for r in result.outcome.runs if r.state.value == "Finished"
+    )
+    assert m.goodput_gpu_h <= finished_work / 3600 + 0.001
+    assert m.capacity_gpu_h == pytest.approx(3 * end / 3600, abs=0.001)  # two training cards and one serving

@@ -72,6 +72,7 @@ class IdleWatch:
                 for r in entries:
                     self.reach[(team, r.pool, r.resource)] = (r.reach, r.limited)
         self.geometry = {name: cap.gpu.mig for name, cap in fleet.pools.items()}
+        self.units = {name: pool_units(pool) for name, pool in pools.items()}  # resource -> units the nodes advertise
         for name in pools:
             for series in ("usable", "limited", "misfit"):
                 meter.log(f"{series}:{name}")
@@ -140,7 +141,7 @@ class IdleWatch:
                         entry = self.reach.get((team, name, resource))
                         if entry is not None and entry[1]:
                             in_use = self.quota[(team, name, resource)]
-                            if in_use + whole > entry[0] and whole <= pool_units(pool, resource):
+                            if in_use + whole > entry[0] and whole <= self.units[name].get(resource, 0):
                                 held_back.add(resource)
                                 teams_back.setdefault(team, set()).add(resource)
                 for d in (*self.demand, *self.stuck):
@@ -165,7 +166,7 @@ class IdleWatch:
             self._offered[d] = any(
                 team in self.allowed[name]
                 and (not models or pool.gpu_model in models)
-                and pool_units(pool, resource) > 0
+                and self.units[name].get(resource, 0) > 0
                 for name, pool in self.pools.items()
             )
         return self._offered[d]
@@ -191,6 +192,9 @@ class IdleWatch:
         )
 
 
-def pool_units(pool: PoolNodes, resource: str) -> int:
-    """Units of ``resource`` the pool's nodes advertise."""
-    return sum(n.allocatable().get(resource, 0) for n in pool.nodes)
+def pool_units(pool: PoolNodes) -> dict[str, int]:
+    """Units of each GPU resource the pool's nodes advertise."""
+    out: Counter[str] = Counter()
+    for n in pool.nodes:
+        out.update({r: v for r, v in n.allocatable().items() if r not in ("cpu", "memory")})
+    return dict(out)

@@ -122,6 +122,11 @@ def parse_cluster(sources: Iterable[tuple[str, str]]) -> s.ClusterSpec:
             for item in _flatten(st, obj, file, line):
                 _parse_object(st, item, file, line, index)
                 index += 1
+    return _cluster(st)
+
+
+def _cluster(st: _Stream) -> s.ClusterSpec:
+    """The stream's objects as one ``ClusterSpec``, or every problem found in them."""
     workloads = tuple(w for w in (_workload(st, doc, obj, idx) for doc, obj, idx in st.workloads) if w is not None)
     if st.problems:
         raise InputError(st.problems)
@@ -483,4 +488,17 @@ def _timestamp(doc: _Doc, path: str, value: Any, index: int) -> int:
         return index
 
 
-__all__ = ["load_documents", "located", "parse_cluster"]
+__all__ = ["load_documents", "located", "parse_cluster", "parse_objects"]
+
+
+def parse_objects(objects: Iterable[Any], source: str) -> s.ClusterSpec:
+    """Kubernetes objects already in memory (as ``gpufleet render`` builds them) into one
+    ``ClusterSpec``, as ``parse_cluster`` reads them from YAML; problems name ``source`` and the
+    object's position (1-based) instead of a line."""
+    st = _Stream()
+    index = 0
+    for position, obj in enumerate(objects, start=1):
+        for item in _flatten(st, obj, source, position):
+            _parse_object(st, item, source, position, index)
+            index += 1
+    return _cluster(st)

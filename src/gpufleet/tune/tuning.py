@@ -1,0 +1,162 @@
+"""``gpufleet tune``'s core: the three worlds, the study between them, and the recommendation.
+
+The same trace runs in three worlds: first apply (no queue), the input policy, and the tuned
+policy. The first two fix the window every trial is measured over (``common_window``), so goodput
+and waits compare like for like. The study starts from the input policy (trial 0) and the reasoned
+candidates (``remedies``); the recommended trial is simulated once more, in this process, to get
+its full run for the report and its findings (the simulator is deterministic: the same figures).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from gpufleet.errors import InputError
+from gpufleet.policy import FleetPolicy, resolve
+from gpufleet.simulate.config import Mode, SimulationConfig
+from gpufleet.simulate.measures import Measures, common_window, measure
+from gpufleet.simulate.pathologies import Finding, diagnose
+from gpufleet.simulate.run import RunResult, simulate
+from gpufleet.trace.job import Job
+from gpufleet.tune import remedies, study
+from gpufleet.tune.diff import Change, diff
+from gpufleet.tune.objectives import Constraints
+from gpufleet.tune.recommend import Candidate, candidates, pareto_front, recommend
+from gpufleet.tune.space import Space, build_space
+from gpufleet.tune.trial import Evaluated, Problem, evaluate, named
+
+WORLDS = ("first-apply", "input", "tuned")
+FINGERPRINT_ATTR = "gpufleet.fingerprint"
+WINDOW_ATTR = "gpufleet.window"
+
+Stage = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class World:
+    name: str  # one of WORLDS
+    result: RunResult
+    measures: Measures
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class Tuning:
+    space: Space
+    spec: study.StudySpec
+    constraints: Constraints
+    window: tuple[int, int]
+    trials: list[Candidate]  # completed trials, in order
+    pruned: int  # trials whose choices made no valid policy
+    front: list[Candidate]
+    recommended: Candidate | None  # None: no trial met the constraints
+    policy: FleetPolicy  # the recommended policy (the input's when there is none)
+    worlds: tuple[World, World, World]
+    changes: list[Change]
+
+
+def fingerprint(policy: FleetPolicy, jobs: Sequence[Job], constraints: Constraints, config: SimulationConfig) -> str:
+    """What a study is about; resuming it with another policy, trace or constraint is refused."""
+    h = hashlib.sha256()
+    h.update(policy.model_dump_json().encode())
+    h.update(json.dumps([repr(j) for j in jobs]).encode())
+    h.update(repr((constraints, config.placement, config.pods_ready, config.until_s)).encode())
+    return h.hexdigest()[:16]
+
+
+def _world(name: str, result: RunResult, policy: FleetPolicy, window: tuple[int, int]) -> World:
+    fleet = resolve(policy)
+    m = measure(result, fleet, window)
+    return World(name, result, m, tuple(diagnose(result, fleet, m)))
+
+
+def _check_resume(opened: object, mark: str) -> None:
+    attrs = getattr(opened, "user_attrs", {})
+    known = attrs.get(FINGERPRINT_ATTR)
+    if known is not None and known != mark:
+        raise InputError.one(
+            "this study was made for another policy, trace or constraints; give another --study name "
+            "or another output folder",
+            path="--study",
+        )
+
+
+def tune(
+    policy: FleetPolicy,
+    jobs: Sequence[Job],
+    spec: study.StudySpec,
+    *,
+    constraints: Constraints = Constraints(),
+    config: SimulationConfig = SimulationConfig(),
+    tick: study.Tick | None = None,
+    stage: Stage | None = None,
+    baseline: tuple[RunResult, RunResult] | None = None,
+) -> Tuning:
+    """Run the three worlds and the study; ``baseline`` reuses first-apply and input runs already made."""
+    say = stage or (lambda _text: None)
+    space = build_space(policy)
+    fleet = resolve(policy)
+    if baseline is None:
+        say("simulating first apply and the input policy")
+        first = simulate(fleet, jobs, replace(config, mode=Mode.FIRST_APPLY))
+        given = named(simulate(fleet, jobs, replace(config, mode=Mode.QUEUE)), "input")
+    else:
+        first, given = baseline[0], named(baseline[1], "input")
+    window = common_window([first, given])
+    problem = Problem(policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints)
+    mark = fingerprint(policy, jobs, constraints, config)
+    opened = study.load(spec)
+    _check_resume(opened, mark)
+    worlds_before = (_world("first-apply", first, policy, window), _world("input", given, policy, window))
+    base = _evaluated(problem, worlds_before[1], policy)
+    study.seed_study(opened, space, base, remedies.candidates(space, worlds_before[1].findings))
+    opened.set_user_attr(FINGERPRINT_ATTR, mark)
+    opened.set_user_attr(WINDOW_ATTR, list(window))
+    say(f"searching: {spec.trials} trials, {spec.jobs} worker(s)")
+    done = study.run(problem, spec, tick)
+    trials = candidates(done)
+    pruned = len(done.get_trials(deepcopy=False, states=(study.TrialState.PRUNED,)))
+    base_params = space.base_params()
+    chosen = recommend(trials, base_params)
+    if chosen is None or chosen.params == base_params:
+        tuned_policy = policy
+        tuned = World("tuned", named(given, "tuned"), worlds_before[1].measures, worlds_before[1].findings)
+    else:
+        say("simulating the recommended policy")
+        ran = evaluate(problem, space, chosen.params, "tuned")
+        tuned_policy = ran.fleet.policy
+        tuned = World("tuned", ran.result, ran.measures, tuple(diagnose(ran.result, ran.fleet, ran.measures)))
+    changes = diff(
+        base_params,
+        chosen.params if chosen else base_params,
+        worlds_before[1].measures,
+        tuned.measures,
+        worlds_before[1].findings,
+        tuned.findings,
+    )
+    return Tuning(
+        space=space,
+        spec=spec,
+        constraints=constraints,
+        window=window,
+        trials=trials,
+        pruned=pruned,
+        front=pareto_front(trials),
+        recommended=chosen,
+        policy=tuned_policy,
+        worlds=(worlds_before[0], worlds_before[1], tuned),
+        changes=changes,
+    )
+
+
+def _evaluated(problem: Problem, world: World, policy: FleetPolicy) -> Evaluated:
+    from gpufleet.tune.objectives import lost_guarantees, objectives, violations
+
+    lost = tuple(lost_guarantees(problem.policy, policy))
+    m = world.measures
+    return Evaluated(
+        world.result, resolve(policy), m, objectives(m), violations(m, problem.constraints, len(lost)), lost
+    )

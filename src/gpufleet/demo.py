@@ -22,7 +22,8 @@ from gpufleet.render.bundle import write_files
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.engine import Progress
 from gpufleet.simulate.run import RunResult, Written, compare, results_document, write_into
-from gpufleet.trace import Job, PoolSpec, Slicing, SynthSpec, TeamSpec, synthesize, write_trace
+from gpufleet.trace import Job, SynthSpec, synthesize, write_trace
+from gpufleet.trace.synth import fleet_spec
 
 EXAMPLE = "fleet.yaml"
 MANIFESTS = "manifests"
@@ -51,46 +52,9 @@ def example_text(name: str = EXAMPLE) -> str:
     return (importlib.resources.files("gpufleet.examples") / name).read_text(encoding="utf-8")
 
 
-def flood_team(fleet: Fleet) -> str:
-    """The team that floods the queue: the lightest weight, the first in the policy on a tie."""
-    teams = fleet.policy.teams
-    return min(teams, key=lambda t: (t.weight, teams.index(t))).name
-
-
 def workload_spec(fleet: Fleet, *, days: int = DAYS, load: float = LOAD) -> SynthSpec:
-    """A synthetic workload for the policy's teams on its queued pools (the serving pool runs vLLM)."""
-    policy = fleet.policy
-    locations = {d.name: d.checkpointLocations for d in policy.dataClasses}
-    flood = flood_team(fleet)
-    teams = tuple(
-        TeamSpec(
-            name=t.name,
-            namespace=t.namespaces[0],
-            weight=float(t.weight),
-            priority_classes=tuple(t.priorityClasses),
-            data_classes=tuple(t.dataClasses),
-            models=(f"{t.name}/model",),
-            checkpoints=tuple(
-                f"{loc.rstrip('/')}/{t.name}/" for d in t.dataClasses for loc in locations.get(d, [])[:1]
-            ),
-            flood=t.name == flood,
-        )
-        for t in policy.teams
-    )
-    pools = []
-    for cap in fleet.queued_pools():
-        mode = cap.decision.mode
-        pools.append(
-            PoolSpec(
-                name=cap.name,
-                gpu_model=cap.gpu.name,
-                gpus=cap.pool.gpu_count,
-                slicing=Slicing(mode),
-                mig_profiles=tuple(p for p, _ in cap.decision.layout or ()) if mode == "mig" else (),
-                replicas=cap.decision.replicas or 1,
-            )
-        )
-    return SynthSpec(teams=teams, pools=tuple(pools), days=days, load=load)
+    """A synthetic workload for the policy's teams on its queued pools (``trace synth POLICY`` makes the same)."""
+    return fleet_spec(fleet, days=days, load=load)
 
 
 def run_demo(out: Path, progress: Progress | None = None, *, days: int = DAYS, force: bool = False) -> DemoResult:

@@ -8,29 +8,50 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 from rich.table import Table
 
 from gpufleet.cli.common import JsonOpt, console, guarded, print_table
 from gpufleet.durations import human
 from gpufleet.errors import InputError
-from gpufleet.trace import load_spec, read_trace, synthesize, write_trace
+from gpufleet.policy import load_policy, resolve
+from gpufleet.trace import SynthSpec, load_spec, read_trace, synthesize, write_trace
 from gpufleet.trace.alibaba import read_pods, to_jobs
 from gpufleet.trace.summary import peak_gpus, summarize
+from gpufleet.trace.synth import fleet_spec
 
 app = typer.Typer(help="Make, convert and inspect job traces.", no_args_is_help=True)
+
+
+def _is_policy(path: Path) -> bool:
+    """A FleetPolicy file (``kind: FleetPolicy``) rather than a synth spec; unreadable files are the spec
+    loader's to report."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and data.get("kind") == "FleetPolicy"
+
+
+def _synth_spec(path: Path) -> SynthSpec:
+    if _is_policy(path):
+        return fleet_spec(resolve(load_policy(path)))
+    return load_spec(path)
 
 
 @app.command()
 @guarded
 def synth(
-    spec: Annotated[Path, typer.Argument(help="Spec YAML: teams, pools, load (see docs/traces.md).")],
+    spec: Annotated[
+        Path, typer.Argument(help="A fleet policy (its teams and queued pools), or a spec YAML (docs/traces.md).")
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="Trace to write (.csv or .parquet).")],
     seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same trace.")] = 0,
     days: Annotated[int | None, typer.Option(help="Horizon in days (overrides the spec).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Synthesize a realistic, reproducible workload for the spec's teams and pools."""
-    loaded = load_spec(spec)
+    """Synthesize a realistic, reproducible workload for the policy's (or the spec's) teams and pools."""
+    loaded = _synth_spec(spec)
     if days is not None:
         if days < 1:
             raise InputError.one("--days must be >= 1")

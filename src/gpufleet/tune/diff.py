@@ -96,6 +96,7 @@ def effect_of(reason: Reason, before: Measures, after: Measures, subjects: Seque
 
 
 def diff(
+    *,
     base: Mapping[str, str],
     tuned: Mapping[str, str],
     before: Measures,

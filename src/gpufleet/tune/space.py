@@ -26,9 +26,9 @@ from gpufleet.gpus import lookup
 from gpufleet.gpus.mig import maximal_layouts, standard_layouts
 from gpufleet.policy import Fleet, FleetPolicy, resolve
 from gpufleet.policy.checks import cross_check
-from gpufleet.policy.slicing import decide
 from gpufleet.policy.fleet import facts_for
 from gpufleet.policy.model import KUEUE_FAIR_SHARING_STRATEGIES, UNLIMITED, PoolQuota
+from gpufleet.policy.slicing import decide
 
 Apply = Callable[[dict[str, Any], str], None]  # edits a policy's plain data in place
 
@@ -194,17 +194,18 @@ def _guaranteed(quota: PoolQuota) -> int:
     return max([quota.gpus or 0, *quota.mig.values()])
 
 
+def _slicing(pool_name: str, make: Callable[[str], dict[str, Any]]) -> Apply:
+    def apply(data: dict[str, Any], value: str) -> None:
+        _item(data["pools"], pool_name)["slicing"] = make(value)
+
+    return apply
+
+
 def _slicing_knobs(policy: FleetPolicy, fleet: Fleet) -> list[Knob]:
     knobs: list[Knob] = []
     for pool in policy.pools:
         cap = fleet.pools[pool.name]
         path = f"pools[{pool.name}].slicing"
-
-        def slicing(pool_name: str, make: Callable[[str], dict[str, Any]]) -> Apply:
-            def apply(data: dict[str, Any], value: str) -> None:
-                _item(data["pools"], pool_name)["slicing"] = make(value)
-
-            return apply
 
         if cap.decision.mode == "mig" and pool.slicing is not None:
             gpu = lookup(pool.gpu)
@@ -213,12 +214,12 @@ def _slicing_knobs(policy: FleetPolicy, fleet: Fleet) -> list[Knob]:
             standard = {n: layout for n, layout in standard_layouts(gpu).items() if layout}
             names = list(standard)
             names += [_layout_text(dict(x)) for x in maximal_layouts(gpu) if x not in standard.values()]
-            apply = slicing(pool.name, lambda v: {"mode": "mig", "layout": _layout_value(v)})
+            apply = _slicing(pool.name, lambda v: {"mode": "mig", "layout": _layout_value(v)})
             choices = _ordered([current, *names])
             knobs.append(Knob(f"{path}.layout", _valid(policy, apply, choices, current), apply))
         elif cap.decision.mode == "timeslice":
             current = str(cap.decision.replicas)
-            apply = slicing(pool.name, lambda v: {"mode": "timeslice", "replicas": int(v)})
+            apply = _slicing(pool.name, lambda v: {"mode": "timeslice", "replicas": int(v)})
             choices = _ordered([current, *_REPLICAS])
             knobs.append(Knob(f"{path}.replicas", _valid(policy, apply, choices, current), apply))
     return knobs

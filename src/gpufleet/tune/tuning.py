@@ -23,7 +23,7 @@ from gpufleet.simulate.run import RunResult, simulate
 from gpufleet.trace.job import Job
 from gpufleet.tune import remedies, study
 from gpufleet.tune.diff import Change, diff
-from gpufleet.tune.objectives import Constraints
+from gpufleet.tune.objectives import Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.recommend import Candidate, candidates, pareto_front, recommend
 from gpufleet.tune.space import Space, build_space
 from gpufleet.tune.trial import Evaluated, Problem, evaluate, named
@@ -89,14 +89,16 @@ def tune(
     jobs: Sequence[Job],
     spec: study.StudySpec,
     *,
-    constraints: Constraints = Constraints(),
-    config: SimulationConfig = SimulationConfig(),
+    constraints: Constraints | None = None,
+    config: SimulationConfig | None = None,
     tick: study.Tick | None = None,
     stage: Stage | None = None,
     baseline: tuple[RunResult, RunResult] | None = None,
 ) -> Tuning:
     """Run the three worlds and the study; ``baseline`` reuses first-apply and input runs already made."""
     say = stage or (lambda _text: None)
+    constraints = constraints or Constraints()
+    config = config or SimulationConfig()
     space = build_space(policy)
     fleet = resolve(policy)
     if baseline is None:
@@ -130,12 +132,12 @@ def tune(
         tuned_policy = ran.fleet.policy
         tuned = World("tuned", ran.result, ran.measures, tuple(diagnose(ran.result, ran.fleet, ran.measures)))
     changes = diff(
-        base_params,
-        chosen.params if chosen else base_params,
-        worlds_before[1].measures,
-        tuned.measures,
-        worlds_before[1].findings,
-        tuned.findings,
+        base=base_params,
+        tuned=chosen.params if chosen else base_params,
+        before=worlds_before[1].measures,
+        after=tuned.measures,
+        found_before=worlds_before[1].findings,
+        found_after=tuned.findings,
     )
     return Tuning(
         space=space,
@@ -153,8 +155,6 @@ def tune(
 
 
 def _evaluated(problem: Problem, world: World, policy: FleetPolicy) -> Evaluated:
-    from gpufleet.tune.objectives import lost_guarantees, objectives, violations
-
     lost = tuple(lost_guarantees(problem.policy, policy))
     m = world.measures
     return Evaluated(

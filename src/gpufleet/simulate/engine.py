@@ -61,10 +61,12 @@ from gpufleet.placement import (
 from gpufleet.policy import Fleet
 from gpufleet.render.common import tolerations_for
 from gpufleet.simulate.config import DAY, HOUR, Mode, PlacementPolicy, SimulationConfig
-from gpufleet.simulate.jobs import JobRun, State
+from gpufleet.simulate.idle import IdleWatch
+from gpufleet.simulate.jobs import Hold, JobRun, State
 from gpufleet.simulate.meter import Meter
 from gpufleet.simulate.nodes import PoolNodes, fleet_nodes
 from gpufleet.simulate.queue import Queue
+from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.requests import POD_SET, Catalog, pod_spec
 from gpufleet.trace.job import Job
 from gpufleet.twin import Admitted, Preempted
@@ -125,6 +127,8 @@ class Simulation:
         )
         self.capacity = float(sum(p.gpus for p in self.pools.values()))
         self.meter = Meter(config.bucket_s)
+        for logged in ("serving_starved", f"team:{SERVING}"):  # the measures integrate them over a window
+            self.meter.log(logged)
         self.queue = Queue(fleet) if config.mode is Mode.QUEUE else None
         catalog = Catalog.of(fleet)
         self.runs: list[JobRun] = []
@@ -140,6 +144,11 @@ class Simulation:
             raise InputError.one("the trace has two jobs with the same namespace and job id", path="job_id")
         if self.queue is not None:
             self.queue.check([(r.job, r.ask) for r in self.runs])
+        self.reaches = Reaches(fleet) if self.queue is not None else None
+        if self.reaches is not None:
+            for r in self.runs:
+                r.never = self.reaches.never_admissible(r.job, r.ask)
+        self.watch = IdleWatch(fleet, self.pools, self.cluster, self.meter, self.reaches)
         self.teams = sorted({t.name for t in fleet.policy.teams} | {r.team for r in self.runs})
         self.weights = {t.name: float(t.weight) for t in fleet.policy.teams}
         self.deployments = self._deployments(fleet)
@@ -256,11 +265,13 @@ class Simulation:
         wanted = sum(len(v) for v in self.replicas.values())
         m.set("serving_wanted", wanted)
         m.set("serving_starved", wanted - len(self.replica_worth))
+        self.watch.refresh()
 
     # --- jobs ------------------------------------------------------------------------------------
     def arrive(self, t: int, run: JobRun) -> None:
         run.begin(t)
         self.waiting += 1
+        self.watch.waiting(run, 1)
         self.arrived += 1
         if self.progress is not None and (self.arrived % 500 == 0):
             self.progress(self.arrived, len(self.runs))
@@ -283,6 +294,8 @@ class Simulation:
         count = a.counts[POD_SET]
         run.pods = [pod_spec(f"{run.job.job_id}/{i}", run.job, run.ask, flavor) for i in range(count)]
         run.state = State.ADMITTED
+        run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
+        self.watch.reserve(run.team, *run.quota)
         self.placing[run.key] = run
         self.place_dirty = True
         self.push(t + self.config.pods_ready.timeout_s, TIMEOUT, (run, attempt.number))
@@ -292,6 +305,7 @@ class Simulation:
         run.attempt.started = t
         del self.placing[run.key]
         self.waiting -= 1
+        self.watch.waiting(run, -1)
         self.push(t + run.job.duration_s, FINISH, (run, run.attempt.number))
 
     def release(self, t: int, run: JobRun) -> None:
@@ -309,6 +323,7 @@ class Simulation:
         self.end_attempt(t, run, "Finished", "Succeeded", f"Job {run.key} finished")
         run.state = State.FINISHED
         if self.queue is not None:
+            self.free_quota(run)
             self.queue.finish(run.key)
             self.kueue_dirty = True
 
@@ -323,6 +338,7 @@ class Simulation:
             assert started is not None
             run.work_lost += run.gpu_worth * (gone - started)
             self.waiting += 1
+            self.watch.waiting(run, 1)
         self.placing.pop(run.key, None)
         self.end_attempt(t, run, "Preempted", p.reason, p.message)
         run.attempt.end_by = p.preemptor
@@ -336,6 +352,7 @@ class Simulation:
         """A preempted job's pods are gone: the GPUs and the quota free, and it queues again."""
         assert self.queue is not None
         self.release(t, run)
+        self.free_quota(run)
         run.state = State.PENDING
         self.queue.evicted_gone(run.key)
         self.kueue_dirty = True
@@ -345,6 +362,7 @@ class Simulation:
         self.release(t, run)
         message = f"Exceeded the PodsReady timeout {run.key}"
         self.end_attempt(t, run, "Evicted", "PodsReadyTimeout", message)
+        self.free_quota(run)
         self.queue.finish(run.key)
         self.kueue_dirty = True
         run.requeues += 1
@@ -353,12 +371,19 @@ class Simulation:
             run.state = State.DEACTIVATED
             run.deactivated = True
             self.waiting -= 1
+            self.watch.waiting(run, -1)
             return
         run.state = State.BACKOFF
         backoff = self.config.pods_ready.backoff(run.requeues)
         attempt = run.begin(t)
         attempt.reason, attempt.message = "Requeued", f"requeued after {backoff} s of backoff"
         self.push(t + backoff, REQUEUE, (run, t))  # requeuingStrategy.timestamp: Eviction
+
+    def free_quota(self, run: JobRun) -> None:
+        if run.quota is not None:
+            pool, resource, units = run.quota
+            self.watch.reserve(run.team, pool, resource, -units)
+            run.quota = None
 
     def requeue(self, t: int, run: JobRun, created: int) -> None:
         assert self.queue is not None
@@ -374,6 +399,7 @@ class Simulation:
         self.meter.add("alloc", worth)
         self.meter.add(f"team:{team}", worth)
         self.meter.add(f"pool:{pool.name}", worth)
+        self.watch.touch()
         return worth
 
     def unbind_pod(self, name: str, team: str, worth: float) -> None:
@@ -382,9 +408,11 @@ class Simulation:
         self.meter.add("alloc", -worth)
         self.meter.add(f"team:{team}", -worth)
         self.meter.add(f"pool:{pool.name}", -worth)
+        self.watch.touch()
 
     def unbind(self, run: JobRun, pod: str, t: int) -> None:
         worth, since = run.bound.pop(pod)
+        run.holding.pop(pod).released = t
         run.gpu_worth -= worth
         run.gpu_seconds += worth * (t - since)
         self.unbind_pod(pod, run.team, worth)
@@ -411,6 +439,9 @@ class Simulation:
                     continue
                 worth = self.bind(pod, decision, run.team)
                 run.bound[pod.name] = (worth, t)
+                hold = Hold(worth, t)
+                run.attempt.holds.append(hold)
+                run.holding[pod.name] = hold
                 run.gpu_worth += worth
                 run.attempt.placements[pod.name] = (decision.node, decision.devices)
             if len(run.bound) == len(run.pods):

@@ -28,6 +28,16 @@ class State(StrEnum):
 WAITING = frozenset({State.PENDING, State.ADMITTED, State.BACKOFF, State.TERMINATING})
 
 
+@dataclass(slots=True)
+class Hold:
+    """One pod's hold on its devices: ``worth`` GPUs from ``bound`` until ``released`` (None: still
+    bound). Kept per attempt, so the measures can tell GPUs that worked from GPUs held waiting."""
+
+    worth: float
+    bound: int
+    released: int | None = None
+
+
 @dataclass
 class Attempt:
     number: int
@@ -44,6 +54,7 @@ class Attempt:
     flavor: str = ""
     cluster_queue: str = ""
     placements: dict[str, tuple[str, tuple[DeviceSlot, ...]]] = field(default_factory=dict)  # pod -> node, devices
+    holds: list[Hold] = field(default_factory=list)  # every pod bound for this attempt
 
 
 class JobRun:
@@ -56,11 +67,14 @@ class JobRun:
         "deactivated",
         "gpu_seconds",
         "gpu_worth",
+        "holding",
         "index",
         "job",
         "key",
+        "never",
         "pods",
         "preemptions",
+        "quota",
         "requeues",
         "state",
         "work_lost",
@@ -75,12 +89,15 @@ class JobRun:
         self.attempts: list[Attempt] = []
         self.pods: list[PodSpec] = []  # the current attempt's pods
         self.bound: dict[str, tuple[float, int]] = {}  # pod -> (GPUs it holds, bound since)
+        self.holding: dict[str, Hold] = {}  # pod -> its hold in the attempt that bound it
         self.gpu_worth = 0.0  # GPUs the job holds now
         self.gpu_seconds = 0.0  # GPU-seconds its pods held, released ones only (see ``held``)
         self.preemptions = 0
         self.requeues = 0
         self.work_lost = 0.0  # GPU-seconds of runs that were preempted
         self.deactivated = False
+        self.never = False  # queue world: larger than its team can ever reach (``gpufleet.simulate.reach``)
+        self.quota: tuple[str, str, int] | None = None  # (pool, resource, units) its Workload reserves now
 
     @property
     def attempt(self) -> Attempt:

@@ -28,12 +28,45 @@ class Meter:
         self.bucket_s = bucket_s
         self.now = 0
         self.series: dict[str, Series] = defaultdict(Series)
+        self.steps: dict[str, list[tuple[int, float]]] = {}  # logged series: (since, rate) at each change
 
     def add(self, name: str, delta: float) -> None:
-        self.series[name].rate += delta
+        s = self.series[name]
+        s.rate += delta
+        if name in self.steps:
+            self._step(name, s.rate)
 
     def set(self, name: str, rate: float) -> None:
         self.series[name].rate = rate
+        if name in self.steps:
+            self._step(name, rate)
+
+    def log(self, name: str) -> None:
+        """Keep every change of ``name``'s rate, so that its integral over any window is exact."""
+        self.steps.setdefault(name, [(0, self.rate(name))])
+
+    def _step(self, name: str, rate: float) -> None:
+        steps = self.steps[name]
+        if steps[-1][1] == rate:
+            return
+        if steps[-1][0] == self.now:
+            steps[-1] = (self.now, rate)
+        else:
+            steps.append((self.now, rate))
+
+    def integral(self, name: str, start: int, end: int) -> float:
+        """A logged series' rate · seconds over ``[start, end]``, clipped to what has been metered."""
+        steps = self.steps.get(name)
+        if not steps:
+            return 0.0
+        end = min(end, self.now)
+        total = 0.0
+        for i, (since, rate) in enumerate(steps):
+            until = steps[i + 1][0] if i + 1 < len(steps) else end
+            lo, hi = max(since, start), min(until, end)
+            if hi > lo:
+                total += rate * (hi - lo)
+        return total
 
     def rate(self, name: str) -> float:
         return self.series[name].rate if name in self.series else 0.0

@@ -1,0 +1,164 @@
+"""Which idle GPUs a waiting job could have used: per pool, while the run goes.
+
+After every settled instant the watch looks at each pool's free devices and at the jobs that wait
+(grouped by what they ask: team, resource, devices per pod, GPU models). A pool's free devices of a
+resource count as *usable idle* while some waiting job asks that resource, may use the pool (the
+queue world: its team reaches the pool's flavor; first-apply: any GPU node), allows the pool's GPU
+model, and has pods small enough for the free room of one node. MIG instances and time-slice
+replicas nobody waiting asks for are not usable idle, however many there are.
+
+Two more series feed the pathologies (queue world):
+
+- ``limited:<pool>``: usable idle while a waiting job of a team is held back by a borrowing or
+  lending limit: the team's quota in use there plus the job exceeds its reach with the limits,
+  but the job would fit the pool without them (``IdleBehindLimits``);
+- ``misfit:<pool>`` (MIG and time-sliced pools): idle while a waiting job wants the pool's card in
+  a shape the layout does not offer, whole cards or another MIG profile (``SlicingMisfit``).
+
+Jobs no quota can ever admit (``gpufleet.simulate.reach``) are left out: nothing can use idle GPUs
+for them. The rates change only when a pod binds or unbinds or the waiting jobs change, so the
+watch recomputes only then.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+
+from gpufleet.placement import Cluster
+from gpufleet.placement.node import GPU, mig_resource
+from gpufleet.policy import Fleet
+from gpufleet.simulate.jobs import JobRun
+from gpufleet.simulate.meter import Meter
+from gpufleet.simulate.nodes import PoolNodes
+from gpufleet.simulate.reach import Reaches
+
+Demand = tuple[str, str, int, tuple[str, ...], int]  # team, resource, devices per pod, GPU models, total
+
+
+def demand_of(run: JobRun) -> Demand:
+    job, ask = run.job, run.ask
+    return (job.team, ask.resource, ask.count, tuple(job.gpu_models), job.pods * ask.count)
+
+
+class IdleWatch:
+    def __init__(
+        self, fleet: Fleet, pools: dict[str, PoolNodes], cluster: Cluster, meter: Meter, reaches: Reaches | None
+    ) -> None:
+        self.pools = pools
+        self.cluster = cluster
+        self.meter = meter
+        self.reaches = reaches  # None: the first-apply world (no quota, no taints)
+        self.demand: Counter[Demand] = Counter()
+        self.quota: Counter[tuple[str, str, str]] = Counter()  # (team, pool, resource) -> units reserved
+        self.dirty = True
+        self.allowed: dict[str, frozenset[str]] = {}
+        self.reach: dict[tuple[str, str, str], tuple[int, bool]] = {}
+        teams = {t.name for t in fleet.policy.teams}
+        queued = {c.name for c in fleet.queued_pools()}
+        for name, cap in fleet.pools.items():
+            if reaches is None:
+                self.allowed[name] = frozenset(teams)
+            else:
+                ok = {t for t in teams if name in queued and fleet.reachable(t, cap.pool)}
+                self.allowed[name] = frozenset(ok)
+        if reaches is not None:
+            for team, entries in reaches.by_team.items():
+                for r in entries:
+                    self.reach[(team, r.pool, r.resource)] = (r.reach, r.limited)
+        self.geometry = {name: cap.gpu.mig for name, cap in fleet.pools.items()}
+        for name in pools:
+            meter.log(f"usable:{name}")
+            meter.log(f"limited:{name}")
+            meter.log(f"misfit:{name}")
+
+    def waiting(self, run: JobRun, delta: int) -> None:
+        if run.never:
+            return
+        d = demand_of(run)
+        self.demand[d] += delta
+        if not self.demand[d]:
+            del self.demand[d]
+        self.dirty = True
+
+    def reserve(self, team: str, pool: str, resource: str, units: int) -> None:
+        self.quota[(team, pool, resource)] += units
+        self.dirty = True
+
+    def touch(self) -> None:
+        self.dirty = True
+
+    def _free(self, pool: PoolNodes) -> tuple[dict[str, int], dict[str, int], dict[str, Fraction]]:
+        """Free units per resource in the pool, the most on one node, and one unit's worth in GPUs."""
+        total: Counter[str] = Counter()
+        most: dict[str, int] = {}
+        worth: dict[str, Fraction] = {}
+        for spec in pool.nodes:
+            node = self.cluster.node(spec.name)
+            free: dict[str, int] = {}
+            if spec.full_cards:
+                if node.timesliced:
+                    free[spec.shared_resource] = len(spec.full_cards) * spec.timeslice_replicas - sum(
+                        node.used_replicas
+                    )
+                else:
+                    free[GPU] = sum(1 for f in node.free if f == 1000)
+                worth[spec.shared_resource] = pool.replica_worth
+            for profile, slots in node.mig_free.items():
+                free[mig_resource(profile)] = len(slots)
+                worth[mig_resource(profile)] = pool.mig_worth.get(profile, Fraction(0))
+            for resource, n in free.items():
+                total[resource] += n
+                most[resource] = max(most.get(resource, 0), n)
+        return dict(total), most, worth
+
+    def refresh(self) -> None:
+        if not self.dirty:
+            return
+        self.dirty = False
+        m = self.meter
+        for name, pool in self.pools.items():
+            usable = limited = misfit = 0.0
+            if self.demand:
+                total, most, worth = self._free(pool)
+                idle = float(sum(total[r] * worth[r] for r in total))
+                used: set[str] = set()
+                held_back: set[str] = set()
+                wrong_shape = False
+                for (team, resource, per_pod, models, whole), _ in self.demand.items():
+                    if team not in self.allowed[name] or (models and pool.gpu_model not in models):
+                        continue
+                    if resource in total:
+                        if per_pod <= most.get(resource, 0):
+                            used.add(resource)
+                            entry = self.reach.get((team, name, resource))
+                            if entry is not None and entry[1]:
+                                in_use = self.quota[(team, name, resource)]
+                                if in_use + whole > entry[0] and whole <= pool_units(pool, resource):
+                                    held_back.add(resource)
+                    elif pool.mode != "full" and self._could_cut(name, resource):
+                        wrong_shape = True
+                usable = float(sum(total[r] * worth[r] for r in used))
+                limited = float(sum(total[r] * worth[r] for r in held_back))
+                misfit = idle if wrong_shape else 0.0
+            m.set(f"usable:{name}", usable)
+            m.set(f"limited:{name}", limited)
+            m.set(f"misfit:{name}", misfit)
+
+    def _could_cut(self, pool: str, resource: str) -> bool:
+        """Another slicing of the pool's cards would offer ``resource``: whole cards, or a MIG profile
+        the card knows."""
+        if resource == GPU:
+            return True
+        geometry = self.geometry[pool]
+        prefix = mig_resource("")
+        return (
+            geometry is not None
+            and resource.startswith(prefix)
+            and geometry.profile(resource[len(prefix) :]) is not None
+        )
+
+
+def pool_units(pool: PoolNodes, resource: str) -> int:
+    """Units of ``resource`` the pool's nodes advertise."""
+    return sum(n.allocatable().get(resource, 0) for n in pool.nodes)

@@ -77,7 +77,6 @@ def _rows(w: World) -> dict[str, str]:
     rows["serving starved repl-min"] = f"{m.serving_starved_replica_min:,.0f}"
     rows["most preemptions of a job"] = str(m.preemptions_max)
     rows["Jain (goodput/weight)"] = "–" if m.jain is None else f"{m.jain:.3f}"
-    rows["pathologies"] = ", ".join(sorted({f.reason.value for f in w.findings})) or "none"
     return rows
 
 
@@ -91,6 +90,9 @@ def print_worlds(worlds: tuple[World, ...], title: str = "Three worlds (all figu
     for label in columns[0]:
         table.add_row(label, *[c.get(label, "–") for c in columns])
     print_table(table)
+    for w in worlds:
+        names = ", ".join(sorted({f.reason.value for f in w.findings})) or "none"
+        console.print(f"  pathologies, {w.name}: {names}", highlight=False, soft_wrap=True)
 
 
 def print_front(t: Tuning) -> None:

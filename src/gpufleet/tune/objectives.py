@@ -18,6 +18,7 @@ from gpufleet.simulate.measures import Measures
 
 DIRECTIONS = ("maximize", "minimize")
 OBJECTIVES = ("goodput GPU-h", "worst team p95 wait h")
+CONSTRAINTS = ("servingStarvation", "preemptions", "jain", "guarantees")  # the order of ``violations``
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from optuna.trial import TrialState
 from gpufleet.errors import InputError
 from gpufleet.tune.objectives import DIRECTIONS
 from gpufleet.tune.space import Space
-from gpufleet.tune.trial import CONSTRAINTS_ATTR, Evaluated, Objective, Problem, constraints_of
+from gpufleet.tune.trial import Evaluated, Objective, Problem, named_constraints
 
 JOURNAL = "study.journal"
 DEFAULT_NAME = "gpufleet-tune"
@@ -69,7 +69,7 @@ def open_storage(where: str) -> BaseStorage:
 
 
 def _sampler(seed: int) -> optuna.samplers.BaseSampler:
-    return optuna.samplers.TPESampler(seed=seed, constraints_func=constraints_of, n_startup_trials=8)
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=8)
 
 
 def load(spec: StudySpec, seed: int | None = None) -> optuna.Study:
@@ -100,7 +100,7 @@ def seed_study(
         distributions=distributions,
         values=list(base.values),
         user_attrs={**attrs, "source": "input"},
-        system_attrs={CONSTRAINTS_ATTR: attrs[CONSTRAINTS_ATTR]},
+        constraints=named_constraints(base.constraints),
     )
     study.add_trial(trial)
     for params in candidates:

@@ -19,7 +19,7 @@ from gpufleet.simulate.measures import Measures, as_dict, measure
 from gpufleet.simulate.records import job_rows, ledger_records
 from gpufleet.simulate.run import RunResult, simulate
 from gpufleet.trace.job import Job
-from gpufleet.tune.objectives import Constraints, lost_guarantees, objectives, violations
+from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.space import Space, SpaceError, build_space
 
 CONSTRAINTS_ATTR = "constraints"
@@ -71,10 +71,9 @@ def named(result: RunResult, name: str) -> RunResult:
     return replace(result, name=name, records=ledger_records(outcome, name), rows=job_rows(outcome, name))
 
 
-def constraints_of(trial: optuna.trial.FrozenTrial) -> Sequence[float]:
-    """Optuna's ``constraints_func``: what ``objective`` stored with the trial."""
-    values: Sequence[float] = trial.user_attrs.get(CONSTRAINTS_ATTR, (1.0,))
-    return values
+def named_constraints(values: Sequence[float]) -> dict[str, float]:
+    """Optuna's named constraints (``Trial.set_constraint``, which replaced ``constraints_func`` in 5.0)."""
+    return dict(zip(CONSTRAINTS, values, strict=False))
 
 
 class Objective:
@@ -93,4 +92,6 @@ class Objective:
             raise optuna.TrialPruned(f"not a valid policy: {exc}") from None
         for key, value in done.attrs().items():
             trial.set_user_attr(key, value)
+        for name, value in named_constraints(done.constraints).items():
+            trial.set_constraint(name, value)
         return done.values

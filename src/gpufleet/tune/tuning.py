@@ -94,8 +94,10 @@ def tune(
     tick: study.Tick | None = None,
     stage: Stage | None = None,
     baseline: tuple[RunResult, RunResult] | None = None,
+    reasoned: bool = True,
 ) -> Tuning:
-    """Run the three worlds and the study; ``baseline`` reuses first-apply and input runs already made."""
+    """Run the three worlds and the study; ``baseline`` reuses first-apply and input runs already made;
+    ``reasoned`` enqueues the candidates of ``remedies`` before the sampler's own choices."""
     say = stage or (lambda _text: None)
     constraints = constraints or Constraints()
     config = config or SimulationConfig()
@@ -114,7 +116,8 @@ def tune(
     _check_resume(opened, mark)
     worlds_before = (_world("first-apply", first, policy, window), _world("input", given, policy, window))
     base = _evaluated(problem, worlds_before[1], policy)
-    study.seed_study(opened, space, base, remedies.candidates(space, worlds_before[1].findings))
+    reasoned_ones = remedies.candidates(space, worlds_before[1].findings) if reasoned else []
+    study.seed_study(opened, space, base, reasoned_ones)
     opened.set_user_attr(FINGERPRINT_ATTR, mark)
     opened.set_user_attr(WINDOW_ATTR, list(window))
     say(f"searching: {spec.trials} trials, {spec.jobs} worker(s)")

@@ -21,7 +21,22 @@ from gpufleet.cli.common import (
 )
 from gpufleet.cli.policy import print_plan
 from gpufleet.cli.simulate import print_comparison, progress_bar
-from gpufleet.demo import DAYS, DemoResult, run_demo
+from gpufleet.cli.tune import print_diff, print_worlds, study_bar
+from gpufleet.demo import DAYS, TRIALS, DemoResult, run_demo
+from gpufleet.tune import output as tune_output
+from gpufleet.tune.verdict import headline
+
+
+def print_findings(result: DemoResult) -> None:
+    """The example policy's pathologies, each with its remedy (from the simulated week)."""
+    found = result.tuning.worlds[1].findings
+    if not found:
+        console.print("The example policy shows no pathology in the simulated week.")
+        return
+    console.print("[bold]What goes wrong with the example policy[/] (simulated)")
+    for f in found:
+        console.print(f"  {f.reason.value}: {f.message}", highlight=False, markup=False)
+        console.print(f"    remedy: {f.remedy}", highlight=False, markup=False)
 
 
 def _document(result: DemoResult, out: Path) -> dict[str, object]:
@@ -38,7 +53,18 @@ def _document(result: DemoResult, out: Path) -> dict[str, object]:
         "charts": [str(c) for c in w.report.charts],
         "ledger": {"file": str(result.ledger), "records": result.ledger_records},
         "runs": {r.name: r.summary for r in result.results},
+        "headline": _headline(result),
+        "tune": {
+            "folder": str(result.tune_folder),
+            "policy": str(result.tune_folder / tune_output.POLICY),
+            **tune_output.document(result.tuning, str(result.trace)),
+        },
     }
+
+
+def _headline(result: DemoResult) -> str:
+    first, given, tuned = (w.measures for w in result.tuning.worlds)
+    return headline(first, given, tuned, result.tuning.constraints)
 
 
 @guarded
@@ -55,11 +81,19 @@ def demo(
     folder is replaced only when it is missing, empty or an earlier gpufleet output."""
     out = pick_output(output, legacy_out, Path("demo-out"))
     target = outputs.check(out, force=force)
-    with progress_bar(2, quiet=as_json) as update:
-        result = run_demo(out, update, force=force)
+    with progress_bar(2, quiet=as_json) as update, study_bar(TRIALS, quiet=as_json) as (tick, _stage):
+        result = run_demo(out, update, force=force, tick=tick)
     if as_json:
         typer.echo(json.dumps(_document(result, target.path), indent=2))
         return
+    console.print(_headline(result), style="bold", highlight=False, markup=False)
+    console.print()
+    print_worlds(result.tuning.worlds, "First apply, the example policy, the tuned policy (simulated week)")
+    console.print()
+    print_diff(result.tuning)
+    console.print()
+    print_findings(result)
+    console.print()
     print_plan(result.plan)
     console.print()
     print_comparison(result.results)
@@ -76,6 +110,11 @@ def demo(
     console.print(f"  jobs        {w.report.csv} and {w.report.parquet.name}", soft_wrap=True)
     console.print(f"  charts      {w.report.charts[0].parent}/", soft_wrap=True)
     console.print(f"  ledger      {result.ledger} ({result.ledger_records} simulated records)", soft_wrap=True)
+    console.print(
+        f"  tuned       {result.tune_folder / tune_output.POLICY} (the study, its trials and a three-world report "
+        f"in {result.tune_folder}/)",
+        soft_wrap=True,
+    )
     print_kept(target)
 
 

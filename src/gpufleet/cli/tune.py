@@ -92,7 +92,7 @@ def print_worlds(worlds: tuple[World, ...], title: str = "Three worlds (all figu
     print_table(table)
     for w in worlds:
         names = ", ".join(sorted({f.reason.value for f in w.findings})) or "none"
-        console.print(f"  pathologies, {w.name}: {names}", highlight=False, soft_wrap=True)
+        console.print(f"  pathologies, {w.name}: {names}", highlight=False, markup=False)
 
 
 def print_front(t: Tuning) -> None:
@@ -115,16 +115,15 @@ def print_diff(t: Tuning) -> None:
         return
     console.print("[bold]What changes, and why[/] (effects simulated)")
     for c in t.changes:
-        why = ", ".join(r.value for r in c.removes) or ""
+        parts = []
+        if c.removes:
+            parts.append("removes " + ", ".join(r.value for r in c.removes))
         if c.eases:
-            why += (" " if why else "") + "eases " + ", ".join(r.value for r in c.eases)
+            parts.append("eases " + ", ".join(r.value for r in c.eases))
+        label = "; ".join(parts) or "no finding points at it"
         effect = "; ".join(e.text() for e in c.effects)
-        console.print(f"  {c.setting}: {c.before} → {c.after}", highlight=False, soft_wrap=True)
-        console.print(
-            f"    {'removes ' + why if why and not why.startswith('eases') else why or 'tuned'}: {effect}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        console.print(f"  {c.setting}: {c.before} → {c.after}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"    {label}: {effect}", highlight=False, markup=False)
 
 
 def _resume(target: outputs.Target, staging: Path) -> None:
@@ -165,6 +164,15 @@ def tune_command(
         bool, typer.Option("--keep-guarantees", help="Every team must be able to take back its nominal quota")
     ] = False,
     seed: Annotated[int, typer.Option(help="The sampler's seed")] = 0,
+    window_hours: Annotated[
+        float | None,
+        typer.Option(
+            "--window-hours",
+            min=0.0,
+            help="Measure every world over the trace's first H hours [default: until the shorter of "
+            "first apply and the input policy ends]",
+        ),
+    ] = None,
     output_dir: Annotated[Path, output_option("Folder for the recommendation, the study and the report")] = Path(
         "tune-out"
     ),
@@ -188,7 +196,8 @@ def tune_command(
             _resume(target, staging)
         spec = StudySpec(str(staging / JOURNAL) if storage is None else storage, study_name, trials, workers, seed)
         with study_bar(trials, quiet=as_json) as (tick, stage):
-            result = tune(fleet_policy, jobs_list, spec, constraints=constraints, tick=tick, stage=stage)
+            window = None if window_hours is None else (0, round(window_hours * 3600))
+            result = tune(fleet_policy, jobs_list, spec, constraints=constraints, tick=tick, stage=stage, window=window)
         output.write(result, staging, str(trace), len(jobs_list))
     if as_json:
         typer.echo(json.dumps(_document(result, target.path, str(trace)), indent=2))

@@ -58,12 +58,18 @@ class Tuning:
     changes: list[Change]
 
 
-def fingerprint(policy: FleetPolicy, jobs: Sequence[Job], constraints: Constraints, config: SimulationConfig) -> str:
-    """What a study is about; resuming it with another policy, trace or constraint is refused."""
+def fingerprint(
+    policy: FleetPolicy,
+    jobs: Sequence[Job],
+    constraints: Constraints,
+    config: SimulationConfig,
+    window: tuple[int, int],
+) -> str:
+    """What a study is about; resuming it with another policy, trace, window or constraint is refused."""
     h = hashlib.sha256()
     h.update(policy.model_dump_json().encode())
     h.update(json.dumps([repr(j) for j in jobs]).encode())
-    h.update(repr((constraints, config.placement, config.pods_ready, config.until_s)).encode())
+    h.update(repr((constraints, config.placement, config.pods_ready, config.until_s, window)).encode())
     return h.hexdigest()[:16]
 
 
@@ -95,9 +101,11 @@ def tune(
     stage: Stage | None = None,
     baseline: tuple[RunResult, RunResult] | None = None,
     reasoned: bool = True,
+    window: tuple[int, int] | None = None,
 ) -> Tuning:
     """Run the three worlds and the study; ``baseline`` reuses first-apply and input runs already made;
-    ``reasoned`` enqueues the candidates of ``remedies`` before the sampler's own choices."""
+    ``reasoned`` enqueues the candidates of ``remedies`` before the sampler's own choices; ``window``
+    is the one window every world is measured over (default: until the shorter baseline run ends)."""
     say = stage or (lambda _text: None)
     constraints = constraints or Constraints()
     config = config or SimulationConfig()
@@ -109,9 +117,9 @@ def tune(
         given = named(simulate(fleet, jobs, replace(config, mode=Mode.QUEUE)), "input")
     else:
         first, given = baseline[0], named(baseline[1], "input")
-    window = common_window([first, given])
+    window = window or common_window([first, given])
     problem = Problem(policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints)
-    mark = fingerprint(policy, jobs, constraints, config)
+    mark = fingerprint(policy, jobs, constraints, config, window)
     opened = study.load(spec)
     _check_resume(opened, mark)
     worlds_before = (_world("first-apply", first, policy, window), _world("input", given, policy, window))

@@ -57,6 +57,7 @@ class DemoResult:
     ledger_records: int
     tuning: Tuning
     tune_folder: Path
+    days: int = DAYS
 
 
 def example_text(name: str = EXAMPLE) -> str:
@@ -120,4 +121,5 @@ def run_demo(
         ledger_records=len(records),
         tuning=tuning,
         tune_folder=final / TUNE,
+        days=days,
     )

@@ -46,7 +46,7 @@ def _document(result: DemoResult, out: Path) -> dict[str, object]:
         "policy": str(result.policy),
         "plan": str(result.plan_json),
         "manifests": [str(p) for p in result.manifests],
-        "trace": {"file": str(result.trace), "jobs": result.jobs, "days": DAYS},
+        "trace": {"file": str(result.trace), "jobs": result.jobs, "days": result.days},
         "results": str(w.results),
         "report": str(w.report.html),
         "jobs": [str(w.report.csv), str(w.report.parquet)],
@@ -69,20 +69,27 @@ def _headline(result: DemoResult) -> str:
 
 @guarded
 def demo(
+    *,
     output: Annotated[Path | None, output_option("Folder for everything the demo produces [default: demo-out]")] = None,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
     legacy_out: LegacyOut = None,
+    days: Annotated[int, typer.Option("--days", min=1, help="Days of synthetic work (a week by default)")] = DAYS,
+    trials: Annotated[
+        int, typer.Option("--trials", min=1, help="The tuning budget, the example policy included")
+    ] = TRIALS,
 ) -> None:
-    """Run the whole chain on the bundled example: plan, render, simulate a week both ways, report.
+    """Run the whole chain on the bundled example: plan, render, simulate, find what goes wrong, tune.
 
     A synthetic week for the example's teams is simulated without the queue (first apply) and with
-    it; the simulated allocations go into a SQLite ledger and the report into one HTML page. The
-    folder is replaced only when it is missing, empty or an earlier gpufleet output."""
+    the example policy; its pathologies are named; gpufleet tune searches a better policy with a
+    small budget; the three worlds are shown side by side. The simulated allocations go into a
+    SQLite ledger, the reports into HTML pages. The folder is replaced only when it is missing,
+    empty or an earlier gpufleet output. Every figure is simulated."""
     out = pick_output(output, legacy_out, Path("demo-out"))
     target = outputs.check(out, force=force)
-    with progress_bar(2, quiet=as_json) as update, study_bar(TRIALS, quiet=as_json) as (tick, _stage):
-        result = run_demo(out, update, force=force, tick=tick)
+    with progress_bar(2, quiet=as_json) as update, study_bar(trials, quiet=as_json) as (tick, _stage):
+        result = run_demo(out, update, force=force, tick=tick, days=days, trials=trials)
     if as_json:
         typer.echo(json.dumps(_document(result, target.path), indent=2))
         return
@@ -104,7 +111,9 @@ def demo(
     console.print(
         f"  manifests   {target.path / 'manifests'}/ ({len(result.manifests)} files: kubectl apply -k)", soft_wrap=True
     )
-    console.print(f"  trace       {result.trace} ({result.jobs} jobs, a synthetic {DAYS}-day week)", soft_wrap=True)
+    console.print(
+        f"  trace       {result.trace} ({result.jobs} jobs, a synthetic {result.days}-day trace)", soft_wrap=True
+    )
     console.print(f"  results     {w.results}", soft_wrap=True)
     console.print(f"  report      {w.report.html}  ← open this", soft_wrap=True)
     console.print(f"  jobs        {w.report.csv} and {w.report.parquet.name}", soft_wrap=True)

@@ -11,12 +11,13 @@ nominal quota the input policy gives it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from gpufleet.policy import FleetPolicy
 from gpufleet.policy.model import UNLIMITED
 from gpufleet.simulate.measures import Measures
 
-DIRECTIONS = ("maximize", "minimize")
+DIRECTIONS: tuple[Literal["maximize"], Literal["minimize"]] = ("maximize", "minimize")
 OBJECTIVES = ("goodput GPU-h", "worst team p95 wait h")
 CONSTRAINTS = ("servingStarvation", "preemptions", "jain", "guarantees")  # the order of ``violations``
 

@@ -33,7 +33,7 @@ def _permissive(path: str, choices: Sequence[str]) -> str | None:
 
 
 def _limits(space: Space, pools: Sequence[str] | None = None) -> Params:
-    params = {}
+    params: Params = {}
     for knob in space.knobs:
         if not knob.path.endswith(("borrowingLimit", "lendingLimit")) or UNLIMITED not in knob.choices:
             continue

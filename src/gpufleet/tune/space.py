@@ -33,7 +33,10 @@ from gpufleet.policy.slicing import decide
 Apply = Callable[[dict[str, Any], str], None]  # edits a policy's plain data in place
 
 BOTH = "both"
-_STRATEGIES = {BOTH: list(KUEUE_FAIR_SHARING_STRATEGIES), **{s: [s] for s in KUEUE_FAIR_SHARING_STRATEGIES}}
+_STRATEGIES: dict[str, list[str]] = {
+    BOTH: list(KUEUE_FAIR_SHARING_STRATEGIES),
+    **{s: [s] for s in KUEUE_FAIR_SHARING_STRATEGIES},
+}
 _WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 _RECLAIM = ("Never", "LowerPriority", "Any")
 _REPLICAS = ("2", "4", "8")

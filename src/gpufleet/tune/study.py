@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
-from optuna.distributions import CategoricalDistribution
+from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.study import MaxTrialsCallback
@@ -93,7 +93,7 @@ def seed_study(
     """Trial 0 is the input policy (its known figures); then the candidates, once per study."""
     if study.user_attrs.get(SEEDED_ATTR):
         return
-    distributions = {k.path: CategoricalDistribution(k.choices) for k in space.knobs}
+    distributions: dict[str, BaseDistribution] = {k.path: CategoricalDistribution(k.choices) for k in space.knobs}
     attrs = base.attrs()
     trial = optuna.trial.create_trial(
         params=space.base_params(),
@@ -124,7 +124,9 @@ def run(problem: Problem, spec: StudySpec, tick: Tick | None = None) -> optuna.S
     if tick:
         tick(finished(study))
     if spec.jobs <= 1:
-        callbacks = [MaxTrialsCallback(spec.trials, states=FINISHED)]
+        callbacks: list[Callable[[optuna.Study, optuna.trial.FrozenTrial], None]] = [
+            MaxTrialsCallback(spec.trials, states=FINISHED)
+        ]
         if tick:
             callbacks.append(lambda s, _t: tick(finished(s)))
         study.optimize(Objective(problem), n_trials=missing, callbacks=callbacks)

@@ -14,6 +14,8 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from optuna.trial import TrialState
+
 from gpufleet.errors import InputError
 from gpufleet.policy import FleetPolicy, resolve
 from gpufleet.simulate.config import Mode, SimulationConfig
@@ -131,7 +133,7 @@ def tune(
     say(f"searching: {spec.trials} trials, {spec.jobs} worker(s)")
     done = study.run(problem, spec, tick)
     trials = candidates(done)
-    pruned = len(done.get_trials(deepcopy=False, states=(study.TrialState.PRUNED,)))
+    pruned = len(done.get_trials(deepcopy=False, states=(TrialState.PRUNED,)))
     base_params = space.base_params()
     chosen = recommend(trials, base_params)
     if chosen is None or chosen.params == base_params:

@@ -17,6 +17,8 @@ from gpufleet.errors import InputError
 from gpufleet.policy import load_policy, resolve
 from gpufleet.trace import SynthSpec, load_spec, read_trace, synthesize, write_trace
 from gpufleet.trace.alibaba import read_pods, to_jobs
+from gpufleet.trace.from_ledger import read_allocations
+from gpufleet.trace.from_ledger import to_jobs as ledger_jobs
 from gpufleet.trace.summary import peak_gpus, summarize
 from gpufleet.trace.synth import fleet_spec
 
@@ -69,15 +71,44 @@ def synth(
 @app.command()
 @guarded
 def convert(
-    source: Annotated[Path, typer.Argument(help="A native trace, or an Alibaba openb pod list with --alibaba.")],
+    source: Annotated[
+        Path | None, typer.Argument(help="A native trace, or an Alibaba openb pod list with --alibaba.")
+    ] = None,
     *,
     output: Annotated[Path, typer.Option("-o", "--output", help="Native trace to write (.csv or .parquet).")],
+    from_ledger: Annotated[
+        str | None,
+        typer.Option("--from-ledger", help="A cluster's ledger (SQLite file or postgresql:// URL), read only."),
+    ] = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", help="--from-ledger: the fleet policy naming teams and priority classes."),
+    ] = None,
     alibaba: Annotated[bool, typer.Option(help="Read an Alibaba cluster-trace-gpu-v2023 pod list.")] = False,
     compression: Annotated[float, typer.Option(help="Alibaba only: divide arrival times by this.")] = 1.0,
     team: Annotated[str, typer.Option(help="Alibaba only: the team the pods belong to.")] = "openb",
     as_json: JsonOpt = False,
 ) -> None:
-    """Convert a trace into the native format (CSV <-> Parquet, or from the Alibaba trace)."""
+    """Convert a trace into the native format (CSV <-> Parquet, from the Alibaba trace, or from a ledger)."""
+    if (source is None) == (from_ledger is None):
+        raise InputError.one("give a trace file to convert or --from-ledger URL (one of them)", path="SOURCE")
+    if from_ledger is not None:
+        fleet_policy = load_policy(policy) if policy is not None else None
+        converted = ledger_jobs(read_allocations(from_ledger), fleet_policy)
+        write_trace(converted.jobs, output)
+        left = {"unfinished": converted.unfinished, "withoutGpus": converted.without_gpus}
+        if as_json:
+            document = {"output": str(output), "jobs": len(converted.jobs), "workloads": converted.workloads}
+            typer.echo(json.dumps({**document, "leftOut": left, "simulated": converted.simulated}, indent=2))
+            return
+        console.print(
+            f"wrote {len(converted.jobs)} jobs to {output} from {converted.workloads} workloads in the ledger "
+            f"(left out: {converted.unfinished} without a finished attempt, {converted.without_gpus} without GPUs)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
+    assert source is not None
     jobs = to_jobs(read_pods(source), compression, team, str(source)) if alibaba else read_trace(source)
     write_trace(jobs, output)
     if as_json:

@@ -14,11 +14,14 @@ from rich.table import Table
 from gpufleet.cli.common import JsonOpt, console, guarded, print_table
 from gpufleet.durations import human
 from gpufleet.errors import InputError
+from gpufleet.evidence.window import parse_time
 from gpufleet.policy import load_policy, resolve
+from gpufleet.prom import DEFAULT_TIMEOUT_S, Connection
 from gpufleet.trace import SynthSpec, load_spec, read_trace, synthesize, write_trace
 from gpufleet.trace.alibaba import read_pods, to_jobs
 from gpufleet.trace.from_ledger import read_allocations
 from gpufleet.trace.from_ledger import to_jobs as ledger_jobs
+from gpufleet.trace.from_prometheus import read_prometheus
 from gpufleet.trace.summary import peak_gpus, summarize
 from gpufleet.trace.synth import fleet_spec
 
@@ -115,6 +118,43 @@ def convert(
         typer.echo(json.dumps({"output": str(output), "jobs": len(jobs)}, indent=2))
         return
     console.print(f"wrote {len(jobs)} jobs to {output}", highlight=False, soft_wrap=True)
+
+
+@app.command("from-prometheus")
+@guarded
+def from_prometheus(
+    url: Annotated[str, typer.Argument(help="Prometheus base URL, e.g. http://prometheus:9090", show_default=False)],
+    *,
+    start: Annotated[str, typer.Option("--from", help="Window start (ISO 8601; no offset means UTC)")],
+    end: Annotated[str, typer.Option("--to", help="Window end (ISO 8601; no offset means UTC)")],
+    policy: Annotated[Path, typer.Option("--policy", help="The fleet policy: namespaces → teams, nodes → GPU models")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Native trace to write (.csv or .parquet).")],
+    token: Annotated[
+        str | None, typer.Option("--token", envvar="GPUFLEET_PROMETHEUS_TOKEN", help="Bearer token", show_default=False)
+    ] = None,
+    ca_file: Annotated[Path | None, typer.Option("--ca-file", help="CA bundle for an https Prometheus")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per query", min=1)] = DEFAULT_TIMEOUT_S,
+    as_json: JsonOpt = False,
+) -> None:
+    """A cluster's history before any queue, from kube-state-metrics in its Prometheus, as a trace."""
+    since, until = parse_time(start, option="--from"), parse_time(end, option="--to")
+    if until <= since:
+        raise InputError.one(f"--to {end} must be after --from {start}", path="--to")
+    fleet_policy = load_policy(policy)
+    got = read_prometheus(Connection(url, token, ca_file, timeout), since, until, fleet_policy)
+    write_trace(got.jobs, output)
+    if as_json:
+        left = {"unfinished": got.unfinished, "otherNamespaces": got.other_namespaces}
+        typer.echo(
+            json.dumps({"output": str(output), "jobs": len(got.jobs), "pods": got.pods, "leftOut": left}, indent=2)
+        )
+        return
+    console.print(
+        f"wrote {len(got.jobs)} jobs ({got.pods} pods with GPU requests) to {output}; left out: {got.unfinished} "
+        f"jobs not completed in the window, {got.other_namespaces} pods of namespaces no team owns",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command()

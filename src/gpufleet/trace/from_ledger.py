@@ -55,12 +55,11 @@ def read_allocations(url: str) -> list[Allocation]:
             raise InputError.one(f"cannot read the ledger: {exc}", file=url, path="--from-ledger") from None
 
 
-def _kind(pods: int, gpus: int, resource: str) -> JobKind:
+def guess_kind(pods: int, gpus: int, sliced: bool) -> JobKind:
+    """A gang or four cards or more: training; a MIG instance or a shared card: dev; else batch-eval."""
     if pods > 1 or gpus >= 4:
         return JobKind.TRAINING
-    if resource.startswith(MIG_PREFIX) or resource.endswith(".shared"):
-        return JobKind.DEV
-    return JobKind.BATCH_EVAL
+    return JobKind.DEV if sliced else JobKind.BATCH_EVAL
 
 
 def _priority_classes(policy: FleetPolicy | None) -> dict[int, str]:
@@ -107,6 +106,7 @@ def to_jobs(allocations: Sequence[Allocation], policy: FleetPolicy | None = None
         job_id = done.name if done.name not in seen else f"{done.name}-{uid[:8]}"
         seen.add(job_id)
         mig = done.gpu_resource.removeprefix(MIG_PREFIX) if done.gpu_resource.startswith(MIG_PREFIX) else ""
+        sliced = bool(mig) or done.gpu_resource.endswith(".shared")
         jobs.append(
             Job(
                 job_id=job_id,
@@ -114,7 +114,7 @@ def to_jobs(allocations: Sequence[Allocation], policy: FleetPolicy | None = None
                 namespace=done.namespace,
                 submit_s=int((first.created - origin).total_seconds()),
                 duration_s=max(int((done.finished - done.started).total_seconds()), 0),
-                kind=_kind(pods, done.gpu_count, done.gpu_resource),
+                kind=guess_kind(pods, done.gpu_count, sliced),
                 pods=pods,
                 gpus=done.gpu_count // pods,
                 mig_profile=mig,

@@ -30,6 +30,7 @@ from optuna.trial import TrialState
 
 from gpufleet.errors import InputError
 from gpufleet.tune.objectives import DIRECTIONS
+from gpufleet.tune.recommend import candidates, recommend
 from gpufleet.tune.space import Space
 from gpufleet.tune.trial import Evaluated, Objective, Problem, named_constraints
 
@@ -146,3 +147,28 @@ def run(problem: Problem, spec: StudySpec, tick: Tick | None = None) -> optuna.S
     if tick:
         tick(finished(study))
     return study
+
+
+SIMPLIFY_LIMIT = 8  # at most this many extra trials
+
+
+def simplify(study: optuna.Study, problem: Problem, base: Mapping[str, str], pointed: set[str]) -> None:
+    """Try the recommendation without each change that no finding points at, one trial each.
+
+    A random trial changes many settings, most of which do nothing on this trace; a policy is easier to
+    review, and safer to apply, with only the changes that matter. Each reverted setting is a real trial
+    of the study (source "simplify"); ``recommend`` prefers it when its figures are as good, since it
+    changes fewer settings. Greedy: each revert starts from the best so far.
+    """
+    tried: set[str] = set()
+    for _ in range(SIMPLIFY_LIMIT):
+        chosen = recommend(candidates(study), base)
+        if chosen is None:
+            return
+        extra = [k for k, v in chosen.params.items() if base.get(k) != v and k not in pointed and k not in tried]
+        if not extra:
+            return
+        knob = extra[0]
+        tried.add(knob)
+        study.enqueue_trial({**chosen.params, knob: base[knob]}, user_attrs={"source": "simplify"})
+        study.optimize(Objective(problem), n_trials=1)

@@ -24,7 +24,7 @@ from gpufleet.simulate.pathologies import Finding, diagnose
 from gpufleet.simulate.run import RunResult, simulate
 from gpufleet.trace.job import Job
 from gpufleet.tune import remedies, study
-from gpufleet.tune.diff import Change, diff
+from gpufleet.tune.diff import Change, diff, touches
 from gpufleet.tune.objectives import Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.recommend import Candidate, candidates, pareto_front, recommend
 from gpufleet.tune.space import Space, build_space
@@ -104,10 +104,12 @@ def tune(
     baseline: tuple[RunResult, RunResult] | None = None,
     reasoned: bool = True,
     window: tuple[int, int] | None = None,
+    simplify: bool = True,
 ) -> Tuning:
     """Run the three worlds and the study; ``baseline`` reuses first-apply and input runs already made;
     ``reasoned`` enqueues the candidates of ``remedies`` before the sampler's own choices; ``window``
-    is the one window every world is measured over (default: until the shorter baseline run ends)."""
+    is the one window every world is measured over (default: until the shorter baseline run ends);
+    ``simplify`` tries the recommendation without each change no finding points at (``study.simplify``)."""
     say = stage or (lambda _text: None)
     constraints = constraints or Constraints()
     config = config or SimulationConfig()
@@ -132,9 +134,12 @@ def tune(
     opened.set_user_attr(WINDOW_ATTR, list(window))
     say(f"searching: {spec.trials} trials, {spec.jobs} worker(s)")
     done = study.run(problem, spec, tick)
+    base_params = space.base_params()
+    if simplify:
+        say("simplifying the recommendation")
+        study.simplify(done, problem, base_params, _pointed(space, worlds_before[1].findings))
     trials = candidates(done)
     pruned = len(done.get_trials(deepcopy=False, states=(TrialState.PRUNED,)))
-    base_params = space.base_params()
     chosen = recommend(trials, base_params)
     if chosen is None or chosen.params == base_params:
         tuned_policy = policy
@@ -165,6 +170,11 @@ def tune(
         worlds=(worlds_before[0], worlds_before[1], tuned),
         changes=changes,
     )
+
+
+def _pointed(space: Space, findings: Sequence[Finding]) -> set[str]:
+    """The knobs some finding of the input policy names."""
+    return {k.path for k in space.knobs if any(touches(s, k.path) for f in findings for s in f.settings)}
 
 
 def _evaluated(problem: Problem, world: World, policy: FleetPolicy) -> Evaluated:

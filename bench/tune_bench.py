@@ -86,6 +86,12 @@ def main() -> None:
             f"{w.name:12s} {m.goodput_gpu_h:14,.0f} {worst_p95_s(m) / HOUR:17,.1f} "
             f"{m.serving_starved_replica_min:17,.0f} {m.preemptions_max:16d} {jain:>6s}"
         )
+    rec = result.recommended
+    if rec is None:
+        print("recommended: none: no trial met the constraints (" + "; ".join(result.constraints.describe()) + ")")
+        print(f"  the tuned world is the input policy; pruned (invalid) trials: {result.pruned}")
+    else:
+        print(f"recommended: trial {rec.number} ({rec.source}), {len(result.changes)} changed setting(s)")
     first, given, tuned = (w.measures for w in result.worlds)
     if first.goodput_gpu_h and given.goodput_gpu_h:
         print(

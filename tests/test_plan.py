@@ -11,6 +11,9 @@ from typer.testing import CliRunner
 from gpufleet.cli import app
 from gpufleet.plan import make_plan
 from gpufleet.policy import load_policy, parse_policy, resolve
+from gpufleet.trace import write_trace
+from gpufleet.trace.job import Job
+from tests.simulate.fleets import TWO_TEAMS, job
 from tests.support import EXAMPLES
 
 PLAN = make_plan(resolve(load_policy(EXAMPLES / "fleet.yaml")))
@@ -97,3 +100,41 @@ def test_schema_is_json_schema_of_the_policy() -> None:
     schema = json.loads(result.stdout)
     assert schema["title"] == "FleetPolicy"
     assert {"pools", "teams", "serving"} <= set(schema["properties"])
+
+
+def _trace_case(tmp_path: Path, jobs: list[Job]) -> list[str]:
+    policy, trace = tmp_path / "fleet.yaml", tmp_path / "trace.csv"
+    policy.write_text(TWO_TEAMS)
+    write_trace(jobs, trace)
+    return ["plan", str(policy), "--trace", str(trace)]
+
+
+def test_plan_with_a_trace_names_the_pathologies_and_exits_1(tmp_path: Path) -> None:
+    """TWO_TEAMS: a reaches 2 cards, so a 3-GPU job is never admissible; the 2-GPU job runs."""
+    args = _trace_case(tmp_path, [job("big", "a", 0, 3600, gpus=3), job("ok", "a", 0, 600, gpus=2)])
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 1, result.output
+    document = json.loads(result.stdout)
+    assert document["pools"][0]["name"] == "train"  # the plan is still there
+    sim = document["simulation"]
+    assert [f["reason"] for f in sim["findings"]["queue"]] == ["NeverAdmissible"]
+    assert sim["measures"]["queue"]["neverAdmissible"] == 1
+    assert sim["measures"]["queue"]["goodputGpuHours"] == pytest.approx(2 * 600 / 3600, abs=1e-3)
+    text = CliRunner().invoke(app, args)
+    assert text.exit_code == 1
+    assert "NeverAdmissible" in text.output and "a can reach at most 2 on train" in text.output
+
+
+def test_plan_with_a_calm_trace_exits_0(tmp_path: Path) -> None:
+    args = _trace_case(tmp_path, [job("j", "a", 0, 600), job("k", "b", 0, 600)])
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["simulation"]["findings"] == {"queue": []}
+
+
+def test_plan_with_a_missing_trace_is_unusable_input(tmp_path: Path) -> None:
+    policy = tmp_path / "fleet.yaml"
+    policy.write_text(TWO_TEAMS)
+    result = CliRunner().invoke(app, ["plan", str(policy), "--trace", str(tmp_path / "nope.csv")])
+    assert result.exit_code == 2
+    assert "nope.csv" in result.output and "Traceback" not in result.output

@@ -7,6 +7,7 @@ tests read it without parsing text.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
 from gpufleet.policy.capacity import PoolCapacity, limit_value, nominal
@@ -81,7 +82,8 @@ class Plan:
     table: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON- and YAML-ready: the slicing mode as its word."""
+        return asdict(self, dict_factory=lambda items: {k: (v.value if isinstance(v, Enum) else v) for k, v in items})
 
 
 def _pool_plan(fleet: Fleet, cap: PoolCapacity) -> PoolPlan:

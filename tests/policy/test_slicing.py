@@ -100,3 +100,26 @@ def test_every_row_explains_itself() -> None:
     assert len(reasons) == len(set(reasons))
     assert all(r.reason[0].isupper() and " " not in r.reason and r.when and r.prefers in r.accepts for r in TABLE)
     assert TABLE[-1].test(facts()), "the last row must catch everything"
+
+
+def test_one_slicing_enum_across_policy_trace_and_scan() -> None:
+    """The plan's decision, ``trace synth``'s pool spec and ``scan``'s pools spell a pool's slicing
+    with the same enum, whose values are the policy file's words."""
+    from gpufleet.policy import load_policy, resolve
+    from gpufleet.policy.slicing import SlicingMode
+    from gpufleet.scan.fleet import NodePool
+    from gpufleet.trace import Slicing
+    from tests.support import EXAMPLES
+
+    assert Slicing is SlicingMode
+    assert [m.value for m in SlicingMode] == ["full", "mig", "timeslice"]
+    fleet = resolve(load_policy(EXAMPLES / "fleet.yaml"))
+    modes = {name: cap.decision.mode for name, cap in fleet.pools.items()}
+    assert modes == {
+        "h100-train": SlicingMode.FULL,
+        "a100-mig": SlicingMode.MIG,
+        "l40s-dev": SlicingMode.TIMESLICE,
+        "h100-serve": SlicingMode.FULL,
+    }
+    assert all(type(m) is SlicingMode for m in modes.values())
+    assert NodePool.__annotations__["sharing"] in ("SlicingMode", SlicingMode)

@@ -101,3 +101,33 @@ def test_chromium_renders_the_report(written: Path, tmp_path: Path) -> None:
     # Only the queue run preempted: its most preempted job is listed, with who and why.
     assert 'id="preempted-queue"' in dom and 'id="preempted-first-apply"' not in dom
     assert "a/j1: 1× by b 1 (InCohortReclamation 1)" in dom
+
+
+def test_the_report_leads_with_the_headline_and_the_measures(written: Path) -> None:
+    """The measures and the one-sentence headline come before the older figures; the numbers are the
+    document's own (TWO_TEAMS, both worlds over [0, 5400]: first apply 2.7 GPU-h of goodput)."""
+    html = (written / "report.html").read_text()
+    headline, measures, older = (
+        html.index('id="headline"'),
+        html.index('id="measures"'),
+        html.index("The older figures"),
+    )
+    assert headline < measures < older
+    assert "Over the first 1 h 30 min, queue finishes" in html
+    assert "against first-apply&#39;s 2.7" in html
+    assert "held idle GPU-h (bound to jobs not running)" in html
+
+
+def test_the_report_names_each_finding_with_its_remedy(tmp_path: Path) -> None:
+    """j1 is reclaimed four times by b's short jobs: the queue world shows a PreemptionLoop, with the
+    chain, the remedy and the settings it touches."""
+    f = fleet(TWO_TEAMS)
+    jobs = [job("j1", "a", 0, 36_000, gpus=2)] + [job(f"b{i}", "b", 600 + 2000 * i, 300) for i in range(4)]
+    config = SimulationConfig(serving=ServingCurve(hourly=(1.0,) * 24))
+    results = compare(f, jobs, config, [Mode.FIRST_APPLY, Mode.QUEUE])
+    write_outputs(tmp_path / "out", results_document(f, "a loop", len(jobs), results), results)
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert 'id="finding-queue-PreemptionLoop"' in html
+    assert "a/j1 (a, batch): preempted 4× by b 4× (InCohortReclamation)" in html
+    assert "<code>queueing.reclaimWithinCohort</code>" in html
+    assert 'id="finding-first-apply-' not in html

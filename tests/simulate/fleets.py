@@ -78,3 +78,35 @@ def job(
     return Job(
         job_id, team, team, submit, duration, kind, pods=pods, gpus=gpus, mig_profile=mig, priority_class="batch"
     )
+
+
+# One team on two training nodes of two cards each: a 2×2 gang cannot fit beside a 2-card job on one node.
+TWO_NODES = (
+    HEADER
+    + """
+pools:
+  - {name: train, gpu: H100-SXM5-80GB, nodes: [n1, n2], gpusPerNode: 2, role: training, slicing: {mode: full}}
+teams:
+  - {name: a, namespaces: [a], quota: {train: {gpus: 4}}, priorityClasses: [batch], dataClasses: [internal]}
+"""
+)
+
+# Two teams guaranteed one H100 each on one two-card node, a's borrowing limited to BORROW; and an
+# A100 cut all-balanced (3g.40gb + 2g.20gb + 1g.10gb) that no team has quota on.
+LIMITED = (
+    HEADER
+    + """
+pools:
+  - {name: train, gpu: H100-SXM5-80GB, nodes: [n1], gpusPerNode: 2, role: training, slicing: {mode: full}}
+  - {name: mig, gpu: A100-SXM4-80GB, nodes: [m1], gpusPerNode: 1, role: batch,
+     slicing: {mode: mig, layout: all-balanced}}
+teams:
+  - {name: a, namespaces: [a], quota: {train: {gpus: 1, borrowingLimit: BORROW}}, priorityClasses: [batch],
+     dataClasses: [internal]}
+  - {name: b, namespaces: [b], quota: {train: {gpus: 1}}, priorityClasses: [batch], dataClasses: [internal]}
+"""
+)
+
+
+def limited(borrow: str) -> Fleet:
+    return fleet(LIMITED.replace("BORROW", borrow))

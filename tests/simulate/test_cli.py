@@ -7,8 +7,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from gpufleet.cli import app
+from gpufleet.cli import app, common
 from gpufleet.demo import run_demo
+from gpufleet.durations import human
 from gpufleet.ledger.store import Ledger
 from gpufleet.trace import write_trace
 from tests.simulate.fleets import SERVING_AT_RISK, job
@@ -52,3 +53,28 @@ def test_demo_writes_every_stage(tmp_path: Path) -> None:
         records = list(ledger.current_records())
     assert records and all(r.simulated for r in records)
     assert len(records) == result.ledger_records
+
+
+def test_simulate_leads_with_the_measures_within_100_columns(tmp_path: Path) -> None:
+    """The measures and per-team tables come first, fit 100 columns, and show each world's waits
+    from results.json whole; the findings follow (here: none)."""
+    policy, trace = tmp_path / "fleet.yaml", tmp_path / "trace.csv"
+    policy.write_text(SERVING_AT_RISK)
+    write_trace([job(f"t{i}", "a", i * 60, 4 * 3600, gpus=2) for i in range(6)], trace)
+    before = common.console.width
+    common.console.width = 100
+    try:
+        base = ["simulate", str(policy), "--trace", str(trace), "--compare", "first-apply"]
+        result = runner.invoke(app, [*base, "-o", str(tmp_path / "out")])
+    finally:
+        common.console.width = before
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert text.index("Measures over one window") < text.index("Findings") < text.index("Before and after")
+    answer = text[: text.index("Before and after")]
+    assert max(len(line) for line in answer.splitlines()) <= 100
+    document = json.loads((tmp_path / "out" / "results.json").read_text())
+    for m in document["measures"].values():
+        w = m["teams"]["a"]["waitSeconds"]
+        assert f"{human(w['p50'])} / {human(w['p95'])}" in answer
+        assert f"{m['goodputGpuHours']:,.1f}" in answer

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from gpufleet import outputs
+from gpufleet.cli.answer import print_answer
 from gpufleet.cli.common import (
     ForceOpt,
     JsonOpt,
@@ -22,6 +23,7 @@ from gpufleet.cli.common import (
     print_kept,
     print_table,
 )
+from gpufleet.cli.simulate import progress_bar
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
 from gpufleet.plan import Plan, make_plan
@@ -30,6 +32,10 @@ from gpufleet.render import render, write_bundle
 from gpufleet.render.check import check_bundle
 from gpufleet.scan import analyse
 from gpufleet.scan.fetch import fetch
+from gpufleet.simulate.config import SimulationConfig
+from gpufleet.simulate.measures import as_dict
+from gpufleet.simulate.run import assess, simulate
+from gpufleet.trace import read_trace
 from gpufleet.validation import load_crds
 
 PolicyArg = Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)]
@@ -128,13 +134,40 @@ def print_plan(plan: Plan) -> None:
 def plan(
     policy: PolicyArg,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON")] = False,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            help="Also run the queue world on this job trace (.csv or .parquet) and name what goes wrong "
+            "(exit 1 when it finds something)",
+        ),
+    ] = None,
 ) -> None:
-    """Explain how each pool is sliced and whether the quotas fit."""
-    result = make_plan(resolve(load_policy(policy)))
+    """Explain how each pool is sliced and whether the quotas fit; with --trace, the pathologies."""
+    fleet = resolve(load_policy(policy))
+    result = make_plan(fleet)
+    document: dict[str, Any] = result.as_dict()
+    judged = None
+    if trace is not None:
+        jobs = read_trace(trace)
+        with progress_bar(1, quiet=as_json) as update:
+            run = simulate(fleet, jobs, SimulationConfig(), update)
+        (judged,) = assess(fleet, [run])
+        document["simulation"] = {
+            "trace": {"source": str(trace), "jobs": len(jobs)},
+            "window": {"startSeconds": judged.measures.window_s[0], "endSeconds": judged.measures.window_s[1]},
+            "measures": {run.name: as_dict(judged.measures)},
+            "findings": {run.name: [f.as_dict() for f in judged.findings]},
+        }
     if as_json:
-        typer.echo(json.dumps(result.as_dict(), indent=2))
+        typer.echo(json.dumps(document, indent=2))
     else:
         print_plan(result)
+        if judged is not None:
+            console.print()
+            print_answer(document["simulation"])
+    if judged is not None and judged.findings:
+        raise typer.Exit(1)
 
 
 @guarded

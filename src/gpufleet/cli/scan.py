@@ -12,6 +12,7 @@ from rich.table import Table
 from gpufleet.cli.common import JsonOpt, console, guarded, print_table
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.scan import FleetReport, analyse
 from gpufleet.scan.fetch import fetch
 
@@ -25,8 +26,8 @@ def print_report(report: FleetReport) -> None:
     for col in ("pool", "card", "nodes", "GPUs/node", "slicing", "units", "quota", "taints"):
         pools.add_column(col, overflow="fold")
     for p in report.pools:
-        slicing = p.sharing
-        if p.sharing == "mig":
+        slicing = str(p.sharing)
+        if p.sharing is SlicingMode.MIG:
             slicing += f" {p.mig_config or '?'} ({p.mig_state or 'no state'})"
         elif p.replicas:
             slicing += f" ×{p.replicas}"

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from gpufleet import outputs
+from gpufleet.cli.answer import print_answer
 from gpufleet.cli.common import (
     ForceOpt,
     JsonOpt,
@@ -159,6 +160,7 @@ def simulate(
         extra = {"output": str(target.path), "files": {k: str(v) for k, v in files.items()}}
         typer.echo(json.dumps(document | extra, indent=2))
         return
+    print_answer(document)
     print_comparison(results)
     console.print(f"\n[bold]Wrote {out}/[/]", soft_wrap=True)
     console.print(f"  results     {written.results}", soft_wrap=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpufleet.gpus import GpuModel, units
 from gpufleet.policy.model import UNLIMITED, Limit, Pool, PoolQuota
-from gpufleet.policy.slicing import SlicingDecision, renames_shared
+from gpufleet.policy.slicing import SlicingDecision, SlicingMode, renames_shared
 
 GPU = "nvidia.com/gpu"
 SHARED_GPU = "nvidia.com/gpu.shared"
@@ -44,10 +44,10 @@ class PoolCapacity:
 
 def pool_capacity(pool: Pool, gpu: GpuModel, decision: SlicingDecision) -> PoolCapacity:
     count = pool.gpu_count
-    if decision.mode == "mig" and decision.layout is not None:
+    if decision.mode is SlicingMode.MIG and decision.layout is not None:
         per_profile = units(gpu, decision.layout, count)
         yielded = {mig_resource(profile): n for profile, n in sorted(per_profile.items())}
-    elif decision.mode == "timeslice" and decision.replicas is not None:
+    elif decision.mode is SlicingMode.TIMESLICE and decision.replicas is not None:
         yielded = {SHARED_GPU if renames_shared(pool) else GPU: count * decision.replicas}
     else:
         yielded = {GPU: count}
@@ -57,7 +57,7 @@ def pool_capacity(pool: Pool, gpu: GpuModel, decision: SlicingDecision) -> PoolC
 def nominal(quota: PoolQuota, capacity: PoolCapacity) -> dict[str, int]:
     """A team's guaranteed units per resource of the pool (0 for the pool's resources it did not ask for)."""
     out = dict.fromkeys(capacity.units, 0)
-    if capacity.decision.mode == "mig":
+    if capacity.decision.mode is SlicingMode.MIG:
         for profile, count in quota.mig.items():
             out[mig_resource(profile)] = count
     elif quota.gpus is not None:

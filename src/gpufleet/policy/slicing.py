@@ -10,11 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
 from gpufleet.gpus import GpuModel, Layout, resolve_layout
 from gpufleet.policy.model import FullSlicing, MigSlicing, Pool, Role, TimesliceSlicing, WorkloadClass
 
-Mode = str  # "full" | "mig" | "timeslice"
+
+class SlicingMode(StrEnum):
+    """How a pool's cards are shared: the one spelling the policy (``slicing.mode``), the plan, the
+    simulator, ``trace synth`` and ``scan`` use."""
+
+    FULL = "full"
+    MIG = "mig"
+    TIMESLICE = "timeslice"
+
+
 DEFAULT_MIG_LAYOUT = "all-balanced"
 DEFAULT_TIMESLICE_REPLICAS = 4
 MAX_TIMESLICE_REPLICAS = 16
@@ -37,8 +47,8 @@ class Facts:
 class Row:
     reason: str  # PascalCase machine reason
     when: str  # the condition, in words (the table prints it)
-    accepts: tuple[Mode, ...]
-    prefers: Mode
+    accepts: tuple[SlicingMode, ...]
+    prefers: SlicingMode
     test: Callable[[Facts], bool]
     explain: Callable[[Facts], str]
 
@@ -58,8 +68,8 @@ TABLE: tuple[Row, ...] = (
     Row(
         "ServingLatencyGoal",
         "serving pool with a latency goal",
-        ("full", "mig"),
-        "full",
+        (SlicingMode.FULL, SlicingMode.MIG),
+        SlicingMode.FULL,
         lambda f: f.pool.role is Role.SERVING and f.serving_latency_goal_ms is not None,
         lambda f: (
             f"serving has a {f.serving_latency_goal_ms} ms latency goal: time-slicing would let other "
@@ -69,16 +79,16 @@ TABLE: tuple[Row, ...] = (
     Row(
         "ServingReserved",
         "serving pool",
-        ("full", "mig"),
-        "full",
+        (SlicingMode.FULL, SlicingMode.MIG),
+        SlicingMode.FULL,
         lambda f: f.pool.role is Role.SERVING,
         lambda f: "serving replicas hold their cards for good; full cards keep memory and faults isolated",
     ),
     Row(
         "TrainingNeedsFullCards",
         "training or large-context work",
-        ("full",),
-        "full",
+        (SlicingMode.FULL,),
+        SlicingMode.FULL,
         _big_jobs,
         lambda f: (
             "training and large contexts need a card's whole memory and compute; slicing would only fragment them"
@@ -87,8 +97,8 @@ TABLE: tuple[Row, ...] = (
     Row(
         "IsolationNeedsMIG",
         "teams must be isolated, card has MIG",
-        ("mig", "full"),
-        "mig",
+        (SlicingMode.MIG, SlicingMode.FULL),
+        SlicingMode.MIG,
         lambda f: f.pool.isolateTeams and f.gpu.mig is not None,
         lambda f: (
             f"teams must be isolated: MIG puts hardware walls (memory, cache, faults) between them on one {f.gpu.name}"
@@ -97,8 +107,8 @@ TABLE: tuple[Row, ...] = (
     Row(
         "IsolationWithoutMIG",
         "teams must be isolated, card has no MIG",
-        ("full",),
-        "full",
+        (SlicingMode.FULL,),
+        SlicingMode.FULL,
         lambda f: f.pool.isolateTeams,
         lambda f: (
             f"teams must be isolated but {f.gpu.name} has no MIG: whole cards per team are the only "
@@ -109,8 +119,8 @@ TABLE: tuple[Row, ...] = (
     Row(
         "JitterTolerantSharing",
         "dev or small inference only",
-        ("timeslice", "mig"),
-        "timeslice",
+        (SlicingMode.TIMESLICE, SlicingMode.MIG),
+        SlicingMode.TIMESLICE,
         _jitter_tolerant,
         lambda f: (
             "dev and small inference tolerate latency jitter: time-slicing packs several jobs on a card "
@@ -120,8 +130,8 @@ TABLE: tuple[Row, ...] = (
     Row(
         "SmallJobsOnMIG",
         "batch evaluation or inference on a MIG card",
-        ("mig", "full"),
-        "mig",
+        (SlicingMode.MIG, SlicingMode.FULL),
+        SlicingMode.MIG,
         lambda f: (
             f.gpu.mig is not None
             and bool(f.workloads)
@@ -132,8 +142,8 @@ TABLE: tuple[Row, ...] = (
     Row(
         "DefaultFullCard",
         "anything else",
-        ("full", "mig", "timeslice"),
-        "full",
+        (SlicingMode.FULL, SlicingMode.MIG, SlicingMode.TIMESLICE),
+        SlicingMode.FULL,
         lambda f: True,
         lambda f: "no rule asks for sharing: full cards are the simple, isolated default",
     ),
@@ -145,7 +155,7 @@ class SlicingDecision:
     """How one pool's cards are shared, which row decided, and whether the engineer overrode it."""
 
     pool: str
-    mode: Mode
+    mode: SlicingMode
     layout: Layout | None  # MIG only
     layout_name: str | None  # the GPU Operator's name when the layout is a standard one
     replicas: int | None  # time-slicing only
@@ -171,9 +181,9 @@ def decide(facts: Facts) -> SlicingDecision:
     """Run the table for one pool. Raises ValueError when a declared MIG layout cannot be built."""
     row = next(r for r in TABLE if r.test(facts))
     declared = facts.pool.slicing
-    mode = declared.mode if declared is not None else row.prefers
-    if mode == "mig" and facts.gpu.mig is None:
-        mode = "full"  # only reachable from the table's preference; declared MIG is rejected in checks
+    mode = SlicingMode(declared.mode) if declared is not None else row.prefers
+    if mode is SlicingMode.MIG and facts.gpu.mig is None:
+        mode = SlicingMode.FULL  # only reachable from the table's preference; declared MIG is rejected in checks
     flagged = declared is not None and declared.mode not in row.accepts
     flag = (
         f"declared {declared.mode} but the table says {row.prefers} ({row.reason}): kept as declared"
@@ -184,11 +194,11 @@ def decide(facts: Facts) -> SlicingDecision:
     layout_name: str | None = None
     replicas: int | None = None
     sizing = ""
-    if mode == "mig":
+    if mode is SlicingMode.MIG:
         spec = declared.layout if isinstance(declared, MigSlicing) else DEFAULT_MIG_LAYOUT
         layout = resolve_layout(facts.gpu, spec)
         layout_name = spec if isinstance(spec, str) else None
-    elif mode == "timeslice":
+    elif mode is SlicingMode.TIMESLICE:
         if isinstance(declared, TimesliceSlicing) and declared.replicas is not None:
             replicas, sizing = declared.replicas, f"{declared.replicas} replicas per card, as declared"
         else:
@@ -213,4 +223,4 @@ def renames_shared(pool: Pool) -> bool:
     return not isinstance(pool.slicing, TimesliceSlicing) or pool.slicing.renameByDefault
 
 
-__all__ = ["TABLE", "Facts", "FullSlicing", "Row", "SlicingDecision", "decide", "renames_shared"]
+__all__ = ["TABLE", "Facts", "FullSlicing", "Row", "SlicingDecision", "SlicingMode", "decide", "renames_shared"]

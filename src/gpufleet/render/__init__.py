@@ -40,6 +40,22 @@ def namespaces(fleet: Fleet) -> list[Obj]:
     return out
 
 
+def kueue_objects(fleet: Fleet) -> list[Obj]:
+    """What Kueue reads of the bundle, in the bundle's order: the teams' Namespaces, ResourceFlavors,
+    Cohort, ClusterQueues, LocalQueues, WorkloadPriorityClasses and the Configuration (the twin's
+    input; ``render`` writes the same objects into their files)."""
+    mappings = dra.device_class_mappings(fleet) if dra.enabled(fleet) else []
+    return [
+        *namespaces(fleet),
+        *kueue.resource_flavors(fleet),
+        kueue.cohort(fleet),
+        *(kueue.cluster_queue(fleet, t) for t in fleet.policy.teams),
+        *kueue.local_queues(fleet),
+        *kueue.priority_classes(fleet),
+        kueue.configuration(fleet, mappings),
+    ]
+
+
 def recorder_objects(fleet: Fleet, image: str = DEFAULT_WEBHOOK_IMAGE) -> list[Obj]:
     """The recorder that writes the ledger from the cluster's watch (same image as the webhook)."""
     postgres = fleet.policy.recorder.ledger == "postgresql"
@@ -86,4 +102,4 @@ def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundl
     return Bundle([f for f in files if f.objects])
 
 
-__all__ = ["Bundle", "RenderedFile", "describe", "render", "write_bundle"]
+__all__ = ["Bundle", "RenderedFile", "describe", "kueue_objects", "render", "write_bundle"]

@@ -55,6 +55,77 @@ def kpis(run: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+MEASURE_ROWS: list[tuple[str, str]] = [
+    ("goodput GPU-h (runs that completed)", "goodputGpuHours"),
+    ("held idle GPU-h (bound to jobs not running)", "heldIdleGpuHours"),
+    ("lost GPU-h (preempted work)", "lostGpuHours"),
+    ("usable idle GPU-h (free while a waiting job fit)", "usableIdleGpuHoursTotal"),
+    ("serving GPU-h", "servingGpuHours"),
+    ("capacity GPU-h", "capacityGpuHours"),
+]
+
+
+def measure_rows(measures: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
+    """The measures table of the report: one row per measure, one cell per world."""
+    ms = list(measures.values())
+
+    def share(m: Mapping[str, Any], key: str) -> str:
+        cap = m["capacityGpuHours"]
+        return num(m[key]) + (f" ({m[key] / cap:.0%})" if cap and key != "capacityGpuHours" else "")
+
+    rows = [(label, [share(m, key) for m in ms]) for label, key in MEASURE_ROWS]
+    pools = sorted({p for m in ms for p, h in m["usableIdleGpuHours"].items() if h})
+    rows += [(f"usable idle on {p}", [num(m["usableIdleGpuHours"].get(p)) for m in ms]) for p in pools]
+    rows += [
+        ("makespan", [dur(m["makespanSeconds"]) for m in ms]),
+        (
+            "jobs finished",
+            [
+                f"{m['finished']} of {m['jobs']}"
+                + (f" ({m['neverAdmissible']} never admissible)" if m["neverAdmissible"] else "")
+                for m in ms
+            ],
+        ),
+        ("Jain's index (goodput share / weight)", ["–" if m["jain"] is None else f"{m['jain']:.3f}" for m in ms]),
+        ("serving starved replica-minutes", [num(m["servingStarvedReplicaMinutes"]) for m in ms]),
+        (
+            "preemptions per job: max / p95",
+            [f"{m['preemptionsPerJob']['max']} / {m['preemptionsPerJob']['p95']}" for m in ms],
+        ),
+    ]
+    return rows
+
+
+def headline(document: Mapping[str, Any]) -> str:
+    """One sentence on what the last world changes against the first, with the numbers (the report's
+    first line); empty with a single world."""
+    measures: Mapping[str, Mapping[str, Any]] = document.get("measures", {})
+    if len(measures) < 2:
+        return ""
+    (before_name, before), *_, (after_name, after) = measures.items()
+    gain = after["goodputGpuHours"] - before["goodputGpuHours"]
+    ratio = f" ({gain / before['goodputGpuHours']:+.0%})" if before["goodputGpuHours"] else ""
+    shorter = [
+        team
+        for team, t in after["teams"].items()
+        if (b := before["teams"].get(team)) is not None
+        and t["waitSeconds"]["p95"] is not None
+        and b["waitSeconds"]["p95"] is not None
+        and t["waitSeconds"]["p95"] < b["waitSeconds"]["p95"]
+    ]
+    teams = len([t for t in after["teams"].values() if t["jobs"]])
+    findings = len(document.get("findings", {}).get(after_name, []))
+    window = document["window"]
+    return (
+        f"Over the first {dur(window['endSeconds'] - window['startSeconds'])}, {after_name} finishes "
+        f"{num(after['goodputGpuHours'])} GPU-h of work against {before_name}'s {num(before['goodputGpuHours'])}{ratio}, "
+        f"holds {num(after['heldIdleGpuHours'])} GPU-h idle (against {num(before['heldIdleGpuHours'])}), loses "
+        f"{num(after['lostGpuHours'])} GPU-h to preemption, shortens the p95 wait of {len(shorter)} of {teams} teams, "
+        f"starves serving {num(after['servingStarvedReplicaMinutes'])} replica-minutes (against "
+        f"{num(before['servingStarvedReplicaMinutes'])}), and shows {findings} patholog{'y' if findings == 1 else 'ies'}."
+    )
+
+
 def render_html(document: Mapping[str, Any], charts: list[tuple[str, bytes]]) -> str:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("gpufleet.report", "templates"),
@@ -75,6 +146,11 @@ def render_html(document: Mapping[str, Any], charts: list[tuple[str, bytes]]) ->
         first=first,
         labels={name: LABELS.get(name, name) for name in runs},
         kpis={name: kpis(run) for name, run in runs.items()},
+        headline=headline(document),
+        window=document.get("window"),
+        measures=document.get("measures", {}),
+        measure_rows=measure_rows(document.get("measures", {})) if document.get("measures") else [],
+        findings=document.get("findings", {}),
         teams=teams,
         kinds=kinds,
         charts=[{"title": title, "data": base64.b64encode(png).decode("ascii")} for title, png in charts],

@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from gpufleet.gpus import GpuModel, models
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.scan.quantity import count
 from gpufleet.scan.snapshot import Obj, Snapshot, labels, name, namespace
 
@@ -40,7 +41,7 @@ class NodePool:
     model: str | None  # the catalogue's name for the product
     nodes: tuple[str, ...]
     gpus_per_node: int  # physical cards
-    sharing: str  # full | mig | timeslice
+    sharing: SlicingMode
     mig_config: str | None
     mig_state: str | None
     replicas: int | None  # time-slicing replicas per card
@@ -109,11 +110,11 @@ def _pool(pool_name: str, selector: tuple[str, str] | None, members: list[Obj]) 
     mig_resources = [r for r in units if r.startswith(f"{GPU_PREFIX}mig-")]
     replicas_label = count(first.get("nvidia.com/gpu.replicas", "0"))
     if mig_resources or first.get("nvidia.com/mig.strategy"):
-        sharing, replicas = "mig", None
+        sharing, replicas = SlicingMode.MIG, None
     elif first.get("nvidia.com/gpu.sharing-strategy") == "time-slicing" and physical:
-        sharing, replicas = "timeslice", replicas_label // physical
+        sharing, replicas = SlicingMode.TIMESLICE, replicas_label // physical
     else:
-        sharing, replicas = "full", None
+        sharing, replicas = SlicingMode.FULL, None
     if not physical:
         physical = units.get(f"{GPU_PREFIX}gpu", 0) // len(members)
     model = model_for(product)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from enum import Enum
 from typing import Any
 
 from gpufleet.scan.fleet import GpuPod, NodePool, gpu_pods, node_pools
@@ -18,6 +19,11 @@ SERVING = "(serving)"
 def _team_order(team: str) -> tuple[int, str]:
     """Named teams by name first, then the unlabelled serving pods, then the other unlabelled ones."""
     return ({SERVING: 1, NO_TEAM: 2}.get(team, 0), team)
+
+
+def plain(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``asdict``'s factory: enum values (a pool's ``SlicingMode``) as the plain words they stand for."""
+    return {k: (v.value if isinstance(v, Enum) else v) for k, v in items}
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class FleetReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "pools": [asdict(p) for p in self.pools],
+            "pools": [asdict(p, dict_factory=plain) for p in self.pools],
             "teams": {team: [asdict(p) for p in pods] for team, pods in self.by_team().items()},
             "kueue": {"installed": self.kueue_installed, "objects": self.kueue, "quotaByPool": self.quota},
             "servingPools": self.serving_pools,

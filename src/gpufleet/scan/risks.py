@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.scan.fleet import GpuPod, NodePool
 from gpufleet.scan.quantity import count
 from gpufleet.scan.snapshot import Snapshot, labels, name
@@ -121,7 +122,7 @@ def _risks(snapshot: Snapshot, pools: list[NodePool], pods: list[GpuPod]) -> Ite
                     "no ClusterQueue or Cohort gives quota on this pool: queued work never lands here",
                 )
     for pool in pools:
-        if pool.sharing == "mig" and pool.mig_state not in (None, "success"):
+        if pool.sharing is SlicingMode.MIG and pool.mig_state not in (None, "success"):
             yield Risk(
                 "MigNotConverged", f"pool/{pool.name}", f"mig.config.state is {pool.mig_state} for {pool.mig_config}"
             )

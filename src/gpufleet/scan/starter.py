@@ -17,6 +17,7 @@ import yaml
 
 from gpufleet.gpus import lookup, standard_layouts
 from gpufleet.policy import parse_policy
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.scan.fleet import GPU_PREFIX, GpuPod, NodePool, slug
 
 PROVIDER_LABELS = (
@@ -55,9 +56,9 @@ def _pool_entry(pool: NodePool, role: str) -> dict[str, Any]:
         entry["nodeLabels"] = {pool.selector[0]: pool.selector[1]}
     if role == "serving":
         return entry
-    if pool.sharing == "mig":
+    if pool.sharing is SlicingMode.MIG:
         entry["slicing"] = {"mode": "mig", "layout": _mig_layout(pool)}
-    elif pool.sharing == "timeslice" and pool.replicas and pool.replicas >= 2:
+    elif pool.sharing is SlicingMode.TIMESLICE and pool.replicas and pool.replicas >= 2:
         entry["slicing"] = {"mode": "timeslice", "replicas": pool.replicas}
     else:
         entry["slicing"] = {"mode": "full"}
@@ -65,7 +66,7 @@ def _pool_entry(pool: NodePool, role: str) -> dict[str, Any]:
 
 
 def _quota(pool: NodePool, used: dict[str, int]) -> dict[str, Any]:
-    if pool.sharing == "mig":
+    if pool.sharing is SlicingMode.MIG:
         return {"mig": {r.removeprefix(f"{GPU_PREFIX}mig-"): n for r, n in sorted(used.items()) if r in pool.units}}
     return {"gpus": sum(n for r, n in used.items() if r in pool.units)}
 

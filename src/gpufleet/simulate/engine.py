@@ -1,5 +1,9 @@
 """The discrete-event loop: arrivals, Kueue's cycles, the scheduler, waitForPodsReady and serving.
 
+``Simulation`` is the loop both worlds share; each world is a subclass: ``QueueWorld``
+(``gpufleet.simulate.queue_world``: Kueue, preemption, waitForPodsReady) and ``FirstApplyWorld``
+(``gpufleet.simulate.first_apply``: pods straight to the scheduler). ``run.WORLDS`` maps a mode to it.
+
 One heap of ``(time, sequence, kind, subject)`` events on integer seconds; the sequence counter
 breaks ties, so events at the same second run in the order they were scheduled. After every event
 of one second has run, the instant *settles*, in this order:
@@ -60,16 +64,14 @@ from gpufleet.placement import (
 )
 from gpufleet.policy import Fleet
 from gpufleet.render.common import tolerations_for
-from gpufleet.simulate.config import DAY, HOUR, Mode, PlacementPolicy, SimulationConfig
+from gpufleet.simulate.config import DAY, HOUR, PlacementPolicy, SimulationConfig
 from gpufleet.simulate.idle import IdleWatch
 from gpufleet.simulate.jobs import Hold, JobRun, State
 from gpufleet.simulate.meter import Meter
 from gpufleet.simulate.nodes import PoolNodes, fleet_nodes
-from gpufleet.simulate.queue import Queue
 from gpufleet.simulate.reach import Reaches
-from gpufleet.simulate.requests import POD_SET, Catalog, pod_spec
+from gpufleet.simulate.requests import Catalog
 from gpufleet.trace.job import Job
-from gpufleet.twin import Admitted, Preempted
 
 ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE = range(6)
 SERVING = "serving"  # the team name serving replicas are counted under
@@ -99,6 +101,7 @@ class Outcome:
     priorities: dict[str, int]  # priority class -> value (the queue world's Workload priority)
     local_queues: dict[str, str]  # namespace -> its LocalQueue (queue world only)
     kueue_cycles: int = 0  # scheduling cycles the twin ran (queue world only): what the run cost
+    watch: IdleWatch | None = None  # what the idle series were computed with (the pathologies ask it again)
 
 
 def placement_policy(choice: PlacementPolicy, jobs: Sequence[Job]) -> Policy:
@@ -115,12 +118,20 @@ def _shape(pod: PodSpec) -> tuple[Any, ...]:
 
 
 class Simulation:
+    """The loop both worlds share: arrivals, completions, the scheduler and serving. A world is a
+    subclass (``QueueWorld`` in ``gpufleet.simulate.queue_world``, ``FirstApplyWorld`` in
+    ``gpufleet.simulate.first_apply``) that says how a job enters, what its end frees, what settles
+    before the scheduler's round, and whether waiting jobs outlast the last event."""
+
+    tainted = False  # nodes carry the pools' taints (the queue world renders them)
+    waits_out_serving = True  # with nothing left but waiting jobs, let a day of serving changes pass
+
     def __init__(
         self, fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, progress: Progress | None = None
     ) -> None:
         self.config = config
         self.progress = progress
-        self.pools = fleet_nodes(fleet, tainted=config.mode is Mode.QUEUE)
+        self.pools = fleet_nodes(fleet, tainted=self.tainted)
         self.pool_of_node = {n.name: p for p in self.pools.values() for n in p.nodes}
         self.cluster = Cluster(
             [n for p in self.pools.values() for n in p.nodes], placement_policy(config.placement, jobs)
@@ -129,7 +140,6 @@ class Simulation:
         self.meter = Meter(config.bucket_s)
         for logged in ("serving_starved", f"team:{SERVING}"):  # the measures integrate them over a window
             self.meter.log(logged)
-        self.queue = Queue(fleet) if config.mode is Mode.QUEUE else None
         catalog = Catalog.of(fleet)
         self.runs: list[JobRun] = []
         self.skipped: list[Job] = []
@@ -142,12 +152,7 @@ class Simulation:
         self.by_key = {r.key: r for r in self.runs}
         if len(self.by_key) != len(self.runs):
             raise InputError.one("the trace has two jobs with the same namespace and job id", path="job_id")
-        if self.queue is not None:
-            self.queue.check([(r.job, r.ask) for r in self.runs])
-        self.reaches = Reaches(fleet) if self.queue is not None else None
-        if self.reaches is not None:
-            for r in self.runs:
-                r.never = self.reaches.never_admissible(r.job, r.ask)
+        self.reaches = self.prepare(fleet)
         self.watch = IdleWatch(fleet, self.pools, self.cluster, self.meter, self.reaches)
         self.teams = sorted({t.name for t in fleet.policy.teams} | {r.team for r in self.runs})
         self.weights = {t.name: float(t.weight) for t in fleet.policy.teams}
@@ -162,8 +167,33 @@ class Simulation:
         self.placing: dict[str, JobRun] = {}
         self.waiting = 0
         self.arrived = 0
-        self.kueue_dirty = False
         self.place_dirty = False
+
+    # --- what a world says -----------------------------------------------------------------------
+    def prepare(self, fleet: Fleet) -> Reaches | None:
+        """Check the jobs against the world and return the quota reaches (None: no quota)."""
+        return None
+
+    def enter(self, t: int, run: JobRun) -> None:
+        """A job arrived (its attempt begun, counted waiting): hand it to the world."""
+        raise NotImplementedError
+
+    def ended(self, run: JobRun) -> None:
+        """A job finished and its pods are released: what else its end frees."""
+
+    def settle_world(self, t: int) -> None:
+        """What runs at an instant before the scheduler's round (Kueue's cycles)."""
+
+    def handle_world(self, t: int, kind: int, subject: Any) -> None:
+        """An event only this world schedules."""
+        raise NotImplementedError(kind)
+
+    def cannot_place(self, run: JobRun, last: Unschedulable) -> None:
+        """The scheduler found no node for one of the job's pods in this round."""
+
+    def facts(self) -> tuple[dict[str, int], dict[str, str], int]:
+        """Priority values, LocalQueues per namespace and Kueue cycles, for the outcome."""
+        return {}, {}, 0
 
     # --- the loop --------------------------------------------------------------------------------
     def push(self, t: int, kind: int, subject: Any) -> None:
@@ -188,7 +218,7 @@ class Simulation:
                 stopped_at = until
                 break
             if self.active == 0:
-                if self.waiting == 0 or self.queue is not None:  # in the queue world only events free quota
+                if self.waiting == 0 or not self.waits_out_serving:
                     break
                 quiet_since = t if quiet_since is None else quiet_since
                 if t >= quiet_since + DAY:
@@ -207,6 +237,7 @@ class Simulation:
             self.meter.advance(stopped_at)
         if self.progress is not None:
             self.progress(len(self.runs), len(self.runs))
+        priorities, local_queues, cycles = self.facts()
         return Outcome(
             self.config,
             self.runs,
@@ -216,9 +247,10 @@ class Simulation:
             self.meter.now,
             self.teams,
             self.weights,
-            self.queue.priorities if self.queue is not None else {},
-            self.queue.queues if self.queue is not None else {},
-            self.queue.twin.cycle if self.queue is not None else 0,
+            priorities,
+            local_queues,
+            cycles,
+            self.watch,
         )
 
     def handle(self, t: int, kind: int, subject: Any) -> None:
@@ -228,30 +260,13 @@ class Simulation:
             run, number = subject
             if run.state is State.RUNNING and run.attempt.number == number:
                 self.finish(t, run)
-        elif kind == TIMEOUT:
-            run, number = subject
-            if run.state is State.ADMITTED and run.attempt.number == number:
-                self.pods_ready_timeout(t, run)
-        elif kind == REQUEUE:
-            self.requeue(t, *subject)
-        elif kind == GONE:
-            self.pods_gone(t, subject)
-        else:
+        elif kind == SCALE:
             self.scale(t)
+        else:
+            self.handle_world(t, kind, subject)
 
     def settle(self, t: int) -> None:
-        if self.queue is not None and self.kueue_dirty:
-            self.kueue_dirty = False
-            for result in self.queue.cycles():
-                for victim in result.preempted:
-                    self.preempted(t, victim)
-                for admitted in result.admitted:
-                    self.admitted(t, admitted)
-                for pending in result.pending:
-                    run = self.by_key.get(pending.workload)
-                    if run is not None:
-                        run.attempt.reason, run.attempt.message = pending.reason, pending.message
-
+        self.settle_world(t)
         if self.place_dirty:
             self.place_dirty = False
             self.place_round(t)
@@ -275,30 +290,7 @@ class Simulation:
         self.arrived += 1
         if self.progress is not None and (self.arrived % 500 == 0):
             self.progress(self.arrived, len(self.runs))
-        if self.queue is not None:
-            self.queue.submit(run.job, run.ask, t)
-            self.kueue_dirty = True
-        else:
-            run.pods = [pod_spec(f"{run.job.job_id}/{i}", run.job, run.ask) for i in range(run.job.pods)]
-            self.placing[run.key] = run
-            self.place_dirty = True
-
-    def admitted(self, t: int, a: Admitted) -> None:
-        assert self.queue is not None
-        run = self.by_key[a.workload]
-        attempt = run.attempt
-        attempt.reserved = t
-        attempt.cluster_queue = a.cluster_queue
-        attempt.flavor = a.flavors[POD_SET][run.ask.resource]
-        flavor = self.queue.flavor(attempt.flavor)
-        count = a.counts[POD_SET]
-        run.pods = [pod_spec(f"{run.job.job_id}/{i}", run.job, run.ask, flavor) for i in range(count)]
-        run.state = State.ADMITTED
-        run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
-        self.watch.reserve(run.team, *run.quota)
-        self.placing[run.key] = run
-        self.place_dirty = True
-        self.push(t + self.config.pods_ready.timeout_s, TIMEOUT, (run, attempt.number))
+        self.enter(t, run)
 
     def start(self, t: int, run: JobRun) -> None:
         run.state = State.RUNNING
@@ -322,74 +314,7 @@ class Simulation:
         self.release(t, run)
         self.end_attempt(t, run, "Finished", "Succeeded", f"Job {run.key} finished")
         run.state = State.FINISHED
-        if self.queue is not None:
-            self.free_quota(run)
-            self.queue.finish(run.key)
-            self.kueue_dirty = True
-
-    def preempted(self, t: int, p: Preempted) -> None:
-        """The victim's pods start terminating; they keep their GPUs, and the Workload its quota,
-        until the grace period ends (``pods_gone``). Its work since the start is lost."""
-        assert self.queue is not None
-        run = self.by_key[p.workload]
-        gone = t + self.config.termination_grace_s
-        if run.state is State.RUNNING:
-            started = run.attempt.started
-            assert started is not None
-            run.work_lost += run.gpu_worth * (gone - started)
-            self.waiting += 1
-            self.watch.waiting(run, 1)
-        self.placing.pop(run.key, None)
-        self.end_attempt(t, run, "Preempted", p.reason, p.message)
-        run.attempt.end_by = p.preemptor
-        run.preemptions += 1
-        run.state = State.TERMINATING
-        attempt = run.begin(t)
-        attempt.reason, attempt.message = "Preempted", p.message
-        self.push(gone, GONE, run)
-
-    def pods_gone(self, t: int, run: JobRun) -> None:
-        """A preempted job's pods are gone: the GPUs and the quota free, and it queues again."""
-        assert self.queue is not None
-        self.release(t, run)
-        self.free_quota(run)
-        run.state = State.PENDING
-        self.queue.evicted_gone(run.key)
-        self.kueue_dirty = True
-
-    def pods_ready_timeout(self, t: int, run: JobRun) -> None:
-        assert self.queue is not None
-        self.release(t, run)
-        message = f"Exceeded the PodsReady timeout {run.key}"
-        self.end_attempt(t, run, "Evicted", "PodsReadyTimeout", message)
-        self.free_quota(run)
-        self.queue.finish(run.key)
-        self.kueue_dirty = True
-        run.requeues += 1
-        limit = self.config.pods_ready.backoff_limit
-        if limit is not None and run.requeues > limit:
-            run.state = State.DEACTIVATED
-            run.deactivated = True
-            self.waiting -= 1
-            self.watch.waiting(run, -1)
-            return
-        run.state = State.BACKOFF
-        backoff = self.config.pods_ready.backoff(run.requeues)
-        attempt = run.begin(t)
-        attempt.reason, attempt.message = "Requeued", f"requeued after {backoff} s of backoff"
-        self.push(t + backoff, REQUEUE, (run, t))  # requeuingStrategy.timestamp: Eviction
-
-    def free_quota(self, run: JobRun) -> None:
-        if run.quota is not None:
-            pool, resource, units = run.quota
-            self.watch.reserve(run.team, pool, resource, -units)
-            run.quota = None
-
-    def requeue(self, t: int, run: JobRun, created: int) -> None:
-        assert self.queue is not None
-        run.state = State.PENDING
-        self.queue.submit(run.job, run.ask, created)
-        self.kueue_dirty = True
+        self.ended(run)
 
     # --- the scheduler ---------------------------------------------------------------------------
     def bind(self, pod: PodSpec, placement: Placement, team: str) -> float:
@@ -446,8 +371,8 @@ class Simulation:
                 run.attempt.placements[pod.name] = (decision.node, decision.devices)
             if len(run.bound) == len(run.pods):
                 self.start(t, run)
-            elif self.queue is None and last is not None:
-                run.attempt.reason, run.attempt.message = last.reason, last.message
+            elif last is not None:
+                self.cannot_place(run, last)
 
     # --- serving ---------------------------------------------------------------------------------
     def _deployments(self, fleet: Fleet) -> list[Deployment]:

@@ -9,14 +9,16 @@ replicas nobody waiting asks for are not usable idle, however many there are.
 
 Two more series feed the pathologies (queue world):
 
-- ``limited:<pool>``: usable idle while a waiting job of a team is held back by a borrowing or
-  lending limit: the team's quota in use there plus the job exceeds its reach with the limits,
-  but the job would fit the pool without them (``IdleBehindLimits``);
+- ``limited:<pool>`` (and ``limited:<pool>:<team>`` per team held back): usable idle while a
+  waiting job of a team is held back by a borrowing or lending limit: the team's quota in use
+  there plus the job exceeds its reach with the limits, but the job would fit the pool without
+  them (``IdleBehindLimits``);
 - ``misfit:<pool>`` (MIG and time-sliced pools): idle while a waiting job wants the pool's card in
-  a shape the layout does not offer, whole cards or another MIG profile (``SlicingMisfit``).
+  a shape no pool it may use offers, whole cards or another MIG profile, that the card could be cut
+  into (``SlicingMisfit``).
 
-Jobs no quota can ever admit (``gpufleet.simulate.reach``) are left out: nothing can use idle GPUs
-for them. The rates change only when a pod binds or unbinds or the waiting jobs change, so the
+Jobs no quota can ever admit (``gpufleet.simulate.reach``) are left out of usable idle: nothing can
+use idle GPUs for them; they count for ``misfit`` (a MIG profile no pool offers is exactly that). The rates change only when a pod binds or unbinds or the waiting jobs change, so the
 watch recomputes only then.
 """
 
@@ -28,6 +30,7 @@ from fractions import Fraction
 from gpufleet.placement import Cluster
 from gpufleet.placement.node import GPU, mig_resource
 from gpufleet.policy import Fleet
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.simulate.jobs import JobRun
 from gpufleet.simulate.meter import Meter
 from gpufleet.simulate.nodes import PoolNodes
@@ -50,6 +53,8 @@ class IdleWatch:
         self.meter = meter
         self.reaches = reaches  # None: the first-apply world (no quota, no taints)
         self.demand: Counter[Demand] = Counter()
+        self._offered: dict[Demand, bool] = {}
+        self.stuck: Counter[Demand] = Counter()  # jobs no quota admits: only a new slicing could serve them
         self.quota: Counter[tuple[str, str, str]] = Counter()  # (team, pool, resource) -> units reserved
         self.dirty = True
         self.allowed: dict[str, frozenset[str]] = {}
@@ -67,18 +72,19 @@ class IdleWatch:
                 for r in entries:
                     self.reach[(team, r.pool, r.resource)] = (r.reach, r.limited)
         self.geometry = {name: cap.gpu.mig for name, cap in fleet.pools.items()}
+        self.units = {name: pool_units(pool) for name, pool in pools.items()}  # resource -> units the nodes advertise
         for name in pools:
-            meter.log(f"usable:{name}")
-            meter.log(f"limited:{name}")
-            meter.log(f"misfit:{name}")
+            for series in ("usable", "limited", "misfit"):
+                meter.log(f"{series}:{name}")
+            for team in sorted(self.allowed.get(name, ())):
+                meter.log(f"limited:{name}:{team}")
 
     def waiting(self, run: JobRun, delta: int) -> None:
-        if run.never:
-            return
+        counter = self.stuck if run.never else self.demand
         d = demand_of(run)
-        self.demand[d] += delta
-        if not self.demand[d]:
-            del self.demand[d]
+        counter[d] += delta
+        if not counter[d]:
+            del counter[d]
         self.dirty = True
 
     def reserve(self, team: str, pool: str, resource: str, units: int) -> None:
@@ -119,31 +125,58 @@ class IdleWatch:
         m = self.meter
         for name, pool in self.pools.items():
             usable = limited = misfit = 0.0
-            if self.demand:
+            by_team: dict[str, float] = {}
+            if self.demand or self.stuck:
                 total, most, worth = self._free(pool)
                 idle = float(sum(total[r] * worth[r] for r in total))
                 used: set[str] = set()
                 held_back: set[str] = set()
+                teams_back: dict[str, set[str]] = {}
                 wrong_shape = False
                 for (team, resource, per_pod, models, whole), _ in self.demand.items():
                     if team not in self.allowed[name] or (models and pool.gpu_model not in models):
                         continue
-                    if resource in total:
-                        if per_pod <= most.get(resource, 0):
-                            used.add(resource)
-                            entry = self.reach.get((team, name, resource))
-                            if entry is not None and entry[1]:
-                                in_use = self.quota[(team, name, resource)]
-                                if in_use + whole > entry[0] and whole <= pool_units(pool, resource):
-                                    held_back.add(resource)
-                    elif pool.mode != "full" and self._could_cut(name, resource):
+                    if resource in total and per_pod <= most.get(resource, 0):
+                        used.add(resource)
+                        entry = self.reach.get((team, name, resource))
+                        if entry is not None and entry[1]:
+                            in_use = self.quota[(team, name, resource)]
+                            if in_use + whole > entry[0] and whole <= self.units[name].get(resource, 0):
+                                held_back.add(resource)
+                                teams_back.setdefault(team, set()).add(resource)
+                for d in (*self.demand, *self.stuck):
+                    if pool.mode is not SlicingMode.FULL and self.misfit(name, d):
                         wrong_shape = True
+                        break
                 usable = float(sum(total[r] * worth[r] for r in used))
                 limited = float(sum(total[r] * worth[r] for r in held_back))
                 misfit = idle if wrong_shape else 0.0
+                by_team = {t: float(sum(total[r] * worth[r] for r in rs)) for t, rs in teams_back.items()}
             m.set(f"usable:{name}", usable)
             m.set(f"limited:{name}", limited)
             m.set(f"misfit:{name}", misfit)
+            for team in self.allowed.get(name, ()):
+                if self.reaches is not None:
+                    m.set(f"limited:{name}:{team}", by_team.get(team, 0.0))
+
+    def offered(self, d: Demand) -> bool:
+        """Some pool the job may use (its team, its GPU models) offers the resource it asks."""
+        if d not in self._offered:
+            team, resource, _, models, _ = d
+            self._offered[d] = any(
+                team in self.allowed[name]
+                and (not models or pool.gpu_model in models)
+                and self.units[name].get(resource, 0) > 0
+                for name, pool in self.pools.items()
+            )
+        return self._offered[d]
+
+    def misfit(self, pool: str, d: Demand) -> bool:
+        """The job waits for a shape no pool it may use offers, and ``pool``'s cards, cut otherwise, would."""
+        team, resource, _, models, _ = d
+        if team not in self.allowed[pool] or (models and self.pools[pool].gpu_model not in models):
+            return False
+        return not self.offered(d) and self._could_cut(pool, resource)
 
     def _could_cut(self, pool: str, resource: str) -> bool:
         """Another slicing of the pool's cards would offer ``resource``: whole cards, or a MIG profile
@@ -159,6 +192,9 @@ class IdleWatch:
         )
 
 
-def pool_units(pool: PoolNodes, resource: str) -> int:
-    """Units of ``resource`` the pool's nodes advertise."""
-    return sum(n.allocatable().get(resource, 0) for n in pool.nodes)
+def pool_units(pool: PoolNodes) -> dict[str, int]:
+    """Units of each GPU resource the pool's nodes advertise."""
+    out: Counter[str] = Counter()
+    for n in pool.nodes:
+        out.update({r: v for r, v in n.allocatable().items() if r not in ("cpu", "memory")})
+    return dict(out)

@@ -55,6 +55,7 @@ class Attempt:
     cluster_queue: str = ""
     placements: dict[str, tuple[str, tuple[DeviceSlot, ...]]] = field(default_factory=dict)  # pod -> node, devices
     holds: list[Hold] = field(default_factory=list)  # every pod bound for this attempt
+    unschedulable: str = ""  # queue world: the scheduler's last word on a pod it could not place
 
 
 class JobRun:

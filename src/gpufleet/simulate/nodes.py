@@ -20,6 +20,7 @@ from gpufleet.gpus import MigGeometry
 from gpufleet.placement import NodeSpec, Taint, TaintEffect
 from gpufleet.policy import Fleet
 from gpufleet.policy.capacity import PoolCapacity
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.render.common import pool_taints
 from gpufleet.render.gpu_operator import node_labels
 from gpufleet.simulate.requests import GPU_MODEL_LABEL
@@ -35,7 +36,7 @@ class PoolNodes:
     name: str
     role: str
     gpu_model: str
-    mode: str  # full | mig | timeslice
+    mode: SlicingMode
     nodes: tuple[NodeSpec, ...]
     mig_worth: dict[str, Fraction]  # MIG profile -> GPUs per instance
     replica_worth: Fraction  # GPUs per time-slice replica (1 on full cards)
@@ -70,9 +71,9 @@ def _mig_worth(geometry: MigGeometry | None, layout: dict[str, int]) -> dict[str
 
 def pool_nodes(cap: PoolCapacity, *, tainted: bool) -> PoolNodes:
     pool, decision = cap.pool, cap.decision
-    layout = dict(decision.layout or {}) if decision.mode == "mig" else {}
+    layout = dict(decision.layout or {}) if decision.mode is SlicingMode.MIG else {}
     card = tuple(profile for profile, count in sorted(layout.items()) for _ in range(count))
-    replicas = decision.replicas if decision.mode == "timeslice" and decision.replicas else 1
+    replicas = decision.replicas if decision.mode is SlicingMode.TIMESLICE and decision.replicas else 1
     labels = {**node_labels(cap), GPU_MODEL_LABEL: cap.gpu.name}
     taints = tuple(Taint(t["key"], t["value"], TaintEffect(t["effect"])) for t in pool_taints(pool)) if tainted else ()
     per_node = pool.gpusPerNode

@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING
 
 from gpufleet.policy import Fleet
 from gpufleet.policy.capacity import limit_value
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.simulate.config import HOUR, Mode
+from gpufleet.simulate.idle import demand_of
 from gpufleet.simulate.jobs import JobRun
 from gpufleet.simulate.measures import Measures
 from gpufleet.simulate.reach import Reaches
@@ -91,6 +93,15 @@ def _short(resource: str) -> str:
     return resource.removeprefix("nvidia.com/")
 
 
+def _units(amount: str, resource: str) -> str:
+    """``8–16 GPUs``, ``4 mig-3g.40gb instances``, ``2 shared-GPU replicas``: counts as people say them."""
+    if resource == "nvidia.com/gpu":
+        return f"{amount} GPUs"
+    if resource.startswith("nvidia.com/mig-"):
+        return f"{amount} {_short(resource)} instances"
+    return f"{amount} {_short(resource)} replicas"
+
+
 def _limits_on(fleet: Fleet, pool: str) -> list[str]:
     """The limit settings the policy sets on ``pool`` (borrowing and lending, per team)."""
     out = []
@@ -135,9 +146,12 @@ def preemption_loops(runs: Sequence[JobRun], fleet: Fleet) -> list[Finding]:
             chain = ", ".join(f"by {t} {n}× ({why})" for (t, why), n in by.most_common(3))
             back = victims_of.get(r.key, Counter())
             answer = ", ".join(f"{t} {n}× ({why})" for (t, why), n in back.most_common(3))
+            unstarted = sum(1 for a in ended if a.started is None)
+            waiting = f", {unstarted} of them before its pods ran" if unstarted else ""
             evidence.append(
                 f"{r.key} ({r.team}, {r.job.priority_class or 'no priority class'}): preempted {r.preemptions}× "
-                f"{chain}; {_h(r.work_lost)} GPU-h lost" + (f"; it preempted in turn {answer}" if answer else "")
+                f"{chain}{waiting}; {_h(r.work_lost)} GPU-h lost"
+                + (f"; it preempted in turn {answer}" if answer else "")
             )
     worst = looping[0]
     settings: list[str] = []
@@ -195,7 +209,7 @@ def never_admissible(runs: Sequence[JobRun], fleet: Fleet, reaches: Reaches) -> 
             )
         span = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]}"
         message = (
-            f"{len(jobs)} {team} job(s) ask {span} {_short(resource)} but {where}: they can never be admitted "
+            f"{len(jobs)} {team} job(s) ask {_units(span, resource)} but {where}: they can never be admitted "
             "and wait forever."
         )
         evidence = tuple(
@@ -224,7 +238,7 @@ def quota_without_node(runs: Sequence[JobRun], end: int) -> list[Finding]:
     hit.sort(key=lambda r: (-r.requeues, -r.unplaced(end), r.key))
     evidence = tuple(
         f"{r.key} ({r.team}, {r.job.pods}×{r.ask.count} {_short(r.ask.resource)}): {r.requeues} eviction(s), "
-        f"{_h(r.unplaced(end))} h admitted unplaced; last: {r.attempt.reason} {r.attempt.message}".rstrip()
+        f"{_h(r.unplaced(end))} h admitted unplaced; the scheduler: {_unschedulable(r)}"
         for r in hit[:EVIDENCE]
     )
     teams = sorted({r.team for r in hit})
@@ -245,6 +259,11 @@ def quota_without_node(runs: Sequence[JobRun], end: int) -> list[Finding]:
     ]
 
 
+def _unschedulable(run: JobRun) -> str:
+    said = [a.unschedulable for a in run.attempts if a.unschedulable]
+    return said[-1] if said else "no word (its pods waited for preempted pods to end)"
+
+
 # --- IdleBehindLimits, SlicingMisfit ------------------------------------------------------------------
 def idle_behind_limits(result: RunResult, fleet: Fleet, window: tuple[int, int]) -> list[Finding]:
     meter = result.outcome.meter
@@ -254,17 +273,27 @@ def idle_behind_limits(result: RunResult, fleet: Fleet, window: tuple[int, int])
         settings = _limits_on(fleet, pool)
         if hours < MIN_GPU_H or not settings:
             continue
-        teams = sorted({s.split("]")[0].removeprefix("teams[") for s in settings})
+        held = {t.name: meter.integral(f"limited:{pool}:{t.name}", *window) / HOUR for t in fleet.policy.teams}
+        waiting = sorted(((h, t) for t, h in held.items() if h >= MIN_GPU_H), reverse=True)
+        who = ", ".join(f"{t} {h:,.1f}" for h, t in waiting)
+        limits = ", ".join(f"{_team_of(s)} {s.rsplit('.', 1)[1]} {_limit_setting(fleet, s)}" for s in settings)
         message = (
-            f"{pool} had {hours:,.1f} GPU-h idle while jobs waited that only a borrowing or lending limit kept "
-            f"out ({', '.join(s.split('.', 1)[1] for s in settings)})."
+            f"{pool} had {hours:,.1f} GPU-h idle while jobs waited that only a borrowing or lending limit kept out "
+            f"(GPU-h per team held back: {who or 'none above 1'}; limits: {limits})."
         )
-        evidence = tuple(f"{s} = {_limit_setting(fleet, s)}" for s in settings)
+        evidence = tuple(f"{s} = {_limit_setting(fleet, s)}" for s in settings) + tuple(
+            f"{t}: {h:,.1f} GPU-h of {pool} idle while its jobs were over its reach" for h, t in waiting
+        )
+        teams = sorted({_team_of(s) for s in settings} | {t for _, t in waiting})
         remedy = (
             f"Lift or raise the limits on {pool} so idle cards can be borrowed (lenders still reclaim by preemption)"
         )
         out.append(Finding(Reason.IDLE_BEHIND_LIMITS, message, evidence, remedy, tuple(settings), (pool, *teams)))
     return out
+
+
+def _team_of(path: str) -> str:
+    return path.split("]", maxsplit=1)[0].removeprefix("teams[")
 
 
 def _limit_setting(fleet: Fleet, path: str) -> str:
@@ -280,20 +309,19 @@ def slicing_misfit(result: RunResult, fleet: Fleet, window: tuple[int, int]) -> 
     meter = result.outcome.meter
     out = []
     for name, pool in result.outcome.pools.items():
-        if pool.mode == "full":
+        if pool.mode is SlicingMode.FULL:
             continue
         hours = meter.integral(f"misfit:{name}", *window) / HOUR
         if hours < MIN_GPU_H:
             continue
         cap = fleet.pools[name]
         offered = set(cap.units)
+        watch = result.outcome.watch
         wanted: Counter[str] = Counter()
         for r in result.outcome.runs:
-            if r.ask.resource in offered or (r.job.gpu_models and pool.gpu_model not in r.job.gpu_models):
-                continue
-            if r.waited(result.outcome.end) > 0:
+            if watch is not None and r.waited(result.outcome.end) > 0 and watch.misfit(name, demand_of(r)):
                 wanted[r.ask.resource] += 1
-        asks = ", ".join(f"{n} job(s) of {_short(res)}" for res, n in wanted.most_common(4))
+        asks = ", ".join(f"{n} job(s) asking {_units('', res).strip()}" for res, n in wanted.most_common(4))
         layout = cap.decision.layout_name or cap.decision.mode
         message = (
             f"{name} ({layout}) had {hours:,.1f} GPU-h idle while jobs waited for shapes it does not offer"

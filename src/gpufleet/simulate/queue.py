@@ -1,8 +1,9 @@
 """The queue world's Kueue: the twin over exactly the objects ``gpufleet render`` writes.
 
-The rendered bundle's Kueue objects (ResourceFlavors, Cohort, ClusterQueues, LocalQueues,
-WorkloadPriorityClasses), its Namespaces and its Kueue Configuration fragment are serialised and
-read back by the twin's own parser, so the simulated queue is the one a cluster would get.
+Render's Kueue objects (``render.kueue_objects``: the teams' Namespaces, ResourceFlavors, Cohort,
+ClusterQueues, LocalQueues, WorkloadPriorityClasses and the Kueue Configuration) go to the twin's
+own object parser as they are, so the simulated queue is the one a cluster would get, without
+rendering the rest of the bundle (admission policy, webhook, monitoring) or a trip through YAML.
 """
 
 from __future__ import annotations
@@ -11,22 +12,18 @@ from collections.abc import Iterator
 
 from gpufleet.errors import InputError, Problem
 from gpufleet.policy import Fleet
-from gpufleet.render import render
-from gpufleet.render.bundle import dump
+from gpufleet.render import kueue_objects
 from gpufleet.simulate.requests import Ask, workload_spec
 from gpufleet.trace.job import Job
-from gpufleet.twin import CycleResult, Twin, parse_cluster
+from gpufleet.twin import CycleResult, Twin
+from gpufleet.twin.objects import parse_objects
 from gpufleet.twin.specs import ClusterSpec, ResourceFlavorSpec
 
-TWIN_KINDS = frozenset(
-    {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Namespace", "Configuration"}
-)
 MAX_CYCLES_PER_INSTANT = 10_000  # a guard: Kueue's loop settles long before this
 
 
 def cluster_spec(fleet: Fleet) -> ClusterSpec:
-    objects = [o for o in render(fleet).objects(resources_only=False) if o.get("kind") in TWIN_KINDS]
-    return parse_cluster([("rendered bundle", dump(objects))])
+    return parse_objects(kueue_objects(fleet), "rendered Kueue objects")
 
 
 class Queue:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from gpufleet.placement import Operator, PodSpec, Requirement, Toleration
 from gpufleet.placement import TaintEffect as Effect
 from gpufleet.policy import Fleet
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.trace.job import Job
 from gpufleet.twin.specs import PodSetSpec, ResourceFlavorSpec, WorkloadSpec
 
@@ -54,8 +55,8 @@ class Catalog:
     @classmethod
     def of(cls, fleet: Fleet) -> Catalog:
         renamed = any(GPU_SHARED in cap.units for cap in fleet.pools.values())
-        sliced = {cap.gpu.name for cap in fleet.pools.values() if cap.decision.mode == "timeslice"}
-        other = {cap.gpu.name for cap in fleet.pools.values() if cap.decision.mode != "timeslice"}
+        sliced = {cap.gpu.name for cap in fleet.pools.values() if cap.decision.mode is SlicingMode.TIMESLICE}
+        other = {cap.gpu.name for cap in fleet.pools.values() if cap.decision.mode is not SlicingMode.TIMESLICE}
         return cls(GPU_SHARED if renamed else GPU, frozenset(sliced - other))
 
     def ask_of(self, job: Job) -> Ask | None:

@@ -15,7 +15,11 @@ from gpufleet.policy import Fleet
 from gpufleet.report import ReportFiles, write_report
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.engine import Outcome, Progress, Simulation
+from gpufleet.simulate.first_apply import FirstApplyWorld
+from gpufleet.simulate.measures import Measures, as_dict, common_window, measure
 from gpufleet.simulate.metrics import summarize
+from gpufleet.simulate.pathologies import Finding, diagnose
+from gpufleet.simulate.queue_world import QueueWorld
 from gpufleet.simulate.records import job_rows, ledger_records
 from gpufleet.trace.job import Job
 
@@ -31,10 +35,13 @@ class RunResult:
     rows: list[dict[str, Any]]
 
 
+WORLDS: dict[Mode, type[Simulation]] = {Mode.QUEUE: QueueWorld, Mode.FIRST_APPLY: FirstApplyWorld}
+
+
 def simulate(
     fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, progress: Progress | None = None
 ) -> RunResult:
-    outcome = Simulation(fleet, jobs, config, progress).run()
+    outcome = WORLDS[config.mode](fleet, jobs, config, progress).run()
     name = config.mode.value
     return RunResult(name, outcome, summarize(outcome), ledger_records(outcome, name), job_rows(outcome, name))
 
@@ -51,9 +58,36 @@ def compare(
     return [simulate(fleet, jobs, replace(config, mode=mode), progress) for mode in ordered]
 
 
-def results_document(fleet: Fleet, trace: str, jobs: int, results: Sequence[RunResult]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Assessment:
+    """One run judged: its measures over the common window and the pathologies it shows."""
+
+    result: RunResult
+    measures: Measures
+    findings: list[Finding]
+
+
+def assess(fleet: Fleet, results: Sequence[RunResult], window: tuple[int, int] | None = None) -> list[Assessment]:
+    """Every run's measures over one window (``common_window`` unless given) and its findings."""
+    span = common_window(results) if window is None else window
+    out = []
+    for r in results:
+        m = measure(r, fleet, span)
+        out.append(Assessment(r, m, diagnose(r, fleet, m)))
+    return out
+
+
+def results_document(
+    fleet: Fleet,
+    trace: str,
+    jobs: int,
+    results: Sequence[RunResult],
+    assessments: Sequence[Assessment] | None = None,
+) -> dict[str, Any]:
     """results.json: the stable, documented summary of every run (docs/simulate.md)."""
     policy = fleet.policy
+    judged = list(assessments) if assessments is not None else assess(fleet, results)
+    window = judged[0].measures.window_s if judged else (0, 0)
     return {
         "schema": SCHEMA,
         "trace": {"source": trace, "jobs": jobs},
@@ -62,6 +96,9 @@ def results_document(fleet: Fleet, trace: str, jobs: int, results: Sequence[RunR
             "teams": {t.name: float(t.weight) for t in policy.teams},
             "serving": policy.serving.pool if policy.serving else None,
         },
+        "window": {"startSeconds": window[0], "endSeconds": window[1]},
+        "measures": {a.result.name: as_dict(a.measures) for a in judged},
+        "findings": {a.result.name: [f.as_dict() for f in a.findings] for a in judged},
         "runs": {r.name: r.summary for r in results},
     }
 

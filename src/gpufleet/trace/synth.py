@@ -23,10 +23,10 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TypeVar
 
 from gpufleet.policy import Fleet
+from gpufleet.policy.slicing import SlicingMode
 from gpufleet.trace.job import Job, JobKind
 
 T = TypeVar("T")
@@ -52,10 +52,7 @@ TRAINING_SIZES = (
 )
 
 
-class Slicing(StrEnum):
-    FULL = "full"
-    MIG = "mig"
-    TIMESLICE = "timeslice"
+Slicing = SlicingMode  # the policy's own enum: one spelling of a pool's slicing everywhere
 
 
 @dataclass(frozen=True)

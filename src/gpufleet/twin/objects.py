@@ -409,3 +409,21 @@ def _timestamp(doc: _Doc, value: Any, index: int) -> int:
 
 
 __all__ = ["load_documents", "parse_cluster"]
+
+
+def parse_objects(objects: Iterable[Any], source: str) -> s.ClusterSpec:
+    """Kubernetes objects already in memory (as ``gpufleet render`` builds them) into one
+    ``ClusterSpec``, as ``parse_cluster`` reads them from YAML; problems name ``source`` and the
+    object's position (1-based) instead of a line."""
+    st = _Stream()
+    index = 0
+    for position, obj in enumerate(objects, start=1):
+        for item in _flatten(obj):
+            _parse_object(st, item, source, position, index)
+            index += 1
+    workloads = tuple(w for w in (_workload(st, doc, obj, idx) for doc, obj, idx in st.workloads) if w is not None)
+    if st.problems:
+        raise InputError(st.problems)
+    return s.ClusterSpec(
+        st.flavors, st.cohorts, st.cluster_queues, st.local_queues, st.namespaces, workloads, st.config
+    )

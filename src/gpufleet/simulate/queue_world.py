@@ -1,0 +1,153 @@
+"""The queue world: Kueue in front of the cards.
+
+Jobs enter as Workloads of the twin (``gpufleet.simulate.queue``); after every instant Kueue's
+cycles run until stable, and the engine acts on each result before the next: admitted workloads
+get pods carrying their flavor's node labels and tolerations, preempted victims' pods terminate for
+the grace period (holding their GPUs and quota), waitForPodsReady evicts what is not running in
+time and requeues it after Kueue's backoff. Only those events free quota, so with nothing left to
+happen the run stops at once (``waits_out_serving`` is off). The nodes carry the pools' taints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.placement import Unschedulable
+from gpufleet.policy import Fleet
+from gpufleet.simulate.engine import GONE, REQUEUE, TIMEOUT, Simulation
+from gpufleet.simulate.jobs import JobRun, State
+from gpufleet.simulate.queue import Queue
+from gpufleet.simulate.reach import Reaches
+from gpufleet.simulate.requests import POD_SET, pod_spec
+from gpufleet.twin import Admitted, Preempted
+
+
+class QueueWorld(Simulation):
+    tainted = True
+    waits_out_serving = False
+
+    def prepare(self, fleet: Fleet) -> Reaches:
+        self.queue = Queue(fleet)
+        self.kueue_dirty = False
+        self.queue.check([(r.job, r.ask) for r in self.runs])
+        reaches = Reaches(fleet)
+        for r in self.runs:
+            r.never = reaches.never_admissible(r.job, r.ask)
+        return reaches
+
+    def enter(self, t: int, run: JobRun) -> None:
+        self.queue.submit(run.job, run.ask, t)
+        self.kueue_dirty = True
+
+    def ended(self, run: JobRun) -> None:
+        self.free_quota(run)
+        self.queue.finish(run.key)
+        self.kueue_dirty = True
+
+    def settle_world(self, t: int) -> None:
+        if not self.kueue_dirty:
+            return
+        self.kueue_dirty = False
+        for result in self.queue.cycles():
+            for victim in result.preempted:
+                self.preempted(t, victim)
+            for admitted in result.admitted:
+                self.admitted(t, admitted)
+            for pending in result.pending:
+                run = self.by_key.get(pending.workload)
+                if run is not None:
+                    run.attempt.reason, run.attempt.message = pending.reason, pending.message
+
+    def handle_world(self, t: int, kind: int, subject: Any) -> None:
+        if kind == TIMEOUT:
+            run, number = subject
+            if run.state is State.ADMITTED and run.attempt.number == number:
+                self.pods_ready_timeout(t, run)
+        elif kind == REQUEUE:
+            self.requeue(t, *subject)
+        elif kind == GONE:
+            self.pods_gone(t, subject)
+        else:
+            super().handle_world(t, kind, subject)
+
+    def cannot_place(self, run: JobRun, last: Unschedulable) -> None:
+        run.attempt.unschedulable = last.message  # Kueue's pending reason stays the attempt's reason
+
+    def facts(self) -> tuple[dict[str, int], dict[str, str], int]:
+        return self.queue.priorities, self.queue.queues, self.queue.twin.cycle
+
+    def admitted(self, t: int, a: Admitted) -> None:
+        run = self.by_key[a.workload]
+        attempt = run.attempt
+        attempt.reserved = t
+        attempt.cluster_queue = a.cluster_queue
+        attempt.flavor = a.flavors[POD_SET][run.ask.resource]
+        flavor = self.queue.flavor(attempt.flavor)
+        count = a.counts[POD_SET]
+        run.pods = [pod_spec(f"{run.job.job_id}/{i}", run.job, run.ask, flavor) for i in range(count)]
+        run.state = State.ADMITTED
+        run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
+        self.watch.reserve(run.team, *run.quota)
+        self.placing[run.key] = run
+        self.place_dirty = True
+        self.push(t + self.config.pods_ready.timeout_s, TIMEOUT, (run, attempt.number))
+
+    def preempted(self, t: int, p: Preempted) -> None:
+        """The victim's pods start terminating; they keep their GPUs, and the Workload its quota,
+        until the grace period ends (``pods_gone``). Its work since the start is lost."""
+        run = self.by_key[p.workload]
+        gone = t + self.config.termination_grace_s
+        if run.state is State.RUNNING:
+            started = run.attempt.started
+            assert started is not None
+            run.work_lost += run.gpu_worth * (gone - started)
+            self.waiting += 1
+            self.watch.waiting(run, 1)
+        self.placing.pop(run.key, None)
+        self.end_attempt(t, run, "Preempted", p.reason, p.message)
+        run.attempt.end_by = p.preemptor
+        run.preemptions += 1
+        run.state = State.TERMINATING
+        attempt = run.begin(t)
+        attempt.reason, attempt.message = "Preempted", p.message
+        self.push(gone, GONE, run)
+
+    def pods_gone(self, t: int, run: JobRun) -> None:
+        """A preempted job's pods are gone: the GPUs and the quota free, and it queues again."""
+        self.release(t, run)
+        self.free_quota(run)
+        run.state = State.PENDING
+        self.queue.evicted_gone(run.key)
+        self.kueue_dirty = True
+
+    def pods_ready_timeout(self, t: int, run: JobRun) -> None:
+        self.release(t, run)
+        message = f"Exceeded the PodsReady timeout {run.key}"
+        self.end_attempt(t, run, "Evicted", "PodsReadyTimeout", message)
+        self.free_quota(run)
+        self.queue.finish(run.key)
+        self.kueue_dirty = True
+        run.requeues += 1
+        limit = self.config.pods_ready.backoff_limit
+        if limit is not None and run.requeues > limit:
+            run.state = State.DEACTIVATED
+            run.deactivated = True
+            self.waiting -= 1
+            self.watch.waiting(run, -1)
+            return
+        run.state = State.BACKOFF
+        backoff = self.config.pods_ready.backoff(run.requeues)
+        attempt = run.begin(t)
+        attempt.reason, attempt.message = "Requeued", f"requeued after {backoff} s of backoff"
+        self.push(t + backoff, REQUEUE, (run, t))  # requeuingStrategy.timestamp: Eviction
+
+    def free_quota(self, run: JobRun) -> None:
+        if run.quota is not None:
+            pool, resource, units = run.quota
+            self.watch.reserve(run.team, pool, resource, -units)
+            run.quota = None
+
+    def requeue(self, t: int, run: JobRun, created: int) -> None:
+        run.state = State.PENDING
+        self.queue.submit(run.job, run.ask, created)
+        self.kueue_dirty = True

@@ -24,7 +24,7 @@ from gpufleet.render import render
 from gpufleet.render.bundle import write_files
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.engine import Progress
-from gpufleet.simulate.run import RunResult, Written, compare, results_document, write_into
+from gpufleet.simulate.run import Assessment, RunResult, Written, compare, results_document, write_into
 from gpufleet.trace import Job, SynthSpec, synthesize, write_trace
 from gpufleet.trace.synth import fleet_spec
 from gpufleet.tune import output
@@ -87,7 +87,7 @@ def run_demo(
     plan = make_plan(fleet)
     jobs_list: list[Job] = synthesize(workload_spec(fleet, days=days), SEED)
     results = compare(fleet, jobs_list, SimulationConfig(), [Mode.FIRST_APPLY, Mode.QUEUE], progress)
-    document = results_document(fleet, f"synthetic {days}-day week, seed {SEED}", len(jobs_list), results)
+    source = f"synthetic {days}-day week, seed {SEED}"
     records = [rec for r in results for rec in r.records]
 
     with replace_folder(out, "demo", force=force) as staging:
@@ -98,15 +98,19 @@ def run_demo(
         write_files(bundle, staging / MANIFESTS)
         mark(staging / MANIFESTS, "render")
         write_trace(jobs_list, staging / "trace.csv")
-        written = write_into(staging / SIMULATION, document, results)
-        mark(staging / SIMULATION, "simulate")
         with Ledger.open(str(staging / LEDGER)) as ledger:  # a fresh ledger, created by this run
             ledger.append(records)
         spec = StudySpec(str(staging / TUNE / JOURNAL), trials=trials, jobs=workers or os.cpu_count() or 1, seed=SEED)
         week = (0, days * DAY)  # goodput within the synthesized week, the same window for every world
         tuning = tune(fleet.policy, jobs_list, spec, tick=tick, baseline=(results[0], results[1]), window=week)
-        output.write(tuning, staging / TUNE, f"synthetic {days}-day week, seed {SEED}", len(jobs_list))
+        output.write(tuning, staging / TUNE, source, len(jobs_list), simulation=False)
         mark(staging / TUNE, "tune")
+        # the report shows the three worlds, each judged under its own policy over the week
+        worlds = [w.result for w in tuning.worlds]
+        judged = [Assessment(w.result, w.measures, list(w.findings)) for w in tuning.worlds]
+        document = results_document(fleet, source, len(jobs_list), worlds, judged)
+        written = write_into(staging / SIMULATION, document, worlds)
+        mark(staging / SIMULATION, "simulate")
     final = out  # the paths as the user named them
     return DemoResult(
         policy=final / EXAMPLE,

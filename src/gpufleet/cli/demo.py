@@ -115,12 +115,12 @@ def demo(
         f"  trace       {result.trace} ({result.jobs} jobs, a synthetic {result.days}-day trace)", soft_wrap=True
     )
     console.print(f"  results     {w.results}", soft_wrap=True)
-    console.print(f"  report      {w.report.html}  ← open this", soft_wrap=True)
+    console.print(f"  report      {w.report.html}  ← open this (the three worlds)", soft_wrap=True)
     console.print(f"  jobs        {w.report.csv} and {w.report.parquet.name}", soft_wrap=True)
     console.print(f"  charts      {w.report.charts[0].parent}/", soft_wrap=True)
     console.print(f"  ledger      {result.ledger} ({result.ledger_records} simulated records)", soft_wrap=True)
     console.print(
-        f"  tuned       {result.tune_folder / tune_output.POLICY} (the study, its trials and a three-world report "
+        f"  tuned       {result.tune_folder / tune_output.POLICY} (the study, its trials and the diff "
         f"in {result.tune_folder}/)",
         soft_wrap=True,
     )

@@ -25,7 +25,7 @@ import yaml
 from gpufleet.files import write_text
 from gpufleet.policy import FleetPolicy, resolve
 from gpufleet.simulate.measures import as_dict
-from gpufleet.simulate.run import Written, results_document, write_into
+from gpufleet.simulate.run import Assessment, Written, results_document, write_into
 from gpufleet.tune.recommend import Candidate
 from gpufleet.tune.tuning import Tuning
 
@@ -129,12 +129,16 @@ def trials_csv(t: Tuning) -> str:
     return out.getvalue()
 
 
-def write(t: Tuning, folder: Path, trace: str, jobs: int) -> Written:
-    """Everything but the journal (already there) into ``folder`` (a ``replace_folder`` staging folder)."""
+def write(t: Tuning, folder: Path, trace: str, jobs: int, *, simulation: bool = True) -> Written | None:
+    """Everything but the journal (already there) into ``folder`` (a ``replace_folder`` staging folder);
+    ``simulation`` adds the three worlds' report (the demo writes its own, beside)."""
     note = "Recommended by gpufleet tune (simulated figures; see tune.json)."
     write_text(folder / POLICY, policy_yaml(t.policy, note))
     write_text(folder / DOCUMENT, json.dumps(document(t, trace), indent=2) + "\n")
     write_text(folder / TRIALS, trials_csv(t))
+    if not simulation:
+        return None
     results = [w.result for w in t.worlds]
-    summary = results_document(resolve(t.policy), trace, jobs, results)
+    judged = [Assessment(w.result, w.measures, list(w.findings)) for w in t.worlds]  # each under its own policy
+    summary = results_document(resolve(t.policy), trace, jobs, results, judged)
     return write_into(folder / SIMULATION, summary, results)

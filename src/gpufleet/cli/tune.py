@@ -181,9 +181,10 @@ def tune_command(
 ) -> None:
     """Search the policy's knobs in the twin: goodput up, the worst team's p95 wait down, under constraints.
 
-    The input policy is trial 0, so the recommendation is never worse than it. The output folder gets
-    the recommended policy (recommended.yaml, valid for plan and render), every trial (trials.csv), the
-    diff with the pathology each change removes (tune.json) and the three worlds' report."""
+    The input policy is trial 0, so the recommendation is never worse than it. The output
+    folder gets the recommended policy (recommended.yaml, valid for plan and render), every
+    trial (trials.csv), the diff with the pathology each change removes (tune.json) and the
+    three worlds' report (simulation/). Every figure is simulated."""
     fleet_policy = load_policy(policy)
     jobs_list = read_trace(trace)
     if not jobs_list:

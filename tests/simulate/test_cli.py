@@ -78,3 +78,30 @@ def test_simulate_leads_with_the_measures_within_100_columns(tmp_path: Path) -> 
         w = m["teams"]["a"]["waitSeconds"]
         assert f"{human(w['p50'])} / {human(w['p95'])}" in answer
         assert f"{m['goodputGpuHours']:,.1f}" in answer
+
+
+def test_three_worlds_of_measures_fit_100_columns(tmp_path: Path) -> None:
+    """``tune``'s three worlds (first apply, the input policy, the tuned one) print side by side
+    within 100 columns, with the longest waits whole."""
+    from gpufleet.cli.answer import print_measures
+
+    policy, trace = tmp_path / "fleet.yaml", tmp_path / "trace.csv"
+    policy.write_text(SERVING_AT_RISK)
+    write_trace([job(f"t{i}", "a", i * 60, 30 * 3600 + 37 * 60, gpus=2) for i in range(6)], trace)
+    out = tmp_path / "out"
+    base = ["simulate", str(policy), "--trace", str(trace), "--compare", "first-apply", "-o", str(out), "--json"]
+    assert runner.invoke(app, base).exit_code == 0
+    document = json.loads((out / "results.json").read_text())
+    document["measures"]["tuned"] = document["measures"]["queue"]
+    before = common.console.width
+    common.console.width = 100
+    try:
+        with common.console.capture() as captured:
+            print_measures(document)
+    finally:
+        common.console.width = before
+    text = captured.get()
+    assert max(len(line) for line in text.splitlines()) <= 100
+    for m in document["measures"].values():
+        c = m["teams"]["a"]["completionSeconds"]
+        assert f"{human(c['p50'])} / {human(c['p95'])}" in text

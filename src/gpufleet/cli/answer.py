@@ -29,8 +29,7 @@ def _share(part: float, whole: float) -> str:
 
 
 def _finished(m: Doc) -> str:
-    text = f"{m['finished']} of {m['jobs']}"
-    return text + (f" ({m['neverAdmissible']} never admissible)" if m["neverAdmissible"] else "")
+    return f"{m['finished']} of {m['jobs']}"
 
 
 ROWS: list[tuple[str, Callable[[Doc], str]]] = [
@@ -42,6 +41,7 @@ ROWS: list[tuple[str, Callable[[Doc], str]]] = [
     ("capacity GPU-h", lambda m: _num(m["capacityGpuHours"])),
     ("makespan", lambda m: human(m["makespanSeconds"])),
     ("jobs finished", _finished),
+    ("jobs never admissible (beyond reach)", lambda m: str(m["neverAdmissible"])),
     ("Jain (goodput share / weight)", lambda m: "–" if m["jain"] is None else f"{m['jain']:.3f}"),
     ("serving starved replica-min", lambda m: _num(m["servingStarvedReplicaMinutes"])),
     (
@@ -71,7 +71,6 @@ def print_measures(document: Doc) -> None:
 
     teams = Table(title="Per team, p50 / p95", title_justify="left")
     teams.add_column("team", no_wrap=True)
-    teams.add_column("", no_wrap=True)
     for name in measures:
         teams.add_column(name, justify="right", no_wrap=True)
     first = next(iter(measures.values()))
@@ -81,9 +80,11 @@ def print_measures(document: Doc) -> None:
         def pair(t: Doc | None, key: str) -> str:
             return "–" if t is None else f"{human(t[key]['p50'])} / {human(t[key]['p95'])}"
 
-        teams.add_row(team, "wait", *[pair(t, "waitSeconds") for t in each])
-        teams.add_row("", "completion", *[pair(t, "completionSeconds") for t in each])
-        teams.add_row("", "goodput GPU-h", *["–" if t is None else _num(t["goodputGpuHours"]) for t in each])
+        teams.add_row(f"{escape(team)} wait", *[pair(t, "waitSeconds") for t in each])
+        teams.add_row("  completion", *[pair(t, "completionSeconds") for t in each])
+        teams.add_row(
+            "  goodput GPU-h", *["–" if t is None else _num(t["goodputGpuHours"]) for t in each], end_section=True
+        )
     print_table(teams)
 
 

@@ -324,7 +324,7 @@ class Simulation:
         self.meter.add("alloc", worth)
         self.meter.add(f"team:{team}", worth)
         self.meter.add(f"pool:{pool.name}", worth)
-        self.watch.touch()
+        self.watch.touch(pool.name, placement.node)
         return worth
 
     def unbind_pod(self, name: str, team: str, worth: float) -> None:
@@ -333,7 +333,7 @@ class Simulation:
         self.meter.add("alloc", -worth)
         self.meter.add(f"team:{team}", -worth)
         self.meter.add(f"pool:{pool.name}", -worth)
-        self.watch.touch()
+        self.watch.touch(pool.name, placement.node)
 
     def unbind(self, run: JobRun, pod: str, t: int) -> None:
         worth, since = run.bound.pop(pod)

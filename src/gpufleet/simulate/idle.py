@@ -24,7 +24,7 @@ watch recomputes only then.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from fractions import Fraction
 
 from gpufleet.placement import Cluster
@@ -54,6 +54,25 @@ class IdleWatch:
         self.reaches = reaches  # None: the first-apply world (no quota, no taints)
         self.demand: Counter[Demand] = Counter()
         self._offered: dict[Demand, bool] = {}
+        self.node_free: dict[str, dict[str, int]] = {}
+        self.pool_free: dict[str, Counter[str]] = {}  # pool -> resource -> free units
+        self.pool_hist: dict[str, dict[str, Counter[int]]] = {}  # pool -> resource -> free units -> nodes
+        self.worth: dict[str, dict[str, float]] = {}  # pool -> resource -> GPUs one unit is worth
+        for name, pool in pools.items():
+            self.pool_free[name] = Counter()
+            self.pool_hist[name] = defaultdict(Counter)
+            worth: dict[str, float] = {}
+            for spec in pool.nodes:
+                if spec.full_cards:
+                    worth[spec.shared_resource] = float(pool.replica_worth)
+                for profile in {p for card in spec.mig for p in card}:
+                    worth[mig_resource(profile)] = float(pool.mig_worth.get(profile, Fraction(0)))
+                free = self._node_free(spec.name)
+                self.node_free[spec.name] = free
+                for resource, n in free.items():
+                    self.pool_free[name][resource] += n
+                    self.pool_hist[name][resource][n] += 1
+            self.worth[name] = worth
         self.stuck: Counter[Demand] = Counter()  # jobs no quota admits: only a new slicing could serve them
         self.quota: Counter[tuple[str, str, str]] = Counter()  # (team, pool, resource) -> units reserved
         self.dirty = True
@@ -91,32 +110,37 @@ class IdleWatch:
         self.quota[(team, pool, resource)] += units
         self.dirty = True
 
-    def touch(self) -> None:
+    def touch(self, pool: str, node: str) -> None:
+        """A pod bound or unbound on ``node`` of ``pool``: update the pool's free room from that node."""
+        before = self.node_free[node]
+        after = self._node_free(node)
+        total, hist = self.pool_free[pool], self.pool_hist[pool]
+        for resource in before.keys() | after.keys():
+            old, new = before.get(resource, 0), after.get(resource, 0)
+            if old != new:
+                total[resource] += new - old
+                hist[resource][old] -= 1
+                hist[resource][new] += 1
+        self.node_free[node] = after
         self.dirty = True
 
-    def _free(self, pool: PoolNodes) -> tuple[dict[str, int], dict[str, int], dict[str, Fraction]]:
-        """Free units per resource in the pool, the most on one node, and one unit's worth in GPUs."""
-        total: Counter[str] = Counter()
-        most: dict[str, int] = {}
-        worth: dict[str, Fraction] = {}
-        for spec in pool.nodes:
-            node = self.cluster.node(spec.name)
-            free: dict[str, int] = {}
-            if spec.full_cards:
-                if node.timesliced:
-                    free[spec.shared_resource] = len(spec.full_cards) * spec.timeslice_replicas - sum(
-                        node.used_replicas
-                    )
-                else:
-                    free[GPU] = sum(1 for f in node.free if f == 1000)
-                worth[spec.shared_resource] = pool.replica_worth
-            for profile, slots in node.mig_free.items():
-                free[mig_resource(profile)] = len(slots)
-                worth[mig_resource(profile)] = pool.mig_worth.get(profile, Fraction(0))
-            for resource, n in free.items():
-                total[resource] += n
-                most[resource] = max(most.get(resource, 0), n)
-        return dict(total), most, worth
+    def _node_free(self, name: str) -> dict[str, int]:
+        """Free units per GPU resource on one node (whole cards, time-slice replicas, MIG instances)."""
+        node = self.cluster.node(name)
+        spec = node.spec
+        free: dict[str, int] = {}
+        if spec.full_cards:
+            if node.timesliced:
+                free[spec.shared_resource] = len(spec.full_cards) * spec.timeslice_replicas - sum(node.used_replicas)
+            else:
+                free[GPU] = sum(1 for f in node.free if f == 1000)
+        for profile, slots in node.mig_free.items():
+            free[mig_resource(profile)] = len(slots)
+        return free
+
+    def _most(self, pool: str, resource: str) -> int:
+        """The most free units of ``resource`` on one node of the pool."""
+        return max((k for k, n in self.pool_hist[pool][resource].items() if n > 0), default=0)
 
     def refresh(self) -> None:
         if not self.dirty:
@@ -126,9 +150,10 @@ class IdleWatch:
         for name, pool in self.pools.items():
             usable = limited = misfit = 0.0
             by_team: dict[str, float] = {}
-            if self.demand or self.stuck:
-                total, most, worth = self._free(pool)
-                idle = float(sum(total[r] * worth[r] for r in total))
+            total, worth = self.pool_free[name], self.worth[name]
+            idle = float(sum(total[r] * worth[r] for r in total))
+            if idle and (self.demand or self.stuck):  # a full pool has nothing idle to count
+                most = {r: self._most(name, r) for r in total}
                 used: set[str] = set()
                 held_back: set[str] = set()
                 teams_back: dict[str, set[str]] = {}
@@ -136,7 +161,7 @@ class IdleWatch:
                 for (team, resource, per_pod, models, whole), _ in self.demand.items():
                     if team not in self.allowed[name] or (models and pool.gpu_model not in models):
                         continue
-                    if resource in total and per_pod <= most.get(resource, 0):
+                    if resource in total and per_pod <= most[resource]:
                         used.add(resource)
                         entry = self.reach.get((team, name, resource))
                         if entry is not None and entry[1]:
@@ -144,10 +169,8 @@ class IdleWatch:
                             if in_use + whole > entry[0] and whole <= self.units[name].get(resource, 0):
                                 held_back.add(resource)
                                 teams_back.setdefault(team, set()).add(resource)
-                for d in (*self.demand, *self.stuck):
-                    if pool.mode is not SlicingMode.FULL and self.misfit(name, d):
-                        wrong_shape = True
-                        break
+                if pool.mode is not SlicingMode.FULL:
+                    wrong_shape = any(self.misfit(name, d) for d in (*self.demand, *self.stuck))
                 usable = float(sum(total[r] * worth[r] for r in used))
                 limited = float(sum(total[r] * worth[r] for r in held_back))
                 misfit = idle if wrong_shape else 0.0

@@ -276,6 +276,9 @@ def idle_behind_limits(result: RunResult, fleet: Fleet, window: tuple[int, int])
         held = {t.name: meter.integral(f"limited:{pool}:{t.name}", *window) / HOUR for t in fleet.policy.teams}
         waiting = sorted(((h, t) for t, h in held.items() if h >= MIN_GPU_H), reverse=True)
         who = ", ".join(f"{t} {h:,.1f}" for h, t in waiting)
+        back = {t for _, t in waiting}
+        if back:  # the limits that held these teams back: their own borrowing, the others' lending
+            settings = [x for x in settings if (_team_of(x) in back) == x.endswith("borrowingLimit")] or settings
         limits = ", ".join(f"{_team_of(s)} {s.rsplit('.', 1)[1]} {_limit_setting(fleet, s)}" for s in settings)
         message = (
             f"{pool} had {hours:,.1f} GPU-h idle while jobs waited that only a borrowing or lending limit kept out "

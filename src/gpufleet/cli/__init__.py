@@ -20,6 +20,7 @@ from typer import rich_utils
 from gpufleet import __version__
 from gpufleet.cli import check, demo, evidence, policy, scan, trace
 from gpufleet.cli import simulate as simulate_cli
+from gpufleet.cli import tune as tune_cli
 from gpufleet.cli import twin as twin_cli
 from gpufleet.cli.audit import audit_app, record
 from gpufleet.cli.common import err_console, error_document
@@ -68,6 +69,7 @@ evidence.register(app)
 check.register(app)
 scan.register(app)
 demo.register(app)
+tune_cli.register(app)
 app.command()(simulate_cli.simulate)
 app.add_typer(audit_app)
 app.command()(record)

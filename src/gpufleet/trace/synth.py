@@ -25,6 +25,7 @@ import random
 from dataclasses import dataclass
 from typing import TypeVar
 
+from gpufleet.policy import Fleet
 from gpufleet.policy.slicing import SlicingMode
 from gpufleet.trace.job import Job, JobKind
 
@@ -228,3 +229,51 @@ def _job(team: TeamSpec, shape: _Shape, at: int, rng: random.Random, counters: d
         data_class=rng.choice(team.data_classes) if team.data_classes else "",
         checkpoint=f"{location.rstrip('/')}/{job_id}",
     )
+
+
+def flood_team(fleet: Fleet) -> str:
+    """The team that floods the queue: the lightest weight, the first in the policy on a tie."""
+    teams = fleet.policy.teams
+    return min(teams, key=lambda t: (t.weight, teams.index(t))).name
+
+
+def fleet_spec(fleet: Fleet, *, days: int = 7, load: float = 0.8) -> SynthSpec:
+    """A workload for a fleet policy's own teams on its queued pools (the serving pool runs vLLM).
+
+    Each team submits from its first namespace with its priority and data classes; checkpoints go
+    to the first location of each of its data classes; the lightest team floods the queue.
+    """
+    policy = fleet.policy
+    if not policy.teams:
+        raise ValueError("the policy has no teams to synthesize work for")
+    locations = {d.name: d.checkpointLocations for d in policy.dataClasses}
+    flood = flood_team(fleet)
+    teams = tuple(
+        TeamSpec(
+            name=t.name,
+            namespace=t.namespaces[0],
+            weight=float(t.weight),
+            priority_classes=tuple(t.priorityClasses),
+            data_classes=tuple(t.dataClasses),
+            models=(f"{t.name}/model",),
+            checkpoints=tuple(
+                f"{loc.rstrip('/')}/{t.name}/" for d in t.dataClasses for loc in locations.get(d, [])[:1]
+            ),
+            flood=t.name == flood,
+        )
+        for t in policy.teams
+    )
+    pools = []
+    for cap in fleet.queued_pools():
+        mode = cap.decision.mode
+        pools.append(
+            PoolSpec(
+                name=cap.name,
+                gpu_model=cap.gpu.name,
+                gpus=cap.pool.gpu_count,
+                slicing=Slicing(mode),
+                mig_profiles=tuple(p for p, _ in cap.decision.layout or ()) if mode == "mig" else (),
+                replicas=cap.decision.replicas or 1,
+            )
+        )
+    return SynthSpec(teams=teams, pools=tuple(pools), days=days, load=load)

@@ -1,0 +1,225 @@
+"""``gpufleet tune``: search the policy's knobs in the twin for a better queue, and say why it is better."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gpufleet import outputs
+from gpufleet.cli.common import (
+    ForceOpt,
+    JsonOpt,
+    console,
+    err_console,
+    guarded,
+    output_option,
+    print_kept,
+    print_table,
+)
+from gpufleet.durations import human
+from gpufleet.errors import InputError
+from gpufleet.policy import load_policy
+from gpufleet.trace import read_trace
+from gpufleet.tune import output
+from gpufleet.tune.objectives import Constraints
+from gpufleet.tune.study import DEFAULT_NAME, JOURNAL, StudySpec, Tick
+from gpufleet.tune.tuning import Tuning, World, tune
+
+EXIT_NOTHING_FEASIBLE = 1  # a finding: no trial met the constraints
+
+
+@contextmanager
+def study_bar(total: int, *, quiet: bool = False) -> Iterator[tuple[Tick, Callable[[str], None]]]:
+    """A rich bar over the study's finished trials (on stderr), and a line for each stage."""
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=quiet,
+    ) as bar:
+        task = bar.add_task("tuning", total=total)
+
+        def tick(done: int) -> None:
+            bar.update(task, completed=min(done, total), description="trials")
+
+        def stage(text: str) -> None:
+            bar.update(task, description=text)
+
+        yield tick, stage
+
+
+def _hours(seconds: int | None) -> str:
+    return "–" if seconds is None else human(seconds)
+
+
+def _rows(w: World) -> dict[str, str]:
+    m = w.measures
+    rows = {
+        "goodput GPU-h": f"{m.goodput_gpu_h:,.0f}",
+        "held idle GPU-h": f"{m.held_idle_gpu_h:,.0f}",
+        "lost GPU-h (preempted)": f"{m.lost_gpu_h:,.0f}",
+        "usable idle GPU-h": f"{sum(m.usable_idle_gpu_h.values()):,.0f}",
+        "makespan": _hours(m.makespan_s),
+    }
+    for t in m.teams:
+        rows[f"{t.team} p95 wait"] = _hours(t.wait_p95_s)
+    rows["serving starved repl-min"] = f"{m.serving_starved_replica_min:,.0f}"
+    rows["most preemptions of a job"] = str(m.preemptions_max)
+    rows["Jain (goodput/weight)"] = "–" if m.jain is None else f"{m.jain:.3f}"
+    return rows
+
+
+def print_worlds(worlds: tuple[World, ...], title: str = "Three worlds (all figures simulated)") -> None:
+    """first-apply, the input policy and the tuned one, measure by measure (fits 100 columns)."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("measure", no_wrap=True)
+    for w in worlds:
+        table.add_column(w.name, justify="right")
+    columns = [_rows(w) for w in worlds]
+    for label in columns[0]:
+        table.add_row(label, *[c.get(label, "–") for c in columns])
+    print_table(table)
+    for w in worlds:
+        names = ", ".join(sorted({f.reason.value for f in w.findings})) or "none"
+        console.print(f"  pathologies, {w.name}: {names}", highlight=False, markup=False)
+
+
+def print_front(t: Tuning) -> None:
+    base = t.space.base_params()
+    table = Table(title="Pareto front (feasible trials; simulated)", title_justify="left")
+    for name in ("trial", "source", "goodput GPU-h", "worst p95 wait", "changes", ""):
+        table.add_column(name, justify="left" if name in ("source", "") else "right", no_wrap=True)
+    for c in t.front:
+        chosen = "← recommended" if t.recommended is not None and c.number == t.recommended.number else ""
+        changes = sum(1 for k, v in c.params.items() if base.get(k) != v)
+        table.add_row(
+            str(c.number), c.source, f"{c.goodput_gpu_h:,.0f}", human(int(c.worst_p95_h * 3600)), str(changes), chosen
+        )
+    print_table(table)
+
+
+def print_diff(t: Tuning) -> None:
+    if not t.changes:
+        console.print("The recommended policy is the input policy: no trial beat it under the constraints.")
+        return
+    console.print("[bold]What changes, and why[/] (effects simulated)")
+    for c in t.changes:
+        parts = []
+        if c.removes:
+            parts.append("removes " + ", ".join(r.value for r in c.removes))
+        if c.eases:
+            parts.append("eases " + ", ".join(r.value for r in c.eases))
+        label = "; ".join(parts) or "no finding points at it"
+        effect = "; ".join(e.text() for e in c.effects)
+        console.print(f"  {c.setting}: {c.before} → {c.after}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"    {label}: {effect}", highlight=False, markup=False)
+
+
+def _resume(target: outputs.Target, staging: Path) -> None:
+    """Carry the earlier run's study journal into the new folder: the study goes on from there."""
+    old = target.path / JOURNAL
+    if target.state is outputs.State.OURS and old.is_file():
+        shutil.copy2(old, staging / JOURNAL)
+
+
+def _document(t: Tuning, out: Path, trace: str) -> dict[str, Any]:
+    doc = output.document(t, trace)
+    doc["files"] = {
+        "policy": str(out / output.POLICY),
+        "document": str(out / output.DOCUMENT),
+        "trials": str(out / output.TRIALS),
+        "simulation": str(out / output.SIMULATION),
+    }
+    return doc
+
+
+@guarded
+def tune_command(
+    policy: Annotated[Path, typer.Argument(help="The fleet policy to start from (YAML)", show_default=False)],
+    *,
+    trace: Annotated[Path, typer.Option("--trace", help="A job trace in gpufleet's format (.csv or .parquet)")],
+    trials: Annotated[
+        int, typer.Option("--trials", min=1, help="The study's total trials, the input policy included")
+    ] = 30,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Worker processes [default: the cores]")] = None,
+    storage: Annotated[
+        str | None,
+        typer.Option("--storage", help="An Optuna database URL (postgresql://…) shared by workers on many machines"),
+    ] = None,
+    study_name: Annotated[str, typer.Option("--study", help="The study's name in its storage")] = DEFAULT_NAME,
+    max_preemptions: Annotated[int, typer.Option(min=0, help="No job may be preempted more often")] = 3,
+    min_jain: Annotated[float, typer.Option(min=0.0, max=1.0, help="Jain fairness at least this")] = 0.95,
+    keep_guarantees: Annotated[
+        bool, typer.Option("--keep-guarantees", help="Every team must be able to take back its nominal quota")
+    ] = False,
+    seed: Annotated[int, typer.Option(help="The sampler's seed")] = 0,
+    window_hours: Annotated[
+        float | None,
+        typer.Option(
+            "--window-hours",
+            min=0.0,
+            help="Measure every world over the trace's first H hours [default: until the shorter of "
+            "first apply and the input policy ends]",
+        ),
+    ] = None,
+    output_dir: Annotated[Path, output_option("Folder for the recommendation, the study and the report")] = Path(
+        "tune-out"
+    ),
+    force: ForceOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the policy's knobs in the twin: goodput up, the worst team's p95 wait down, under constraints.
+
+    The input policy is trial 0, so the recommendation is never worse than it. The output
+    folder gets the recommended policy (recommended.yaml, valid for plan and render), every
+    trial (trials.csv), the diff with the pathology each change removes (tune.json) and the
+    three worlds' report (simulation/). Every figure is simulated."""
+    fleet_policy = load_policy(policy)
+    jobs_list = read_trace(trace)
+    if not jobs_list:
+        raise InputError.one("the trace holds no jobs", file=str(trace))
+    target = outputs.check(output_dir, force=force)
+    constraints = Constraints(max_preemptions=max_preemptions, min_jain=min_jain, keep_guarantees=keep_guarantees)
+    workers = jobs or max(os.cpu_count() or 1, 1)
+    with outputs.replace_folder(output_dir, "tune", force=force) as staging:
+        if storage is None:
+            _resume(target, staging)
+        spec = StudySpec(str(staging / JOURNAL) if storage is None else storage, study_name, trials, workers, seed)
+        with study_bar(trials, quiet=as_json) as (tick, stage):
+            window = None if window_hours is None else (0, round(window_hours * 3600))
+            result = tune(fleet_policy, jobs_list, spec, constraints=constraints, tick=tick, stage=stage, window=window)
+        output.write(result, staging, str(trace), len(jobs_list))
+    if as_json:
+        typer.echo(json.dumps(_document(result, target.path, str(trace)), indent=2))
+    else:
+        print_worlds(result.worlds)
+        console.print()
+        print_front(result)
+        console.print()
+        print_diff(result)
+        console.print(f"\nrecommended policy: {output_dir / output.POLICY}", highlight=False, soft_wrap=True)
+        console.print(
+            f"trials: {output_dir / output.TRIALS}; report: {output_dir / output.SIMULATION}/report.html",
+            highlight=False,
+            soft_wrap=True,
+        )
+        print_kept(target)
+    if result.recommended is None:
+        if not as_json:
+            err_console.print("no trial met the constraints: " + "; ".join(constraints.describe()))
+        raise typer.Exit(EXIT_NOTHING_FEASIBLE)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tune")(tune_command)

@@ -1,0 +1,129 @@
+"""A real cluster's ledger as a trace: what each workload asked for, when, and how long it ran.
+
+A workload (one ``workload_uid``) becomes one job: it was submitted when its first attempt was
+created, it asks for what its attempts were admitted with (a gang of ``placements`` pods when the
+count splits evenly over them, else one pod), on the GPU model its pods ran on, and it lasts as long
+as its successful attempt ran (``started`` → ``finished``). A workload without a finished attempt
+(still running, failed, or preempted for good) has no known duration and is left out, as is one
+that asked for no GPU; ``Converted`` counts both. The ledger does not know a job's kind: a gang or four cards or more is training, a MIG
+instance or a shared card is dev, anything else batch-eval (documented in docs/traces.md).
+
+Only the ledger's public read API is used (``Ledger.open`` without migrating, ``allocations``), and a
+ledger file that does not exist is refused instead of created: reading never changes what it reads.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpufleet.errors import InputError
+from gpufleet.ledger.records import Allocation, EndReason
+from gpufleet.ledger.store import Ledger
+from gpufleet.policy import FleetPolicy
+from gpufleet.trace.job import Job, JobKind
+
+MIG_PREFIX = "nvidia.com/mig-"
+
+
+@dataclass(frozen=True)
+class Converted:
+    jobs: list[Job]
+    workloads: int  # workloads in the ledger
+    unfinished: int  # left out: no finished attempt, so no duration
+    without_gpus: int  # left out: asked for no GPU
+    simulated: int  # workloads whose records say they were simulated, not observed
+
+
+def _exists(url: str) -> None:
+    if "://" in url:
+        return
+    if not Path(url).is_file():
+        raise InputError.one(
+            "no such ledger file (a reading command never creates one)", file=url, path="--from-ledger"
+        )
+
+
+def read_allocations(url: str) -> list[Allocation]:
+    _exists(url)
+    with Ledger.open(url, migrate=False) as ledger:
+        try:
+            return ledger.allocations()
+        except Exception as exc:  # SQLAlchemy's errors for a database that is not a ledger
+            raise InputError.one(f"cannot read the ledger: {exc}", file=url, path="--from-ledger") from None
+
+
+def guess_kind(pods: int, gpus: int, sliced: bool) -> JobKind:
+    """A gang or four cards or more: training; a MIG instance or a shared card: dev; else batch-eval."""
+    if pods > 1 or gpus >= 4:
+        return JobKind.TRAINING
+    return JobKind.DEV if sliced else JobKind.BATCH_EVAL
+
+
+def _priority_classes(policy: FleetPolicy | None) -> dict[int, str]:
+    if policy is None:
+        return {}
+    return {pc.value: pc.name for pc in reversed(policy.priorityClasses)}  # the first name wins a tie
+
+
+def _team(a: Allocation, teams: dict[str, str]) -> str:
+    return teams.get(a.namespace) or a.team or a.namespace
+
+
+def to_jobs(allocations: Sequence[Allocation], policy: FleetPolicy | None = None) -> Converted:
+    """One job per workload with a finished attempt; ``policy`` names the teams and priority classes."""
+    by_uid: dict[str, list[Allocation]] = defaultdict(list)
+    for a in allocations:
+        by_uid[a.workload_uid].append(a)
+    if not by_uid:
+        return Converted([], 0, 0, 0, 0)
+    origin = min(a.created for a in allocations)
+    teams = {ns: t.name for t in policy.teams for ns in t.namespaces} if policy else {}
+    priorities = _priority_classes(policy)
+    jobs: list[Job] = []
+    unfinished = 0
+    without_gpus = 0
+    simulated = 0
+    seen: set[str] = set()
+    for uid, attempts in sorted(by_uid.items(), key=lambda kv: (min(a.created for a in kv[1]), kv[0])):
+        attempts.sort(key=lambda a: a.attempt)
+        simulated += any(a.simulated for a in attempts)
+        done = next(
+            (a for a in reversed(attempts) if a.end_reason is EndReason.FINISHED and a.started and a.finished), None
+        )
+        if done is None or done.started is None or done.finished is None:
+            unfinished += 1
+            continue
+        if done.gpu_count <= 0:
+            without_gpus += 1
+            continue
+        first = attempts[0]
+        places = [p for p in done.placements if p.gpus > 0]
+        pods = len(places) if places and done.gpu_count % len(places) == 0 else 1
+        models = tuple(sorted({p.gpu_model for p in places if p.gpu_model}))
+        job_id = done.name if done.name not in seen else f"{done.name}-{uid[:8]}"
+        seen.add(job_id)
+        mig = done.gpu_resource.removeprefix(MIG_PREFIX) if done.gpu_resource.startswith(MIG_PREFIX) else ""
+        sliced = bool(mig) or done.gpu_resource.endswith(".shared")
+        jobs.append(
+            Job(
+                job_id=job_id,
+                team=_team(done, teams),
+                namespace=done.namespace,
+                submit_s=int((first.created - origin).total_seconds()),
+                duration_s=max(int((done.finished - done.started).total_seconds()), 0),
+                kind=guess_kind(pods, done.gpu_count, sliced),
+                pods=pods,
+                gpus=done.gpu_count // pods,
+                mig_profile=mig,
+                gpu_models=models,
+                priority_class=priorities.get(done.priority, ""),
+                model=done.model or "",
+                data_class=done.data_class or "",
+                checkpoint=done.checkpoint or "",
+            )
+        )
+    jobs.sort(key=lambda j: (j.submit_s, j.job_id))
+    return Converted(jobs, len(by_uid), unfinished, without_gpus, simulated)

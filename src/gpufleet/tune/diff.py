@@ -1,0 +1,136 @@
+"""The recommended policy against the input: each changed setting, the pathology it removes, and
+what the simulation measured before and after.
+
+A change names the findings of the input policy (``diagnose``) whose ``settings`` it touches, and
+whether the tuned run still shows them. Its effect is the measure that finding is about (the most
+preemptions of one job for a preemption loop, the usable idle GPU-hours for quota held back by
+limits, ...), before and after, both simulated; a change no finding points at shows the two
+objectives instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpufleet.simulate.measures import Measures
+from gpufleet.simulate.pathologies import Finding, Reason
+from gpufleet.tune.objectives import worst_p95_s
+
+
+@dataclass(frozen=True)
+class Effect:
+    measure: str
+    before: float
+    after: float
+
+    def text(self) -> str:
+        return f"{self.measure} {_num(self.before)} → {_num(self.after)} (simulated)"
+
+
+@dataclass(frozen=True)
+class Change:
+    setting: str
+    before: str
+    after: str
+    removes: tuple[Reason, ...]  # the input's pathologies this setting drives and the tuned run lacks
+    eases: tuple[Reason, ...]  # ... that the tuned run still shows (fewer, or elsewhere)
+    effects: tuple[Effect, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "setting": self.setting,
+            "before": self.before,
+            "after": self.after,
+            "removes": [r.value for r in self.removes],
+            "eases": [r.value for r in self.eases],
+            "effects": [{"measure": e.measure, "before": e.before, "after": e.after} for e in self.effects],
+        }
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.3g}"
+
+
+def _key(path: str) -> tuple[str, str]:
+    """(scope, field): ``teams[a].quota[p].borrowingLimit`` → (``teams[a].quota[p]``, ``borrowingLimit``)."""
+    scope, _, field = path.rpartition(".")
+    return scope, field
+
+
+def touches(setting: str, knob: str) -> bool:
+    """Whether a finding's setting path names this knob: the same path, one inside the other, or the
+    same field where either is fleet-wide (the policy sets preemption for every ClusterQueue)."""
+    if setting == knob or setting.startswith(knob + ".") or knob.startswith(setting + "."):
+        return True
+    (s_scope, s_field), (k_scope, k_field) = _key(setting), _key(knob)
+    if s_field != k_field:
+        return False
+    fleet_wide = ("queueing", "")
+    if s_scope in fleet_wide or k_scope in fleet_wide:
+        return True
+    # a team-level finding ("teams[a].borrowingLimit") matches that team's per-pool limits
+    return k_scope.startswith(s_scope + ".") or s_scope.startswith(k_scope + ".")
+
+
+def effect_of(reason: Reason, before: Measures, after: Measures, subjects: Sequence[str]) -> Effect:
+    if reason is Reason.PREEMPTION_LOOP:
+        return Effect("most preemptions of one job", before.preemptions_max, after.preemptions_max)
+    if reason is Reason.SERVING_STARVATION:
+        return Effect(
+            "serving starved replica-min", before.serving_starved_replica_min, after.serving_starved_replica_min
+        )
+    if reason is Reason.NEVER_ADMISSIBLE:
+        return Effect(
+            "never-admissible jobs",
+            sum(t.never_admissible for t in before.teams),
+            sum(t.never_admissible for t in after.teams),
+        )
+    pools = [p for p in subjects if p in before.usable_idle_gpu_h] or list(before.usable_idle_gpu_h)
+    return Effect(
+        f"usable idle GPU-h ({', '.join(pools)})" if pools else "usable idle GPU-h",
+        round(sum(before.usable_idle_gpu_h.get(p, 0.0) for p in pools), 1),
+        round(sum(after.usable_idle_gpu_h.get(p, 0.0) for p in pools), 1),
+    )
+
+
+def diff(
+    *,
+    base: Mapping[str, str],
+    tuned: Mapping[str, str],
+    before: Measures,
+    after: Measures,
+    found_before: Sequence[Finding],
+    found_after: Sequence[Finding],
+) -> list[Change]:
+    """One ``Change`` per knob whose value differs, in the space's order."""
+    still = {f.reason for f in found_after}
+    changes = []
+    for path, value in tuned.items():
+        old = base.get(path)
+        if old is None or old == value:
+            continue
+        driving = [f for f in found_before if any(touches(s, path) for s in f.settings)]
+        reasons = tuple(dict.fromkeys(f.reason for f in driving))
+        effects = [
+            effect_of(r, before, after, [s for f in driving if f.reason is r for s in f.subjects]) for r in reasons
+        ]
+        if not effects:
+            effects = [
+                Effect("goodput GPU-h", round(before.goodput_gpu_h, 1), round(after.goodput_gpu_h, 1)),
+                Effect(
+                    "worst team p95 wait h", round(worst_p95_s(before) / 3600, 1), round(worst_p95_s(after) / 3600, 1)
+                ),
+            ]
+        changes.append(
+            Change(
+                setting=path,
+                before=old,
+                after=value,
+                removes=tuple(r for r in reasons if r not in still),
+                eases=tuple(r for r in reasons if r in still),
+                effects=tuple(effects),
+            )
+        )
+    return changes

@@ -1,0 +1,79 @@
+"""Candidate policies worked out by reasoning, tried before the sampler's own choices.
+
+A consultant's first moves: lift the borrowing and lending limits that hold quota back, stop the
+preemptions that feed a reclaim/preempt-back loop, and both together; and, where the input
+policy's findings name the settings that drive them, exactly those settings. Each candidate is a
+set of knob values (``Space`` paths); ``seed_study`` enqueues them once per study.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpufleet.policy.model import UNLIMITED
+from gpufleet.simulate.pathologies import Finding
+from gpufleet.tune.diff import touches
+from gpufleet.tune.space import Space
+
+Params = dict[str, str]
+
+_CALM = {"queueing.withinClusterQueue": "Never", "queueing.reclaimWithinCohort": "Never"}
+
+
+def _permissive(path: str, choices: Sequence[str]) -> str | None:
+    """The value of a knob that holds nothing back and preempts least."""
+    if path.endswith(("borrowingLimit", "lendingLimit")):
+        return UNLIMITED if UNLIMITED in choices else None
+    wanted = {
+        "queueing.withinClusterQueue": "Never",
+        "queueing.reclaimWithinCohort": "Never",
+        "queueing.preemptionStrategies": "LessThanOrEqualToFinalShare",
+    }.get(path)
+    return wanted if wanted in choices else None
+
+
+def _limits(space: Space, pools: Sequence[str] | None = None) -> Params:
+    params: Params = {}
+    for knob in space.knobs:
+        if not knob.path.endswith(("borrowingLimit", "lendingLimit")) or UNLIMITED not in knob.choices:
+            continue
+        if pools is None or any(f"quota[{p}]" in knob.path for p in pools):
+            params[knob.path] = UNLIMITED
+    return params
+
+
+def _known(space: Space, params: Params) -> Params:
+    paths = {k.path: k.choices for k in space.knobs}
+    return {k: v for k, v in params.items() if k in paths and v in paths[k]}
+
+
+def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
+    """Distinct candidates that differ from the input, most targeted first."""
+    base = space.base_params()
+    limited = sorted(
+        {
+            k.path.split("quota[")[1].split("]")[0]
+            for k in space.knobs
+            if "quota[" in k.path and base[k.path] != UNLIMITED
+        }
+    )
+    found: Params = {}
+    for f in findings:
+        for knob in space.knobs:
+            if any(touches(s, knob.path) for s in f.settings):
+                value = _permissive(knob.path, knob.choices)
+                if value is not None:
+                    found[knob.path] = value
+    options = [
+        found,
+        {**_limits(space, limited), **_CALM},  # the limited pools without limits, no preemption loop
+        {**_limits(space), **_CALM},
+        _CALM,
+        _limits(space, limited),
+    ]
+    out: list[Params] = []
+    for option in options:
+        params = _known(space, option)
+        if params and any(base[k] != v for k, v in params.items()) and params not in out:
+            out.append(params)
+    return out

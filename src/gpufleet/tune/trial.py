@@ -1,0 +1,97 @@
+"""One trial: a policy from the search space, simulated on the trace, measured, judged.
+
+Everything a trial needs travels in ``Problem`` (plain, picklable data), so a worker process or a
+worker on another machine rebuilds the same search space from the same input policy and gets the
+same figures for the same choices: the simulator is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import optuna
+
+from gpufleet.policy import Fleet, FleetPolicy
+from gpufleet.simulate.config import Mode, SimulationConfig
+from gpufleet.simulate.measures import Measures, as_dict, measure
+from gpufleet.simulate.records import job_rows, ledger_records
+from gpufleet.simulate.run import RunResult, simulate
+from gpufleet.trace.job import Job
+from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
+from gpufleet.tune.space import Space, SpaceError, build_space
+
+CONSTRAINTS_ATTR = "constraints"
+MEASURES_ATTR = "measures"
+INVALID_ATTR = "invalid"
+
+
+@dataclass(frozen=True)
+class Problem:
+    policy: FleetPolicy  # the input policy
+    jobs: tuple[Job, ...]
+    config: SimulationConfig
+    window: tuple[int, int]  # every trial is measured over this one window
+    constraints: Constraints
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    result: RunResult
+    fleet: Fleet
+    measures: Measures
+    values: tuple[float, float]
+    constraints: tuple[float, ...]
+    lost: tuple[str, ...]
+
+    def attrs(self) -> dict[str, Any]:
+        return {
+            MEASURES_ATTR: as_dict(self.measures),
+            CONSTRAINTS_ATTR: list(self.constraints),
+            "lost": list(self.lost),
+        }
+
+
+def evaluate(problem: Problem, space: Space, params: Mapping[str, str], name: str = "queue") -> Evaluated:
+    """Simulate the queue world under ``params`` (raises ``SpaceError`` for an invalid combination)."""
+    fleet = space.fleet(params)
+    config = replace(problem.config, mode=Mode.QUEUE)
+    result = named(simulate(fleet, problem.jobs, config), name)
+    m = measure(result, fleet, problem.window)
+    lost = tuple(lost_guarantees(problem.policy, fleet.policy))
+    return Evaluated(result, fleet, m, objectives(m), violations(m, problem.constraints, len(lost)), lost)
+
+
+def named(result: RunResult, name: str) -> RunResult:
+    """The same run under another world name (the three-world report has two queue worlds)."""
+    if result.name == name:
+        return result
+    outcome = result.outcome
+    return replace(result, name=name, records=ledger_records(outcome, name), rows=job_rows(outcome, name))
+
+
+def named_constraints(values: Sequence[float]) -> dict[str, float]:
+    """Optuna's named constraints (``Trial.set_constraint``, which replaced ``constraints_func`` in 5.0)."""
+    return dict(zip(CONSTRAINTS, values, strict=False))
+
+
+class Objective:
+    """The callable Optuna runs per trial; it keeps the space it built from the problem."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.space = build_space(problem.policy)
+
+    def __call__(self, trial: optuna.Trial) -> tuple[float, float]:
+        params = {k.path: str(trial.suggest_categorical(k.path, k.choices)) for k in self.space.knobs}
+        try:
+            done = evaluate(self.problem, self.space, params)
+        except SpaceError as exc:
+            trial.set_user_attr(INVALID_ATTR, str(exc)[:2000])
+            raise optuna.TrialPruned(f"not a valid policy: {exc}") from None
+        for key, value in done.attrs().items():
+            trial.set_user_attr(key, value)
+        for name, value in named_constraints(done.constraints).items():
+            trial.set_constraint(name, value)
+        return done.values

@@ -1,0 +1,57 @@
+"""Tiny fleets and traces where the better policy is known by hand."""
+
+from __future__ import annotations
+
+from gpufleet.policy import FleetPolicy, parse_policy
+from gpufleet.trace.job import Job, JobKind
+
+HOUR = 3600
+
+# One four-card training node shared by two teams with two guaranteed cards each; team a may not
+# borrow (borrowingLimit 0), so while b is idle two of a's cards' worth of b's quota sit unused.
+LIMITED = """
+apiVersion: gpufleet.io/v1alpha1
+kind: FleetPolicy
+cluster: {provider: onprem, kubernetes: "1.34", dra: off}
+priorityClasses: [{name: batch, value: 100}]
+dataClasses: [{name: internal, checkpointLocations: ["s3://eu-central-1/"]}]
+pools:
+  - {name: train, gpu: H100-SXM5-80GB, nodes: [n1], gpusPerNode: 4, role: training, slicing: {mode: full}}
+  - {name: serve, gpu: H100-SXM5-80GB, nodes: [s1], gpusPerNode: 1, role: serving, slicing: {mode: full}}
+teams:
+  - name: a
+    namespaces: [a]
+    quota: {train: {gpus: 2, borrowingLimit: 0}}
+    priorityClasses: [batch]
+    dataClasses: [internal]
+  - {name: b, namespaces: [b], quota: {train: {gpus: 2}}, priorityClasses: [batch], dataClasses: [internal]}
+serving:
+  pool: serve
+  deployments: [{name: chat, model: m/chat, replicas: 1, gpusPerReplica: 1}]
+"""
+
+
+def policy(text: str = LIMITED) -> FleetPolicy:
+    return parse_policy(text, "limited.yaml")
+
+
+def job(job_id: str, team: str, submit: int, duration: int, gpus: int = 1) -> Job:
+    return Job(job_id, team, team, submit, duration, JobKind.TRAINING, gpus=gpus, priority_class="batch")
+
+
+def a_alone() -> list[Job]:
+    """Eight one-card hour-long jobs of team a at once; b submits nothing.
+
+    By hand: with borrowingLimit 0 team a runs two at a time (four rounds, the last waits 3 h); with
+    the limit lifted it runs four at a time (two rounds, the last waits 1 h), like first apply.
+    """
+    return [job(f"a-{i}", "a", 0, HOUR) for i in range(8)]
+
+
+def b_comes_back() -> list[Job]:
+    """Team a floods at 0; team b wants its two guaranteed cards after 30 minutes.
+
+    By hand: with the limit lifted a borrows b's two cards, and b reclaims them (preempting two of
+    a's jobs) unless reclaimWithinCohort is Never, in which case b waits for a's jobs to end.
+    """
+    return [*a_alone(), job("b-0", "b", HOUR // 2, HOUR), job("b-1", "b", HOUR // 2, HOUR)]

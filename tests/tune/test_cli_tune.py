@@ -1,0 +1,96 @@
+"""``gpufleet tune`` through the command line: the output folder, the policy file, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli import app, common
+from gpufleet.outputs import MARKER
+from gpufleet.policy import load_policy
+from gpufleet.trace import write_trace
+from tests.tune.cases import LIMITED, a_alone, b_comes_back
+
+runner = CliRunner()
+
+
+def _inputs(tmp_path: Path) -> tuple[Path, Path]:
+    policy, trace = tmp_path / "policy.yaml", tmp_path / "trace.csv"
+    policy.write_text(LIMITED)
+    write_trace(a_alone(), trace)
+    return policy, trace
+
+
+def _tune(policy: Path, trace: Path, out: Path, *extra: str) -> object:
+    args = ["tune", str(policy), "--trace", str(trace), "--jobs", "1", "-o", str(out), *extra]
+    return runner.invoke(app, args)
+
+
+def test_tune_writes_a_policy_plan_and_render_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    policy, trace = _inputs(tmp_path)
+    out = tmp_path / "out"
+    monkeypatch.setattr(common.console, "width", 100)  # a 100-column terminal
+    result = _tune(policy, trace, out, "--trials", "4")
+    assert result.exit_code == 0, result.output
+    for name in ("recommended.yaml", "tune.json", "trials.csv", "study.journal", MARKER, "simulation/report.html"):
+        assert (out / name).is_file(), name
+    tuned = load_policy(out / "recommended.yaml")  # the round trip: a valid policy file
+    a = tuned.team("a")
+    assert a is not None and a.quota["train"].borrowingLimit != 0
+    doc = json.loads((out / "tune.json").read_text())
+    assert doc["simulated"] is True and set(doc["worlds"]) == {"first-apply", "input", "tuned"}
+    assert any(
+        d["setting"] == "teams[a].quota[train].borrowingLimit" and "IdleBehindLimits" in d["removes"]
+        for d in doc["diff"]
+    )
+    rows = (out / "trials.csv").read_text().splitlines()
+    assert len(rows) == 1 + 4 and rows[1].startswith("0,input,True,4.0,3.0")
+    assert "Three worlds" in result.output and "IdleBehindLimits" in result.output
+    tables = [line for line in result.output.splitlines() if line[:1] in "┏┃┡│└"]
+    wide = [line for line in tables if len(line) > 100]
+    assert tables and wide == [], "tables fit 100 columns"
+    plan = runner.invoke(app, ["plan", str(out / "recommended.yaml")])
+    assert plan.exit_code == 0, plan.output
+    rendered = runner.invoke(app, ["render", str(out / "recommended.yaml"), "-o", str(tmp_path / "manifests")])
+    assert rendered.exit_code == 0, rendered.output
+
+
+def test_rerunning_into_the_folder_resumes_the_study(tmp_path: Path) -> None:
+    policy, trace = _inputs(tmp_path)
+    out = tmp_path / "out"
+    assert _tune(policy, trace, out, "--trials", "2").exit_code == 0
+    first = (out / "trials.csv").read_text().splitlines()
+    again = _tune(policy, trace, out, "--trials", "4", "--json")
+    assert again.exit_code == 0, again.output
+    rows = (out / "trials.csv").read_text().splitlines()
+    assert rows[: len(first)] == first and len(rows) == 1 + 4
+    assert json.loads(again.output)["study"]["trials"] == 4
+
+
+def test_no_feasible_trial_is_a_finding_exit_1(tmp_path: Path) -> None:
+    """b's two GPU-hours against a's eight keep Jain near 0.8 under any policy: 0.99 is out of reach."""
+    policy, trace = _inputs(tmp_path)
+    write_trace(b_comes_back(), trace)
+    out = tmp_path / "out"
+    result = _tune(policy, trace, out, "--trials", "3", "--min-jain", "0.99", "--json")
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.output)
+    assert doc["recommended"] is None and doc["pareto"] == [] and doc["diff"] == []
+    assert load_policy(out / "recommended.yaml") == load_policy(policy)  # the input stays
+
+
+def test_bad_inputs_exit_2_without_a_traceback(tmp_path: Path) -> None:
+    policy, trace = _inputs(tmp_path)
+    missing = _tune(policy, tmp_path / "nope.csv", tmp_path / "out")
+    assert missing.exit_code == 2 and "Traceback" not in missing.output
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    refused = _tune(policy, trace, foreign)
+    assert refused.exit_code == 2 and (foreign / "notes.txt").read_text() == "mine"
+    bad_storage = _tune(policy, trace, tmp_path / "out2", "--storage", "postgresql://nobody@127.0.0.1:1/none")
+    assert bad_storage.exit_code == 2, bad_storage.output
+    assert not (tmp_path / "out2").exists()

@@ -10,7 +10,12 @@ import jinja2
 
 from gpufleet.durations import human
 
-LABELS = {"first-apply": "Before: first apply (no queue)", "queue": "After: Kueue in front of the cards"}
+LABELS = {
+    "first-apply": "Before: first apply (no queue)",
+    "queue": "After: Kueue in front of the cards",
+    "input": "Kueue, the policy as written",  # the worlds of `gpufleet tune` and the demo
+    "tuned": "Kueue, the tuned policy",
+}
 
 
 def dur(seconds: float | None) -> str:
@@ -116,9 +121,10 @@ def headline(document: Mapping[str, Any]) -> str:
     teams = len([t for t in after["teams"].values() if t["jobs"]])
     findings = len(document.get("findings", {}).get(after_name, []))
     window = document["window"]
+    after_label, before_label = (LABELS.get(n, n) for n in (after_name, before_name))
     return (
-        f"Over the first {dur(window['endSeconds'] - window['startSeconds'])}, {after_name} finishes "
-        f"{num(after['goodputGpuHours'])} GPU-h of work against {before_name}'s {num(before['goodputGpuHours'])}{ratio}, "
+        f"Simulated: over the first {dur(window['endSeconds'] - window['startSeconds'])}, {after_label} finishes "
+        f"{num(after['goodputGpuHours'])} GPU-h of work against {num(before['goodputGpuHours'])} for {before_label}{ratio}, "
         f"holds {num(after['heldIdleGpuHours'])} GPU-h idle (against {num(before['heldIdleGpuHours'])}), loses "
         f"{num(after['lostGpuHours'])} GPU-h to preemption, shortens the p95 wait of {len(shorter)} of {teams} teams, "
         f"starves serving {num(after['servingStarvedReplicaMinutes'])} replica-minutes (against "
@@ -139,7 +145,7 @@ def render_html(document: Mapping[str, Any], charts: list[tuple[str, bytes]]) ->
     kinds = sorted({k for run in runs.values() for k in run["kinds"]})
     trace = document["trace"]
     return env.get_template("report.html.j2").render(
-        title="Before and after the queue" if len(runs) > 1 else f"Simulated run: {next(iter(runs))}",
+        title="Before and after the queue (simulated)" if len(runs) > 1 else f"Simulated run: {next(iter(runs))}",
         subtitle=f"{trace['jobs']} jobs from {trace['source']}; fleet of "
         f"{sum(document['fleet']['pools'].values())} GPUs in {len(document['fleet']['pools'])} pools",
         runs=runs,

@@ -4,8 +4,8 @@ Every command that writes a file (a policy, a trace, an export, a report) goes t
 content is written to a temporary file in the same folder and renamed over the target. Only a
 regular file is ever replaced: a folder, a device such as ``/dev/null``, a FIFO, a socket or a
 symbolic link at the target is refused (``InputError``, exit 2), since a rename would swap it for a
-plain file. The new file gets the mode the old one had, or the umask's for a new one (not
-``mkstemp``'s 0600).
+plain file. The new file gets the mode the caller names (a private key: 0600), else the mode the
+old one had, or the umask's for a new one (not ``mkstemp``'s 0600).
 """
 
 from __future__ import annotations
@@ -47,9 +47,12 @@ def _mode_for(path: Path) -> int:
 
 
 @contextmanager
-def atomic_path(path: Path, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success it replaces ``path``, on failure it is removed."""
-    mode = _mode_for(path)
+def atomic_path(path: Path, suffix: str = "", *, mode: int | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success it replaces ``path``, on failure it is removed.
+
+    The temporary file is mkstemp's 0600 while it is written, whatever ``mode`` it ends with."""
+    kept = _mode_for(path)
+    mode = kept if mode is None else mode
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)

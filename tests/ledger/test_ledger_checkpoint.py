@@ -197,8 +197,10 @@ def test_keygen_writes_a_private_key_only_its_owner_reads_and_never_overwrites(k
     before = private.read_text()
     again = runner.invoke(app, ["audit", "keygen", "-o", str(private)])
     assert again.exit_code == 2 and "exists" in again.stderr and private.read_text() == before
+    os.chmod(private, 0o644)  # an older key someone left readable: the new one is private all the same
     forced = runner.invoke(app, ["audit", "keygen", "-o", str(private), "--force", "--name", "x.example/l"])
     assert forced.exit_code == 0 and private.read_text() != before
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o600
 
 
 @pytest.mark.parametrize("ledger_url", BACKENDS, indirect=True)

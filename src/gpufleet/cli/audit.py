@@ -21,7 +21,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpufleet.cli.audit_common import DEFAULT_LEDGER, EXIT_FINDING, LEDGER_HELP, audited, open_read, print_verdict
+from gpufleet.cli.audit_common import (
+    DEFAULT_LEDGER,
+    EXIT_FINDING,
+    LEDGER_HELP,
+    audited,
+    open_read,
+    print_verdict,
+    workload_name,
+)
 from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
@@ -223,9 +231,7 @@ def why(
     """Why a workload waited: each pending reason, who held the quota, preemptions, where it ran."""
     from gpufleet.ledger import queries
 
-    namespace, sep, name = workload.partition("/")
-    if not sep or not namespace or not name:
-        raise InputError.one(f"expected NAMESPACE/NAME, got {workload!r}", path="WORKLOAD")
+    namespace, name = workload_name(workload)
     with _open(ledger) as opened:
         explanation = queries.why(opened, namespace, name)
     if as_json:

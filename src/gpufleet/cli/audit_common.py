@@ -38,6 +38,14 @@ def open_read(ledger: str) -> Ledger:
     return Ledger.read(ledger)
 
 
+def workload_name(workload: str) -> tuple[str, str]:
+    """``NAMESPACE/NAME`` as the audit commands take a workload, or exit 2 saying what was expected."""
+    namespace, sep, name = workload.partition("/")
+    if not sep or not namespace or not name:
+        raise InputError.one(f"expected NAMESPACE/NAME, got {workload!r}", path="WORKLOAD")
+    return namespace, name
+
+
 def audited(func: Callable[P, R]) -> Callable[P, R]:
     """Database errors become exit 2 naming the ledger; any other exception is a crash for ``main`` (exit 70)."""
 

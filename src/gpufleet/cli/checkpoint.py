@@ -7,14 +7,21 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import socket
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpufleet.cli.audit_common import DEFAULT_LEDGER, EXIT_FINDING, LEDGER_HELP, audited, open_read, print_verdict
+from gpufleet.cli.audit_common import (
+    DEFAULT_LEDGER,
+    EXIT_FINDING,
+    LEDGER_HELP,
+    audited,
+    open_read,
+    print_verdict,
+    workload_name,
+)
 from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
 from gpufleet.files import atomic_path, write_text
@@ -67,12 +74,10 @@ def keygen(
         if path.exists() and not force:
             raise InputError.one("exists; keep it, or replace it with --force", file=str(path), path="--output")
     key = note.SignerKey.generate(name)
-    with atomic_path(private) as tmp:  # created 0600 by mkstemp, and stays so
-        os.chmod(tmp, 0o600)
+    with atomic_path(private, mode=0o600) as tmp:  # only its owner reads it, even over an older key
         tmp.write_text(key.encode() + "\n", encoding="utf-8")
-    with atomic_path(public) as tmp:
+    with atomic_path(public, mode=0o644) as tmp:
         tmp.write_text(key.verifier.encode() + "\n", encoding="utf-8")
-        os.chmod(tmp, 0o644)
     console.print(
         f"wrote {private} (private, 0600) and {public}; key {key.verifier.encode()}", highlight=False, soft_wrap=True
     )
@@ -123,9 +128,7 @@ def prove(
     from gpufleet.ledger import checkpoint as checkpoints
     from gpufleet.ledger import merkle, proofs
 
-    namespace, sep, name = workload.partition("/")
-    if not sep or not namespace or not name:
-        raise InputError.one(f"expected NAMESPACE/NAME, got {workload!r}", path="WORKLOAD")
+    namespace, name = workload_name(workload)
     with open_read(ledger) as opened:
         if checkpoint_file is not None:
             cp, text, signatures = checkpoints.parse(read_text(checkpoint_file, "--checkpoint"), str(checkpoint_file))

@@ -6,7 +6,9 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import typer
 
+from gpufleet.cli import app
 from gpufleet.recorder.manifests import recorder_objects
 
 
@@ -45,3 +47,23 @@ def test_sqlite_gets_a_volume_and_one_replica_postgresql_a_secret_and_a_standby(
     assert ("PersistentVolumeClaim" in kinds) == has_pvc
     rendered = str(objects)
     assert "postgresql://" not in rendered  # a URL may carry a password: it stays in a Secret
+
+
+@pytest.mark.parametrize("ledger_url", [None, "postgresql://ledger@db/ledger"], ids=["sqlite", "postgresql"])
+def test_the_recorder_signs_checkpoints_with_the_secret_key_and_the_cli_takes_its_arguments(
+    ledger_url: str | None,
+) -> None:
+    """The monitoring's GpufleetLedgerCheckpointStale alert needs a recorder that publishes checkpoints."""
+    pod = _kinds(recorder_objects("ns", "img", ledger_url))["Deployment"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+    key = args[args.index("--checkpoint-key") + 1]
+    assert args[args.index("--checkpoint-to") + 1] == "log"
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert key == f"{mounts['ledger-key']['mountPath']}/key" and mounts["ledger-key"]["readOnly"]
+    assert volumes["ledger-key"]["secret"] == {"secretName": "gpufleet-ledger-key", "defaultMode": 0o440}
+    record = typer.main.get_command(app).commands[args[0]]  # type: ignore[attr-defined]
+    argv = [a.replace("$(LEDGER_URL)", "postgresql://x@db/l") for a in args[1:]]
+    context = record.make_context(args[0], argv)  # parses, runs nothing: every option exists
+    assert str(context.params["checkpoint_key"]) == key

@@ -5,6 +5,11 @@ Pods, Nodes); in its own namespace it may also write Leases, for leader election
 ``ledger_url`` it writes a SQLite file on a PersistentVolumeClaim, which is why it runs one
 replica with the Recreate strategy (SQLite on a ReadWriteOnce volume has one writer); with a
 PostgreSQL URL, read from a Secret, two replicas may run and the Lease picks the writer.
+
+The recorder signs a checkpoint of the ledger every 1,000 entries or 5 minutes and publishes it to
+its log, outside the database, with the key of the Secret ``gpufleet-ledger-key`` (key ``key``,
+made by ``gpufleet audit keygen``), which the operator creates: without it the pod does not start,
+since a recorder that publishes no checkpoint leaves a rewritten ledger undetectable.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ LABELS = {
 METRICS_PORT = 9090
 SQLITE_PATH = "/var/lib/gpufleet/ledger.db"
 LEDGER_SECRET = "gpufleet-ledger"  # key "url": a PostgreSQL URL
+KEY_SECRET = "gpufleet-ledger-key"  # key "key": the private key of `gpufleet audit keygen`
+KEY_DIR = "/etc/gpufleet/ledger-key"
 
 
 def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -61,6 +68,10 @@ def _container(image: str, ledger_url: str | None) -> dict[str, Any]:
             "0.0.0.0",
             "--metrics-port",
             str(METRICS_PORT),
+            "--checkpoint-key",
+            f"{KEY_DIR}/key",
+            "--checkpoint-to",
+            "log",
         ],
         "env": env,
         "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
@@ -74,8 +85,9 @@ def _container(image: str, ledger_url: str | None) -> dict[str, Any]:
             "capabilities": {"drop": ["ALL"]},
         },
     }
+    container["volumeMounts"] = [{"name": "ledger-key", "mountPath": KEY_DIR, "readOnly": True}]
     if ledger_url is None:
-        container["volumeMounts"] = [{"name": "ledger", "mountPath": SQLITE_PATH.rsplit("/", 1)[0]}]
+        container["volumeMounts"].append({"name": "ledger", "mountPath": SQLITE_PATH.rsplit("/", 1)[0]})
     return container
 
 
@@ -91,8 +103,10 @@ def recorder_objects(namespace: str, image: str, ledger_url: str | None) -> list
         "securityContext": {"runAsUser": 65532, "runAsGroup": 65532, "fsGroup": 65532},
         "containers": [_container(image, ledger_url)],
     }
+    # group-readable: the pod's fsGroup owns the projected file, the key stays unreadable to others
+    pod_spec["volumes"] = [{"name": "ledger-key", "secret": {"secretName": KEY_SECRET, "defaultMode": 0o440}}]
     if sqlite:
-        pod_spec["volumes"] = [{"name": "ledger", "persistentVolumeClaim": {"claimName": NAME}}]
+        pod_spec["volumes"].append({"name": "ledger", "persistentVolumeClaim": {"claimName": NAME}})
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)},
         {

@@ -113,8 +113,8 @@ def test_the_report_leads_with_the_headline_and_the_measures(written: Path) -> N
         html.index("The older figures"),
     )
     assert headline < measures < older
-    assert "Simulated: over the first 1 h 30 min, After: Kueue in front of the cards finishes" in html
-    assert "against 2.7 for Before: first apply (no queue)" in html
+    assert "Simulated: over the first 1 h 30 min, Kueue finishes" in html
+    assert "against 2.7 (" in html and ") under first apply (no queue)," in html
     assert "<h1>Before and after the queue (simulated)</h1>" in html
     assert "held idle GPU-h (bound to jobs not running)" in html
 

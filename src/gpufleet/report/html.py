@@ -16,6 +16,13 @@ LABELS = {
     "input": "Kueue, the policy as written",  # the worlds of `gpufleet tune` and the demo
     "tuned": "Kueue, the tuned policy",
 }
+# the same worlds inside the headline's sentence
+SAID = {
+    "first-apply": "first apply (no queue)",
+    "queue": "Kueue",
+    "input": "Kueue with the policy as written",
+    "tuned": "Kueue with the tuned policy",
+}
 
 
 def dur(seconds: float | None) -> str:
@@ -121,10 +128,10 @@ def headline(document: Mapping[str, Any]) -> str:
     teams = len([t for t in after["teams"].values() if t["jobs"]])
     findings = len(document.get("findings", {}).get(after_name, []))
     window = document["window"]
-    after_label, before_label = (LABELS.get(n, n) for n in (after_name, before_name))
+    after_label, before_label = (SAID.get(n, n) for n in (after_name, before_name))
     return (
         f"Simulated: over the first {dur(window['endSeconds'] - window['startSeconds'])}, {after_label} finishes "
-        f"{num(after['goodputGpuHours'])} GPU-h of work against {num(before['goodputGpuHours'])} for {before_label}{ratio}, "
+        f"{num(after['goodputGpuHours'])} GPU-h of work against {num(before['goodputGpuHours'])}{ratio} under {before_label}, "
         f"holds {num(after['heldIdleGpuHours'])} GPU-h idle (against {num(before['heldIdleGpuHours'])}), loses "
         f"{num(after['lostGpuHours'])} GPU-h to preemption, shortens the p95 wait of {len(shorter)} of {teams} teams, "
         f"starves serving {num(after['servingStarvedReplicaMinutes'])} replica-minutes (against "

@@ -78,13 +78,21 @@ def _serve(root: Path, data: Path, *extra: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePrometheus]:
     """Prometheus over the scenario's series, backfilled with ``promtool tsdb create-blocks-from openmetrics``."""
-    _need_binaries()
     root = tmp_path_factory.mktemp("prometheus")
     span = windows(datetime.now(UTC))
-    (root / "dcgm.om").write_text(generate(span), encoding="utf-8")
+    with backfilled_prometheus(root, generate(span)) as url:
+        yield LivePrometheus(url=url, windows=span)
+
+
+@contextmanager
+def backfilled_prometheus(root: Path, openmetrics: str) -> Iterator[str]:
+    """A real Prometheus over ``openmetrics`` (``promtool tsdb create-blocks-from openmetrics``), ready
+    to answer; yields its URL, then stops it and removes ``root``."""
+    _need_binaries()
+    (root / "series.om").write_text(openmetrics, encoding="utf-8")
     data = root / "data"
     subprocess.run(
-        [str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(root / "dcgm.om"), str(data)],
+        [str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(root / "series.om"), str(data)],
         check=True,
         capture_output=True,
         timeout=120,
@@ -97,7 +105,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LivePrometh
                 if time.monotonic() > deadline:
                     raise RuntimeError("prometheus never became ready")
                 time.sleep(0.2)
-            yield LivePrometheus(url=url, windows=span)
+            yield url
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

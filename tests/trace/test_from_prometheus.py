@@ -15,21 +15,18 @@ by hand on the example fleet's nodes and namespaces:
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx2
 import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from gpufleet.trace import JobKind, read_trace
-from tests.evidence.conftest import PROMTOOL, _need_binaries, _serve
+from tests.evidence.conftest import _need_binaries, backfilled_prometheus
 from tests.evidence.evidence_scenario import SLOTS, STEP, OpenMetrics
 from tests.support import EXAMPLES
 
@@ -89,23 +86,8 @@ def backfilled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backfilled]
     _pod(om, t0, "nlp-eval", "eval-1", "gpu-a100-01", "nvidia_com_mig_3g_40gb", 1, (300, 300, 900), "eval-1")
     _pod(om, t0, "vision", "nb-1", "gpu-l40s-01", "nvidia_com_gpu_shared", 1, (0, 10, None))
     _pod(om, t0, "serving", "chat-0", "gpu-h100-serve-01", "nvidia_com_gpu", 4, (0, 5, None))
-    (root / "ksm.om").write_text(om.text(), encoding="utf-8")
-    data = root / "data"
-    subprocess.run(
-        [str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(root / "ksm.om"), str(data)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    try:
-        with _serve(root, data) as url:
-            deadline = time.monotonic() + 60
-            while httpx2.get(f"{url}/-/ready", timeout=1).status_code != 200:
-                assert time.monotonic() < deadline, "prometheus never became ready"
-                time.sleep(0.2)
-            yield Backfilled(url, t0, t0 + timedelta(seconds=STEP * SLOTS))
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with backfilled_prometheus(root, om.text()) as url:
+        yield Backfilled(url, t0, t0 + timedelta(seconds=STEP * SLOTS))
 
 
 def _iso(at: datetime) -> str:

@@ -48,6 +48,7 @@ class _Answer(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def prometheus() -> Iterator[str]:
+    """A stand-in Prometheus serving one fixed answer: a real one never sends these malformed answers."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

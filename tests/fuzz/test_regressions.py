@@ -7,9 +7,6 @@ an argument is the row's temporary folder, where its files are written first.
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,7 +14,7 @@ from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from tests.fuzz.strategies import BOMB
-from tests.fuzz.test_prometheus_answers import _Answer
+from tests.fuzz.test_prometheus_answers import _Answer, prometheus  # noqa: F401 (a fixture)
 from tests.support import EXAMPLES
 
 runner = CliRunner()
@@ -128,17 +125,6 @@ def test_the_user_sees_where_and_what(
         assert not (tmp_path / "out").exists()  # nothing written
 
 
-@pytest.fixture(scope="module")
-def prometheus() -> Iterator[str]:
-    """A stand-in Prometheus serving one fixed answer: a real one never sends these malformed answers."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    thread.join(timeout=10)
-
-
 NOT_A_NUMBER = {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "abc"]}]}}
 
 
@@ -151,7 +137,10 @@ NOT_A_NUMBER = {"status": "success", "data": {"resultType": "vector", "result": 
     ids=["sample-value-not-a-number", "json-nested-too-deep"],
 )
 def test_evidence_names_prometheus_when_its_answer_is_wrong(
-    prometheus: str, tmp_path: Path, body: bytes, fragment: str
+    prometheus: str,  # noqa: F811 (the stand-in fixture imported above)
+    tmp_path: Path,
+    body: bytes,
+    fragment: str,
 ) -> None:
     _Answer.status, _Answer.content_type, _Answer.body = 200, "application/json", body
     window = ["--before", "2026-01-01T00:00..2026-01-01T01:00", "--after", "2026-01-02T00:00..2026-01-02T01:00"]

@@ -79,14 +79,16 @@ def print_whatif(r: Doc) -> None:
     console.print(f"[bold]Objects the apply would change[/] (server-side dry run; {same} unchanged)")
     for o in changed:
         who = f"{o['kind']} {o['namespace']}/{o['name']}" if o["namespace"] else f"{o['kind']} {o['name']}"
-        console.print(Padding(f"[bold]{o['action']}[/] {escape(who)}", (0, 0, 0, 2)))
+        console.print(Padding(f"[bold]{o['action']}[/] {escape(who)}", (0, 0, 0, 2), expand=False))
         if o["error"]:
-            console.print(Padding(escape(o["error"]), (0, 0, 0, 6)))
+            console.print(Padding(escape(o["error"]), (0, 0, 0, 6), expand=False))
         for f in o["fields"]:
             if not f["path"]:
                 continue  # a new object: its fields are all new
             text = f"{f['path']}: {_value(f['before'])} → {_value(f['after'])}"
-            console.print(Padding(escape(text), (0, 0, 0, 6)))
+            console.print(Padding(escape(text), (0, 0, 0, 6), expand=False))
     for s in r["skipped"]:
-        console.print(Padding(f"left out of the twin: {escape(s)}", (0, 0, 0, 2)))
-    console.print(Padding(f"[dim]Kueue configuration: {escape(r['kueueConfiguration'])}[/]", (0, 0, 0, 0)))
+        console.print(Padding(f"left out of the twin: {escape(s)}", (0, 0, 0, 2), expand=False))
+    console.print(
+        Padding(f"[dim]Kueue configuration: {escape(r['kueueConfiguration'])}[/]", (0, 0, 0, 0), expand=False)
+    )

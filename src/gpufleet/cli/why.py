@@ -82,7 +82,9 @@ def amounts(table: dict[str, int]) -> str:
 
 
 def _line(label: str, text: str, indent: int = 0) -> None:
-    console.print(Padding(f"[bold]{label}[/] {escape(text)}" if label else escape(text), (0, 0, 0, indent)))
+    console.print(
+        Padding(f"[bold]{label}[/] {escape(text)}" if label else escape(text), (0, 0, 0, indent), expand=False)
+    )
 
 
 def print_why(r: Doc) -> None:
@@ -155,4 +157,6 @@ def _print_remedies(r: Doc) -> None:
         _line(f"{d['reason']}:", d["message"], 2)
     for s in r["skipped"]:
         _line("left out of the twin:", s, 2)
-    console.print(Padding(f"[dim]Kueue configuration: {escape(r['kueueConfiguration'])}[/]", (0, 0, 0, 2)))
+    console.print(
+        Padding(f"[dim]Kueue configuration: {escape(r['kueueConfiguration'])}[/]", (0, 0, 0, 2), expand=False)
+    )

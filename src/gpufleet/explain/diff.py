@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpufleet.twin.resources import QuantityError, parse_decimal
+
 IGNORED_METADATA = frozenset(
     {"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink", "deletionTimestamp"}
 )
@@ -48,8 +50,22 @@ def _named(items: list[Any]) -> dict[str, Any] | None:
     return keyed if len(keyed) == len(items) else None
 
 
-def _walk(path: str, before: Any, after: Any, out: list[FieldChange]) -> None:
+def same_value(before: Any, after: Any) -> bool:
+    """Equal, or the same quantity written two ways (``"4"`` and ``4``: a server echoes what it was
+    sent, but reads it back as a string)."""
     if before == after:
+        return True
+    scalars = (str, int, float)
+    if isinstance(before, scalars) and isinstance(after, scalars) and isinstance(before, str) != isinstance(after, str):
+        try:
+            return parse_decimal(before) == parse_decimal(after)
+        except QuantityError:
+            return False
+    return False
+
+
+def _walk(path: str, before: Any, after: Any, out: list[FieldChange]) -> None:
+    if same_value(before, after):
         return
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(set(before) | set(after), key=lambda k: (k not in before, str(k))):

@@ -44,41 +44,55 @@ def policy_of(cq: ClusterQueueSpec) -> dict[str, str]:
     }
 
 
-def _within(cq: ClusterQueueSpec, priority: int, created: int, own: Sequence[Candidate]) -> str:
+def _within(cq: ClusterQueueSpec, priority: int, created: int, own: Sequence[Candidate]) -> tuple[str, str]:
     rule = cq.preemption.within_cluster_queue
     if rule == NEVER:
-        return f"withinClusterQueue: Never, so it never preempts inside {cq.name}"
+        return "WithinClusterQueueNever", f"withinClusterQueue: Never, so it never preempts inside {cq.name}"
     lower = [c for c in own if c.priority < priority]
     if rule == LOWER_OR_NEWER_EQUAL_PRIORITY:
         lower += [c for c in own if c.priority == priority and c.created > created]
     if not lower:
         return (
-            f"withinClusterQueue: {rule}, but no admitted Workload in {cq.name} qualifies (priority below {priority})"
+            "NoLowerPriorityInQueue",
+            f"withinClusterQueue: {rule}, but no admitted Workload in {cq.name} qualifies (priority below {priority})",
         )
     names = ", ".join(c.workload for c in lower)
-    return f"withinClusterQueue: {rule}; {names} qualify, but evicting them does not make room"
+    return (
+        "EvictionInQueueNotEnough",
+        f"withinClusterQueue: {rule}; {names} qualify, but evicting them does not make room",
+    )
 
 
-def _reclaim(cq: ClusterQueueSpec, priority: int, others: Sequence[Candidate], beyond_nominal: bool) -> str:
+def _reclaim(cq: ClusterQueueSpec, priority: int, others: Sequence[Candidate], beyond_nominal: bool) -> tuple[str, str]:
     rule = cq.preemption.reclaim_within_cohort
     borrowers = [c for c in others if c.borrowing]
     if cq.cohort is None:
-        return f"{cq.name} is in no cohort, so there is nothing to reclaim"
+        return "NotInCohort", f"{cq.name} is in no cohort, so there is nothing to reclaim"
     names = ", ".join(sorted({c.cluster_queue for c in borrowers}))
     if rule == NEVER:
         held = f" from the borrowers ({names})" if borrowers else ""
-        return f"reclaimWithinCohort: Never, so it never takes back lent quota{held}"
+        return "ReclaimWithinCohortNever", f"reclaimWithinCohort: Never, so it never takes back lent quota{held}"
     if not borrowers:
-        return f"reclaimWithinCohort: {rule}, but no other ClusterQueue in the cohort is borrowing what it needs"
+        return (
+            "NoBorrowers",
+            f"reclaimWithinCohort: {rule}, but no other ClusterQueue in the cohort is borrowing what it needs",
+        )
     if beyond_nominal:
         return (
+            "ReclaimNeedsNominalRoom",
             f"reclaimWithinCohort: {rule}, but Kueue reclaims only for a Workload that fits in its own "
             f"nominal quota, and this one would take {cq.name} above it (borrowWithinCohort: "
-            f"{cq.preemption.borrow_within_cohort})"
+            f"{cq.preemption.borrow_within_cohort})",
         )
     if rule != ANY and not [c for c in borrowers if c.priority < priority]:
-        return f"reclaimWithinCohort: {rule}, but no borrowing Workload ({names}) has a priority below {priority}"
-    return f"reclaimWithinCohort: {rule}; borrowers ({names}) qualify, but evicting them does not make room"
+        return (
+            "NoLowerPriorityBorrower",
+            f"reclaimWithinCohort: {rule}, but no borrowing Workload ({names}) has a priority below {priority}",
+        )
+    return (
+        "ReclaimNotEnough",
+        f"reclaimWithinCohort: {rule}; borrowers ({names}) qualify, but evicting them does not make room",
+    )
 
 
 def view(
@@ -99,15 +113,16 @@ def view(
         )
     own = [c for c in candidates if c.cluster_queue == cq.name]
     others = [c for c in candidates if c.cluster_queue != cq.name]
-    sentences = [_within(cq, priority, created, own), _reclaim(cq, priority, others, beyond_nominal)]
+    within = _within(cq, priority, created, own)
+    reclaim = _reclaim(cq, priority, others, beyond_nominal)
     helpful = [a for a in alts if a.outcome.admitted_in is not None]
     if cq.preemption.within_cluster_queue == NEVER and cq.preemption.reclaim_within_cohort == NEVER:
         reason = "PreemptionNever"
     elif not candidates:
         reason = "NoPreemptionCandidates"
-    else:
-        reason = "PolicyAllowsNoTarget"
-    message = "; ".join(sentences) + "."
+    else:  # the rule that stops it where the quota it needs is held
+        reason = reclaim[0] if any(c.borrowing for c in others) or not own else within[0]
+    message = f"{within[1]}; {reclaim[1]}."
     if helpful:
         best = helpful[0]
         change = ", ".join(f"{k}: {v}" for k, v in best.change.items())

@@ -247,10 +247,10 @@ def _verdict(
     if reason in ("ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured", "Suspended"):
         return reason, str(getattr(last, "message", ""))
     borrowers = sorted({h.cluster_queue for h in holders if h.borrowing and h.cluster_queue != cq_name})
-    short = ", ".join(f"{s.needed} {s.resource} in flavor {s.flavor}" for s in shortfall)
-    need = f"; {short} more needed" if short else ""
+    short = ", ".join(f"{s.needed} more {s.resource} in flavor {s.flavor}" for s in shortfall)
+    need = f"; it needs {short}" if short else ""
     if borrowers:
-        return "WaitsBehindBorrowing", f"quota it needs is borrowed by {', '.join(borrowers)}{need}"
+        return "WaitsBehindBorrowing", f"quota it needs is lent to {', '.join(borrowers)}, which borrow it{need}"
     if holders:
         return "WaitsForQuota", f"the quota it needs is in use{need}"
     return "WaitsInQueue", "nothing holds the quota it needs; it waits for its turn in the queue"

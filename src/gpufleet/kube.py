@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import yaml
 from lightkube import ApiError, AsyncClient, Client, ConfigError, KubeConfig
 from lightkube.core.generic_client import ALL_NS
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
@@ -288,6 +289,17 @@ class DryRun:
     error: str | None = None
 
 
+def _live_client(kubeconfig: Path | None) -> Client:
+    """``sync_client``, with a kubeconfig that is not YAML or not a kubeconfig a user error too."""
+    try:
+        return sync_client(kubeconfig)
+    except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError.one(
+            f"cannot load a kubeconfig: not a kubeconfig ({detail})", file=str(kubeconfig or "")
+        ) from None
+
+
 def _resource(api_version: str, kind: str, plural: str, namespaced: bool) -> Any:
     group, _, version = api_version.rpartition("/")
     if not group:
@@ -317,7 +329,7 @@ def _kueue_configuration(api: Client) -> tuple[str | None, str]:
 
 def read_kueue_state(kubeconfig: Path | None = None) -> KueueState:
     """List every object the twin reads (list and get calls only; nothing is written)."""
-    api = sync_client(kubeconfig)
+    api = _live_client(kubeconfig)
     objects: list[dict[str, Any]] = []
     try:
         for api_version, kind, plural, namespaced in LIVE_KINDS:
@@ -351,7 +363,7 @@ def dry_run_apply(objects: list[dict[str, Any]], kubeconfig: Path | None = None)
     """Server-side apply each object with ``dryRun=All`` (field manager gpufleet, forced, as
     ``kubectl apply --server-side --force-conflicts --dry-run=server`` does): what would be stored,
     beside what is stored now. The API server persists nothing of a dry run."""
-    api = sync_client(kubeconfig)
+    api = _live_client(kubeconfig)
     out = []
     try:
         for obj in objects:

@@ -41,7 +41,9 @@ def cluster_queue(
     obj: Obj = {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
     if reserved is not None:
         obj["status"] = {
-            "flavorsReservation": [{"name": FLAVOR, "resources": [{"name": GPU, "total": str(reserved), "borrowed": "0"}]}]
+            "flavorsReservation": [
+                {"name": FLAVOR, "resources": [{"name": GPU, "total": str(reserved), "borrowed": "0"}]}
+            ]
         }
     return obj
 
@@ -105,7 +107,9 @@ def workload(
         if finished:
             status["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded"})
     elif message is not None:
-        status["conditions"].append({"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": message})
+        status["conditions"].append(
+            {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": message}
+        )
     return {"apiVersion": API, "kind": "Workload", "metadata": meta, "spec": spec, "status": status}
 
 

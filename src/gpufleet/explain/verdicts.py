@@ -85,8 +85,8 @@ def compare(
         out.append(Disagreement("MessageDiffers", f"Kueue says {kueue_message!r}; the twin says {last.message!r}"))
     live = {str(cq["metadata"].get("name")): cq for cq in of_kind(objects, "ClusterQueue")}
     for name in cluster_queues:
-        if name not in live or name not in before:
-            continue
+        if name not in live or name not in before or "flavorsReservation" not in (live[name].get("status") or {}):
+            continue  # Kueue has not reported this ClusterQueue's usage yet: nothing to compare
         theirs = reserved(live[name])
         ours = {k: v for k, v in before[name].usage.items() if v}
         if theirs != ours:

@@ -128,8 +128,8 @@ def explain(objects: Sequence[Obj], namespace: str, name: str, configuration: Ob
     frs = [fr for fr in quotas(spec.cluster_queues[cq_name]) if fr.split("/", 1)[1] in needed]
     holders = _holders(objects, spec, cq_name, frs, before)
     queues = _queues(objects, spec, cq_name, frs, before)
-    message_src = last.message if last is not None else k_message
-    shortfall = tuple(Shortfall(f, r, n) for r, f, n in SHORTFALL.findall(message_src or k_message))
+    # the twin's message where it agrees the Workload waits (Kueue's may predate the latest change)
+    shortfall = tuple(Shortfall(f, r, n) for r, f, n in SHORTFALL.findall(last.message if last else ""))
     waits = now.admitted_in is None and (last is None or last.reason in ("WaitingForQuota", "Pending"))
     ends = search_ends(spec, key, [h.workload for h in holders]) if waits else None
     cq = spec.cluster_queues[cq_name]

@@ -250,7 +250,7 @@ def _verdict(
     short = ", ".join(f"{s.needed} more {s.resource} in flavor {s.flavor}" for s in shortfall)
     need = f"; it needs {short}" if short else ""
     if borrowers:
-        return "WaitsBehindBorrowing", f"quota it needs is lent to {', '.join(borrowers)}, which borrow it{need}"
+        return "WaitsBehindBorrowing", f"the quota it needs is borrowed by {', '.join(borrowers)}{need}"
     if holders:
         return "WaitsForQuota", f"the quota it needs is in use{need}"
     return "WaitsInQueue", "nothing holds the quota it needs; it waits for its turn in the queue"

@@ -52,3 +52,35 @@ def test_unusable_input_exits_2_without_a_traceback(tmp_path: Path, args: list[s
     as_json = CliRunner().invoke(app, [*argv, "--json"])
     assert as_json.exit_code == 2
     assert json.loads(as_json.stdout)["problems"]
+
+
+def test_the_human_answer_wraps_at_the_terminal_and_cuts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Printed at 100 columns: every line fits, no ellipsis, every name and Kueue's message whole."""
+    import io
+
+    from rich.console import Console
+
+    from gpufleet.cli import common
+    from gpufleet.cli import why as why_cli
+    from gpufleet.explain.report import why_json
+    from gpufleet.explain.why import explain
+    from tests.explain.objects import cluster_queue, short, team_setup, workload
+
+    objects = [
+        *team_setup(cluster_queue("alpha", 4, borrowing_limit=0), cluster_queue("beta", 4, borrowing_limit=4)),
+        workload("beta", "a-rather-long-workload-name-for-borrowing", pods=3, gpus=2, admitted_to="beta"),
+        workload("alpha", "wait", pods=1, gpus=4, message=short(2)),
+    ]
+    out = io.StringIO()
+    narrow = Console(file=out, width=100, color_system=None)
+    monkeypatch.setattr(common, "console", narrow)
+    monkeypatch.setattr(why_cli, "console", narrow)
+    report = why_json(explain(objects, "alpha", "wait"))
+    report["kueueConfiguration"] = "Kueue's defaults"
+    why_cli.print_why(report)
+    text = out.getvalue()
+    assert all(len(line) <= 100 for line in text.splitlines()), text
+    assert "…" not in text
+    assert "beta/a-rather-long-workload-name-for-borrowing" in text
+    assert short(2) in " ".join(text.split())
+    assert "WaitsBehindBorrowing" in text and "PreemptionNever" in text

@@ -103,27 +103,32 @@ def print_why(r: Doc) -> None:
         return
     if r["holders"]:
         holders = Table(title="What holds the quota it needs", title_justify="left")
-        for column in ("workload", "team", "ClusterQueue", "priority", "uses", "borrowing"):
+        for column in ("workload", "team", "priority", "uses", "borrowing"):
             holders.add_column(column)
         for h in r["holders"]:
-            borrowing = "yes" if h["borrowing"] else "no"
-            holders.add_row(
-                h["workload"], h["team"], h["clusterQueue"], str(h["priority"]), amounts(h["uses"]), borrowing
+            team = h["team"] if h["team"] == h["clusterQueue"] else f"{h['team']} (ClusterQueue {h['clusterQueue']})"
+            uses = ", ".join(
+                f"{format_quantity(n, fr.rsplit('/', 1)[-1])} {fr.rsplit('/', 1)[-1]} in {fr.rsplit('/', 1)[0]}"
+                for fr, n in h["uses"].items()
             )
+            holders.add_row(h["workload"], team, str(h["priority"]), uses, "yes" if h["borrowing"] else "no")
         print_table(holders)
     else:
         _line("What holds the quota it needs:", "nothing", 2)
     queues = Table(title="Its cohort's ClusterQueues on that quota", title_justify="left")
-    for column in ("ClusterQueue", "team", "nominal", "borrowing limit", "in use", "borrowed"):
-        queues.add_column(column)
+    for column in ("ClusterQueue", "team", "flavor/resource", "nominal", "borrowing limit", "in use", "borrowed"):
+        queues.add_column(
+            column, justify="right" if column in ("nominal", "borrowing limit", "in use", "borrowed") else "left"
+        )
     for q in r["clusterQueues"]:
-        limits = ", ".join(
-            f"{k}={'∞' if v is None else format_quantity(v, k.rsplit('/', 1)[-1])}"
-            for k, v in q["borrowingLimit"].items()
-        )
-        queues.add_row(
-            q["name"], q["team"], amounts(q["nominal"]), limits or "-", amounts(q["usage"]), amounts(q["borrowed"])
-        )
+        for fr, nominal in q["nominal"].items():
+            resource = fr.rsplit("/", 1)[-1]
+            limit = q["borrowingLimit"].get(fr)
+            queues.add_row(
+                q["name"], q["team"], fr, format_quantity(nominal, resource),
+                "∞" if limit is None else format_quantity(limit, resource),
+                format_quantity(q["usage"].get(fr, 0), resource), format_quantity(q["borrowed"].get(fr, 0), resource),
+            )  # fmt: skip
     print_table(queues)
     _print_remedies(r)
 

@@ -78,7 +78,7 @@ def why(
 
 
 def amounts(table: dict[str, int]) -> str:
-    return ", ".join(f"{k}={format_quantity(v, k.rsplit('/', 1)[-1])}" for k, v in table.items()) or "-"
+    return ", ".join(f"{k}={format_quantity(v, k.split('/', 1)[-1])}" for k, v in table.items()) or "-"
 
 
 def _line(label: str, text: str, indent: int = 0) -> None:
@@ -89,7 +89,7 @@ def _line(label: str, text: str, indent: int = 0) -> None:
 
 def print_why(r: Doc) -> None:
     job = f" (Job {r['job']})" if r["job"] else ""
-    asks = amounts(r["requests"]) if r["requests"] else ""
+    asks = ", ".join(f"{res}={format_quantity(n, res)}" for res, n in r["requests"].items())
     head = f"{r['workload']}{job}: {r['state']}"
     if r["clusterQueue"]:
         head += f" in ClusterQueue {r['clusterQueue']}"
@@ -108,7 +108,7 @@ def print_why(r: Doc) -> None:
         for h in r["holders"]:
             team = h["team"] if h["team"] == h["clusterQueue"] else f"{h['team']} (ClusterQueue {h['clusterQueue']})"
             uses = ", ".join(
-                f"{format_quantity(n, fr.rsplit('/', 1)[-1])} {fr.rsplit('/', 1)[-1]} in {fr.rsplit('/', 1)[0]}"
+                f"{format_quantity(n, fr.split('/', 1)[1])} {fr.split('/', 1)[1]} in {fr.split('/', 1)[0]}"
                 for fr, n in h["uses"].items()
             )
             holders.add_row(h["workload"], team, str(h["priority"]), uses, "yes" if h["borrowing"] else "no")
@@ -122,7 +122,7 @@ def print_why(r: Doc) -> None:
         )
     for q in r["clusterQueues"]:
         for fr, nominal in q["nominal"].items():
-            resource = fr.rsplit("/", 1)[-1]
+            resource = fr.split("/", 1)[-1]
             limit = q["borrowingLimit"].get(fr)
             queues.add_row(
                 q["name"], q["team"], fr, format_quantity(nominal, resource),

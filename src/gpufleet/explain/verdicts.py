@@ -51,7 +51,7 @@ def reserved(cq: Obj) -> dict[str, int]:
 
 
 def _amounts(table: dict[str, int]) -> str:
-    return ", ".join(f"{k}={format_quantity(v, k.rsplit('/', 1)[-1])}" for k, v in sorted(table.items())) or "nothing"
+    return ", ".join(f"{k}={format_quantity(v, k.split('/', 1)[-1])}" for k, v in sorted(table.items())) or "nothing"
 
 
 def compare(

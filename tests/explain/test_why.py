@@ -78,7 +78,7 @@ CASES = [
                      cluster_queue("beta", 4, borrowing_limit=4)),
          workload("beta", "big", pods=3, gpus=2, admitted_to="beta"),
          workload("alpha", "wait", pods=1, gpus=4, message="Pending the preemption of 1 workload(s)")],
-        "alpha/wait", "TwinWouldAdmit", holders=[("beta/big", True)], preemption="PreemptsToAdmit",
+        "alpha/wait", "WaitsForPreemptedWorkloads", holders=[("beta/big", True)], preemption="PreemptsToAdmit",
     ),
     # alpha's own Workload of higher priority holds all 4: LowerPriority finds no victim
     Case(

@@ -240,9 +240,13 @@ def _ahead(spec: ClusterSpec, wl: WorkloadSpec, cq_name: str) -> tuple[str, ...]
 def _verdict(
     cq_name: str, now: Outcome, last: object, holders: Sequence[Holder], shortfall: Sequence[Shortfall]
 ) -> tuple[str, str]:
+    if now.admitted_in is not None and now.preempts:
+        return (
+            "WaitsForPreemptedWorkloads",
+            f"its ClusterQueue preempts {', '.join(now.preempts)} for it; the twin admits it in cycle {now.admitted_in}",
+        )
     if now.admitted_in is not None:
-        how = f" after preempting {', '.join(now.preempts)}" if now.preempts else ""
-        return "TwinWouldAdmit", f"on these objects the twin admits it in cycle {now.admitted_in}{how}"
+        return "TwinWouldAdmit", f"on these objects the twin admits it in cycle {now.admitted_in}"
     reason = str(getattr(last, "reason", ""))
     if reason in ("ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured", "Suspended"):
         return reason, str(getattr(last, "message", ""))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import uvicorn
 import uvloop
-from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 from gpufleet.webhook.telemetry import LOGGER
 
@@ -41,7 +41,7 @@ class WebhookServer:
 
     def __init__(
         self,
-        app: Starlette,
+        app: ASGIApp,
         *,
         cert: Path,
         key: Path,

@@ -7,6 +7,8 @@ logs at info level, as ``gpufleet webhook serve`` does; only the HTTP and TLS ma
 - ``uvicorn``: uvicorn on uvloop with httptools (what ``gpufleet webhook serve`` runs);
 - ``uvicorn-h11``: uvicorn on the standard asyncio loop with the pure-Python h11 parser;
 - ``granian``: granian's Rust HTTP and TLS (rustls) with its ASGI interface, one worker;
+- ``granian-tuned``: the same with HTTP/1.1 only, no lifespan, a single-threaded Rust runtime and
+  granian's Rust task implementation;
 - ``hypercorn``: hypercorn on uvloop, where it is installed.
 """
 
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ENV_POLICY = "GPUFLEET_BENCH_POLICY"
-CANDIDATES = ("uvicorn", "uvicorn-h11", "granian", "hypercorn")
+CANDIDATES = ("uvicorn", "uvicorn-h11", "granian", "granian-tuned", "hypercorn")
 
 
 def app() -> Any:
@@ -49,22 +51,24 @@ def _uvicorn(port: int, tls: dict[str, str], loop: str, http: str) -> None:
     uvicorn.Server(config).run()
 
 
-def _granian(port: int, tls: dict[str, str]) -> None:
-    from granian.constants import Interfaces, Loops
+def _granian(port: int, tls: dict[str, str], tuned: bool = False) -> None:
+    from granian.constants import HTTPModes, Interfaces, Loops, RuntimeModes, TaskImpl
     from granian.server import Server
 
     extra: dict[str, Any] = {"ssl_cert": Path(tls["cert"]), "ssl_key": Path(tls["key"])} if tls else {}
+    if tuned:  # HTTP/1.1 only, no lifespan, one Rust thread, the Rust task implementation
+        extra |= {"http": HTTPModes.http1, "runtime_mode": RuntimeModes.st, "task_impl": TaskImpl.rust}
+        extra |= {"interface": Interfaces.ASGINL}
     Server(
         f"{Path(__file__).stem}:app",
         address="127.0.0.1",
         port=port,
-        interface=Interfaces.ASGI,
         factory=True,
         workers=1,
         loop=Loops.uvloop,
         log_enabled=False,
         log_access=False,
-        **extra,
+        **({"interface": Interfaces.ASGI} | extra),
     ).serve()
 
 
@@ -92,6 +96,8 @@ def main() -> None:
         _uvicorn(port, tls, "asyncio", "h11")
     elif name == "granian":
         _granian(port, tls)
+    elif name == "granian-tuned":
+        _granian(port, tls, tuned=True)
     elif name == "hypercorn":
         _hypercorn(port, tls)
     else:

@@ -187,3 +187,13 @@ def test_the_serve_command_answers_over_tls(ca: trustme.CA, tmp_path: Path) -> N
         _, stderr = server.communicate(timeout=10)
     lines = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
     assert any(line.get("msg") == "review" and line.get("outcome") == "denied" for line in lines)
+
+
+def test_a_lone_surrogate_in_a_label_is_answered_not_failed(client: httpx2.Client) -> None:
+    """JSON escapes allow a lone surrogate that UTF-8 cannot carry; the denial quoting it must still encode."""
+    body = json.dumps(review(job({**LABELS, "gpufleet.io/team": "\ud800"}))).encode()
+    answer = client.post("/validate", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 200
+    response = json.loads(answer.content)["response"]
+    assert response["allowed"] is False
+    assert "WrongTeam" in [c["reason"] for c in response["status"]["details"]["causes"]]

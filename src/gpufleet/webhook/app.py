@@ -10,7 +10,6 @@ answer is logged as one JSON line and counted.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -80,6 +79,10 @@ def create_app(facts: AdmissionFacts, metrics: Metrics | None = None) -> ASGIApp
         return review.response(req.uid, patch=ops), "patched" if ops else "unchanged", [op["path"] for op in ops]
 
     def endpoint(name: str, answer: Answer) -> ASGIApp:
+        # each labelled child looked up once, not per review (a labels() call costs more than inc())
+        latency = metrics.latency.labels(name)
+        counted = {o: metrics.reviews.labels(name, o) for o in ("allowed", "denied", "patched", "unchanged")}
+
         async def handle(scope: Scope, receive: Receive, send: Send) -> None:
             started = time.perf_counter()
             try:
@@ -101,8 +104,8 @@ def create_app(facts: AdmissionFacts, metrics: Metrics | None = None) -> ASGIApp
                     req.uid, "InternalError", "the gpufleet webhook failed on this object; see its log"
                 )
             elapsed = time.perf_counter() - started
-            metrics.reviews.labels(name, outcome).inc()
-            metrics.latency.labels(name).observe(elapsed)
+            (counted.get(outcome) or metrics.reviews.labels(name, outcome)).inc()
+            latency.observe(elapsed)
             if log.isEnabledFor(logging.INFO):
                 fields = {
                     "endpoint": name,
@@ -116,7 +119,7 @@ def create_app(facts: AdmissionFacts, metrics: Metrics | None = None) -> ASGIApp
                     "ms": round(elapsed * 1000, 3),
                 }
                 log.info("review", extra={"fields": fields})
-            await _answer(send, 200, json.dumps(body, separators=(",", ":")).encode(), JSON)
+            await _answer(send, 200, review.encode(body), JSON)
 
         return handle
 

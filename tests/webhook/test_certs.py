@@ -205,11 +205,11 @@ def test_the_webhook_serves_the_pair_and_a_client_trusting_only_the_ca_connects(
     """The real server and a real TLS client, verifying the name: what the API server does."""
     out = tmp_path / "certs"
     assert certs("-o", str(out), "--ip", "127.0.0.1").exit_code == 0
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     server = WebhookServer(create_app(facts), cert=out / "tls.crt", key=out / "tls.key", host="127.0.0.1", port=port)
-    thread = threading.Thread(target=asyncio.run, args=(server.serve(sockets=[sock]),), daemon=True)
+    thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + 20

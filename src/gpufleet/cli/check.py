@@ -19,7 +19,7 @@ from gpufleet.errors import InputError
 from gpufleet.policy import load_policy, resolve
 from gpufleet.webhook import certs as webhook_certs
 from gpufleet.webhook.app import create_app
-from gpufleet.webhook.server import RELOAD_SECONDS, WebhookServer
+from gpufleet.webhook.server import RELOAD_SECONDS, WebhookServer, loads
 from gpufleet.webhook.telemetry import configure_logging
 
 EXIT_DENIED = 1
@@ -107,6 +107,9 @@ def serve(
     for path, what in ((cert, "certificate"), (key, "key")):
         if not path.is_file():
             raise InputError.one(f"no such {what} file", file=str(path))
+    problem = loads(cert, key)
+    if problem is not None:
+        raise InputError.one(f"is not a PEM certificate and matching key: {problem}", file=str(cert))
     facts = admission_facts(resolve(load_policy(policy)))
     configure_logging(log_level)
     server = WebhookServer(create_app(facts), cert=cert, key=key, host=host, port=port, reload_seconds=reload_seconds)

@@ -4,9 +4,10 @@ Run one: ``python bench/webhook_servers.py NAME POLICY PORT [CERT KEY]`` (no CER
 measure what TLS costs). Every candidate serves the same ASGI app (``gpufleet.webhook.app``) with its
 logs at info level, as ``gpufleet webhook serve`` does; only the HTTP and TLS machinery differs:
 
-- ``uvicorn``: uvicorn on uvloop with httptools (what ``gpufleet webhook serve`` runs);
+- ``uvicorn``: uvicorn on uvloop with httptools (what ``gpufleet webhook serve`` ran before granian);
 - ``uvicorn-h11``: uvicorn on the standard asyncio loop with the pure-Python h11 parser;
-- ``granian``: granian's Rust HTTP and TLS (rustls) with its ASGI interface, one worker;
+- ``granian``: granian's Rust HTTP and TLS (rustls) with its ASGI interface, one worker process
+  (``gpufleet webhook serve`` embeds granian in its own process instead: the ``shipped`` row);
 - ``granian-tuned``: the same with HTTP/1.1 only, no lifespan, a single-threaded Rust runtime and
   granian's Rust task implementation;
 - ``hypercorn``: hypercorn on uvloop, where it is installed.

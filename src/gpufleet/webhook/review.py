@@ -60,7 +60,7 @@ def parse(body: bytes) -> Request:
         raise BadReview(f"body of {len(body)} bytes exceeds {MAX_BODY}")
     try:
         review = _DECODER.decode(body)
-    except msgspec.DecodeError:  # msgspec decodes a valid review; the rest goes the slow way, for the message
+    except (msgspec.DecodeError, RecursionError):  # a valid review decodes; the rest goes the slow way, for the message
         review = _strictly(body)
     if not isinstance(review, dict):
         raise BadReview("expected a JSON object")

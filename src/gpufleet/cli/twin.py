@@ -62,8 +62,13 @@ def _print_human(report: dict[str, Any]) -> None:
             table.add_row(
                 p["workload"], f"[red]preempted[/] ({p['reason']})", p["clusterQueue"], f"by {p['preemptor']}"
             )
+        own = False
         for p in cycle["pending"]:
-            table.add_row(p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']})", p["clusterQueue"], p["message"])
+            mark = "" if p.get("kueueWrites", True) else " \N{DAGGER}"
+            own = own or bool(mark)
+            table.add_row(p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']}){mark}", p["clusterQueue"], p["message"])
+        if own:
+            table.caption = "\N{DAGGER} the twin's own explanation: Kueue writes no condition on this workload"
         print_table(table)
     queues = Table(title="ClusterQueues")
     for column in ("clusterQueue", "usage", "borrowed", "weightedShare", "admitted", "pending"):

@@ -27,7 +27,6 @@ from gpufleet.twin.preemption import Preemptor, Target
 from gpufleet.twin.quota import add_usage, remove_usage
 from gpufleet.twin.reasons import (
     MISCONFIGURED,
-    PENDING,
     SUSPENDED,
     cluster_queue_inactive,
     cluster_queue_not_found,
@@ -42,6 +41,7 @@ from gpufleet.twin.results import (
     CycleResult,
     Pending,
     Preempted,
+    waiting_position,
 )
 from gpufleet.twin.specs import LOWER_OR_NEWER_EQUAL_PRIORITY, ClusterSpec, WorkloadSpec
 from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
@@ -317,16 +317,19 @@ class Twin:
         result = []
         for name, queue in self.queues.by_cq.items():
             cq = self.tree.cluster_queues[name]
+            head = None
             for position, wl in enumerate(queue.in_order(), start=1):
                 known = self.last_status.get(wl.key)
                 state = ACTIVE if wl.key in queue.active else INADMISSIBLE
+                head = head or wl.key
                 if known is not None:
-                    result.append(Pending(known.workload, name, known.reason, known.message, state))
+                    result.append(replace(known, cluster_queue=name, queue=state))
                 elif not cq.active:
-                    result.append(Pending(wl.key, name, SUSPENDED, cluster_queue_inactive(name), state))
+                    stopped = cq.spec.stop_policy != "None"  # Kueue's workload controller writes only then
+                    result.append(Pending(wl.key, name, SUSPENDED, cluster_queue_inactive(name), state, stopped))
                 else:
-                    message = f"waiting in ClusterQueue {name}, position {position}"
-                    result.append(Pending(wl.key, name, PENDING, message, state))
+                    behind = head if queue.strict and head != wl.key else None
+                    result.append(waiting_position(wl.key, name, position, state, behind))
         orphans = [
             p for key, p in self.last_status.items() if p.cluster_queue not in self.queues.by_cq or key in self.held
         ]

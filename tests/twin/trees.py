@@ -16,14 +16,18 @@ GPU = "nvidia.com/gpu"
 FLAVOR = "default"
 
 
+Amounts = int | dict[str, int]  # GPUs, or amounts per resource (Kueue units)
+
+
 @dataclass(frozen=True)
 class Queue:
     cohort: str | None
-    nominal: int
+    nominal: Amounts
     weight: float = 1.0
     reclaim: str = s.ANY
     within: str = s.NEVER
     strategy: str = s.BEST_EFFORT_FIFO
+    borrow: str = s.NEVER  # borrowWithinCohort.policy
 
 
 @dataclass(frozen=True)
@@ -32,21 +36,26 @@ class Job:
 
     name: str
     queue: str
-    gpus: int
+    gpus: Amounts
     priority: int = 0
     at: int = 0
 
 
-def _groups(nominal: int) -> tuple[s.ResourceGroupSpec, ...]:
-    quota = s.ResourceQuotaSpec(GPU, nominal)
-    return (s.ResourceGroupSpec((GPU,), (s.FlavorQuotasSpec(FLAVOR, (quota,)),)),)
+def _amounts(amounts: Amounts) -> dict[str, int]:
+    return {GPU: amounts} if isinstance(amounts, int) else dict(sorted(amounts.items()))
+
+
+def _groups(nominal: Amounts) -> tuple[s.ResourceGroupSpec, ...]:
+    quotas = tuple(s.ResourceQuotaSpec(r, q) for r, q in _amounts(nominal).items())
+    return (s.ResourceGroupSpec(tuple(r.resource for r in quotas), (s.FlavorQuotasSpec(FLAVOR, quotas),)),)
 
 
 def _workload(job: Job, *, admitted: bool) -> s.WorkloadSpec:
-    pod_sets = (s.PodSetSpec("main", 1, ((GPU, job.gpus),)),)
+    requests = _amounts(job.gpus)
+    pod_sets = (s.PodSetSpec("main", 1, tuple(requests.items())),)
     admission = None
     if admitted:
-        assignment = s.PodSetAssignmentSpec("main", ((GPU, FLAVOR),), 1)
+        assignment = s.PodSetAssignmentSpec("main", tuple((r, FLAVOR) for r in requests), 1)
         admission = s.AdmissionSpec(job.queue, (assignment,))
     return s.WorkloadSpec(
         "ns", job.name, f"lq-{job.queue}", pod_sets, job.priority, job.at, job.name, admission,
@@ -71,7 +80,7 @@ def tree(
                 q.cohort,
                 _groups(q.nominal),
                 queueing_strategy=q.strategy,
-                preemption=s.PreemptionSpec(q.within, q.reclaim),
+                preemption=s.PreemptionSpec(q.within, q.reclaim, q.borrow),
                 fair_weight=q.weight,
             )
             for name, q in queues.items()
@@ -87,3 +96,8 @@ def tree(
 def jobs(queue: str, count: int, gpus: int, *, priority: int = 0, first: int = 1) -> list[Job]:
     """``count`` admitted jobs ``queue-1`` ... of ``gpus`` each, reserved at ``first``, ``first + 1``, ..."""
     return [Job(f"{queue}-{i}", queue, gpus, priority, first + i - 1) for i in range(1, count + 1)]
+
+
+def pending_spec(job: Job) -> s.WorkloadSpec:
+    """A pending workload to add to a running twin (``Twin.add_workload``)."""
+    return _workload(job, admitted=False)

@@ -66,7 +66,9 @@ def _print_human(report: dict[str, Any]) -> None:
         for p in cycle["pending"]:
             mark = "" if p.get("kueueWrites", True) else " \N{DAGGER}"
             own = own or bool(mark)
-            table.add_row(p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']}){mark}", p["clusterQueue"], p["message"])
+            table.add_row(
+                p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']}){mark}", p["clusterQueue"], p["message"]
+            )
         if own:
             table.caption = "\N{DAGGER} the twin's own explanation: Kueue writes no condition on this workload"
         print_table(table)

@@ -320,8 +320,9 @@ def _weight(doc: _Doc, spec: dict[str, Any]) -> float:
 def _config(doc: _Doc, obj: dict[str, Any]) -> s.ConfigSpec:
     resources = doc.mapping("resources", obj.get("resources"))
     excluded = doc.strings("resources.excludeResourcePrefixes", resources.get("excludeResourcePrefixes"))
+    feature_gates = _feature_gates(doc, obj.get("featureGates"))
     if obj.get("fairSharing") is None:
-        return s.ConfigSpec(fair_sharing=False, excluded_prefixes=excluded)
+        return s.ConfigSpec(fair_sharing=False, excluded_prefixes=excluded, feature_gates=feature_gates)
     fs = doc.mapping("fairSharing", obj.get("fairSharing"))
     enabled = bool(fs.get("enable", True)) if str(obj.get("apiVersion", "")).endswith("v1beta1") else True
     strategies = doc.strings("fairSharing.preemptionStrategies", fs.get("preemptionStrategies"))
@@ -332,7 +333,18 @@ def _config(doc: _Doc, obj: dict[str, Any]) -> s.ConfigSpec:
     }
     if strategies and strategies not in allowed:
         doc.fail("fairSharing.preemptionStrategies", f"unsupported strategy list {list(strategies)}")
-    return s.ConfigSpec(enabled, strategies or s.ConfigSpec().preemption_strategies, excluded)
+    return s.ConfigSpec(enabled, strategies or s.ConfigSpec().preemption_strategies, excluded, feature_gates)
+
+
+def _feature_gates(doc: _Doc, raw: Any) -> tuple[tuple[str, bool], ...]:
+    """``featureGates``: a map of gate name to ``true``/``false`` (Kueue's ``map[string]bool``)."""
+    gates = []
+    for name, value in doc.mapping("featureGates", raw).items():
+        if not isinstance(value, bool):
+            doc.fail(f"featureGates.{name}", f"expected true or false, got {_type_name(value)}")
+            continue
+        gates.append((str(name), value))
+    return tuple(sorted(gates))
 
 
 def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.WorkloadSpec | None:

@@ -25,6 +25,7 @@ from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.fair_preemption import fair_preemptions
 from gpufleet.twin.fairshare import FairShare
+from gpufleet.twin.preemptors import PreemptorWorkloads
 from gpufleet.twin.quota import add_usage, is_borrowing, remove_usage
 from gpufleet.twin.specs import (
     ANY,
@@ -73,10 +74,18 @@ class Candidates:
 class Preemptor:
     """Finds preemption targets against the live quota tree (simulated, then undone)."""
 
-    def __init__(self, tree: CohortTree, fair: FairShare | None, strategies: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        tree: CohortTree,
+        fair: FairShare | None,
+        strategies: tuple[str, ...],
+        *,
+        prioritize_preemptors: bool = False,
+    ) -> None:
         self.tree = tree
         self.fair = fair
         self.strategies = strategies
+        self.preemptors = PreemptorWorkloads(enabled=prioritize_preemptors)
 
     # --- the snapshot operations -------------------------------------------------------------
     def remove(self, wl: Workload) -> None:
@@ -234,6 +243,12 @@ class Preemptor:
     def can_always_reclaim(self, cq: ClusterQueue) -> bool:
         """A queue that can reclaim any borrowed quota needs no reservation when it cannot preempt."""
         return cq.spec.preemption.reclaim_within_cohort == ANY
+
+    def reserves(self, cq: ClusterQueue, wl: Workload) -> bool:
+        """Kueue's ``reserveCapacityForUnreclaimablePreempt`` condition for a head that needs
+        preemption and has no candidates: its queue cannot always reclaim, or (with
+        ``PrioritizePreemptorWorkloads``) it is the queue's preemptor."""
+        return not self.can_always_reclaim(cq) or self.preemptors.prioritized(wl)
 
 
 def under_nominal(cq: ClusterQueue, frs: Iterable[int]) -> bool:

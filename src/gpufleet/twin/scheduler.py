@@ -24,6 +24,7 @@ from gpufleet.twin.cycle import run_cycle
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
 from gpufleet.twin.preemption import Preemptor, Target
+from gpufleet.twin.preemptors import PRIORITIZE_PREEMPTOR_WORKLOADS
 from gpufleet.twin.quota import add_usage, remove_usage
 from gpufleet.twin.reasons import (
     MISCONFIGURED,
@@ -61,7 +62,10 @@ class Twin:
         self.tree = CohortTree(spec)
         resource_of = [k.resource for k in self.tree.frs.keys]
         self.fair = FairShare(resource_of) if spec.config.fair_sharing else None
-        self.preemptor = Preemptor(self.tree, self.fair, spec.config.preemption_strategies)
+        self.preemptor = Preemptor(
+            self.tree, self.fair, spec.config.preemption_strategies,
+            prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS),
+        )  # fmt: skip
         self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing)
         self.queues = Queues()
         for name in sorted(self.tree.cluster_queues):

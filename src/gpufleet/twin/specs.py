@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpufleet.twin import gates
+
 NEVER = "Never"
 LOWER_PRIORITY = "LowerPriority"
 LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
@@ -212,6 +214,11 @@ class ConfigSpec:
     )
     # resources.excludeResourcePrefixes: requests Kueue ignores for quota (e.g. cpu where only GPUs are budgeted)
     excluded_prefixes: tuple[str, ...] = ()
+    # featureGates: (gate, enabled) overrides of Kueue's defaults, sorted by gate (see gates.py)
+    feature_gates: tuple[tuple[str, bool], ...] = ()
+
+    def gate(self, name: str) -> bool:
+        return gates.enabled(self.feature_gates, name)
 
     def counts(self, resource: str) -> bool:
         return not resource.startswith(self.excluded_prefixes) if self.excluded_prefixes else True

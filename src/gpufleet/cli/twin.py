@@ -29,7 +29,7 @@ def step(
 ) -> None:
     """Run scheduling cycles and show admissions, preemptions, pending reasons and quota use."""
     if cycles is not None and until_stable:
-        raise InputError([Problem("use either --cycles or --until-stable, not both")])
+        raise InputError([Problem("use either --cycles or --until-stable, not both", "command line", "--until-stable")])
     report = twin_step([_read(f) for f in files], cycles)
     if as_json:
         typer.echo(json.dumps(report, indent=2))

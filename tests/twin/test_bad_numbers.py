@@ -144,6 +144,13 @@ CASES = {
         "featureGates.PrioritizePreemptorWorkloads",
         "Configuration: expected true or false, got str 'yes'",
     ),
+    "a gate the twin models only at its default": (
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "featureGates: {PartialAdmission: false}\n---\n" + queue() + workload(),
+        10,
+        "featureGates.PartialAdmission",
+        "the twin models Kueue with PartialAdmission at its default (true) only",
+    ),
 }
 
 

@@ -108,7 +108,7 @@ class FlavorAssigner:
         key = (cq.name, ps)
         found = self._layouts.get(key)
         if found is None:
-            missing = tuple(r for r, q in ps.requests if q > 0 and r not in cq.group_of)
+            missing = () if cq.ignore_undeclared else tuple(r for r, q in ps.requests if q > 0 and r not in cq.group_of)
             by_group: dict[int, list[tuple[str, int]]] = {}
             for resource, per_pod in ps.requests:
                 if resource in cq.group_of:

@@ -24,6 +24,25 @@ DEFAULTS: dict[str, bool] = {
 }
 
 
+# Gates the twin follows either way; the others it models only at Kueue's default.
+FOLLOWED = frozenset(
+    {
+        "PrioritizePreemptorWorkloads",
+        "QuotaCheckStrategy",
+        "ReclaimablePods",
+        "SchedulingEquivalenceHashing",
+        "AdmissionFairSharing",
+        # the twin never keeps a flavor scan's progress across cycles: Kueue's behaviour with it off
+        "FlavorFungibilityPreserveScanProgress",
+    }
+)
+
+
+def unmodelled(name: str, value: bool) -> bool:
+    """A gate set away from its default that the twin does not follow."""
+    return name in DEFAULTS and name not in FOLLOWED and value != DEFAULTS[name]
+
+
 def enabled(overrides: tuple[tuple[str, bool], ...], name: str) -> bool:
     """The gate's value: the Configuration's override if it names it, else Kueue's default."""
     for gate, value in overrides:

@@ -18,6 +18,7 @@ from typing import Any
 
 from gpufleet.errors import InputError, Problem
 from gpufleet.twin import specs as s
+from gpufleet.twin.configuration import read_configuration
 from gpufleet.twin.fields import (
     MAX_INT32,
     MAX_QUANTITY,
@@ -30,9 +31,9 @@ from gpufleet.twin.fields import (
     quantity,
     shown,
     timestamp,
-    type_name,
 )
 from gpufleet.twin.resources import QuantityError, parse_decimal
+from gpufleet.vocabulary import Operator, TaintEffect, TolerationOperator
 from gpufleet.yamldoc import iter_documents
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -149,15 +150,19 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
     elif kind == "Namespace":
         st.namespaces[name] = s.NamespaceSpec(name, doc.pairs("metadata.labels", meta.get("labels")))
     elif kind == "Configuration":
-        st.config = _config(doc, obj)
+        st.config = read_configuration(doc, obj)
     else:
         doc.fail("kind", f"unknown kind {kind!r} (the twin reads Kueue objects, Namespaces and Configuration)")
 
 
 def _flavor(doc: Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
     taints = tuple(
-        s.Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "NoSchedule")))
-        for _, t in doc.mappings("spec.nodeTaints", spec.get("nodeTaints"))
+        s.Taint(
+            str(t.get("key", "")),
+            str(t.get("value", "")),
+            TaintEffect(choice(doc, f"{tpath}.effect", t.get("effect"), _EFFECTS, TaintEffect.NO_SCHEDULE)),
+        )
+        for tpath, t in doc.mappings("spec.nodeTaints", spec.get("nodeTaints"))
     )
     return s.ResourceFlavorSpec(
         doc.name,
@@ -168,15 +173,32 @@ def _flavor(doc: Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
 
 
 def _tolerations(doc: Doc, path: str, raw: Any) -> tuple[s.Toleration, ...]:
-    return tuple(
-        s.Toleration(
-            str(t.get("key", "")),
-            str(t.get("operator", "Equal")),
-            str(t.get("value", "")),
-            str(t.get("effect", "")),
+    out = []
+    for tpath, t in doc.mappings(path, raw):
+        operator = choice(doc, f"{tpath}.operator", t.get("operator"), _TOLERATION_OPERATORS, "Equal")
+        effect = t.get("effect") or None  # empty: every effect
+        if effect is not None:
+            effect = choice(doc, f"{tpath}.effect", effect, _EFFECTS, TaintEffect.NO_SCHEDULE)
+        out.append(
+            s.Toleration(
+                str(t.get("key", "")),
+                str(t.get("value", "")),
+                TolerationOperator(operator),
+                None if effect is None else TaintEffect(effect),
+            )
         )
-        for _, t in doc.mappings(path, raw)
-    )
+    return tuple(out)
+
+
+_EFFECTS = tuple(TaintEffect)
+_TOLERATION_OPERATORS = tuple(TolerationOperator)
+_NODE_OPERATORS = tuple(Operator)  # NodeSelectorRequirement: Gt and Lt too
+_LABEL_OPERATORS = (Operator.IN, Operator.NOT_IN, Operator.EXISTS, Operator.DOES_NOT_EXIST)
+
+
+def _requirement(doc: Doc, path: str, raw: dict[str, Any], operators: tuple[Operator, ...]) -> s.Requirement:
+    operator = choice(doc, f"{path}.operator", raw.get("operator", "In"), operators, Operator.IN)
+    return s.Requirement(str(raw.get("key", "")), Operator(operator), doc.strings(f"{path}.values", raw.get("values")))
 
 
 def _groups(doc: Doc, raw: Any) -> tuple[s.ResourceGroupSpec, ...]:
@@ -261,11 +283,9 @@ def _cluster_queue(doc: Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueSp
 
 def _selector(doc: Doc, path: str, value: Any) -> s.LabelSelector:
     raw = doc.mapping(path, value)
-    reqs = [s.Requirement(k, "In", (v,)) for k, v in doc.pairs(f"{path}.matchLabels", raw.get("matchLabels"))]
+    reqs = [s.Requirement(k, Operator.IN, (v,)) for k, v in doc.pairs(f"{path}.matchLabels", raw.get("matchLabels"))]
     reqs += [
-        s.Requirement(
-            str(e.get("key", "")), str(e.get("operator", "In")), doc.strings(f"{epath}.values", e.get("values"))
-        )
+        _requirement(doc, epath, e, _LABEL_OPERATORS)
         for epath, e in doc.mappings(f"{path}.matchExpressions", raw.get("matchExpressions"))
     ]
     return s.LabelSelector(tuple(reqs))
@@ -287,36 +307,6 @@ def _weight(doc: Doc, spec: dict[str, Any]) -> float:
         doc.fail("spec.fairSharing.weight", f"weight {shown(raw)}: when not 0, a weight must be greater than 10^-9")
         return 1.0
     return float(weight)
-
-
-def _config(doc: Doc, obj: dict[str, Any]) -> s.ConfigSpec:
-    resources = doc.mapping("resources", obj.get("resources"))
-    excluded = doc.strings("resources.excludeResourcePrefixes", resources.get("excludeResourcePrefixes"))
-    feature_gates = _feature_gates(doc, obj.get("featureGates"))
-    if obj.get("fairSharing") is None:
-        return s.ConfigSpec(fair_sharing=False, excluded_prefixes=excluded, feature_gates=feature_gates)
-    fs = doc.mapping("fairSharing", obj.get("fairSharing"))
-    enabled = bool(fs.get("enable", True)) if str(obj.get("apiVersion", "")).endswith("v1beta1") else True
-    strategies = doc.strings("fairSharing.preemptionStrategies", fs.get("preemptionStrategies"))
-    allowed = {
-        (s.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
-        (s.LESS_THAN_INITIAL_SHARE,),
-        (s.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, s.LESS_THAN_INITIAL_SHARE),
-    }
-    if strategies and strategies not in allowed:
-        doc.fail("fairSharing.preemptionStrategies", f"unsupported strategy list {list(strategies)}")
-    return s.ConfigSpec(enabled, strategies or s.ConfigSpec().preemption_strategies, excluded, feature_gates)
-
-
-def _feature_gates(doc: Doc, raw: Any) -> tuple[tuple[str, bool], ...]:
-    """``featureGates``: a map of gate name to ``true``/``false`` (Kueue's ``map[string]bool``)."""
-    gates = []
-    for name, value in doc.mapping("featureGates", raw).items():
-        if not isinstance(value, bool):
-            doc.fail(f"featureGates.{name}", f"expected true or false, got {type_name(value)}")
-            continue
-        gates.append((str(name), value))
-    return tuple(sorted(gates))
 
 
 def _workload(st: _Stream, doc: Doc, obj: dict[str, Any], index: int) -> s.WorkloadSpec | None:
@@ -350,6 +340,8 @@ def _workload(st: _Stream, doc: Doc, obj: dict[str, Any], index: int) -> s.Workl
                 for apath, a in doc.mappings(path, admission_raw.get("podSetAssignments"))
             ),
         )
+    if st.config.gate("ReclaimablePods"):
+        pod_sets, admission = _after_reclaim(doc, status, pod_sets, admission)
     labels = doc.mapping("metadata.labels", meta.get("labels"))
     return s.WorkloadSpec(
         ns, str(meta.get("name")), str(queue or ""), pod_sets, priority, created,
@@ -357,6 +349,31 @@ def _workload(st: _Stream, doc: Doc, obj: dict[str, Any], index: int) -> s.Workl
         _reserved_at(doc, status) if admission else 0,
         str(labels.get("kueue.x-k8s.io/job-uid", "")),
     )  # fmt: skip
+
+
+def _after_reclaim(
+    doc: Doc, status: dict[str, Any], pod_sets: tuple[s.PodSetSpec, ...], admission: s.AdmissionSpec | None
+) -> tuple[tuple[s.PodSetSpec, ...], s.AdmissionSpec | None]:
+    """``status.reclaimablePods`` (ReclaimablePods gate): pods that finished for good no longer
+    count, pending or admitted (Kueue's ``podSetsCountsAfterReclaim``; an admitted pod set is
+    scaled down only when fewer pods are left than were admitted)."""
+    reclaim: dict[str, int] = {}
+    for rpath, item in doc.mappings("status.reclaimablePods", status.get("reclaimablePods")):
+        reclaim[str(item.get("name", ""))] = integer(doc, f"{rpath}.count", item.get("count", 0), **POD_COUNT)
+    if not reclaim:
+        return pod_sets, admission
+    left = {ps.name: ps.count - min(reclaim.get(ps.name, 0), ps.count) for ps in pod_sets}
+    if admission is not None:
+        assignments = tuple(
+            replace(a, count=min(a.count, left.get(a.name, a.count))) for a in admission.pod_set_assignments
+        )
+        admission = replace(admission, pod_set_assignments=assignments)
+    reduced = []
+    for ps in pod_sets:
+        count = left[ps.name]
+        min_count = None if ps.min_count is None or count == 0 else min(ps.min_count, count)
+        reduced.append(replace(ps, count=count, min_count=min_count))
+    return tuple(reduced), admission
 
 
 def _reserved_at(doc: Doc, status: dict[str, Any]) -> int:
@@ -408,11 +425,7 @@ def _pod_set(doc: Doc, path: str, raw: dict[str, Any]) -> s.PodSetSpec:
     for tpath, term in doc.mappings(f"{apath}.nodeSelectorTerms", required.get("nodeSelectorTerms")):
         terms.append(
             tuple(
-                s.Requirement(
-                    str(e.get("key", "")),
-                    str(e.get("operator", "In")),
-                    doc.strings(f"{epath}.values", e.get("values")),
-                )
+                _requirement(doc, epath, e, _NODE_OPERATORS)
                 for epath, e in doc.mappings(f"{tpath}.matchExpressions", term.get("matchExpressions"))
             )
         )

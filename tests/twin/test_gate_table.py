@@ -51,9 +51,9 @@ def rows() -> list[list[str]]:
 def test_the_parser_reads_kueues_table_shape() -> None:
     sample = (
         "var defaultVersionedFeatureGates = map[featuregate.Feature]featuregate.VersionedSpecs{\n"
-        "\tA: {\n\t\t{Version: version.MustParse(\"0.1\"), Default: false, PreRelease: featuregate.Alpha},\n"
-        "\t\t{Version: version.MustParse(\"0.2\"), Default: true, PreRelease: featuregate.Beta},\n\t},\n"
-        "\tB: {\n\t\t{Version: version.MustParse(\"0.1\"), Default: false, PreRelease: featuregate.Alpha},\n\t},\n}\n"
+        '\tA: {\n\t\t{Version: version.MustParse("0.1"), Default: false, PreRelease: featuregate.Alpha},\n'
+        '\t\t{Version: version.MustParse("0.2"), Default: true, PreRelease: featuregate.Beta},\n\t},\n'
+        '\tB: {\n\t\t{Version: version.MustParse("0.1"), Default: false, PreRelease: featuregate.Alpha},\n\t},\n}\n'
     )
     assert default_gates(sample) == {"A": True, "B": False}
 

@@ -164,8 +164,8 @@ def _decide(twin: Twin, entries: list[Entry], victims: dict[str, tuple[Target, E
 def _order(twin: Twin, entries: list[Entry]) -> Iterator[Entry]:
     """Step 4: the fair-sharing tournament, or the classical key."""
     if twin.fair is not None:
-        return tournament(twin.fair, entries)
-    return iter(sorted(entries, key=Entry.classical_key))
+        return tournament(twin.fair, entries, twin.preemptor.preemptors.first())
+    return twin.preemptor.preemptors.classical(entries)
 
 
 BUSY, WAITING, HOLDING, CALM = range(4)  # an entry's part in a quiet cycle (see _quiet)
@@ -200,6 +200,8 @@ def _quiet(twin: Twin, entries: list[Entry]) -> list[Entry] | None:
 
 def _part(twin: Twin, e: Entry) -> int:
     assert e.cq is not None
+    if e.assignment.mode != NO_FIT and twin.preemptor.preemptors.prioritized(e.wl):
+        return BUSY  # PrioritizePreemptorWorkloads: the full path decides (order, reservation)
     return _part_of(twin, e.cq, e.assignment, e.targets)
 
 
@@ -270,7 +272,7 @@ def _process(
             yield e
             continue
         if mode < FIT and not e.targets:
-            if not twin.preemptor.can_always_reclaim(cq):
+            if twin.preemptor.reserves(cq, e.wl):
                 snapshot.add_transient(cq.node, reserve(e.assignment, cq))
             yield e
             continue
@@ -340,6 +342,8 @@ def _requeue(twin: Twin, e: Entry) -> Pending:
             state = ACTIVE
     elif queue is not None:
         queue.park(wl)
+    if e.status == PREEMPTING:
+        twin.preemptor.preemptors.mark(wl)  # Kueue's preemptor workload of the ClusterQueue
     pending = _verdict(wl, e.reason, e.message, e.assignment.mode, state)
     twin.last_status[wl.key] = pending
     return pending
@@ -405,6 +409,8 @@ def _calm(twin: Twin, queue: ClusterQueueQueue, wl: Workload, *, holding: bool) 
         return None
     found = twin.get_assignments(wl, cq)  # the quota is the streak's: as the full path would find it
     a = found[0]
+    if a.mode != NO_FIT and twin.preemptor.preemptors.prioritized(wl):
+        return None  # PrioritizePreemptorWorkloads: the full path decides
     part = _part_of(twin, cq, a, found[1])
     if part != CALM and not (holding and part == HOLDING):
         return None

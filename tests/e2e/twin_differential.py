@@ -6,16 +6,39 @@ Workload ``job-<name>-<hash>``), so a disagreement reads as "Job x: real … / t
 
 from __future__ import annotations
 
+import copy
+import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from typer.testing import CliRunner
+
+from gpufleet.cli import app
+from gpufleet.testbed import Testbed, TestbedError
+from gpufleet.twin.resources import parse_quantity
+from tests.e2e.random_scenarios import (
+    RELEASED_LABEL,
+    KueueConfig,
+    Names,
+    Scenario,
+    generate,
+    job_object,
+    queue_objects,
+    shared_objects,
+)
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 RESOURCE = "nvidia.com/gpu"
+EXPORTED = ",".join(
+    f"{kind}.kueue.x-k8s.io"
+    for kind in ("resourceflavors", "cohorts", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads")
+)
 QUIET_S = 4.0  # Kueue has settled when nothing changed for this long and no eviction is in flight
 SETTLE_TIMEOUT_S = 120.0
 
@@ -74,8 +97,13 @@ def _conditions(workload: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def real_verdicts(cluster: Any, namespace: str) -> Verdicts:
+    return verdicts_of(cluster.get("workloads.kueue.x-k8s.io", f"--namespace={namespace}")["items"])
+
+
+def verdicts_of(workloads: list[dict[str, Any]]) -> Verdicts:
+    """Kueue's verdicts read from live Workload objects (their conditions and ``status.admission``)."""
     out = Verdicts()
-    for wl in cluster.get("workloads.kueue.x-k8s.io", f"--namespace={namespace}")["items"]:
+    for wl in workloads:
         job, conds = job_of(wl), _conditions(wl)
         out.known.add(job)
         reserved, evicted, preempted = conds.get("QuotaReserved"), conds.get("Evicted"), conds.get("Preempted")
@@ -110,13 +138,17 @@ def settled(cluster: Any, namespace: str) -> Verdicts:
     pytest.fail(f"Kueue did not settle within {SETTLE_TIMEOUT_S:.0f}s; last: {last.describe() if last else None}")
 
 
-def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str) -> Verdicts:
-    """The twin's final state: the export's admissions, then every cycle's admissions and preemptions."""
+def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str | frozenset[str]) -> Verdicts:
+    """The twin's final state: the export's admissions, then every cycle's admissions and preemptions.
+
+    ``namespace`` may be a set: a random scenario keeps its Jobs in two namespaces with distinct names.
+    """
+    namespaces = frozenset({namespace}) if isinstance(namespace, str) else namespace
     items = yaml.safe_load(listing.read_text(encoding="utf-8"))["items"]
     workloads = {
         f"{wl['metadata']['namespace']}/{wl['metadata']['name']}": wl
         for wl in items
-        if wl["kind"] == "Workload" and wl["metadata"].get("namespace") == namespace
+        if wl["kind"] == "Workload" and wl["metadata"].get("namespace") in namespaces
     }
     jobs = {key: job_of(wl) for key, wl in workloads.items()}
     out = Verdicts(known=set(jobs.values()))
@@ -149,15 +181,20 @@ def _nonzero(table: dict[str, int]) -> dict[str, int]:
 
 def real_usage(cluster: Any, cluster_queues: list[str]) -> dict[str, dict[str, dict[str, int]]]:
     """Each ClusterQueue's reserved and borrowed quota, from its status, as ``flavor/resource`` → integer."""
+    return usage_of({name: cluster.get("clusterqueues.kueue.x-k8s.io", name) for name in cluster_queues})
+
+
+def usage_of(cluster_queues: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    """``real_usage`` from ClusterQueue objects already read, by name. Quantities in Kueue's units."""
     out: dict[str, dict[str, dict[str, int]]] = {}
-    for name in cluster_queues:
-        status = cluster.get("clusterqueues.kueue.x-k8s.io", name).get("status", {})
+    for name, obj in cluster_queues.items():
+        status = obj.get("status", {})
         usage: dict[str, int] = {}
         borrowed: dict[str, int] = {}
         for flavor in status.get("flavorsReservation", []):
             for res in flavor["resources"]:
-                usage[f"{flavor['name']}/{res['name']}"] = int(res.get("total", 0))
-                borrowed[f"{flavor['name']}/{res['name']}"] = int(res.get("borrowed", 0))
+                usage[f"{flavor['name']}/{res['name']}"] = parse_quantity(res.get("total", 0), res["name"])
+                borrowed[f"{flavor['name']}/{res['name']}"] = parse_quantity(res.get("borrowed", 0), res["name"])
         out[name] = {"usage": _nonzero(usage), "borrowed": _nonzero(borrowed)}
     return out
 
@@ -168,3 +205,308 @@ def twin_usage(report: dict[str, Any], cluster_queues: list[str]) -> dict[str, d
         name: {"usage": _nonzero(cqs[name]["usage"]), "borrowed": _nonzero(cqs[name]["borrowed"])}
         for name in cluster_queues
     }
+
+
+# -- random scenarios, in batches ----------------------------------------------------------------
+#
+# Method (issue 18). A batch is several random scenarios of one Kueue Configuration, each under its own
+# name prefix: its own two namespaces, Cohorts, ClusterQueues and LocalQueues, so the scenarios never
+# share quota and run side by side. The Jobs are created one per second per scenario (a Workload's
+# ``creationTimestamp`` has whole seconds, so this gives every Workload of a scenario its own queue
+# position). Jobs meant to run first go to the ``-run`` namespace, which the ClusterQueues select from
+# the start; the Jobs under test go to ``-new``, which carries the scenario label but not the
+# ``released`` one: Kueue creates their Workloads and parks them (namespace mismatch). Once Kueue has
+# settled, kubectl exports everything, the twin runs on a copy where ``-new`` is relabelled, and then
+# ``-new`` is relabelled in the cluster. One label change makes every ClusterQueue of the scenario
+# match at once (Kueue's namespace handler moves all parked workloads of their cohort trees back to
+# the heaps together), where a held LocalQueue would need one release per ClusterQueue.
+
+BATCH_SETTLE_TIMEOUT_S = 90.0
+
+
+@dataclass
+class Outcome:
+    """One scenario's result: both verdicts, the usage tables, and what disagreed (empty: agreement)."""
+
+    scenario: Scenario
+    prefix: str
+    real: Verdicts
+    twin: Verdicts
+    real_usage: dict[str, dict[str, dict[str, int]]]
+    twin_usage: dict[str, dict[str, dict[str, int]]]
+    listing: Path  # the export the twin read (the scenario's objects only, hold not yet lifted)
+    released: Path  # the twin's input
+    config: Path
+    settled: bool
+    cycles: int
+    ties: list[str] = field(default_factory=list)  # Workloads sharing a creation second (UID decides)
+    exported_messages: dict[str, str] = field(default_factory=dict)  # Job -> QuotaReserved message at export
+    timings: dict[str, float] = field(default_factory=dict)  # the batch's phases, seconds
+
+    @property
+    def unwritten(self) -> list[str]:
+        """Pending Jobs whose condition Kueue left as it was at the export while the twin wrote a new one.
+
+        Behind a blocked StrictFIFO head, and for equivalents bulk-moved by the scheduling hash, Kueue
+        writes no new condition (issue 18, "What Kueue writes"); the twin reports its own explanation.
+        """
+        return sorted(
+            job
+            for job, message in self.real.pending.items()
+            if message == self.exported_messages.get(job) and self.twin.pending.get(job, message) != message
+        )
+
+    @property
+    def disagreements(self) -> list[str]:
+        out: list[str] = []
+        if not self.settled:
+            out.append("NotSettled")
+        if self.real.admitted != self.twin.admitted:
+            out.append("Admitted")
+        if self.real.preempted != self.twin.preempted:
+            out.append("Preempted")
+        if set(self.real.pending) != set(self.twin.pending):
+            out.append("PendingSet")
+        else:
+            if any(self.real.pending[j] != m for j, m in self.twin.pending.items() if j not in self.unwritten):
+                out.append("PendingMessage")
+            if self.unwritten:
+                out.append("KueueWroteNothing")
+            twin_reasons = {j: legacy_reason(r) for j, r in self.twin.reasons.items() if j not in self.unwritten}
+            if {j: r for j, r in self.real.reasons.items() if j not in self.unwritten} != twin_reasons:
+                out.append("PendingReason")
+        if self.real_usage != self.twin_usage:
+            out.append("Usage")
+        return out
+
+    def report(self) -> dict[str, Any]:
+        """What a bug report needs: the scenario, both outcomes, and the files to rerun the twin on."""
+
+        def side(v: Verdicts, usage: dict[str, Any]) -> dict[str, Any]:
+            return {
+                "admitted": {
+                    j: {"clusterQueue": cq, "flavors": [list(f) for f in fl]}
+                    for j, (cq, fl) in sorted(v.admitted.items())
+                },
+                "preempted": dict(sorted(v.preempted.items())),
+                "pending": {j: {"reason": v.reasons.get(j, ""), "message": m} for j, m in sorted(v.pending.items())},
+                "usage": usage,
+            }
+
+        return {
+            "seed": self.scenario.seed,
+            "prefix": self.prefix,
+            "disagreements": self.disagreements,
+            "ties": self.ties,
+            "kueueWroteNothing": self.unwritten,
+            "kueue": side(self.real, self.real_usage),
+            "twin": side(self.twin, self.twin_usage),
+            "scenario": self.scenario.to_dict(),
+        }
+
+
+def _all(bed: Testbed, resource: str) -> list[dict[str, Any]]:
+    return list(json.loads(bed.kubectl("get", resource, "--all-namespaces", "--output=json").stdout)["items"])
+
+
+def _apply(bed: Testbed, objects: list[dict[str, Any]]) -> None:
+    bed.kubectl(
+        "apply", "--server-side", "--field-manager=gpufleet-e2e", "--filename=-", stdin=yaml.safe_dump_all(objects)
+    )
+
+
+def _workloads_by_prefix(bed: Testbed, prefixes: list[str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {p: [] for p in prefixes}
+    for wl in _all(bed, "workloads.kueue.x-k8s.io"):
+        ns = wl["metadata"]["namespace"]
+        prefix = ns.rsplit("-", 1)[0]
+        if prefix in out and ns in (f"{prefix}-run", f"{prefix}-new"):
+            out[prefix].append(wl)
+    return out
+
+
+def _wait(check: Any, what: str, timeout_s: float = 120.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.3)
+    raise TestbedError(f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}")
+
+
+def _created(bed: Testbed, prefixes: list[str], wanted: set[tuple[str, str]]) -> list[dict[str, Any]] | None:
+    """The Workloads of the ``wanted`` (prefix, Job) pairs, once Kueue has created all of them."""
+    found = [(p, wl) for p, wls in _workloads_by_prefix(bed, prefixes).items() for wl in wls]
+    mine = [wl for p, wl in found if (p, job_of(wl)) in wanted]
+    return mine if len(mine) == len(wanted) else None
+
+
+def _create_jobs(bed: Testbed, batch: dict[str, Scenario]) -> dict[str, list[str]]:
+    """Create each scenario's Jobs in order, one per second per scenario; return creation-second ties."""
+    seconds: dict[str, dict[str, str]] = {p: {} for p in batch}
+    for i in range(max(len(s.jobs) for s in batch.values())):
+        wanted = {(p, s.jobs[i].name) for p, s in batch.items() if i < len(s.jobs)}
+        _apply(bed, [job_object(s.jobs[i], Names(p)) for p, s in batch.items() if i < len(s.jobs)])
+
+        made: list[dict[str, Any]] = _wait(
+            lambda w=wanted: _created(bed, list(batch), w), f"the Workloads of Jobs {sorted(wanted)}"
+        )
+        for wl in made:
+            seconds[wl["metadata"]["namespace"].rsplit("-", 1)[0]][job_of(wl)] = wl["metadata"]["creationTimestamp"]
+        latest = max(
+            datetime.strptime(wl["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            for wl in made
+        )
+        time.sleep(max(0.0, latest.timestamp() + 1.05 - time.time()))  # the next Jobs fall in a later second
+    ties: dict[str, list[str]] = {}
+    for p, by_job in seconds.items():
+        stamps = list(by_job.values())
+        ties[p] = sorted(j for j, t in by_job.items() if stamps.count(t) > 1)
+    return ties
+
+
+def _settle(bed: Testbed, prefixes: list[str], timeout_s: float) -> tuple[dict[str, Verdicts], set[str]]:
+    """Poll until each scenario's verdicts stay unchanged for QUIET_S with nothing in flight.
+
+    Returns the last verdicts of every scenario and the prefixes that did not settle in ``timeout_s``
+    (a preempt-back loop, for one): those are reported, not waited on forever.
+    """
+    deadline = time.monotonic() + timeout_s
+    last: dict[str, Verdicts] = {}
+    since: dict[str, float] = {}
+    quiet: set[str] = set()
+    while time.monotonic() < deadline and len(quiet) < len(prefixes):
+        for p, wls in _workloads_by_prefix(bed, prefixes).items():
+            if p in quiet:
+                continue
+            now = verdicts_of(wls)
+            if p not in last or now.key() != last[p].key() or now.busy:
+                last[p], since[p] = now, time.monotonic()
+            elif time.monotonic() - since[p] >= QUIET_S:
+                quiet.add(p)
+        time.sleep(0.5)
+    return last, set(prefixes) - quiet
+
+
+def _scenario_items(items: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    """The export's objects that belong to the scenario, plus the cluster-scoped ones it uses."""
+    shared = {"ResourceFlavor", "WorkloadPriorityClass", "PriorityClass"}
+    out = []
+    for obj in items:
+        meta = obj["metadata"]
+        own = meta.get("namespace", meta["name"]).startswith(f"{prefix}-")
+        if obj["kind"] in shared or own:
+            out.append(obj)
+    return out
+
+
+def run_batch(bed: Testbed, batch: dict[str, Scenario], out: Path) -> list[Outcome]:
+    """Apply, export, predict, release and settle several isolated scenarios of one Configuration."""
+    out.mkdir(parents=True, exist_ok=True)
+    config = out / f"kueue-config-{next(iter(batch))}.yaml"  # one per batch: groups differ in Configuration
+    config.write_text((bed.config / "kueue.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    _apply(bed, shared_objects())
+    _apply(bed, [obj for p, s in batch.items() for obj in queue_objects(s, Names(p))])
+    cqs = {Names(p).of(q.name) for p, s in batch.items() for q in s.queues}
+
+    def active() -> bool:
+        return all(
+            any(c["type"] == "Active" and c["status"] == "True" for c in cq.get("status", {}).get("conditions", []))
+            for cq in _all(bed, "clusterqueues.kueue.x-k8s.io")
+            if cq["metadata"]["name"] in cqs
+        )
+
+    timings: dict[str, float] = {}
+    began = time.monotonic()
+
+    def done(phase: str) -> None:
+        nonlocal began
+        timings[phase] = round(time.monotonic() - began, 2)
+        began = time.monotonic()
+
+    _wait(active, "the scenarios' ClusterQueues to be active")
+    done("queues")
+    ties = _create_jobs(bed, batch)
+    done("jobs")
+    before, unsettled = _settle(bed, list(batch), SETTLE_TIMEOUT_S)
+    done("settle before export")
+    if unsettled:
+        raise TestbedError(f"Kueue did not settle before the export in {sorted(unsettled)}")
+    exported = yaml.safe_load(
+        bed.kubectl("get", f"{EXPORTED},priorityclasses,namespaces", "--all-namespaces", "--output=yaml").stdout
+    )
+    predictions: dict[str, tuple[Verdicts, dict[str, Any], Path, Path]] = {}
+    for p in batch:
+        names = Names(p)
+        folder = out / p
+        folder.mkdir(parents=True, exist_ok=True)
+        items = _scenario_items(exported["items"], p)
+        listing = folder / "cluster.yaml"
+        listing.write_text(yaml.safe_dump({**exported, "items": items}), encoding="utf-8")
+        released = copy.deepcopy(items)
+        for obj in released:
+            if obj["kind"] == "Namespace" and obj["metadata"]["name"] == names.held:
+                obj["metadata"].setdefault("labels", {})[RELEASED_LABEL] = "true"
+        released_path = folder / "released.yaml"
+        released_path.write_text(yaml.safe_dump({**exported, "items": released}), encoding="utf-8")
+        result = CliRunner().invoke(app, ["twin", "step", str(released_path), str(config), "--until-stable", "--json"])
+        if result.exit_code != 0:
+            raise TestbedError(f"twin step failed on {released_path}: {result.output}")
+        report = yaml.safe_load(result.output)
+        verdicts = twin_verdicts(report, listing, frozenset({names.running, names.held}))
+        predictions[p] = (verdicts, report, listing, released_path)
+    done("export and twin")
+    bed.kubectl("label", "namespace", *(Names(p).held for p in batch), f"{RELEASED_LABEL}=true")
+    real, unsettled = _settle(bed, list(batch), BATCH_SETTLE_TIMEOUT_S)
+    done("settle after release")
+    live = {cq["metadata"]["name"]: cq for cq in _all(bed, "clusterqueues.kueue.x-k8s.io")}
+    outcomes = []
+    for p, scn in batch.items():
+        names = Names(p)
+        twin, report, listing, released_path = predictions[p]
+        mine = [names.of(q.name) for q in scn.queues]
+        outcomes.append(
+            Outcome(
+                scenario=scn, prefix=p, real=real[p], twin=twin,
+                real_usage=usage_of({n: live[n] for n in mine}), twin_usage=twin_usage(report, mine),
+                listing=listing, released=released_path, config=config, settled=p not in unsettled,
+                cycles=len(report["cycles"]), ties=ties[p], exported_messages=before[p].pending, timings=timings,
+            )
+        )  # fmt: skip
+    return outcomes
+
+
+def clean_up(bed: Testbed, batch: dict[str, Scenario]) -> None:
+    """Delete the scenarios' objects without waiting: names never repeat, so nothing collides."""
+    namespaces = [ns for p in batch for ns in (Names(p).running, Names(p).held)]
+    bed.kubectl("delete", "namespace", *namespaces, "--wait=false", "--ignore-not-found")
+    cqs = [Names(p).of(q.name) for p, s in batch.items() for q in s.queues]
+    bed.kubectl("delete", "clusterqueues.kueue.x-k8s.io", *cqs, "--wait=false", "--ignore-not-found")
+    cohorts = [Names(p).of(c.name) for p, s in batch.items() for c in s.cohorts]
+    bed.kubectl("delete", "cohorts.kueue.x-k8s.io", *cohorts, "--wait=false", "--ignore-not-found")
+
+
+def configure(bed: Testbed, config: KueueConfig) -> None:
+    """Restart Kueue with the scenario group's fair-sharing settings (unless already in force)."""
+    current = yaml.safe_load((bed.config / "kueue.yaml").read_text(encoding="utf-8"))
+    wanted = config.manager_fields().get("fairSharing")
+    if current.get("fairSharing") != wanted:
+        bed.reconfigure_kueue({"fairSharing": wanted})
+
+
+def run_seeds(bed: Testbed, seeds: list[int], out: Path, *, batch_size: int = 8, tag: str = "") -> Iterator[Outcome]:
+    """Every seed's scenario, grouped by Kueue Configuration (one Kueue restart per group), in batches."""
+    groups: dict[str, list[Scenario]] = {}
+    for seed in seeds:
+        scn = generate(seed)
+        groups.setdefault(scn.config.key, []).append(scn)
+    for scenarios in groups.values():
+        configure(bed, scenarios[0].config)
+        for start in range(0, len(scenarios), batch_size):
+            batch = {f"rnd{tag}-{s.seed}": s for s in scenarios[start : start + batch_size]}
+            try:
+                yield from run_batch(bed, batch, out)
+            finally:
+                clean_up(bed, batch)

@@ -33,6 +33,8 @@ def save(outcome: Outcome, out: Path, label: str = "") -> Path:
     folder = out / f"seed-{outcome.scenario.seed}{label}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "outcome.yaml").write_text(yaml.safe_dump(outcome.report(), sort_keys=False), encoding="utf-8")
+    final = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": outcome.final}, sort_keys=False)
+    (folder / "kueue-final.yaml").write_text(final, encoding="utf-8")
     for src in (outcome.listing, outcome.released, outcome.config):
         (folder / src.name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
     return folder
@@ -57,6 +59,8 @@ def main() -> None:
         try:
             for outcome in run_seeds(bed, seeds, Path(run) / "work", batch_size=args.batch):
                 found = outcome.disagreements
+                if outcome.timings.get("kueue restart") is not None:
+                    print(f"batch from seed {outcome.scenario.seed}: {outcome.timings}", flush=True)
                 counts["agree" if not found else "disagree"] += 1
                 counts.update(found)
                 line = f"seed {outcome.scenario.seed:>4} [{outcome.scenario.config.key}] "

@@ -241,6 +241,7 @@ class Outcome:
     cycles: int
     ties: list[str] = field(default_factory=list)  # Workloads sharing a creation second (UID decides)
     exported_messages: dict[str, str] = field(default_factory=dict)  # Job -> QuotaReserved message at export
+    final: list[dict[str, Any]] = field(default_factory=list)  # Kueue's Workloads once settled (evidence)
     timings: dict[str, float] = field(default_factory=dict)  # the batch's phases, seconds
 
     @property
@@ -461,6 +462,7 @@ def run_batch(bed: Testbed, batch: dict[str, Scenario], out: Path) -> list[Outco
     bed.kubectl("label", "namespace", *(Names(p).held for p in batch), f"{RELEASED_LABEL}=true")
     real, unsettled = _settle(bed, list(batch), BATCH_SETTLE_TIMEOUT_S)
     done("settle after release")
+    final = _workloads_by_prefix(bed, list(batch))
     live = {cq["metadata"]["name"]: cq for cq in _all(bed, "clusterqueues.kueue.x-k8s.io")}
     outcomes = []
     for p, scn in batch.items():
@@ -473,6 +475,7 @@ def run_batch(bed: Testbed, batch: dict[str, Scenario], out: Path) -> list[Outco
                 real_usage=usage_of({n: live[n] for n in mine}), twin_usage=twin_usage(report, mine),
                 listing=listing, released=released_path, config=config, settled=p not in unsettled,
                 cycles=len(report["cycles"]), ties=ties[p], exported_messages=before[p].pending, timings=timings,
+                final=[{k: wl[k] for k in ("metadata", "spec", "status") if k in wl} for wl in final[p]],
             )
         )  # fmt: skip
     return outcomes
@@ -503,10 +506,16 @@ def run_seeds(bed: Testbed, seeds: list[int], out: Path, *, batch_size: int = 8,
         scn = generate(seed)
         groups.setdefault(scn.config.key, []).append(scn)
     for scenarios in groups.values():
+        began = time.monotonic()
         configure(bed, scenarios[0].config)
+        restart = round(time.monotonic() - began, 2)
         for start in range(0, len(scenarios), batch_size):
             batch = {f"rnd{tag}-{s.seed}": s for s in scenarios[start : start + batch_size]}
             try:
-                yield from run_batch(bed, batch, out)
+                outcomes = run_batch(bed, batch, out)
             finally:
+                began = time.monotonic()
                 clean_up(bed, batch)
+            outcomes[0].timings.update({"kueue restart": restart, "clean up": round(time.monotonic() - began, 2)})
+            restart = 0.0
+            yield from outcomes

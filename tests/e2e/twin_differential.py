@@ -280,6 +280,10 @@ class Outcome:
             out.append("Usage")
         return out
 
+    def kueue_key(self) -> str:
+        """Kueue's verdicts with the name prefix taken out: two runs of one seed compare equal iff Kueue agreed."""
+        return repr(self.real.key()).replace(f"{self.prefix}-", "")
+
     def report(self) -> dict[str, Any]:
         """What a bug report needs: the scenario, both outcomes, and the files to rerun the twin on."""
 

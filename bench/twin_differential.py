@@ -7,7 +7,7 @@ counts by category. ``--repeat`` runs every disagreeing seed again under a new n
 whose two Kueue runs differ is Kueue's own nondeterminism, one that repeats is a twin finding. Each
 disagreement's scenario, both outcomes and the twin's input are written under ``--out``.
 
-Run: ``python -m bench twin_differential [--count 300] [--first 0] [--batch 8] [--repeat] [--out DIR]``.
+Run: ``python -m bench twin_differential [--count 300] [--first 0 | --seeds N...] [--batch 8] [--repeat] [--out DIR]``.
 """
 
 from __future__ import annotations
@@ -45,11 +45,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--first", type=int, default=0, help="first seed")
-    parser.add_argument("--batch", type=int, default=8, help="scenarios side by side on the testbed")
+    parser.add_argument("--seeds", type=int, nargs="+", help="these seeds instead of --first/--count")
+    parser.add_argument("--batch", type=int, default=16, help="scenarios side by side on the testbed")
     parser.add_argument("--repeat", action="store_true", help="run each disagreeing seed a second time")
     parser.add_argument("--out", type=Path, default=Path("twin-differential-findings"))
     args = parser.parse_args()
-    seeds = list(range(args.first, args.first + args.count))
+    seeds = args.seeds or list(range(args.first, args.first + args.count))
     fleet = resolve(load_policy(POLICY))
     counts: collections.Counter[str] = collections.Counter()
     missed: list[Outcome] = []

@@ -155,6 +155,9 @@ def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str | frozen
     for key, wl in workloads.items():
         if wl.get("status", {}).get("admission"):
             out.admitted[jobs[key]] = placement(wl["status"]["admission"])
+        preempted = _conditions(wl).get("Preempted")
+        if preempted is not None and preempted["status"] == "True":  # evicted before the export, still so
+            out.preempted[jobs[key]] = str(preempted["reason"])
     for cycle in report["cycles"]:
         for row in cycle["preempted"]:
             if row["workload"] in jobs:
@@ -168,6 +171,7 @@ def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str | frozen
                     )
                 )
                 out.admitted[jobs[row["workload"]]] = (row["clusterQueue"], flavors)
+                out.preempted.pop(jobs[row["workload"]], None)  # Kueue resets Preempted on a new reservation
     for row in report["cycles"][-1]["pending"] if report["cycles"] else []:
         if row["workload"] in jobs:
             out.pending[jobs[row["workload"]]] = row["message"]

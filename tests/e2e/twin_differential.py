@@ -226,6 +226,7 @@ def twin_usage(report: dict[str, Any], cluster_queues: list[str]) -> dict[str, d
 # the heaps together), where a held LocalQueue would need one release per ClusterQueue.
 
 BATCH_SETTLE_TIMEOUT_S = 90.0
+EVICTION_MESSAGE = "Preempted to accommodate"  # what an evicted Workload's QuotaReserved=False says
 
 
 @dataclass
@@ -254,11 +255,14 @@ class Outcome:
 
         Behind a blocked StrictFIFO head, and for equivalents bulk-moved by the scheduling hash, Kueue
         writes no new condition (issue 18, "What Kueue writes"); the twin reports its own explanation.
+        The condition left is the one at the export, or, for a victim requeued and not tried again,
+        the eviction's own message ("Preempted to accommodate …").
         """
         return sorted(
             job
             for job, message in self.real.pending.items()
-            if message == self.exported_messages.get(job) and self.twin.pending.get(job, message) != message
+            if (message == self.exported_messages.get(job) or message.startswith(EVICTION_MESSAGE))
+            and self.twin.pending.get(job, message) != message
         )
 
     @property

@@ -7,6 +7,8 @@ counts by category. ``--repeat`` runs every disagreeing seed again under a new n
 whose two Kueue runs differ is Kueue's own nondeterminism, one that repeats is a twin finding. Each
 disagreement's scenario, both outcomes and the twin's input are written under ``--out``.
 
+``--rejudge DIR`` judges saved reproducers again against the twin as it is now, without a testbed.
+
 Run: ``python -m bench twin_differential [--count 300] [--first 0 | --seeds N...] [--batch 8] [--repeat] [--out DIR]``.
 """
 
@@ -22,7 +24,7 @@ import yaml
 
 from gpufleet.policy import load_policy, resolve
 from gpufleet.testbed import Testbed, ensure
-from tests.e2e.twin_differential import Outcome, run_seeds
+from tests.e2e.twin_differential import Outcome, rejudge, run_seeds
 
 REPO = Path(__file__).resolve().parents[1]
 POLICY = REPO / "tests" / "e2e" / "fleet.yaml"
@@ -49,7 +51,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16, help="scenarios side by side on the testbed")
     parser.add_argument("--repeat", action="store_true", help="run each disagreeing seed a second time")
     parser.add_argument("--out", type=Path, default=Path("twin-differential-findings"))
+    parser.add_argument("--rejudge", type=Path, help="judge the reproducers saved under DIR again (no testbed)")
     args = parser.parse_args()
+    if args.rejudge:
+        for folder in sorted(args.rejudge.glob("seed-*"), key=lambda f: f.name):
+            outcome = rejudge(folder)
+            print(f"{folder.name}: {', '.join(outcome.disagreements) or 'agrees now'}")
+        return
     seeds = args.seeds or list(range(args.first, args.first + args.count))
     fleet = resolve(load_policy(POLICY))
     counts: collections.Counter[str] = collections.Counter()

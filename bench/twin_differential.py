@@ -20,8 +20,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 from gpufleet.policy import load_policy, resolve
 from gpufleet.testbed import Testbed, ensure
 from tests.e2e.twin_differential import Outcome, rejudge, run_seeds
@@ -32,15 +30,7 @@ UNWRITTEN = "KueueWroteNothing"
 
 
 def save(outcome: Outcome, out: Path, label: str = "") -> Path:
-    """The reproducer: scenario, Kueue's and the twin's outcome, and the twin's own input beside it."""
-    folder = out / f"seed-{outcome.scenario.seed}{label}"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "outcome.yaml").write_text(yaml.safe_dump(outcome.report(), sort_keys=False), encoding="utf-8")
-    final = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": outcome.final}, sort_keys=False)
-    (folder / "kueue-final.yaml").write_text(final, encoding="utf-8")
-    for src in (outcome.listing, outcome.released, outcome.config):
-        (folder / src.name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
-    return folder
+    return outcome.save(out / f"seed-{outcome.scenario.seed}{label}")
 
 
 def main() -> None:

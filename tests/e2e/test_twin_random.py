@@ -150,6 +150,9 @@ def outcomes(random_bed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> d
         for phase, seconds in timings.items():
             phases[phase] += seconds
     print(f"\n{counts['agree']} of {len(done)} agree; {dict(counts)}; phases {dict(phases)}")
+    for o in done.values():
+        if set(o.disagreements) - {"KueueWroteNothing"}:
+            print(f"seed {o.scenario.seed}: {o.disagreements}; reproducer {o.save(out / f'seed-{o.scenario.seed}')}")
     return done
 
 

@@ -293,6 +293,16 @@ class Outcome:
             out.append("Usage")
         return out
 
+    def save(self, folder: Path) -> Path:
+        """The reproducer ``rejudge`` reads: scenario and both outcomes, Kueue's Workloads, the twin's input."""
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "outcome.yaml").write_text(yaml.safe_dump(self.report(), sort_keys=False), encoding="utf-8")
+        final = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": self.final}, sort_keys=False)
+        (folder / "kueue-final.yaml").write_text(final, encoding="utf-8")
+        for src in (self.listing, self.released, self.config):
+            (folder / src.name).write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+        return folder
+
     def kueue_key(self) -> str:
         """Kueue's verdicts with the name prefix taken out: two runs of one seed compare equal iff Kueue agreed."""
         return repr(self.real.key()).replace(f"{self.prefix}-", "")

@@ -231,6 +231,9 @@ def twin_usage(report: dict[str, Any], cluster_queues: list[str]) -> dict[str, d
 # the heaps together), where a held LocalQueue would need one release per ClusterQueue.
 
 BATCH_SETTLE_TIMEOUT_S = 90.0
+# Longer than QUIET_S: with many scenarios at once on a loaded machine, Kueue's requeue batch (1 s),
+# its backoff and the eviction round trips can leave a gap of several seconds between two changes.
+BATCH_QUIET_S = 8.0
 EVICTION_MESSAGE = "Preempted to accommodate"  # what an evicted Workload's QuotaReserved=False says
 
 
@@ -398,7 +401,7 @@ def _create_jobs(bed: Testbed, batch: dict[str, Scenario]) -> dict[str, list[str
 def _settle(
     bed: Testbed, prefixes: list[str], timeout_s: float, baseline: dict[str, Verdicts] | None = None
 ) -> tuple[dict[str, Verdicts], set[str]]:
-    """Poll until each scenario's verdicts stay unchanged for QUIET_S with nothing in flight.
+    """Poll until each scenario's verdicts stay unchanged for BATCH_QUIET_S with nothing in flight.
 
     With ``baseline`` (the verdicts before the release) a scenario is not quiet until its verdicts
     differ from it: a release always changes something (each ClusterQueue's head is judged again,
@@ -418,7 +421,7 @@ def _settle(
             unmoved = baseline is not None and now.key() == baseline[p].key()
             if p not in last or now.key() != last[p].key() or now.busy or unmoved:
                 last[p], since[p] = now, time.monotonic()
-            elif time.monotonic() - since[p] >= QUIET_S:
+            elif time.monotonic() - since[p] >= BATCH_QUIET_S:
                 quiet.add(p)
         time.sleep(0.5)
     return last, set(prefixes) - quiet

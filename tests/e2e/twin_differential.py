@@ -528,6 +528,7 @@ def run_batch(bed: Testbed, batch: dict[str, Scenario], out: Path) -> list[Outco
     real, unsettled = _settle(bed, list(batch), BATCH_SETTLE_TIMEOUT_S, baseline=before)
     done("settle after release")
     final = _workloads_by_prefix(bed, list(batch))
+    unsettled |= {p for p in batch if verdicts_of(final[p]).key() != real[p].key()}  # moved again meanwhile
     live = {cq["metadata"]["name"]: cq for cq in _all(bed, "clusterqueues.kueue.x-k8s.io")}
     outcomes = []
     for p, scn in batch.items():

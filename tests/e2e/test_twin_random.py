@@ -156,21 +156,22 @@ def outcomes(random_bed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> d
     return done
 
 
-# Seeds where Kueue itself gives two outcomes, with the evidence (see docs/twin.md, "The real Kueue as the
-# judge"). Not strict: which outcome Kueue gives depends on its wall clock, so the seed agrees in some runs.
-KUEUE_NONDETERMINISTIC = {
-    24: "two equivalent Jobs of one ClusterQueue are admitted a few milliseconds apart; when both "
-    "reservations fall in the same second of QuotaReserved's lastTransitionTime (whole seconds), Kueue's "
-    "victim order ties and takes the lower UID (pkg/scheduler/preemption/common/ordering.go), otherwise "
-    "the newer one, as the twin does: three runs gave victim j01, j01, j02",
+# Open twin findings, with reproducers under /work/diff-findings (see docs/twin.md, "The real Kueue as the
+# judge"). Not strict: which Job loses depends on the UIDs the API server draws in each run, so the seed
+# agrees in some runs.
+OPEN_TWIN_FINDINGS = {
+    24: "the twin stamps its own reservations one millisecond per cycle apart (scheduler.py _epoch + cycle); "
+    "Kueue's QuotaReserved lastTransitionTime has whole seconds, so two equivalent Jobs admitted a few "
+    "milliseconds apart tie and the fair-sharing victim is the one with the lower UID "
+    "(pkg/scheduler/preemption/common/ordering.go CandidatesOrdering), not the newer one",
 }
 
 
 @pytest.mark.parametrize(
     "seed",
     [
-        pytest.param(s, marks=pytest.mark.xfail(reason=KUEUE_NONDETERMINISTIC[s], strict=False))
-        if s in KUEUE_NONDETERMINISTIC
+        pytest.param(s, marks=pytest.mark.xfail(reason=OPEN_TWIN_FINDINGS[s], strict=False))
+        if s in OPEN_TWIN_FINDINGS
         else s
         for s in CI_SEEDS
     ],

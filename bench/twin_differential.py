@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gpufleet.policy import load_policy, resolve
 from gpufleet.testbed import Testbed, ensure
-from tests.e2e.twin_differential import Outcome, rejudge, run_seeds
+from tests.e2e.random_differential import Outcome, rejudge, run_seeds
 
 REPO = Path(__file__).resolve().parents[1]
 POLICY = REPO / "tests" / "e2e" / "fleet.yaml"

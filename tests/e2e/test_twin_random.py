@@ -2,7 +2,7 @@
 
 Each seed of ``CI_SEEDS`` is a scenario of ``tests/e2e/random_scenarios.py``; the method (two
 namespaces per scenario, one relabel releases the Jobs under test, scenarios side by side in disjoint
-cohorts, one Kueue restart per Configuration) is described in ``tests/e2e/twin_differential.py``. The
+cohorts, one Kueue restart per Configuration) is described in ``tests/e2e/random_differential.py``. The
 scenarios run on a testbed of their own, because Kueue is restarted with other fair-sharing settings
 and the e2e fleet's testbed must keep its Configuration. Every seed is a test of its own, so a miss
 names its seed; rerun it with ``python -m bench twin_differential --first SEED --count 1``. The 300+
@@ -23,6 +23,7 @@ from gpufleet.policy import load_policy, resolve
 from gpufleet.testbed import Testbed, TestbedError, ensure
 from gpufleet.testbed.binaries import ENV_BIN
 from tests.e2e.conftest import GO, POLICY, REPO
+from tests.e2e.random_differential import Outcome, run_seeds
 from tests.e2e.random_scenarios import (
     GPU,
     LT_INITIAL,
@@ -34,7 +35,6 @@ from tests.e2e.random_scenarios import (
     queue_objects,
 )
 from tests.e2e.random_scenarios import Names as ScenarioNames
-from tests.e2e.twin_differential import Outcome, run_seeds
 
 CI_SEEDS = list(range(32))
 BATCH = 13  # the largest Configuration group of CI_SEEDS runs as one batch

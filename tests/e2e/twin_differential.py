@@ -14,8 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
+from gpufleet.twin.resources import parse_quantity
+
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 RESOURCE = "nvidia.com/gpu"
+EXPORTED = ",".join(
+    f"{kind}.kueue.x-k8s.io"
+    for kind in ("resourceflavors", "cohorts", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads")
+)
 QUIET_S = 4.0  # Kueue has settled when nothing changed for this long and no eviction is in flight
 SETTLE_TIMEOUT_S = 120.0
 
@@ -74,8 +80,18 @@ def _conditions(workload: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def real_verdicts(cluster: Any, namespace: str) -> Verdicts:
+    return verdicts_of(cluster.get("workloads.kueue.x-k8s.io", f"--namespace={namespace}")["items"])
+
+
+def verdicts_of(workloads: list[dict[str, Any]], *, unjudged_busy: bool = True) -> Verdicts:
+    """Kueue's verdicts read from live Workload objects (their conditions and ``status.admission``).
+
+    ``unjudged_busy=False``: a Workload without a QuotaReserved condition is not a sign of motion, for
+    a Workload behind a StrictFIFO head that never fits is never judged at all (the quiet window
+    still covers one that is merely new).
+    """
     out = Verdicts()
-    for wl in cluster.get("workloads.kueue.x-k8s.io", f"--namespace={namespace}")["items"]:
+    for wl in workloads:
         job, conds = job_of(wl), _conditions(wl)
         out.known.add(job)
         reserved, evicted, preempted = conds.get("QuotaReserved"), conds.get("Evicted"), conds.get("Preempted")
@@ -90,7 +106,7 @@ def real_verdicts(cluster: Any, namespace: str) -> Verdicts:
             message = str((reserved or {}).get("message", ""))
             out.pending[job] = message
             out.reasons[job] = str((reserved or {}).get("reason", ""))
-            if reserved is None or message.startswith("Pending the preemption"):
+            if (reserved is None and unjudged_busy) or message.startswith("Pending the preemption"):
                 out.busy.append(f"{job} not yet judged or waiting for its victims")
     return out
 
@@ -110,19 +126,26 @@ def settled(cluster: Any, namespace: str) -> Verdicts:
     pytest.fail(f"Kueue did not settle within {SETTLE_TIMEOUT_S:.0f}s; last: {last.describe() if last else None}")
 
 
-def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str) -> Verdicts:
-    """The twin's final state: the export's admissions, then every cycle's admissions and preemptions."""
+def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str | frozenset[str]) -> Verdicts:
+    """The twin's final state: the export's admissions, then every cycle's admissions and preemptions.
+
+    ``namespace`` may be a set: a random scenario keeps its Jobs in two namespaces with distinct names.
+    """
+    namespaces = frozenset({namespace}) if isinstance(namespace, str) else namespace
     items = yaml.safe_load(listing.read_text(encoding="utf-8"))["items"]
     workloads = {
         f"{wl['metadata']['namespace']}/{wl['metadata']['name']}": wl
         for wl in items
-        if wl["kind"] == "Workload" and wl["metadata"].get("namespace") == namespace
+        if wl["kind"] == "Workload" and wl["metadata"].get("namespace") in namespaces
     }
     jobs = {key: job_of(wl) for key, wl in workloads.items()}
     out = Verdicts(known=set(jobs.values()))
     for key, wl in workloads.items():
         if wl.get("status", {}).get("admission"):
             out.admitted[jobs[key]] = placement(wl["status"]["admission"])
+        preempted = _conditions(wl).get("Preempted")
+        if preempted is not None and preempted["status"] == "True":  # evicted before the export, still so
+            out.preempted[jobs[key]] = str(preempted["reason"])
     for cycle in report["cycles"]:
         for row in cycle["preempted"]:
             if row["workload"] in jobs:
@@ -136,6 +159,7 @@ def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str) -> Verd
                     )
                 )
                 out.admitted[jobs[row["workload"]]] = (row["clusterQueue"], flavors)
+                out.preempted.pop(jobs[row["workload"]], None)  # Kueue resets Preempted on a new reservation
     for row in report["cycles"][-1]["pending"] if report["cycles"] else []:
         if row["workload"] in jobs:
             out.pending[jobs[row["workload"]]] = row["message"]
@@ -149,15 +173,20 @@ def _nonzero(table: dict[str, int]) -> dict[str, int]:
 
 def real_usage(cluster: Any, cluster_queues: list[str]) -> dict[str, dict[str, dict[str, int]]]:
     """Each ClusterQueue's reserved and borrowed quota, from its status, as ``flavor/resource`` → integer."""
+    return usage_of({name: cluster.get("clusterqueues.kueue.x-k8s.io", name) for name in cluster_queues})
+
+
+def usage_of(cluster_queues: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    """``real_usage`` from ClusterQueue objects already read, by name. Quantities in Kueue's units."""
     out: dict[str, dict[str, dict[str, int]]] = {}
-    for name in cluster_queues:
-        status = cluster.get("clusterqueues.kueue.x-k8s.io", name).get("status", {})
+    for name, obj in cluster_queues.items():
+        status = obj.get("status", {})
         usage: dict[str, int] = {}
         borrowed: dict[str, int] = {}
         for flavor in status.get("flavorsReservation", []):
             for res in flavor["resources"]:
-                usage[f"{flavor['name']}/{res['name']}"] = int(res.get("total", 0))
-                borrowed[f"{flavor['name']}/{res['name']}"] = int(res.get("borrowed", 0))
+                usage[f"{flavor['name']}/{res['name']}"] = parse_quantity(res.get("total", 0), res["name"])
+                borrowed[f"{flavor['name']}/{res['name']}"] = parse_quantity(res.get("borrowed", 0), res["name"])
         out[name] = {"usage": _nonzero(usage), "borrowed": _nonzero(borrowed)}
     return out
 

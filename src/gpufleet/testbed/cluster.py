@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from gpufleet import files
 from gpufleet.policy.fleet import Fleet
 from gpufleet.render import dra
 from gpufleet.render import kueue as render_kueue
@@ -404,6 +405,24 @@ class Testbed:
 
         own = self._health(name, state.ports)
         wait_until(new, lambda: own() and api_ready(), f"a healthy {name} after the restart", timeout_s)
+
+    def reconfigure_kueue(self, fields: dict[str, Any], timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
+        """Set top-level fields of Kueue's manager Configuration (``None`` removes one) and restart Kueue.
+
+        Kueue reads fair sharing and its preemption strategies only at start, so a test that varies them
+        restarts Kueue on the same testbed (seconds) instead of starting another testbed. Returns the
+        Configuration now in force; the file is replaced whole, never left half-written.
+        """
+        path = self.config / "kueue.yaml"
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for key, value in fields.items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
+        files.write_text(path, yaml.safe_dump(config, sort_keys=False))
+        self.restart("kueue", timeout_s)
+        return dict(config)
 
     def _health(self, name: str, ports: Ports) -> Callable[[], bool]:
         """The component's own health endpoint, where it has one (kwok shows health by Ready nodes)."""

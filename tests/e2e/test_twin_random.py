@@ -1,0 +1,207 @@
+"""The real Kueue as the judge: seeded random scenarios, the twin's prediction against what Kueue does.
+
+Each seed of ``CI_SEEDS`` is a scenario of ``tests/e2e/random_scenarios.py``; the method (two
+namespaces per scenario, one relabel releases the Jobs under test, scenarios side by side in disjoint
+cohorts, one Kueue restart per Configuration) is described in ``tests/e2e/random_differential.py``. The
+scenarios run on a testbed of their own, because Kueue is restarted with other fair-sharing settings
+and the e2e fleet's testbed must keep its Configuration. Every seed is a test of its own, so a miss
+names its seed; rerun it with ``python -m bench twin_differential --first SEED --count 1``. The 300+
+on-demand run is ``python -m bench twin_differential --count 300``.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+import yaml
+
+from gpufleet.policy import load_policy, resolve
+from gpufleet.testbed import Testbed, TestbedError, ensure
+from gpufleet.testbed.binaries import ENV_BIN
+from tests.e2e.conftest import GO, POLICY, REPO
+from tests.e2e.random_differential import Outcome, run_seeds
+from tests.e2e.random_scenarios import (
+    GPU,
+    LT_INITIAL,
+    LTE_FINAL,
+    STRATEGIES,
+    Scenario,
+    generate,
+    job_object,
+    queue_objects,
+)
+from tests.e2e.random_scenarios import Names as ScenarioNames
+
+CI_SEEDS = list(range(32))
+BATCH = 13  # the largest Configuration group of CI_SEEDS runs as one batch
+
+
+# -- the generator (pure) ------------------------------------------------------------------------
+
+
+def test_a_seed_gives_the_same_scenario_and_it_reads_back_from_its_yaml() -> None:
+    for seed in CI_SEEDS:
+        scn = generate(seed)
+        assert generate(seed) == scn
+        assert Scenario.from_dict(yaml.safe_load(scn.to_yaml())) == scn
+    assert len({generate(s) for s in CI_SEEDS}) == len(CI_SEEDS)
+
+
+def _space(seeds: list[int]) -> collections.Counter[str]:
+    """Which of the issue's dimensions the seeds' scenarios exercise, counted."""
+    seen: collections.Counter[str] = collections.Counter()
+    for scn in map(generate, seeds):
+        seen[f"config {scn.config.key}"] += 1
+        seen[f"{len(scn.cohorts)} cohorts"] += 1
+        seen[f"{len(scn.queues)} ClusterQueues"] += 1
+        seen[f"{len({f.flavor for q in scn.queues for f in q.flavors})} flavors"] += 1
+        seen[f"resources {'+'.join(scn.resources)}"] += 1
+        seen["hierarchical cohorts"] += any(c.parent for c in scn.cohorts)
+        seen["ClusterQueue without cohort"] += any(q.cohort is None for q in scn.queues)
+        for q in scn.queues:
+            seen[f"withinClusterQueue {q.within}"] += 1
+            seen[f"reclaimWithinCohort {q.reclaim}"] += 1
+            seen[f"borrowWithinCohort {q.borrow_within}"] += 1
+            seen[f"queueing {q.strategy}"] += 1
+            seen[f"weight {q.weight}"] += scn.config.fair_sharing
+            quotas = [x for f in q.flavors for x in f.quotas]
+            seen["borrowingLimit"] += any(x.borrowing is not None for x in quotas)
+            seen["lendingLimit"] += any(x.lending is not None for x in quotas)
+        seen["cohort weight 0"] += any(c.weight == "0" for c in scn.cohorts)
+        shapes = collections.Counter((j.queue, j.pods, j.requests, j.priority) for j in scn.jobs if not j.before)
+        seen["backlog of equivalent Jobs"] += any(n > 1 for n in shapes.values())
+        seen["Jobs admitted before the export"] += any(j.before for j in scn.jobs)
+        seen["priorities"] += len({j.priority for j in scn.jobs}) > 1
+        dominant = {max(j.requests, key=lambda r: r[1] / {GPU: 4, "cpu": 8, "memory": 16}[r[0]])[0] for j in scn.jobs}
+        seen["dominant resource varies"] += len(dominant) > 1
+    return seen
+
+
+def test_the_ci_seeds_cover_every_dimension_the_issue_names() -> None:
+    seen = _space(CI_SEEDS)
+    wanted = [
+        *(f"{n} cohorts" for n in (1, 2, 3)),
+        *(f"{n} ClusterQueues" for n in range(2, 7)),
+        *(f"{n} flavors" for n in (1, 2, 3)),
+        "config classical",
+        *(f"config fair:{'+'.join(s)}" for s in STRATEGIES),
+        *(f"withinClusterQueue {p}" for p in ("Never", "LowerPriority", "LowerOrNewerEqualPriority")),
+        *(f"reclaimWithinCohort {p}" for p in ("Never", "LowerPriority", "Any")),
+        "borrowWithinCohort LowerPriority",
+        "queueing BestEffortFIFO",
+        "queueing StrictFIFO",
+        "weight 0",
+        "weight 2",
+        "cohort weight 0",
+        "hierarchical cohorts",
+        "borrowingLimit",
+        "lendingLimit",
+        "backlog of equivalent Jobs",
+        "Jobs admitted before the export",
+        "priorities",
+        "dominant resource varies",
+        f"resources {GPU}+cpu+memory",
+    ]
+    assert [w for w in wanted if not seen[w]] == []
+    assert {LTE_FINAL, LT_INITIAL} == {s for group in STRATEGIES for s in group}
+
+
+@pytest.mark.parametrize("seed", CI_SEEDS[:8])
+def test_the_manifests_are_valid_for_the_api_server_names(seed: int) -> None:
+    scn, names = generate(seed), ScenarioNames(f"rnd-{seed}")
+    objects = [*queue_objects(scn, names), *(job_object(j, names) for j in scn.jobs)]
+    assert all(len(o["metadata"]["name"]) <= 63 for o in objects)
+    held = [o for o in objects if o["kind"] == "Job" and o["metadata"]["namespace"] == names.held]
+    assert len(held) == sum(not j.before for j in scn.jobs)  # the Jobs under test wait in the held namespace
+
+
+# -- against the real Kueue --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def random_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    if not (os.environ.get(ENV_BIN) or shutil.which("go") or GO.exists()):
+        pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
+    if shutil.which("go") is None and GO.exists():
+        os.environ["PATH"] = f"{GO.parent}:{os.environ['PATH']}"
+    bed = Testbed(tmp_path_factory.mktemp("random-testbed"), ensure(REPO))
+    try:
+        bed.up(resolve(load_policy(POLICY)))
+    except TestbedError as exc:
+        pytest.fail(f"the random-scenario testbed did not start: {exc}")
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+@pytest.fixture(scope="module")
+def outcomes(random_bed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Outcome]:
+    """Every CI seed against Kueue, once for the module (scenarios run in batches, not one by one)."""
+    out = tmp_path_factory.mktemp("random-scenarios")
+    done = {o.scenario.seed: o for o in run_seeds(random_bed, CI_SEEDS, out, batch_size=BATCH)}
+    counts = collections.Counter(d for o in done.values() for d in o.disagreements or ["agree"])
+    phases: dict[str, float] = collections.defaultdict(float)
+    for timings in {id(o.timings): o.timings for o in done.values()}.values():
+        for phase, seconds in timings.items():
+            phases[phase] += seconds
+    print(f"\n{counts['agree']} of {len(done)} agree; {dict(counts)}; phases {dict(phases)}")
+    for o in done.values():
+        if set(o.disagreements) - {"KueueWroteNothing"}:
+            print(f"seed {o.scenario.seed}: {o.disagreements}; reproducer {o.save(out / f'seed-{o.scenario.seed}')}")
+    return done
+
+
+# Open twin findings, with reproducers under /work/diff-findings (see docs/twin.md, "The real Kueue as the
+# judge"). Not strict: which Job loses depends on the UIDs the API server draws in each run, so the seed
+# agrees in some runs.
+OPEN_TWIN_FINDINGS = {
+    24: "the twin stamps its own reservations one millisecond per cycle apart (scheduler.py _epoch + cycle); "
+    "Kueue's QuotaReserved lastTransitionTime has whole seconds, so two equivalent Jobs admitted a few "
+    "milliseconds apart tie and the fair-sharing victim is the one with the lower UID "
+    "(pkg/scheduler/preemption/common/ordering.go CandidatesOrdering), not the newer one",
+}
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        pytest.param(s, marks=pytest.mark.xfail(reason=OPEN_TWIN_FINDINGS[s], strict=False))
+        if s in OPEN_TWIN_FINDINGS
+        else s
+        for s in CI_SEEDS
+    ],
+)
+def test_the_twin_predicts_what_kueue_does(outcomes: dict[int, Outcome], seed: int) -> None:
+    outcome = outcomes[seed]
+    found = [d for d in outcome.disagreements if d != "KueueWroteNothing"]
+    assert found == [], (
+        f"seed {seed}: {found}\n  kueue: {outcome.real.describe()}\n  twin:  {outcome.twin.describe()}\n"
+        f"  twin input: {outcome.released} {outcome.config}\n{outcome.scenario.to_yaml()}"
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 18, 'What Kueue writes': behind a blocked StrictFIFO head and for equivalents "
+    "bulk-moved by the scheduling hash Kueue writes no new condition, while the twin reports its own "
+    "'waiting in ClusterQueue X, position N' or a fresh message as if Kueue had written it",
+)
+def test_the_twin_says_nothing_where_kueue_writes_nothing(outcomes: dict[int, Outcome]) -> None:
+    unwritten = {seed: o.unwritten for seed, o in outcomes.items() if o.unwritten}
+    assert unwritten == {}
+
+
+def test_every_ci_scenario_ran(outcomes: dict[int, Outcome]) -> None:
+    assert sorted(outcomes) == CI_SEEDS
+    assert all(o.real.known == {j.name for j in o.scenario.jobs} for o in outcomes.values())
+    assert all(o.real.known == o.twin.known for o in outcomes.values())
+
+
+def test_the_scenarios_left_nothing_to_kueues_tie_breaks(outcomes: dict[int, Outcome]) -> None:
+    """Every Workload of a scenario has its own creation second, so queue order never falls to UIDs."""
+    assert {seed: o.ties for seed, o in outcomes.items() if o.ties} == {}

@@ -87,9 +87,9 @@ class Outcome:
         """Pending Jobs whose condition Kueue left as it was at the export while the twin wrote a new one.
 
         Behind a blocked StrictFIFO head, and for equivalents bulk-moved by the scheduling hash, Kueue
-        writes no new condition (issue 18, "What Kueue writes"); the twin reports its own explanation.
-        The condition left is the one at the export, or, for a victim requeued and not tried again,
-        the eviction's own message ("Preempted to accommodate …").
+        writes no new condition (issue 18, "What Kueue writes"); the twin keeps its own explanation but
+        must mark it as its own (``kueueWrites: false``). The condition left is the one at the export,
+        or, for a victim requeued and not tried again, the eviction's own message ("Preempted to …").
         """
         return sorted(
             job
@@ -97,6 +97,11 @@ class Outcome:
             if (message == self.exported_messages.get(job) or message.startswith(EVICTION_MESSAGE))
             and self.twin.pending.get(job, message) != message
         )
+
+    @property
+    def unmarked(self) -> list[str]:
+        """Jobs Kueue wrote nothing for whose twin explanation is not marked as the twin's own."""
+        return [job for job in self.unwritten if job not in self.twin.own]
 
     @property
     def disagreements(self) -> list[str]:
@@ -110,12 +115,15 @@ class Outcome:
         if set(self.real.pending) != set(self.twin.pending):
             out.append("PendingSet")
         else:
-            if any(self.real.pending[j] != m for j, m in self.twin.pending.items() if j not in self.unwritten):
+            unwritten = set(self.unwritten)
+            if any(self.real.pending[j] != m for j, m in self.twin.pending.items() if j not in unwritten):
                 out.append("PendingMessage")
-            if self.unwritten:
+            if unwritten:
                 out.append("KueueWroteNothing")
-            twin_reasons = {j: legacy_reason(r) for j, r in self.twin.reasons.items() if j not in self.unwritten}
-            if {j: r for j, r in self.real.reasons.items() if j not in self.unwritten} != twin_reasons:
+            if self.unmarked:
+                out.append("UnmarkedTwinMessage")
+            twin_reasons = {j: legacy_reason(r) for j, r in self.twin.reasons.items() if j not in unwritten}
+            if {j: r for j, r in self.real.reasons.items() if j not in unwritten} != twin_reasons:
                 out.append("PendingReason")
         if self.real_usage != self.twin_usage:
             out.append("Usage")

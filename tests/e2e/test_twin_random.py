@@ -151,7 +151,7 @@ def outcomes(random_bed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> d
             phases[phase] += seconds
     print(f"\n{counts['agree']} of {len(done)} agree; {dict(counts)}; phases {dict(phases)}")
     for o in done.values():
-        if set(o.disagreements) - {"KueueWroteNothing"}:
+        if set(o.disagreements) - {"KueueWroteNothing", "UnmarkedTwinMessage"}:
             print(f"seed {o.scenario.seed}: {o.disagreements}; reproducer {o.save(out / f'seed-{o.scenario.seed}')}")
     return done
 
@@ -178,22 +178,19 @@ OPEN_TWIN_FINDINGS = {
 )
 def test_the_twin_predicts_what_kueue_does(outcomes: dict[int, Outcome], seed: int) -> None:
     outcome = outcomes[seed]
-    found = [d for d in outcome.disagreements if d != "KueueWroteNothing"]
+    found = [d for d in outcome.disagreements if d not in ("KueueWroteNothing", "UnmarkedTwinMessage")]
     assert found == [], (
         f"seed {seed}: {found}\n  kueue: {outcome.real.describe()}\n  twin:  {outcome.twin.describe()}\n"
         f"  twin input: {outcome.released} {outcome.config}\n{outcome.scenario.to_yaml()}"
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 18, 'What Kueue writes': behind a blocked StrictFIFO head and for equivalents "
-    "bulk-moved by the scheduling hash Kueue writes no new condition, while the twin reports its own "
-    "'waiting in ClusterQueue X, position N' or a fresh message as if Kueue had written it",
-)
-def test_the_twin_says_nothing_where_kueue_writes_nothing(outcomes: dict[int, Outcome]) -> None:
-    unwritten = {seed: o.unwritten for seed, o in outcomes.items() if o.unwritten}
-    assert unwritten == {}
+def test_the_twin_marks_its_own_words_where_kueue_writes_nothing(outcomes: dict[int, Outcome]) -> None:
+    """Issue 18, 'What Kueue writes': behind a blocked StrictFIFO head and for equivalents bulk-moved by
+    the scheduling hash Kueue writes no new condition; the twin may explain, but marks it its own."""
+    assert any(o.unwritten for o in outcomes.values()), "no CI scenario has a Workload Kueue writes nothing for"
+    unmarked = {seed: o.unmarked for seed, o in outcomes.items() if o.unmarked}
+    assert unmarked == {}
 
 
 def test_every_ci_scenario_ran(outcomes: dict[int, Outcome]) -> None:

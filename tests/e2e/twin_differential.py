@@ -36,6 +36,7 @@ class Verdicts:
     reasons: dict[str, str] = field(default_factory=dict)  # Job -> pending reason (reported, not compared)
     known: set[str] = field(default_factory=set)
     busy: list[str] = field(default_factory=list)  # why Kueue is still moving
+    own: set[str] = field(default_factory=set)  # pending Jobs whose message the twin marks its own (kueueWrites false)
 
     def key(self) -> tuple[Any, ...]:
         return (sorted(self.admitted.items()), sorted(self.preempted.items()), sorted(self.pending.items()))
@@ -164,6 +165,8 @@ def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str | frozen
         if row["workload"] in jobs:
             out.pending[jobs[row["workload"]]] = row["message"]
             out.reasons[jobs[row["workload"]]] = row["reason"]
+            if not row.get("kueueWrites", True):
+                out.own.add(jobs[row["workload"]])
     return out
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from gpufleet.twin import reasons
+from gpufleet.twin import equivalence, reasons
 from gpufleet.twin.cohort import ClusterQueue
 from gpufleet.twin.fairshare import tournament
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment
@@ -338,6 +338,8 @@ def _requeue(twin: Twin, e: Entry) -> Pending:
             preempting=e.status == PREEMPTING,
         ):
             state = ACTIVE
+        elif not e.status and not e.targets and e.assignment.mode < FIT:  # NoFit, or no candidates
+            _bulk_move(twin, queue, wl, e.reason or _fallback(e.assignment.mode))
     elif queue is not None:
         queue.park(wl)
     pending = _verdict(wl, e.reason, e.message, e.assignment.mode, state)
@@ -345,8 +347,21 @@ def _requeue(twin: Twin, e: Entry) -> Pending:
     return pending
 
 
+def _bulk_move(twin: Twin, queue: ClusterQueueQueue, wl: Workload, reason: str) -> None:
+    """Park the parked head's equivalents still in the heap, as Kueue does (equivalence.py)."""
+    if not twin.equivalence_hashing:
+        return
+    stored = equivalence.bulk_reason(reason)
+    for moved in queue.bulk_move(wl.equivalence, stored):
+        twin.last_status[moved.key] = equivalence.bypassed(moved, stored)
+
+
+def _fallback(mode: int) -> str:
+    return reasons.WAITING_FOR_QUOTA if mode in (PREEMPT, NO_CANDIDATES) else ""
+
+
 def _verdict(wl: Workload, reason: str, message: str, mode: int, state: str) -> Pending:
-    reason = reason or (reasons.WAITING_FOR_QUOTA if mode in (PREEMPT, NO_CANDIDATES) else "")
+    reason = reason or _fallback(mode)
     return Pending(wl.key, wl.cluster_queue, reason or reasons.PENDING, message, state)
 
 
@@ -392,6 +407,7 @@ def _rotate(
             queue.pop()
             queue.park(wl)
             twin.last_status[wl.key] = verdict
+            _bulk_move(twin, queue, wl, verdict.reason)  # every calm head is NoFit or without candidates
             last[queue.name] = (wl, verdict)
         twin.cycle += 1
         streak += cycle

@@ -16,6 +16,10 @@ Requeueing after a cycle follows the ClusterQueue's ``queueingStrategy`` (Kueue'
 Parked workloads come back when capacity or configuration changes in their cohort tree
 (a workload finished or was evicted, quota changed).
 
+Scheduling equivalence (BestEffortFIFO, see equivalence.py): parking a head that got NoFit or
+Preempt without candidates also parks every heap workload of its equivalence class, and the class
+is remembered, so later pushes of it park at once, until the inadmissible workloads are flushed.
+
 Sticky head (BestEffortFIFO, kubernetes-sigs/kueue#7157): a head requeued because it is waiting for
 the workloads it preempted stays the head for the next pop, ahead of parked workloads that the
 evictions flushed back. Without it, an older workload that cannot fit becomes head, the preemptor
@@ -34,7 +38,7 @@ from gpufleet.twin.workload import Workload
 class ClusterQueueQueue:
     """The pending side of one ClusterQueue; deletions are lazy (checked on pop)."""
 
-    __slots__ = ("_heap", "_parked", "_pushes", "active", "inadmissible", "name", "sticky", "strict")
+    __slots__ = ("_heap", "_parked", "_pushes", "active", "bulk", "inadmissible", "name", "sticky", "strict")
 
     def __init__(self, name: str, strategy: str, parked: set[str]) -> None:
         self.name = name
@@ -45,8 +49,21 @@ class ClusterQueueQueue:
         self.inadmissible: dict[str, Workload] = {}
         self._parked = parked  # shared: names of queues that hold parked workloads
         self.sticky: str | None = None  # a preemptor waiting for its victims: popped first, once
+        # Equivalence classes bulk-moved since the last flush, with the reason Kueue stores.
+        self.bulk: dict[int, str] = {}
 
-    def push(self, wl: Workload) -> None:
+    def push(self, wl: Workload) -> bool:
+        """Kueue's ``PushOrUpdate``: into the heap, or parked at once when an equivalent workload
+        was bulk-moved since the last flush. Returns True when it was parked that way."""
+        if wl.key in self.active:
+            return False
+        if self.bulk and wl.equivalence in self.bulk and not self.strict and wl.key not in self.inadmissible:
+            self.park(wl)
+            return True
+        self._to_heap(wl)
+        return False
+
+    def _to_heap(self, wl: Workload) -> None:
         if wl.key in self.active:
             return
         self.inadmissible.pop(wl.key, None)
@@ -95,17 +112,32 @@ class ClusterQueueQueue:
         if namespace_mismatch or not (immediate or self.strict):
             self.park(wl)
             return False
-        self.push(wl)
+        self._to_heap(wl)
         if preempting and not self.strict:
             self.sticky = wl.key
         return True
 
+    def bulk_move(self, equivalence: int | None, reason: str) -> list[Workload]:
+        """Kueue's ``handleInadmissibleHash``, for a head just parked after NoFit or Preempt without
+        candidates: remember its class with ``reason`` and park every heap workload of the class
+        (BestEffortFIFO only; an unknown class moves nothing). Returns the moved workloads."""
+        if self.strict or equivalence is None:
+            return []
+        self.bulk[equivalence] = reason
+        moved = [wl for wl in self.active.values() if wl.equivalence == equivalence]
+        for wl in moved:
+            self.park(wl)
+        return moved
+
     def flush_inadmissible(self) -> None:
+        """Kueue's ``queueInadmissibleWorkloads``: everything parked back into the heap, and the
+        remembered equivalence classes forgotten."""
         parked = list(self.inadmissible.values())
         self.inadmissible.clear()
+        self.bulk.clear()
         self._parked.discard(self.name)
         for wl in parked:
-            self.push(wl)
+            self._to_heap(wl)
 
     def __len__(self) -> int:
         return len(self.active) + len(self.inadmissible)

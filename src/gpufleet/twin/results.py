@@ -45,6 +45,7 @@ class Pending:
     reason: str
     message: str
     queue: str  # "active" (in the heap) or "inadmissible" (parked until capacity changes)
+    kueue_writes: bool = True  # False: the twin's own explanation; Kueue writes no condition for it
 
 
 @dataclass(frozen=True, slots=True)

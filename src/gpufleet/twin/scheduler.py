@@ -21,9 +21,11 @@ from dataclasses import replace
 from gpufleet.errors import InputError
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cycle import run_cycle
+from gpufleet.twin.equivalence import EquivalenceClasses, bypassed
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
 from gpufleet.twin.preemption import Preemptor, Target
+from gpufleet.twin.queues import ClusterQueueQueue, Queues
 from gpufleet.twin.quota import add_usage, remove_usage
 from gpufleet.twin.reasons import (
     MISCONFIGURED,
@@ -51,12 +53,18 @@ class Twin:
     """A deterministic model of Kueue's scheduler over one configuration."""
 
     def __init__(
-        self, spec: ClusterSpec, *, hold_evicted_quota: bool = False, batch_inert_cycles: bool = False
+        self,
+        spec: ClusterSpec,
+        *,
+        hold_evicted_quota: bool = False,
+        batch_inert_cycles: bool = False,
+        equivalence_hashing: bool = True,
     ) -> None:
-        from gpufleet.twin.queues import Queues
 
         self.spec = spec
         self.hold_evicted_quota = hold_evicted_quota
+        self.equivalence_hashing = equivalence_hashing  # Kueue's SchedulingEquivalenceHashing gate
+        self.classes = EquivalenceClasses()
         self.batch_inert_cycles = batch_inert_cycles  # see cycle.py: one result for a streak of inert cycles
         self.tree = CohortTree(spec)
         resource_of = [k.resource for k in self.tree.frs.keys]
@@ -104,9 +112,11 @@ class Twin:
                 path=f"Workload/{spec.key}.spec.queueName",
             )
         cq_name = spec.admission.cluster_queue if spec.admission else lq.cluster_queue if lq else ""
+        equivalence = self.classes.of(spec) if self.equivalence_hashing else None
         if self.spec.config.excluded_prefixes:
             spec = self._without_excluded(spec)
         wl = Workload(spec, cq_name)
+        wl.equivalence = equivalence
         self.workloads[wl.key] = wl
         if spec.admission is not None:
             cq = self.tree.cluster_queues.get(cq_name)
@@ -128,8 +138,13 @@ class Twin:
                 wl.key, cq_name, SUSPENDED, local_queue_stopped(lq.namespace + "/" + lq.name), INADMISSIBLE
             )
         elif spec.active:
-            queue.push(wl)
+            self._push(queue, wl)
         return wl
+
+    def _push(self, queue: ClusterQueueQueue, wl: Workload) -> None:
+        """Into the heap, or parked with its bulk-moved equivalents (the twin's own explanation)."""
+        if queue.push(wl):
+            self.last_status[wl.key] = bypassed(wl, queue.bulk[wl.equivalence])  # type: ignore[index]
 
     def finish(self, key: str) -> None:
         """A workload completed: release its quota and let parked workloads of its tree retry."""
@@ -288,7 +303,7 @@ class Twin:
 
     def _requeue_evicted(self, wl: Workload, cq: ClusterQueue) -> None:
         self._release(wl, cq)
-        self.queues.by_cq[cq.name].push(wl)
+        self._push(self.queues.by_cq[cq.name], wl)
         self._capacity_changed(cq)
 
     def admitted_record(self, wl: Workload) -> Admitted:
@@ -321,7 +336,7 @@ class Twin:
                 known = self.last_status.get(wl.key)
                 state = ACTIVE if wl.key in queue.active else INADMISSIBLE
                 if known is not None:
-                    result.append(Pending(known.workload, name, known.reason, known.message, state))
+                    result.append(Pending(known.workload, name, known.reason, known.message, state, known.kueue_writes))
                 elif not cq.active:
                     result.append(Pending(wl.key, name, SUSPENDED, cluster_queue_inactive(name), state))
                 else:

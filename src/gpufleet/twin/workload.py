@@ -35,6 +35,7 @@ class Workload:
     __slots__ = (
         "admission",
         "cluster_queue",
+        "equivalence",
         "evicted",
         "key",
         "order",
@@ -62,6 +63,8 @@ class Workload:
         # then admitted more recently, then the tie-breaker (set when quota is reserved).
         self.victim_key: tuple[int, int, str] = (self.priority, 0, self.order[2])
         self.shape: tuple[str, int] | None = None  # (ClusterQueue, look-alike class): the twin's memo key
+        # Kueue's scheduling hash as a number (see equivalence.py); None: unknown, never bulk-moved.
+        self.equivalence: int | None = None
 
     @property
     def created(self) -> int:

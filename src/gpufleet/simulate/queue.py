@@ -31,7 +31,7 @@ class Queue:
 
     def __init__(self, fleet: Fleet) -> None:
         self.spec = cluster_spec(fleet)
-        self.twin = Twin(self.spec, hold_evicted_quota=True, batch_inert_cycles=True)
+        self.twin = Twin(self.spec, hold_evicted_quota=True, streaks=True)
         self.priorities = {pc.name: pc.value for pc in fleet.policy.priorityClasses}
         self.queues = {lq.namespace: lq.name for _, lq in sorted(self.spec.local_queues.items())}
 

@@ -11,6 +11,13 @@ evicted, until the caller says its pods are gone (``evicted_gone``), as in a rea
 job controller releases the reservation only once the job has stopped. Meanwhile Kueue's candidate
 order puts evicted workloads first, so a waiting preemptor picks its own victims again and issues
 no new evictions.
+
+Two paths a reader can tell apart: ``Twin(spec, memo=False)`` is the reference path, Kueue's
+``schedule()`` step by step (``cycle.py``) with every verdict worked out afresh; the verdict memo
+(``memo.py``, on by default) and quiet-cycle streaks (``streaks.py``, ``streaks=True``, what the
+simulator uses) are the fast path. Both give the same cycles, admissions, evictions and reasons
+(tests/twin/test_paths.py). ``equivalence_hashing`` is Kueue's SchedulingEquivalenceHashing gate
+(on by default in Kueue v0.19.2; ``equivalence.py``).
 """
 
 from __future__ import annotations
@@ -20,10 +27,11 @@ from dataclasses import replace
 
 from gpufleet.errors import InputError
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
-from gpufleet.twin.cycle import run_cycle
+from gpufleet.twin.cycle import schedule
 from gpufleet.twin.equivalence import EquivalenceClasses, bypassed
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
+from gpufleet.twin.memo import Verdict, VerdictMemo
 from gpufleet.twin.preemption import Preemptor, Target
 from gpufleet.twin.queues import ClusterQueueQueue, Queues
 from gpufleet.twin.quota import add_usage, remove_usage
@@ -45,7 +53,8 @@ from gpufleet.twin.results import (
     Pending,
     Preempted,
 )
-from gpufleet.twin.specs import LOWER_OR_NEWER_EQUAL_PRIORITY, ClusterSpec, WorkloadSpec
+from gpufleet.twin.specs import ClusterSpec, WorkloadSpec
+from gpufleet.twin.streaks import run_streak
 from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
 
 
@@ -57,7 +66,8 @@ class Twin:
         spec: ClusterSpec,
         *,
         hold_evicted_quota: bool = False,
-        batch_inert_cycles: bool = False,
+        memo: bool = True,
+        streaks: bool = False,
         equivalence_hashing: bool = True,
     ) -> None:
 
@@ -65,7 +75,7 @@ class Twin:
         self.hold_evicted_quota = hold_evicted_quota
         self.equivalence_hashing = equivalence_hashing  # Kueue's SchedulingEquivalenceHashing gate
         self.classes = EquivalenceClasses()
-        self.batch_inert_cycles = batch_inert_cycles  # see cycle.py: one result for a streak of inert cycles
+        self.streaks = streaks  # streaks.py: one result for a streak of quiet cycles
         self.tree = CohortTree(spec)
         resource_of = [k.resource for k in self.tree.frs.keys]
         self.fair = FairShare(resource_of) if spec.config.fair_sharing else None
@@ -80,9 +90,7 @@ class Twin:
         self.last_status: dict[str, Pending] = {}
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
-        # Verdicts of flavor assignment and preemption, valid until quota changes (see get_assignments).
-        self._verdicts: dict[tuple[str, int], tuple[Assignment, list[Target]]] = {}
-        self._shapes: dict[tuple[object, ...], int] = {}  # look-alike heads share one number
+        self.memo = VerdictMemo(self._assign, remember=memo)
         # Preemption trials of the workload being assigned (see _targets).
         self._trials: dict[tuple[object, ...], list[Target]] = {}
         self.cycle = 0
@@ -162,7 +170,10 @@ class Twin:
 
     # --- cycles ----------------------------------------------------------------------------------
     def run_cycle(self, previous: tuple[Pending, ...] | None = None) -> CycleResult:
-        return run_cycle(self, previous)
+        """One cycle (``cycle.schedule``), or with ``streaks`` a streak of quiet ones (streaks.py)."""
+        if self.streaks:
+            return run_streak(self, previous)
+        return schedule(self, previous)
 
     def run(self, cycles: int | None = None, *, limit: int = 1000) -> Iterator[CycleResult]:
         """Yield ``cycles`` cycles, or (None) cycles until stable: no heads left, or a cycle that
@@ -172,7 +183,7 @@ class Twin:
         for number in range(cycles if cycles is not None else limit):
             if cycles is None and number > 0 and not self.has_heads():
                 return
-            result = run_cycle(self, previous)
+            result = self.run_cycle(previous)
             yield result
             if cycles is None and result.stable:
                 return
@@ -186,30 +197,10 @@ class Twin:
         return any(q.active for q in queues.serving)
 
     # --- what the cycle calls --------------------------------------------------------------------
-    def get_assignments(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
-        """Flavors and preemption targets for a head, remembered until quota changes.
-
-        The verdict depends on the workload only through its pod sets and priority (and its
-        timestamp where ``withinClusterQueue: LowerOrNewerEqualPriority`` compares it), and on the
-        tree only through admitted usage, reservation times and evicted flags, which change only
-        in ``_reserve``, ``_release`` and ``evict``; those clear the memo. Cycles that admit
-        nothing while BestEffortFIFO queues rotate through look-alike heads then cost little.
-        """
-        key = self.shape(wl, cq)
-        found = self._verdicts.get(key)
-        if found is None:
-            found = self._verdicts[key] = self._assign(wl, cq)
-        return found
-
-    def shape(self, wl: Workload, cq: ClusterQueue) -> tuple[str, int]:
-        """The memo key, numbered once per workload: hashing its pod sets on every look-up costs
-        more than the look-up."""
-        shape = wl.shape
-        if shape is None or shape[0] != cq.name:
-            newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
-            looks = (cq.name, wl.pod_sets, wl.priority, wl.created if newer_equal else 0)
-            shape = wl.shape = (cq.name, self._shapes.setdefault(looks, len(self._shapes)))
-        return shape
+    def get_assignments(self, wl: Workload, cq: ClusterQueue) -> Verdict:
+        """Flavors and preemption targets for a head (remembered until quota changes when the
+        twin has its memo: memo.py)."""
+        return self.memo.get(wl, cq)
 
     def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
         """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest
@@ -287,7 +278,7 @@ class Twin:
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
         if self.hold_evicted_quota:
             wl.evicted = True
-            self._verdicts.clear()
+            self.memo.clear()
         else:
             self._requeue_evicted(wl, cq)
         return Preempted(wl.key, cq.name, preemptor.key, reason, message)
@@ -383,7 +374,7 @@ class Twin:
         wl.reserved_at = at
         wl.victim_key = (wl.priority, -at, wl.order[2])
         cq.hold(wl)
-        self._verdicts.clear()
+        self.memo.clear()
         for fr, q in admission.usage:
             add_usage(cq.node, fr, q)
 
@@ -394,7 +385,7 @@ class Twin:
         cq.drop(wl)
         wl.admission = None
         wl.uses = frozenset()
-        self._verdicts.clear()
+        self.memo.clear()
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
         self.queues.capacity_changed(_root_key(cq))

@@ -99,7 +99,7 @@ queues = st.builds(
     Queue,
     cohort=st.integers(-1, 1),
     strategy=st.sampled_from(["BestEffortFIFO", "BestEffortFIFO", "StrictFIFO"]),
-    nominal=st.tuples(st.integers(0, 8), st.integers(0, 8)),
+    nominal=st.tuples(st.integers(0, 6), st.integers(0, 6)),
     borrowing=st.one_of(st.none(), st.integers(0, 8)),
     lending=st.one_of(st.none(), st.integers(0, 4)),
     reclaim=st.sampled_from(POLICIES),
@@ -122,6 +122,7 @@ class Arrive:
     queue: int
     shape: int
     priority: int
+    copies: int = 1  # look-alikes arriving together: a backlog of scheduling equivalents
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,9 @@ class Gone:
     pick: int
 
 
-arrivals = st.builds(Arrive, st.integers(0, 3), st.integers(0, len(SHAPES) - 1), st.sampled_from([0, 5, 10]))
+arrivals = st.builds(
+    Arrive, st.integers(0, 3), st.integers(0, len(SHAPES) - 1), st.sampled_from([0, 0, 10]), st.integers(1, 3)
+)
 events = st.lists(
     st.one_of(
         arrivals,
@@ -144,7 +147,7 @@ events = st.lists(
         st.builds(Gone, st.integers(0, 100)),
     ),
     min_size=5,
-    max_size=60,
+    max_size=80,
 )
 
 
@@ -156,9 +159,11 @@ def play(twin: Twin, stream: list[Any], queue_count: int) -> list[tuple[Any, ...
             pods, gpus = SHAPES[event.shape]
             pod_sets = (PodSetSpec("main", pods, (("gpu", gpus),)),)
             queue = f"q{event.queue % queue_count}"
-            twin.add_workload(
-                WorkloadSpec("team", f"w{t}", queue, pod_sets, priority=event.priority, created=t, uid=f"w{t:03}")
-            )
+            for c in range(event.copies):
+                name = f"w{t:03}-{c}"
+                twin.add_workload(
+                    WorkloadSpec("team", name, queue, pod_sets, priority=event.priority, created=t * 4 + c, uid=name)
+                )
         else:
             held = sorted(
                 key for key, w in twin.workloads.items() if w.admission is not None and w.evicted == isinstance(event, Gone)
@@ -178,7 +183,7 @@ def flat(log: list[tuple[Any, ...]]) -> tuple[list[Any], list[Any], list[Any]]:
     return [a for c in log for a in c[1]], [p for c in log for p in c[2]], [p for c in log for p in c[3]]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(clusters, events)
 def test_reference_and_fast_paths_agree(cluster: Cluster, stream: list[Any]) -> None:
     spec = parse_cluster([("cluster.yaml", cluster_yaml(cluster))])

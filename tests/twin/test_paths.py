@@ -166,7 +166,9 @@ def play(twin: Twin, stream: list[Any], queue_count: int) -> list[tuple[Any, ...
                 )
         else:
             held = sorted(
-                key for key, w in twin.workloads.items() if w.admission is not None and w.evicted == isinstance(event, Gone)
+                key
+                for key, w in twin.workloads.items()
+                if w.admission is not None and w.evicted == isinstance(event, Gone)
             )
             if not held:
                 continue

@@ -263,12 +263,10 @@ def requeue(k: Cluster, e: Entry) -> Pending:
 
 
 def bulk_move(k: Cluster, queue: ClusterQueueQueue, wl: Workload, reason: str) -> None:
-    """Park the parked head's equivalents still in the heap, as Kueue does (equivalence.py)."""
-    if not k.equivalence_hashing:
-        return
-    stored = equivalence.bulk_reason(reason)
-    for moved in queue.bulk_move(wl.equivalence, stored):
-        k.last_status[moved.key] = equivalence.bypassed(moved, stored)
+    """Park the parked head's equivalents still in the heap, as Kueue does (equivalence.py);
+    their verdict is read from the queue while they stay parked (``Twin.pending``)."""
+    if k.equivalence_hashing:
+        queue.bulk_move(wl, equivalence.bulk_reason(reason))
 
 
 def _fallback(mode: int) -> str:

@@ -33,7 +33,7 @@ from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
 from gpufleet.twin.memo import Verdict, VerdictMemo
 from gpufleet.twin.preemption import Preemptor, Target
-from gpufleet.twin.queues import ClusterQueueQueue, Queues
+from gpufleet.twin.queues import Queues
 from gpufleet.twin.quota import add_usage, remove_usage
 from gpufleet.twin.reasons import (
     MISCONFIGURED,
@@ -146,13 +146,8 @@ class Twin:
                 wl.key, cq_name, SUSPENDED, local_queue_stopped(lq.namespace + "/" + lq.name), INADMISSIBLE
             )
         elif spec.active:
-            self._push(queue, wl)
+            queue.push(wl)
         return wl
-
-    def _push(self, queue: ClusterQueueQueue, wl: Workload) -> None:
-        """Into the heap, or parked with its bulk-moved equivalents (the twin's own explanation)."""
-        if queue.push(wl):
-            self.last_status[wl.key] = bypassed(wl, queue.bulk[wl.equivalence])  # type: ignore[index]
 
     def finish(self, key: str) -> None:
         """A workload completed: release its quota and let parked workloads of its tree retry."""
@@ -294,7 +289,7 @@ class Twin:
 
     def _requeue_evicted(self, wl: Workload, cq: ClusterQueue) -> None:
         self._release(wl, cq)
-        self._push(self.queues.by_cq[cq.name], wl)
+        self.queues.by_cq[cq.name].push(wl)
         self._capacity_changed(cq)
 
     def admitted_record(self, wl: Workload) -> Admitted:
@@ -326,7 +321,10 @@ class Twin:
             for position, wl in enumerate(queue.in_order(), start=1):
                 known = self.last_status.get(wl.key)
                 state = ACTIVE if wl.key in queue.active else INADMISSIBLE
-                if known is not None:
+                moved = queue.bypassed(wl)
+                if moved is not None:  # parked with an equivalent's failure: Kueue writes nothing
+                    result.append(bypassed(wl, moved))
+                elif known is not None:
                     result.append(Pending(known.workload, name, known.reason, known.message, state, known.kueue_writes))
                 elif not cq.active:
                     result.append(Pending(wl.key, name, SUSPENDED, cluster_queue_inactive(name), state))

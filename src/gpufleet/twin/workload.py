@@ -37,6 +37,7 @@ class Workload:
         "cluster_queue",
         "equivalence",
         "evicted",
+        "heaped",
         "key",
         "order",
         "pod_sets",
@@ -65,6 +66,7 @@ class Workload:
         self.shape: tuple[str, int] | None = None  # (ClusterQueue, look-alike class): the twin's memo key
         # Kueue's scheduling hash as a number (see equivalence.py); None: unknown, never bulk-moved.
         self.equivalence: int | None = None
+        self.heaped = False  # its ClusterQueue's heap holds an entry for it (queues.py)
 
     @property
     def created(self) -> int:

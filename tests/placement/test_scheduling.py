@@ -20,6 +20,7 @@ from gpufleet.placement import (
     Taint,
     TaintEffect,
     Toleration,
+    TolerationOperator,
     Unschedulable,
 )
 
@@ -118,7 +119,7 @@ def test_fragmentation_aware_fills_the_half_used_card() -> None:
                 GI,
                 gpus=1,
                 affinity=((Requirement("pool", Operator.IN, ("serve",)),),),
-                tolerations=(Toleration(exists=True),),
+                tolerations=(Toleration(operator=TolerationOperator.EXISTS),),
             ),
             "c",
         ),
@@ -134,7 +135,7 @@ def test_fragmentation_aware_fills_the_half_used_card() -> None:
                 100,
                 GI,
                 gpus=1,
-                tolerations=(Toleration("dedicated", exists=True),),
+                tolerations=(Toleration("dedicated", operator=TolerationOperator.EXISTS),),
                 affinity=(
                     (Requirement("pool", Operator.IN, ("nowhere",)),),
                     (
@@ -167,7 +168,7 @@ def test_filters_steer_pods(pod: PodSpec, node: str) -> None:
             "2 node(s) didn't match Pod's node affinity/selector.",
         ),
         (
-            PodSpec("fat", 9000, 40 * GI, gpus=1, tolerations=(Toleration(exists=True),)),
+            PodSpec("fat", 9000, 40 * GI, gpus=1, tolerations=(Toleration(operator=TolerationOperator.EXISTS),)),
             "0/3 nodes are available: 3 Insufficient cpu, 3 Insufficient memory.",
         ),
         (

@@ -84,13 +84,15 @@ MATCH_CASES = {
         "untolerated taint {nvidia.com/gpu present NoSchedule} in flavor h100",
     ),
     "tolerated by Exists": (
-        PodSetSpec("main", 1, (), tolerations=(Toleration("nvidia.com/gpu", "Exists"),)),
+        PodSetSpec("main", 1, (), tolerations=(Toleration("nvidia.com/gpu", operator="Exists"),)),
         H100,
         "",
     ),
     "tolerated by the flavor itself": (
         PodSetSpec("main", 1, ()),
-        ResourceFlavorSpec("h100", (), (GPU_TAINT,), (Toleration("nvidia.com/gpu", "Exists", "", "NoSchedule"),)),
+        ResourceFlavorSpec(
+            "h100", (), (GPU_TAINT,), (Toleration("nvidia.com/gpu", operator="Exists", effect="NoSchedule"),)
+        ),
         "",
     ),
     "PreferNoSchedule is ignored": (
@@ -99,12 +101,12 @@ MATCH_CASES = {
         "",
     ),
     "node selector contradicts a flavor label": (
-        PodSetSpec("main", 1, (), node_selector=(("gpu", "a100"),), tolerations=(Toleration("", "Exists"),)),
+        PodSetSpec("main", 1, (), node_selector=(("gpu", "a100"),), tolerations=(Toleration(operator="Exists"),)),
         H100,
         "flavor h100 doesn't match node affinity",
     ),
     "node selector on a key the flavor does not set": (
-        PodSetSpec("main", 1, (), node_selector=(("zone", "a"),), tolerations=(Toleration("", "Exists"),)),
+        PodSetSpec("main", 1, (), node_selector=(("zone", "a"),), tolerations=(Toleration(operator="Exists"),)),
         H100,
         "",
     ),
@@ -113,7 +115,7 @@ MATCH_CASES = {
             "main",
             1,
             (),
-            tolerations=(Toleration("", "Exists"),),
+            tolerations=(Toleration(operator="Exists"),),
             affinity_terms=((Requirement("gpu", "In", ("a100",)),), (Requirement("gpu", "In", ("h100",)),)),
         ),
         H100,
@@ -124,7 +126,7 @@ MATCH_CASES = {
             "main",
             1,
             (),
-            tolerations=(Toleration("", "Exists"),),
+            tolerations=(Toleration(operator="Exists"),),
             affinity_terms=((Requirement("gpu", "NotIn", ("h100",)),),),
         ),
         H100,

@@ -49,6 +49,27 @@ def test_human_output_is_a_table(tmp_path: Path) -> None:
     assert "cycle 1" in result.output and "preempted" in result.output and "ClusterQueues" in result.output
 
 
+STRICT = Path(__file__).parent / "scenarios" / "queue_strict_fifo_blocks.yaml"
+
+
+def test_json_marks_what_kueue_does_not_write(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["twin", "step", str(_objects_only(tmp_path, STRICT)), "--cycles", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    pending = {p["workload"]: p for p in json.loads(result.output)["cycles"][0]["pending"]}
+    assert pending["default/big"]["kueueWrites"] is True  # the head: Kueue's QuotaReserved=False
+    assert pending["default/small"]["kueueWrites"] is False  # never popped: no condition in Kueue
+    assert pending["default/small"]["message"].endswith("behind StrictFIFO head default/big")
+
+
+def test_human_table_marks_the_twins_own_explanations(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["twin", "step", str(_objects_only(tmp_path, STRICT)), "--cycles", "1"])
+    assert result.exit_code == 0, result.output
+    rows = {cells[1].strip(): cells[2] for line in result.output.splitlines() if len(cells := line.split("│")) > 3}
+    assert "\N{DAGGER}" in rows["default/small"]  # the decision column carries the mark
+    assert "\N{DAGGER}" not in rows["default/big"]
+    assert "the twin's own explanation" in result.output
+
+
 BAD = {
     "unknown kind": ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "unknown kind 'ConfigMap'"),
     "missing local queue": (

@@ -134,11 +134,14 @@ def test_a_renewed_certificate_is_served_without_restart(facts: AdmissionFacts, 
         port = int(running.url.rsplit(":", 1)[1])
         before = _served_serial(port, running.client_context)
         write_pair(ca, tmp_path)  # a new certificate from the same CA, as cert-manager renews it
-        deadline = time.monotonic() + 10
-        while running.server.reloads == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        after = _served_serial(port, running.client_context)
+        # granian respawns its worker on a reload: new handshakes get the new certificate once it is up
+        deadline = time.monotonic() + 20
+        after = before
+        while after == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+            after = _served_serial(port, running.client_context)
         assert before != after
+        assert running.server.reloads >= 1
         with running.client() as c:
             assert c.get("/healthz").status_code == 200
     finally:
@@ -187,3 +190,13 @@ def test_the_serve_command_answers_over_tls(ca: trustme.CA, tmp_path: Path) -> N
         _, stderr = server.communicate(timeout=10)
     lines = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
     assert any(line.get("msg") == "review" and line.get("outcome") == "denied" for line in lines)
+
+
+def test_a_lone_surrogate_in_a_label_is_answered_not_failed(client: httpx2.Client) -> None:
+    """JSON escapes allow a lone surrogate that UTF-8 cannot carry; the denial quoting it must still encode."""
+    body = json.dumps(review(job({**LABELS, "gpufleet.io/team": "\ud800"}))).encode()
+    answer = client.post("/validate", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 200
+    response = json.loads(answer.content)["response"]
+    assert response["allowed"] is False
+    assert "WrongTeam" in [c["reason"] for c in response["status"]["details"]["causes"]]

@@ -1,4 +1,4 @@
-"""Run the real webhook (uvicorn over TLS on 127.0.0.1, a trustme certificate) in a background thread."""
+"""Run the real webhook (granian over TLS on 127.0.0.1, a trustme certificate) in a background thread."""
 
 from __future__ import annotations
 
@@ -45,13 +45,13 @@ class Running:
 
 def start(facts: AdmissionFacts, ca: trustme.CA, folder: Path, reload_seconds: float = 10.0) -> Running:
     cert, key = write_pair(ca, folder)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     server = WebhookServer(
         create_app(facts), cert=cert, key=key, host="127.0.0.1", port=port, reload_seconds=reload_seconds
     )
-    thread = threading.Thread(target=asyncio.run, args=(server.serve(sockets=[sock]),), daemon=True)
+    thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started:

@@ -22,6 +22,8 @@ from gpufleet.cli import check, demo, evidence, policy, scan, trace
 from gpufleet.cli import simulate as simulate_cli
 from gpufleet.cli import tune as tune_cli
 from gpufleet.cli import twin as twin_cli
+from gpufleet.cli import whatif as whatif_cli
+from gpufleet.cli import why as why_cli
 from gpufleet.cli.audit import audit_app, record
 from gpufleet.cli.common import err_console, error_document
 from gpufleet.errors import Problem
@@ -73,6 +75,8 @@ tune_cli.register(app)
 app.command()(simulate_cli.simulate)
 app.add_typer(audit_app)
 app.command()(record)
+app.command("why")(why_cli.why)
+app.command("what-if")(whatif_cli.whatif)
 
 
 def _crash(exc: Exception, as_json: bool) -> None:

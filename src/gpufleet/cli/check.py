@@ -1,4 +1,4 @@
-"""``gpufleet check`` (the admission rules as a CI gate) and ``gpufleet webhook serve``."""
+"""``gpufleet check`` (the admission rules as a CI gate), ``gpufleet webhook serve`` and ``webhook certs``."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from rich.markup import escape
 from gpufleet.check.documents import read
 from gpufleet.check.facts import admission_facts
 from gpufleet.check.gate import DEFAULT_NAMESPACE, Verdict, check
-from gpufleet.cli.common import console, guarded
+from gpufleet.check.manifests import NAMESPACE, WEBHOOK
+from gpufleet.cli.common import ForceOpt, console, guarded
 from gpufleet.errors import InputError
 from gpufleet.policy import load_policy, resolve
+from gpufleet.webhook import certs as webhook_certs
 from gpufleet.webhook.app import create_app
-from gpufleet.webhook.server import RELOAD_SECONDS, WebhookServer
+from gpufleet.webhook.server import RELOAD_SECONDS, WebhookServer, loads
 from gpufleet.webhook.telemetry import configure_logging
 
 EXIT_DENIED = 1
@@ -105,10 +107,73 @@ def serve(
     for path, what in ((cert, "certificate"), (key, "key")):
         if not path.is_file():
             raise InputError.one(f"no such {what} file", file=str(path))
+    problem = loads(cert, key)
+    if problem is not None:
+        raise InputError.one(f"is not a PEM certificate and matching key: {problem}", file=str(cert))
     facts = admission_facts(resolve(load_policy(policy)))
     configure_logging(log_level)
     server = WebhookServer(create_app(facts), cert=cert, key=key, host=host, port=port, reload_seconds=reload_seconds)
     server.run()
+
+
+@webhook_app.command("certs")
+@guarded
+def certs(
+    *,
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Folder for the CA, the serving pair and the Secret")
+    ] = Path("webhook-certs"),
+    configuration: Annotated[
+        Path | None,
+        typer.Option(
+            "--configuration",
+            help="The admission-webhook.yaml render wrote: a copy with caBundle filled in and cert-manager's objects left out",
+        ),
+    ] = None,
+    namespace: Annotated[str, typer.Option("--namespace", help="The webhook's namespace")] = NAMESPACE,
+    service: Annotated[str, typer.Option("--service", help="The webhook's Service")] = WEBHOOK,
+    dns: Annotated[list[str] | None, typer.Option("--dns", help="Another DNS name for the certificate")] = None,
+    ip: Annotated[
+        list[str] | None, typer.Option("--ip", help="An IP address for the certificate (a URL webhook)")
+    ] = None,
+    days: Annotated[
+        int, typer.Option("--days", help="Lifetime of the serving certificate")
+    ] = webhook_certs.SERVING_DAYS,
+    ca_days: Annotated[int, typer.Option("--ca-days", help="Lifetime of a new CA")] = webhook_certs.CA_DAYS,
+    renew: Annotated[
+        bool, typer.Option("--renew", help="Keep the CA in the folder; issue a new serving certificate from it")
+    ] = False,
+    force: ForceOpt = False,
+) -> None:
+    """Make a CA and a serving certificate for the webhook (the path without cert-manager)."""
+    names = webhook_certs.Names.service(service, namespace, tuple(dns or ()), tuple(ip or ()))
+    issued = webhook_certs.issue(
+        output,
+        names,
+        secret_name=f"{WEBHOOK}-tls",
+        namespace=namespace,
+        configuration=configuration,
+        renew=renew,
+        force=force,
+        ca_days=ca_days,
+        days=days,
+    )
+    what = "a new serving certificate from the CA kept in" if issued.renewed else "a new CA and serving certificate in"
+    console.print(f"wrote {what} {escape(str(output))}", highlight=False, soft_wrap=True)
+    console.print(f"  names: {escape(', '.join(issued.names.dns + issued.names.ips))}", highlight=False, soft_wrap=True)
+    console.print(f"  serving certificate valid until {issued.not_after:%Y-%m-%d %H:%M} UTC", highlight=False)
+    console.print(
+        f"  kubectl apply -f {escape(str(output / webhook_certs.SECRET_FILE))}  (the Secret {WEBHOOK}-tls; "
+        "the webhook reloads a renewed pair without a restart)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if (output / webhook_certs.CONFIGURED_FILE).is_file():
+        console.print(
+            f"  kubectl apply -f {escape(str(output / webhook_certs.CONFIGURED_FILE))}  (the webhook, caBundle filled in)",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -29,7 +29,7 @@ def step(
 ) -> None:
     """Run scheduling cycles and show admissions, preemptions, pending reasons and quota use."""
     if cycles is not None and until_stable:
-        raise InputError([Problem("use either --cycles or --until-stable, not both")])
+        raise InputError([Problem("use either --cycles or --until-stable, not both", "command line", "--until-stable")])
     report = twin_step([_read(f) for f in files], cycles)
     if as_json:
         typer.echo(json.dumps(report, indent=2))
@@ -62,8 +62,15 @@ def _print_human(report: dict[str, Any]) -> None:
             table.add_row(
                 p["workload"], f"[red]preempted[/] ({p['reason']})", p["clusterQueue"], f"by {p['preemptor']}"
             )
+        own = False
         for p in cycle["pending"]:
-            table.add_row(p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']})", p["clusterQueue"], p["message"])
+            mark = "" if p.get("kueueWrites", True) else " \N{DAGGER}"
+            own = own or bool(mark)
+            table.add_row(
+                p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']}){mark}", p["clusterQueue"], p["message"]
+            )
+        if own:
+            table.caption = "\N{DAGGER} the twin's own explanation: Kueue writes no condition on this workload"
         print_table(table)
     queues = Table(title="ClusterQueues")
     for column in ("clusterQueue", "usage", "borrowed", "weightedShare", "admitted", "pending"):

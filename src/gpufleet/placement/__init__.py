@@ -3,10 +3,21 @@
 from gpufleet.placement.cluster import Cluster
 from gpufleet.placement.decision import Placement, Unschedulable
 from gpufleet.placement.fragmentation import FragmentMeter, Shape, ShapeMix
-from gpufleet.placement.node import GPU, GPU_SHARED, MILLI, NodeSpec, Taint, TaintEffect, mig_resource
-from gpufleet.placement.pod import Operator, PodSpec, Requirement, Toleration
+from gpufleet.placement.node import MILLI, NodeSpec
+from gpufleet.placement.pod import PodSpec
 from gpufleet.placement.scoring import FragmentationAware, LeastAllocated, MostAllocated, Policy
 from gpufleet.placement.state import DeviceSlot, NodeState
+from gpufleet.vocabulary import (
+    GPU,
+    GPU_SHARED,
+    Operator,
+    Requirement,
+    Taint,
+    TaintEffect,
+    Toleration,
+    TolerationOperator,
+    mig_resource,
+)
 
 __all__ = [
     "GPU",
@@ -30,6 +41,7 @@ __all__ = [
     "Taint",
     "TaintEffect",
     "Toleration",
+    "TolerationOperator",
     "Unschedulable",
     "mig_resource",
 ]

@@ -4,8 +4,9 @@ answers ``None`` (passes) or the reason kube-scheduler prints for the node."""
 
 from __future__ import annotations
 
-from gpufleet.placement.node import NodeSpec, TaintEffect
+from gpufleet.placement.node import NodeSpec
 from gpufleet.placement.pod import PodSpec
+from gpufleet.vocabulary import TaintEffect
 
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 

@@ -11,35 +11,13 @@ A full card can also hold fractional shares (``gpu_milli``), the GPU-sharing mod
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-GPU = "nvidia.com/gpu"
-GPU_SHARED = "nvidia.com/gpu.shared"
+from gpufleet.vocabulary import GPU, GPU_SHARED, MIG_PREFIX, Taint, TaintEffect, mig_resource
+
 GPU_MILLI = "gpu-milli"  # the fractional-share resource of the FGD simulator's GPU-share plugin
-MIG_PREFIX = "nvidia.com/mig-"
 MILLI = 1000  # one full card, in milli
 
-
-class TaintEffect(StrEnum):
-    NO_SCHEDULE = "NoSchedule"
-    PREFER_NO_SCHEDULE = "PreferNoSchedule"
-    NO_EXECUTE = "NoExecute"
-
-
-@dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    value: str = ""
-    effect: TaintEffect = TaintEffect.NO_SCHEDULE
-
-    def __str__(self) -> str:
-        """kube-scheduler prints a taint as ``{key: value}``."""
-        return f"{{{self.key}: {self.value}}}"
-
-
-def mig_resource(profile: str) -> str:
-    """The extended resource the device plugin advertises for one MIG profile (mixed strategy)."""
-    return f"{MIG_PREFIX}{profile}"
+__all__ = ["GPU", "GPU_MILLI", "GPU_SHARED", "MIG_PREFIX", "MILLI", "NodeSpec", "Taint", "TaintEffect", "mig_resource"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,54 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
-from gpufleet.placement.node import GPU, GPU_MILLI, MIG_PREFIX, MILLI, Taint, TaintEffect, mig_resource
+from gpufleet.placement.node import GPU_MILLI, MILLI
+from gpufleet.vocabulary import GPU, MIG_PREFIX, Operator, Requirement, Toleration, mig_resource
 
-
-class Operator(StrEnum):
-    """Node-affinity operators (the label-based ones of ``NodeSelectorRequirement``)."""
-
-    IN = "In"
-    NOT_IN = "NotIn"
-    EXISTS = "Exists"
-    DOES_NOT_EXIST = "DoesNotExist"
-
-
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    key: str
-    operator: Operator
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        present = self.key in labels
-        if self.operator is Operator.IN:
-            return present and labels[self.key] in self.values
-        if self.operator is Operator.NOT_IN:
-            return not present or labels[self.key] not in self.values
-        if self.operator is Operator.EXISTS:
-            return present
-        return not present
-
-
-@dataclass(frozen=True, slots=True)
-class Toleration:
-    """``key=""`` with ``exists=True`` tolerates every taint; ``effect=None`` matches every effect."""
-
-    key: str = ""
-    value: str = ""
-    exists: bool = False
-    effect: TaintEffect | None = None
-
-    def tolerates(self, taint: Taint) -> bool:
-        if self.effect is not None and self.effect != taint.effect:
-            return False
-        if not self.key:
-            return self.exists
-        if self.key != taint.key:
-            return False
-        return self.exists or self.value == taint.value
+__all__ = ["Operator", "PodSpec", "Requirement", "Toleration"]
 
 
 @dataclass(frozen=True, slots=True)

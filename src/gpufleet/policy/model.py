@@ -226,6 +226,14 @@ class Queueing(Spec):
         "alone stops a borrower from preempting another queue below its own share, which can end a "
         "reclaim/preempt-back loop; `gpufleet simulate` shows the loop as the most preempted jobs",
     )
+    prioritizePreemptorWorkloads: bool = Field(
+        default=False,
+        description="Kueue's alpha PrioritizePreemptorWorkloads feature gate (off by default in 0.19): a "
+        "workload waiting for its victims to go is ordered first in every scheduling cycle and holds "
+        "the quota it is owed, so a borrower cannot take what its victims free (the cohort-reclaim "
+        "thrash of kueue#13662). Rendered into the Configuration's featureGates, which Kueue refuses "
+        "together with the manager's --feature-gates flag",
+    )
     queueingStrategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
     withinClusterQueue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
     reclaimWithinCohort: Literal["Never", "LowerPriority", "Any"] = "Any"

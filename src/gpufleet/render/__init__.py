@@ -17,8 +17,11 @@ restart kueue-controller-manager."""
 
 
 WEBHOOK_HEADER = """The admission webhook: it fills in a missing queue name and default priority class, and serves
-clusters older than ValidatingAdmissionPolicy. It needs cert-manager for its serving certificate, so it is
-not in kustomization.yaml: apply it after cert-manager with `kubectl apply -f admission-webhook.yaml`.
+clusters older than ValidatingAdmissionPolicy. Its serving certificate comes from cert-manager (the
+Issuer and Certificate below; cert-manager.io/inject-ca-from fills each caBundle) or from gpufleet:
+`gpufleet webhook certs --configuration admission-webhook.yaml -o certs` writes the Secret and a copy of
+this file with caBundle filled in and no cert-manager objects. So it is not in kustomization.yaml: apply
+it after cert-manager (`kubectl apply -f admission-webhook.yaml`) or apply the two files in certs/.
 The ValidatingAdmissionPolicy in admission-policy.yaml enforces the same rules without it."""
 
 

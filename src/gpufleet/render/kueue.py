@@ -167,6 +167,9 @@ def configuration(fleet: Fleet, device_class_mappings: list[Obj]) -> Obj:
         config["resources"]["deviceClassMappings"] = device_class_mappings
     if fleet.policy.queueing.fairSharing:
         config["fairSharing"] = {"preemptionStrategies": list(fleet.policy.queueing.preemptionStrategies)}
+    if fleet.policy.queueing.prioritizePreemptorWorkloads:
+        # the API's featureGates map; Kueue refuses it together with the manager's --feature-gates flag
+        config["featureGates"] = {"PrioritizePreemptorWorkloads": True}
     if fleet.policy.monitoring.enabled:
         # the quota panel and kueue_cluster_queue_nominal_quota exist only with this switch on
         config["metrics"] = {"enableClusterQueueResources": True}

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.placement import Operator, PodSpec, Requirement, Toleration
-from gpufleet.placement import TaintEffect as Effect
 from gpufleet.policy import Fleet
 from gpufleet.policy.slicing import SlicingMode
 from gpufleet.trace.job import Job
@@ -83,10 +82,7 @@ def pod_spec(
     tolerations: tuple[Toleration, ...] = ()
     if flavor is not None:
         selector = flavor.node_labels
-        tolerations = tuple(
-            Toleration(t.key, t.value, t.operator == "Exists", Effect(t.effect) if t.effect else None)
-            for t in flavor.tolerations
-        )
+        tolerations = flavor.tolerations  # one vocabulary: the flavor's tolerations are the pod's
     affinity = ((Requirement(GPU_MODEL_LABEL, Operator.IN, job.gpu_models),),) if job.gpu_models else ()
     return PodSpec(
         name=name,

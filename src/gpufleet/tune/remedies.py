@@ -1,7 +1,9 @@
 """Candidate policies worked out by reasoning, tried before the sampler's own choices.
 
 A consultant's first moves: lift the borrowing and lending limits that hold quota back, stop the
-preemptions that feed a reclaim/preempt-back loop, and both together; and, where the input
+preemptions that feed a reclaim/preempt-back loop, and both together; keep reclaim but let the
+reclaiming workload hold what its victims free (Kueue's PrioritizePreemptorWorkloads gate, the
+remedy that does not give up guaranteed quota); and, where the input
 policy's findings name the settings that drive them, exactly those settings. Each candidate is a
 set of knob values (``Space`` paths); ``seed_study`` enqueues them once per study.
 """
@@ -18,6 +20,7 @@ from gpufleet.tune.space import Space
 Params = dict[str, str]
 
 _CALM = {"queueing.withinClusterQueue": "Never", "queueing.reclaimWithinCohort": "Never"}
+_PREEMPTOR_FIRST = {"queueing.prioritizePreemptorWorkloads": "true"}
 
 
 def _permissive(path: str, choices: Sequence[str]) -> str | None:
@@ -69,6 +72,7 @@ def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
         {**_limits(space, limited), **_CALM},  # the limited pools without limits, no preemption loop
         {**_limits(space), **_CALM},
         _CALM,
+        {**_limits(space, limited), **_PREEMPTOR_FIRST},  # reclaim kept, the preemptor holds its quota
         _limits(space, limited),
     ]
     out: list[Params] = []

@@ -113,7 +113,8 @@ def value_of(policy: FleetPolicy, path: str) -> str:
         q = policy.queueing
         if field == "preemptionStrategies":
             return BOTH if len(q.preemptionStrategies) == 2 else q.preemptionStrategies[0]
-        return str(getattr(q, field)).lower() if field == "fairSharing" else str(getattr(q, field))
+        value = getattr(q, field)
+        return str(value).lower() if isinstance(value, bool) else str(value)
     if head.startswith("teams["):
         team_name, pool_name = head[len("teams[") :].split("].quota[")
         team = policy.team(team_name)
@@ -157,6 +158,11 @@ def _queueing_knobs(policy: FleetPolicy) -> list[Knob]:
         ),
         Knob("queueing.withinClusterQueue", _WITHIN, setter("withinClusterQueue", str)),
         Knob("queueing.reclaimWithinCohort", _RECLAIM, setter("reclaimWithinCohort", str)),
+        Knob(
+            "queueing.prioritizePreemptorWorkloads",
+            ("false", "true"),
+            setter("prioritizePreemptorWorkloads", lambda v: v == "true"),
+        ),
     ]
 
 

@@ -33,7 +33,9 @@ class ResourceGroup:
 class ClusterQueue:
     """A ClusterQueue: its frozen spec, its quota node, and the workloads holding its quota."""
 
-    __slots__ = ("group_of", "groups", "inactive_reason", "name", "node", "spec", "using", "workloads")
+    __slots__ = (
+        "group_of", "groups", "ignore_undeclared", "inactive_reason", "name", "node", "spec", "using", "workloads",
+    )  # fmt: skip
 
     def __init__(self, spec: ClusterQueueSpec, node: QuotaNode, groups: tuple[ResourceGroup, ...]) -> None:
         self.spec = spec
@@ -45,6 +47,9 @@ class ClusterQueue:
         # Per flavor-resource, the admitted workloads whose quota uses it: preemption's candidates.
         self.using: dict[int, dict[str, Workload]] = {}
         self.inactive_reason = "" if spec.stop_policy == "None" else "Stopped"
+        # resources.quotaCheckStrategy: IgnoreUndeclared (QuotaCheckStrategy gate): requests of
+        # resources no resource group covers are left out instead of failing the workload
+        self.ignore_undeclared = False
 
     @property
     def active(self) -> bool:
@@ -93,6 +98,7 @@ class CohortTree:
             _set_quotas(node, self.frs, cq_spec.resource_groups)
             groups = _groups(self.frs, cq_spec.resource_groups)
             cq = self.cluster_queues[cq_spec.name] = ClusterQueue(cq_spec, node, groups)
+            cq.ignore_undeclared = spec.config.ignores_undeclared()
             if any(f.flavor not in spec.flavors for g in groups for f in g.flavors):
                 cq.inactive_reason = "FlavorNotFound"  # Kueue keeps such a queue inactive
         for co in spec.cohorts.values():

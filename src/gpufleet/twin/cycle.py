@@ -157,8 +157,8 @@ def decide(k: Cluster, entries: list[Entry], victims: dict[str, tuple[Target, En
 def order(k: Cluster, entries: list[Entry]) -> Iterator[Entry]:
     """Step 4: the fair-sharing tournament, or the classical key."""
     if k.fair is not None:
-        return tournament(k.fair, entries)
-    return iter(sorted(entries, key=Entry.classical_key))
+        return tournament(k.fair, entries, k.preemptor.preemptors.first())
+    return k.preemptor.preemptors.classical(entries)
 
 
 def process(
@@ -173,7 +173,7 @@ def process(
             yield e
             continue
         if mode < FIT and not e.targets:
-            if not k.preemptor.can_always_reclaim(cq):
+            if k.preemptor.reserves(cq, e.wl):
                 snapshot.add_transient(cq.node, reserve(e.assignment, cq))
             yield e
             continue
@@ -257,6 +257,8 @@ def requeue(k: Cluster, e: Entry) -> Pending:
             bulk_move(k, queue, wl, e.reason or _fallback(e.assignment.mode))
     elif queue is not None:
         queue.park(wl)
+    if e.status == PREEMPTING:
+        k.preemptor.preemptors.mark(wl)  # Kueue's preemptor workload of the ClusterQueue
     pending = verdict(wl, e.reason, e.message, e.assignment.mode, state)
     k.last_status[wl.key] = pending
     return pending

@@ -128,11 +128,13 @@ class Candidate(Protocol):
 E = TypeVar("E", bound=Candidate)
 
 
-def tournament(fs: FairShare, entries: Sequence[E]) -> Iterator[E]:
+def tournament(fs: FairShare, entries: Sequence[E], first: Callable[[E], bool] | None = None) -> Iterator[E]:
     """Yield entries in fair-sharing order; the caller admits each one before asking for the next.
 
     Keys are cached per (entry, cohort) and dropped only for entries whose competing subtree
     changed (the ancestors of the popped ClusterQueue), so a flat cohort costs one DRS per entry.
+    ``first``: entries that win against every entry it does not name, at every level, before the
+    rules above (``PrioritizePreemptorWorkloads``, see ``preemptors``).
     """
     by_root: dict[str, list[E]] = {}
     lone: list[E] = []
@@ -141,14 +143,17 @@ def tournament(fs: FairShare, entries: Sequence[E]) -> Iterator[E]:
             lone.append(e)
         else:
             by_root.setdefault(e.node.root.name, []).append(e)
-    yield from sorted(lone, key=lambda e: e.order)
+    yield from sorted(lone, key=lambda e: e.order if first is None else (not first(e), *e.order))
     for name in sorted(by_root):
         group = by_root[name]
         if all(e.node.parent is e.node.root for e in group):
             # A flat cohort: every key is a ClusterQueue's own, which only its own entry changes.
-            yield from sorted(group, key=lambda e: (*_standing(fs, e), *e.order))
+            if first is None:
+                yield from sorted(group, key=lambda e: (*_standing(fs, e), *e.order))
+            else:
+                yield from sorted(group, key=lambda e: (not first(e), *_standing(fs, e), *e.order))
         else:
-            yield from _run_root(fs, group)
+            yield from _run_root(fs, group, first)
 
 
 def _standing(fs: FairShare, e: Candidate) -> tuple[bool, tuple[int, float]]:
@@ -160,7 +165,7 @@ def _standing(fs: FairShare, e: Candidate) -> tuple[bool, tuple[int, float]]:
     return standing
 
 
-def _run_root(fs: FairShare, entries: list[E]) -> Iterator[E]:
+def _run_root(fs: FairShare, entries: list[E], first: Callable[[E], bool] | None = None) -> Iterator[E]:
     remaining: dict[int, E] = {id(e.node): e for e in entries}
     under: dict[int, list[E]] = {}
     for e in entries:
@@ -178,7 +183,7 @@ def _run_root(fs: FairShare, entries: list[E]) -> Iterator[E]:
             else:
                 share = _drs_with(fs, e, e.node.path[level])
                 standing = (share.borrowing_on(tuple(e.usage)), share.key())
-            k = keys[ck] = (*standing, *e.order)
+            k = keys[ck] = (*standing, *e.order) if first is None else (not first(e), *standing, *e.order)
         return k
 
     # A ClusterQueue's key depends only on its own usage, which changes only when its entry is

@@ -101,7 +101,7 @@ class FlavorAssigner:
         key = (cq.name, ps)
         found = self._layouts.get(key)
         if found is None:
-            missing = tuple(r for r, q in ps.requests if q > 0 and r not in cq.group_of)
+            missing = () if cq.ignore_undeclared else tuple(r for r, q in ps.requests if q > 0 and r not in cq.group_of)
             by_group: dict[int, list[tuple[str, int]]] = {}
             for resource, per_pod in ps.requests:
                 if resource in cq.group_of:
@@ -136,13 +136,12 @@ class FlavorAssigner:
                     result.mode = NO_FIT
                     self._note(result, ps.name, failures, failure_reasons)
                     return result
-                flavor, mode, level = chosen
+                flavor, mode, level, hot = chosen
+                result.contested.update(hot)
                 for resource, qty in requests:
                     fr = flavor.frs[resource]
                     usage[fr] = usage.get(fr, 0) + qty
                     flavors_of_ps.append((resource, flavor.flavor))
-                    if mode < FIT:
-                        result.contested.add(fr)
                 result.mode = min(result.mode, mode)
                 result.borrowing = max(result.borrowing, level)
                 if mode < FIT:
@@ -169,10 +168,13 @@ class FlavorAssigner:
         so_far: dict[int, int],
         failures: list[str],
         why: set[str],
-    ) -> tuple[FlavorChoice, int, int] | None:
+    ) -> tuple[FlavorChoice, int, int, tuple[int, ...]] | None:
+        """The chosen flavor, its mode and borrowing level, and the flavor-resources that need
+        preemption in it: only those whose own mode is below Fit (Kueue's per-resource
+        ``FlavorAssignment.Mode``, which ``frsNeedPreemption`` reads)."""
         failure_reasons = why
         fungibility = cq.spec.flavor_fungibility
-        best: tuple[FlavorChoice, int, int] | None = None
+        best: tuple[FlavorChoice, int, int, tuple[int, ...]] | None = None
         best_rank: tuple[int, ...] | None = None
         for flavor, mismatch in choices:
             if mismatch:
@@ -180,6 +182,7 @@ class FlavorAssigner:
                 failure_reasons.add(reasons.NO_MATCHING_FLAVOR)
                 continue
             mode, level = FIT, 0
+            hot: list[int] = []
             for resource, qty in requests:
                 fr = flavor.frs.get(resource)
                 if fr is None:
@@ -200,21 +203,23 @@ class FlavorAssigner:
                 )
                 mode = min(mode, m)
                 level = max(level, lv)
+                if m < FIT:
+                    hot.append(fr)
             if mode == FIT and level == 0:
-                return flavor, mode, level
+                return flavor, mode, level, ()
             if mode > NO_CANDIDATES:
                 rank = _rank(mode, level, fungibility.preference)
                 if best_rank is None or rank < best_rank:
-                    best, best_rank = (flavor, mode, level), rank
+                    best, best_rank = (flavor, mode, level, tuple(hot)), rank
                 try_next = (
                     fungibility.when_can_borrow == TRY_NEXT_FLAVOR
                     if mode == FIT
                     else fungibility.when_can_preempt == TRY_NEXT_FLAVOR
                 )
                 if not try_next:
-                    return flavor, mode, level
+                    return flavor, mode, level, tuple(hot)
             elif mode == NO_CANDIDATES and (best_rank is None or (best_rank[0] == 9 and level < best_rank[1])):
-                best, best_rank = (flavor, mode, level), (9, level)  # below any viable flavor
+                best, best_rank = (flavor, mode, level, tuple(hot)), (9, level)  # below any viable flavor
         return best
 
     def _fits(

@@ -11,88 +11,34 @@ raised together as one ``InputError``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from gpufleet.errors import InputError, Problem
 from gpufleet.twin import specs as s
-from gpufleet.twin.resources import QuantityError, parse_decimal, parse_quantity
+from gpufleet.twin.configuration import read_configuration
+from gpufleet.twin.fields import (
+    MAX_INT32,
+    MAX_QUANTITY,
+    POD_COUNT,
+    PRIORITY,
+    Doc,
+    boolean,
+    choice,
+    integer,
+    quantity,
+    shown,
+    timestamp,
+)
+from gpufleet.twin.resources import QuantityError, parse_decimal
+from gpufleet.vocabulary import Operator, TaintEffect, TolerationOperator
 from gpufleet.yamldoc import iter_documents
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 PRIORITY_BOOST = "kueue.x-k8s.io/priority-boost"
 _FUNGIBILITY_V1BETA1 = {"Borrow": s.MAY_STOP_SEARCH, "Preempt": s.MAY_STOP_SEARCH}
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-MAX_QUANTITY = 2**63 - 1
-"""Kubernetes keeps a quantity in an int64 (of milli-units at most); anything larger is a typo."""
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return f"{type(value).__name__} {_shown(value)}"
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-@dataclass
-class _Doc:
-    """Where one object came from, so every problem names it; and reads its fields by their types.
-
-    A field of the wrong type (a string where a mapping belongs) is a problem at its path, and
-    reading goes on with the field's empty value, so every mistake of a stream is reported at once.
-    """
-
-    file: str
-    line: int
-    kind: str
-    name: str
-    problems: list[Problem]
-
-    def fail(self, path: str, message: str) -> None:
-        who = f"{self.kind} {self.name}" if self.name else self.kind
-        self.problems.append(Problem(f"{who}: {message}", self.file, path, self.line))
-
-    def mapping(self, path: str, value: Any) -> dict[str, Any]:
-        if value is None:
-            return {}
-        if isinstance(value, dict):
-            return value
-        self.fail(path, f"expected a mapping, got {_type_name(value)}")
-        return {}
-
-    def sequence(self, path: str, value: Any) -> list[Any]:
-        if value is None:
-            return []
-        if isinstance(value, list):
-            return value
-        self.fail(path, f"expected a list, got {_type_name(value)}")
-        return []
-
-    def mappings(self, path: str, value: Any) -> list[tuple[str, dict[str, Any]]]:
-        """The items of a list of mappings, each with its path; an item of another type is a problem."""
-        out = []
-        for i, item in enumerate(self.sequence(path, value)):
-            if isinstance(item, dict):
-                out.append((f"{path}[{i}]", item))
-            else:
-                self.fail(f"{path}[{i}]", f"expected a mapping, got {_type_name(item)}")
-        return out
-
-    def strings(self, path: str, value: Any) -> tuple[str, ...]:
-        return tuple(str(v) for v in self.sequence(path, value))
-
-    def pairs(self, path: str, value: Any) -> tuple[tuple[str, str], ...]:
-        """A string-to-string mapping (labels, node selectors) as sorted pairs."""
-        return tuple(sorted((str(k), str(v)) for k, v in self.mapping(path, value).items()))
 
 
 @dataclass
@@ -104,7 +50,7 @@ class _Stream:
     local_queues: dict[str, s.LocalQueueSpec] = field(default_factory=dict)
     namespaces: dict[str, s.NamespaceSpec] = field(default_factory=dict)
     priority_classes: dict[tuple[str, str], int] = field(default_factory=dict)
-    workloads: list[tuple[_Doc, dict[str, Any], int]] = field(default_factory=list)
+    workloads: list[tuple[Doc, dict[str, Any], int]] = field(default_factory=list)
     config: s.ConfigSpec = field(default_factory=s.ConfigSpec)
 
 
@@ -155,7 +101,7 @@ def located(error: InputError, spec: s.ClusterSpec) -> InputError:
 
 def _flatten(st: _Stream, obj: Any, file: str, line: int) -> list[Any]:
     if isinstance(obj, dict) and obj.get("kind") == "List":
-        return _Doc(file, line, "List", "", st.problems).sequence("items", obj.get("items"))
+        return Doc(file, line, "List", "", st.problems).sequence("items", obj.get("items"))
     return [] if obj is None else [obj]
 
 
@@ -166,7 +112,8 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
     kind = str(obj.get("kind", ""))
     raw_meta = obj.get("metadata")
     name = str(raw_meta.get("name", "")) if isinstance(raw_meta, dict) else ""
-    doc = _Doc(file, line, kind or "<no kind>", name or "<unnamed>", st.problems)
+    unnamed = "" if kind == "Configuration" else "<unnamed>"  # a Configuration has no name to give
+    doc = Doc(file, line, kind or "<no kind>", name or unnamed, st.problems)
     meta = doc.mapping("metadata", raw_meta)
     if not name and kind != "Configuration":
         doc.fail("metadata.name", "metadata.name is required")
@@ -190,24 +137,32 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
         if not cq:
             doc.fail("spec.clusterQueue", "spec.clusterQueue is required")
             return
-        st.local_queues[f"{ns}/{name}"] = s.LocalQueueSpec(ns, name, str(cq), str(spec.get("stopPolicy", "None")))
+        st.local_queues[f"{ns}/{name}"] = s.LocalQueueSpec(
+            ns, name, str(cq), choice(doc, "spec.stopPolicy", spec.get("stopPolicy"), _STOP, "None")
+        )
     elif kind in ("WorkloadPriorityClass", "PriorityClass"):
         group = KUEUE_GROUP if kind == "WorkloadPriorityClass" else "scheduling.k8s.io"
-        st.priority_classes[(group, name)] = _int(doc, "value", obj.get("value", 0))
+        st.priority_classes[(group, name)] = integer(
+            doc, "value", obj.get("value", 0), low=-MAX_INT32 - 1, high=MAX_INT32, expected=PRIORITY
+        )
     elif kind == "Workload":
         st.workloads.append((doc, obj, index))
     elif kind == "Namespace":
         st.namespaces[name] = s.NamespaceSpec(name, doc.pairs("metadata.labels", meta.get("labels")))
     elif kind == "Configuration":
-        st.config = _config(doc, obj)
+        st.config = read_configuration(doc, obj)
     else:
         doc.fail("kind", f"unknown kind {kind!r} (the twin reads Kueue objects, Namespaces and Configuration)")
 
 
-def _flavor(doc: _Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
+def _flavor(doc: Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
     taints = tuple(
-        s.Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "NoSchedule")))
-        for _, t in doc.mappings("spec.nodeTaints", spec.get("nodeTaints"))
+        s.Taint(
+            str(t.get("key", "")),
+            str(t.get("value", "")),
+            TaintEffect(choice(doc, f"{tpath}.effect", t.get("effect"), _EFFECTS, TaintEffect.NO_SCHEDULE)),
+        )
+        for tpath, t in doc.mappings("spec.nodeTaints", spec.get("nodeTaints"))
     )
     return s.ResourceFlavorSpec(
         doc.name,
@@ -217,19 +172,36 @@ def _flavor(doc: _Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
     )
 
 
-def _tolerations(doc: _Doc, path: str, raw: Any) -> tuple[s.Toleration, ...]:
-    return tuple(
-        s.Toleration(
-            str(t.get("key", "")),
-            str(t.get("operator", "Equal")),
-            str(t.get("value", "")),
-            str(t.get("effect", "")),
+def _tolerations(doc: Doc, path: str, raw: Any) -> tuple[s.Toleration, ...]:
+    out = []
+    for tpath, t in doc.mappings(path, raw):
+        operator = choice(doc, f"{tpath}.operator", t.get("operator"), _TOLERATION_OPERATORS, "Equal")
+        effect = t.get("effect") or None  # empty: every effect
+        if effect is not None:
+            effect = choice(doc, f"{tpath}.effect", effect, _EFFECTS, TaintEffect.NO_SCHEDULE)
+        out.append(
+            s.Toleration(
+                str(t.get("key", "")),
+                str(t.get("value", "")),
+                TolerationOperator(operator),
+                None if effect is None else TaintEffect(effect),
+            )
         )
-        for _, t in doc.mappings(path, raw)
-    )
+    return tuple(out)
 
 
-def _groups(doc: _Doc, raw: Any) -> tuple[s.ResourceGroupSpec, ...]:
+_EFFECTS = tuple(TaintEffect)
+_TOLERATION_OPERATORS = tuple(TolerationOperator)
+_NODE_OPERATORS = tuple(Operator)  # NodeSelectorRequirement: Gt and Lt too
+_LABEL_OPERATORS = (Operator.IN, Operator.NOT_IN, Operator.EXISTS, Operator.DOES_NOT_EXIST)
+
+
+def _requirement(doc: Doc, path: str, raw: dict[str, Any], operators: tuple[Operator, ...]) -> s.Requirement:
+    operator = choice(doc, f"{path}.operator", raw.get("operator", "In"), operators, Operator.IN)
+    return s.Requirement(str(raw.get("key", "")), Operator(operator), doc.strings(f"{path}.values", raw.get("values")))
+
+
+def _groups(doc: Doc, raw: Any) -> tuple[s.ResourceGroupSpec, ...]:
     groups = []
     for gpath, group in doc.mappings("spec.resourceGroups", raw):
         covered = doc.strings(f"{gpath}.coveredResources", group.get("coveredResources"))
@@ -243,9 +215,9 @@ def _groups(doc: _Doc, raw: Any) -> tuple[s.ResourceGroupSpec, ...]:
                 quotas.append(
                     s.ResourceQuotaSpec(
                         rname,
-                        _quantity(doc, path + ".nominalQuota", res.get("nominalQuota", 0), rname) or 0,
-                        _quantity(doc, path + ".borrowingLimit", res.get("borrowingLimit"), rname),
-                        _quantity(doc, path + ".lendingLimit", res.get("lendingLimit"), rname),
+                        quantity(doc, path + ".nominalQuota", res.get("nominalQuota", 0), rname) or 0,
+                        quantity(doc, path + ".borrowingLimit", res.get("borrowingLimit"), rname),
+                        quantity(doc, path + ".lendingLimit", res.get("lendingLimit"), rname),
                     )
                 )
             flavors.append(s.FlavorQuotasSpec(str(flavor.get("name", "")), tuple(quotas)))
@@ -253,12 +225,20 @@ def _groups(doc: _Doc, raw: Any) -> tuple[s.ResourceGroupSpec, ...]:
     return tuple(groups)
 
 
-def _fungibility(value: Any, default: str) -> str:
+def _fungibility(doc: Doc, path: str, value: Any, default: str) -> str:
     text = str(value) if value is not None else default
-    return _FUNGIBILITY_V1BETA1.get(text, text)
+    return choice(doc, path, _FUNGIBILITY_V1BETA1.get(text, text), (s.MAY_STOP_SEARCH, s.TRY_NEXT_FLAVOR), default)
 
 
-def _cluster_queue(doc: _Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueSpec:
+_STRATEGIES = (s.BEST_EFFORT_FIFO, s.STRICT_FIFO)
+_STOP = ("None", "Hold", "HoldAndDrain")
+_WITHIN = (s.NEVER, s.LOWER_PRIORITY, s.LOWER_OR_NEWER_EQUAL_PRIORITY)
+_RECLAIM = (s.NEVER, s.LOWER_PRIORITY, s.ANY)
+_BORROW = (s.NEVER, s.LOWER_PRIORITY)
+_PREFERENCE = (s.BORROWING_OVER_PREEMPTION, s.PREEMPTION_OVER_BORROWING)
+
+
+def _cluster_queue(doc: Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueSpec:
     cohort = spec.get("cohortName") if api.endswith("v1beta2") else spec.get("cohort", spec.get("cohortName"))
     fung = doc.mapping("spec.flavorFungibility", spec.get("flavorFungibility"))
     pre = doc.mapping("spec.preemption", spec.get("preemption"))
@@ -271,38 +251,47 @@ def _cluster_queue(doc: _Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueS
         cohort=str(cohort) if cohort else None,
         resource_groups=_groups(doc, spec.get("resourceGroups")),
         namespace_selector=None if selector is None else _selector(doc, "spec.namespaceSelector", selector),
-        queueing_strategy=str(spec.get("queueingStrategy", s.BEST_EFFORT_FIFO)),
+        queueing_strategy=choice(
+            doc, "spec.queueingStrategy", spec.get("queueingStrategy"), _STRATEGIES, s.BEST_EFFORT_FIFO
+        ),
         flavor_fungibility=s.FlavorFungibilitySpec(
-            _fungibility(fung.get("whenCanBorrow"), s.MAY_STOP_SEARCH),
-            _fungibility(fung.get("whenCanPreempt"), s.TRY_NEXT_FLAVOR),
-            None if preference is None else str(preference),
+            _fungibility(doc, "spec.flavorFungibility.whenCanBorrow", fung.get("whenCanBorrow"), s.MAY_STOP_SEARCH),
+            _fungibility(doc, "spec.flavorFungibility.whenCanPreempt", fung.get("whenCanPreempt"), s.TRY_NEXT_FLAVOR),
+            None
+            if preference is None
+            else choice(doc, "spec.flavorFungibility.preference", preference, _PREFERENCE, ""),
         ),
         preemption=s.PreemptionSpec(
-            str(pre.get("withinClusterQueue", s.NEVER)),
-            str(pre.get("reclaimWithinCohort", s.NEVER)),
-            str(bwc.get("policy", s.NEVER)),
+            choice(doc, "spec.preemption.withinClusterQueue", pre.get("withinClusterQueue"), _WITHIN, s.NEVER),
+            choice(doc, "spec.preemption.reclaimWithinCohort", pre.get("reclaimWithinCohort"), _RECLAIM, s.NEVER),
+            choice(doc, "spec.preemption.borrowWithinCohort.policy", bwc.get("policy"), _BORROW, s.NEVER),
             None
             if threshold is None
-            else _int(doc, "spec.preemption.borrowWithinCohort.maxPriorityThreshold", threshold),
+            else integer(
+                doc,
+                "spec.preemption.borrowWithinCohort.maxPriorityThreshold",
+                threshold,
+                low=-MAX_INT32 - 1,
+                high=MAX_INT32,
+                expected=PRIORITY,
+            ),
         ),
         fair_weight=_weight(doc, spec),
-        stop_policy=str(spec.get("stopPolicy", "None")),
+        stop_policy=choice(doc, "spec.stopPolicy", spec.get("stopPolicy"), _STOP, "None"),
     )
 
 
-def _selector(doc: _Doc, path: str, value: Any) -> s.LabelSelector:
+def _selector(doc: Doc, path: str, value: Any) -> s.LabelSelector:
     raw = doc.mapping(path, value)
-    reqs = [s.Requirement(k, "In", (v,)) for k, v in doc.pairs(f"{path}.matchLabels", raw.get("matchLabels"))]
+    reqs = [s.Requirement(k, Operator.IN, (v,)) for k, v in doc.pairs(f"{path}.matchLabels", raw.get("matchLabels"))]
     reqs += [
-        s.Requirement(
-            str(e.get("key", "")), str(e.get("operator", "In")), doc.strings(f"{epath}.values", e.get("values"))
-        )
+        _requirement(doc, epath, e, _LABEL_OPERATORS)
         for epath, e in doc.mappings(f"{path}.matchExpressions", raw.get("matchExpressions"))
     ]
     return s.LabelSelector(tuple(reqs))
 
 
-def _weight(doc: _Doc, spec: dict[str, Any]) -> float:
+def _weight(doc: Doc, spec: dict[str, Any]) -> float:
     raw = doc.mapping("spec.fairSharing", spec.get("fairSharing")).get("weight")
     if raw is None:
         return 1.0
@@ -312,30 +301,15 @@ def _weight(doc: _Doc, spec: dict[str, Any]) -> float:
         doc.fail("spec.fairSharing.weight", str(exc))
         return 1.0
     if not 0 <= weight <= MAX_QUANTITY:
-        doc.fail("spec.fairSharing.weight", f"weight {_shown(raw)} must be between 0 and {MAX_QUANTITY}")
+        doc.fail("spec.fairSharing.weight", f"weight {shown(raw)} must be between 0 and {MAX_QUANTITY}")
+        return 1.0
+    if 0 < weight <= Decimal("1e-9"):  # Kueue's validateFairSharing: it would collapse to 0
+        doc.fail("spec.fairSharing.weight", f"weight {shown(raw)}: when not 0, a weight must be greater than 10^-9")
         return 1.0
     return float(weight)
 
 
-def _config(doc: _Doc, obj: dict[str, Any]) -> s.ConfigSpec:
-    resources = doc.mapping("resources", obj.get("resources"))
-    excluded = doc.strings("resources.excludeResourcePrefixes", resources.get("excludeResourcePrefixes"))
-    if obj.get("fairSharing") is None:
-        return s.ConfigSpec(fair_sharing=False, excluded_prefixes=excluded)
-    fs = doc.mapping("fairSharing", obj.get("fairSharing"))
-    enabled = bool(fs.get("enable", True)) if str(obj.get("apiVersion", "")).endswith("v1beta1") else True
-    strategies = doc.strings("fairSharing.preemptionStrategies", fs.get("preemptionStrategies"))
-    allowed = {
-        (s.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
-        (s.LESS_THAN_INITIAL_SHARE,),
-        (s.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, s.LESS_THAN_INITIAL_SHARE),
-    }
-    if strategies and strategies not in allowed:
-        doc.fail("fairSharing.preemptionStrategies", f"unsupported strategy list {list(strategies)}")
-    return s.ConfigSpec(enabled, strategies or s.ConfigSpec().preemption_strategies, excluded)
-
-
-def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.WorkloadSpec | None:
+def _workload(st: _Stream, doc: Doc, obj: dict[str, Any], index: int) -> s.WorkloadSpec | None:
     meta = doc.mapping("metadata", obj.get("metadata"))
     spec = doc.mapping("spec", obj.get("spec"))
     ns = str(meta.get("namespace") or "default")
@@ -351,7 +325,7 @@ def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.Work
         doc.fail("spec.podSets", "at least one pod set is required")
         return None
     priority = _priority(st, doc, spec, meta)
-    created = _timestamp(doc, "metadata.creationTimestamp", meta.get("creationTimestamp"), index)
+    created = timestamp(doc, "metadata.creationTimestamp", meta.get("creationTimestamp"), index)
     admission = None
     if admission_raw:
         path = "status.admission.podSetAssignments"
@@ -361,25 +335,52 @@ def _workload(st: _Stream, doc: _Doc, obj: dict[str, Any], index: int) -> s.Work
                 s.PodSetAssignmentSpec(
                     str(a.get("name", "main")),
                     doc.pairs(f"{apath}.flavors", a.get("flavors")),
-                    _int(doc, f"{apath}.count", a.get("count", _count_of(pod_sets, a))),
+                    integer(doc, f"{apath}.count", a.get("count", _count_of(pod_sets, a)), **POD_COUNT),
                 )
                 for apath, a in doc.mappings(path, admission_raw.get("podSetAssignments"))
             ),
         )
+    if st.config.gate("ReclaimablePods"):
+        pod_sets, admission = _after_reclaim(doc, status, pod_sets, admission)
     labels = doc.mapping("metadata.labels", meta.get("labels"))
     return s.WorkloadSpec(
         ns, str(meta.get("name")), str(queue or ""), pod_sets, priority, created,
-        str(meta.get("uid", "")), admission, bool(spec.get("active", True)),
+        str(meta.get("uid", "")), admission, boolean(doc, "spec.active", spec.get("active", True)),
         _reserved_at(doc, status) if admission else 0,
         str(labels.get("kueue.x-k8s.io/job-uid", "")),
     )  # fmt: skip
 
 
-def _reserved_at(doc: _Doc, status: dict[str, Any]) -> int:
+def _after_reclaim(
+    doc: Doc, status: dict[str, Any], pod_sets: tuple[s.PodSetSpec, ...], admission: s.AdmissionSpec | None
+) -> tuple[tuple[s.PodSetSpec, ...], s.AdmissionSpec | None]:
+    """``status.reclaimablePods`` (ReclaimablePods gate): pods that finished for good no longer
+    count, pending or admitted (Kueue's ``podSetsCountsAfterReclaim``; an admitted pod set is
+    scaled down only when fewer pods are left than were admitted)."""
+    reclaim: dict[str, int] = {}
+    for rpath, item in doc.mappings("status.reclaimablePods", status.get("reclaimablePods")):
+        reclaim[str(item.get("name", ""))] = integer(doc, f"{rpath}.count", item.get("count", 0), **POD_COUNT)
+    if not reclaim:
+        return pod_sets, admission
+    left = {ps.name: ps.count - min(reclaim.get(ps.name, 0), ps.count) for ps in pod_sets}
+    if admission is not None:
+        assignments = tuple(
+            replace(a, count=min(a.count, left.get(a.name, a.count))) for a in admission.pod_set_assignments
+        )
+        admission = replace(admission, pod_set_assignments=assignments)
+    reduced = []
+    for ps in pod_sets:
+        count = left[ps.name]
+        min_count = None if ps.min_count is None or count == 0 else min(ps.min_count, count)
+        reduced.append(replace(ps, count=count, min_count=min_count))
+    return tuple(reduced), admission
+
+
+def _reserved_at(doc: Doc, status: dict[str, Any]) -> int:
     """QuotaReserved's lastTransitionTime: orders victims by \"admitted more recently\"."""
     for path, cond in doc.mappings("status.conditions", status.get("conditions")):
         if cond.get("type") == "QuotaReserved" and cond.get("status") == "True":
-            return _timestamp(doc, f"{path}.lastTransitionTime", cond.get("lastTransitionTime"), 0)
+            return timestamp(doc, f"{path}.lastTransitionTime", cond.get("lastTransitionTime"), 0)
     return 0
 
 
@@ -388,9 +389,9 @@ def _count_of(pod_sets: tuple[s.PodSetSpec, ...], assignment: dict[str, Any]) ->
     return next((ps.count for ps in pod_sets if ps.name == name), 1)
 
 
-def _priority(st: _Stream, doc: _Doc, spec: dict[str, Any], meta: dict[str, Any]) -> int:
+def _priority(st: _Stream, doc: Doc, spec: dict[str, Any], meta: dict[str, Any]) -> int:
     if spec.get("priority") is not None:
-        value = _int(doc, "spec.priority", spec["priority"])
+        value = integer(doc, "spec.priority", spec["priority"], low=-MAX_INT32 - 1, high=MAX_INT32, expected=PRIORITY)
     else:
         ref = doc.mapping("spec.priorityClassRef", spec.get("priorityClassRef"))
         name, group = ref.get("name"), ref.get("group", KUEUE_GROUP)
@@ -400,10 +401,10 @@ def _priority(st: _Stream, doc: _Doc, spec: dict[str, Any], meta: dict[str, Any]
             group = "scheduling.k8s.io" if source.startswith("scheduling.k8s.io") else KUEUE_GROUP
         value = st.priority_classes.get((str(group), str(name)), 0) if name else 0
     boost = doc.mapping("metadata.annotations", meta.get("annotations")).get(PRIORITY_BOOST)
-    return value + (_int(doc, f"metadata.annotations[{PRIORITY_BOOST}]", boost) if boost is not None else 0)
+    return value + (integer(doc, f"metadata.annotations[{PRIORITY_BOOST}]", boost) if boost is not None else 0)
 
 
-def _pod_set(doc: _Doc, path: str, raw: dict[str, Any]) -> s.PodSetSpec:
+def _pod_set(doc: Doc, path: str, raw: dict[str, Any]) -> s.PodSetSpec:
     template = doc.mapping(f"{path}.template", raw.get("template"))
     pod = doc.mapping(f"{path}.template.spec", template.get("spec"))
     at = f"{path}.template.spec"
@@ -415,7 +416,7 @@ def _pod_set(doc: _Doc, path: str, raw: dict[str, Any]) -> s.PodSetSpec:
         for res, qty in _container_requests(doc, cpath, container).items():
             requests[res] = max(requests.get(res, 0), qty)
     for res, qty in doc.mapping(f"{at}.overhead", pod.get("overhead")).items():
-        requests[str(res)] = requests.get(str(res), 0) + (_quantity(doc, f"{at}.overhead", qty, str(res)) or 0)
+        requests[str(res)] = requests.get(str(res), 0) + (quantity(doc, f"{at}.overhead[{res}]", qty, str(res)) or 0)
     terms = []
     apath = f"{at}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
     affinity = doc.mapping(f"{at}.affinity", pod.get("affinity"))
@@ -424,68 +425,33 @@ def _pod_set(doc: _Doc, path: str, raw: dict[str, Any]) -> s.PodSetSpec:
     for tpath, term in doc.mappings(f"{apath}.nodeSelectorTerms", required.get("nodeSelectorTerms")):
         terms.append(
             tuple(
-                s.Requirement(
-                    str(e.get("key", "")),
-                    str(e.get("operator", "In")),
-                    doc.strings(f"{epath}.values", e.get("values")),
-                )
+                _requirement(doc, epath, e, _NODE_OPERATORS)
                 for epath, e in doc.mappings(f"{tpath}.matchExpressions", term.get("matchExpressions"))
             )
         )
-    count = _int(doc, f"{path}.count", raw.get("count", 1))
+    count = integer(doc, f"{path}.count", raw.get("count", 1), **POD_COUNT)
     min_count = raw.get("minCount")
+    if min_count is not None:  # Kueue's CRD: 1 <= minCount <= count
+        min_count = integer(
+            doc, f"{path}.minCount", min_count, low=1, high=max(1, count),
+            expected=f"a minCount between 1 and the pod set's count ({count})",
+        )  # fmt: skip
     return s.PodSetSpec(
         name=str(raw.get("name", "main")),
         count=count,
         requests=tuple(sorted(requests.items())),
-        min_count=None if min_count is None else _int(doc, f"{path}.minCount", min_count),
+        min_count=min_count,
         node_selector=doc.pairs(f"{at}.nodeSelector", pod.get("nodeSelector")),
         tolerations=_tolerations(doc, f"{at}.tolerations", pod.get("tolerations")),
         affinity_terms=tuple(terms),
     )
 
 
-def _container_requests(doc: _Doc, path: str, container: dict[str, Any]) -> dict[str, int]:
+def _container_requests(doc: Doc, path: str, container: dict[str, Any]) -> dict[str, int]:
     resources = doc.mapping(f"{path}.resources", container.get("resources"))
     merged = dict(doc.mapping(f"{path}.resources.limits", resources.get("limits")))
     merged.update(doc.mapping(f"{path}.resources.requests", resources.get("requests")))  # limits stand in
-    return {str(r): _quantity(doc, f"{path}.resources.requests[{r}]", q, str(r)) or 0 for r, q in merged.items()}
-
-
-def _quantity(doc: _Doc, path: str, value: Any, resource: str) -> int | None:
-    if value is None:
-        return None
-    try:
-        if abs(parse_decimal(value)) > MAX_QUANTITY:  # before parse_quantity builds a million-digit integer
-            raise QuantityError(f"quantity {_shown(value)} is beyond what Kubernetes can hold")
-        return parse_quantity(value, resource)
-    except QuantityError as exc:
-        doc.fail(path, str(exc))
-        return 0
-
-
-def _int(doc: _Doc, path: str, value: Any) -> int:
-    text = str(value).strip()
-    if isinstance(value, bool) or not _INTEGER.fullmatch(text):  # int() would take '1_0' and '١٢
-        doc.fail(path, f"expected an integer, got {_shown(value)}")
-        return 0
-    if len(text) > 20 or abs(int(text)) > MAX_QUANTITY:
-        doc.fail(path, f"{_shown(value)} is beyond the 64-bit integer range")
-        return 0
-    return int(text)
-
-
-def _timestamp(doc: _Doc, path: str, value: Any, index: int) -> int:
-    """Queue-order timestamp in epoch milliseconds; the stream position when none is given."""
-    if value is None:
-        return index
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    try:
-        return int(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
-    except (ValueError, OverflowError, OSError):
-        doc.fail(path, f"not an RFC 3339 timestamp: {_shown(value)}")
-        return index
+    return {str(r): quantity(doc, f"{path}.resources.requests[{r}]", q, str(r)) or 0 for r, q in merged.items()}
 
 
 __all__ = ["load_documents", "located", "parse_cluster", "parse_objects"]

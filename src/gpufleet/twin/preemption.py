@@ -19,13 +19,14 @@ is simulated on the live quota tree and undone before returning.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from operator import attrgetter
 
 from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
-from gpufleet.twin.fairshare import DRS, FairShare
-from gpufleet.twin.quota import add_usage, available, is_borrowing, remove_usage
+from gpufleet.twin.fair_preemption import fair_preemptions
+from gpufleet.twin.fairshare import FairShare
+from gpufleet.twin.preemptors import PreemptorWorkloads
+from gpufleet.twin.quota import add_usage, is_borrowing, remove_usage
 from gpufleet.twin.specs import (
     ANY,
     LESS_THAN_INITIAL_SHARE,
@@ -33,7 +34,10 @@ from gpufleet.twin.specs import (
     LOWER_OR_NEWER_EQUAL_PRIORITY,
     NEVER,
 )
+from gpufleet.twin.victims import Target, workload_fits
 from gpufleet.twin.workload import Workload
+
+__all__ = ["Candidates", "Preemptor", "Target", "under_nominal", "workload_fits"]
 
 VICTIM_KEY = attrgetter("victim_key")  # the candidate order's tail (see Workload.victim_key)
 EVICTED = attrgetter("evicted")
@@ -67,21 +71,21 @@ class Candidates:
         return evicted + [c for c in others if not c.evicted] + [c for c in own if not c.evicted]
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    """A workload to evict so that a preemptor fits, and Kueue's reason for it."""
-
-    workload: Workload
-    reason: str
-
-
 class Preemptor:
     """Finds preemption targets against the live quota tree (simulated, then undone)."""
 
-    def __init__(self, tree: CohortTree, fair: FairShare | None, strategies: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        tree: CohortTree,
+        fair: FairShare | None,
+        strategies: tuple[str, ...],
+        *,
+        prioritize_preemptors: bool = False,
+    ) -> None:
         self.tree = tree
         self.fair = fair
         self.strategies = strategies
+        self.preemptors = PreemptorWorkloads(enabled=prioritize_preemptors)
 
     # --- the snapshot operations -------------------------------------------------------------
     def remove(self, wl: Workload) -> None:
@@ -203,10 +207,10 @@ class Preemptor:
             if workload_fits(request, cq, allow_borrowing):
                 fits = True
                 break
-        return self._minimal(targets, fits, request, cq, allow_borrowing)
+        return self.settle(targets, fits, request, cq, allow_borrowing=allow_borrowing)
 
-    def _minimal(
-        self, targets: list[Target], fits: bool, request: dict[int, int], cq: ClusterQueue, allow_borrowing: bool
+    def settle(
+        self, targets: list[Target], fits: bool, request: dict[int, int], cq: ClusterQueue, *, allow_borrowing: bool
     ) -> list[Target]:
         """Undo the trial removals; return nothing if the victims did not make room, else the filled-back set."""
         if fits:
@@ -232,131 +236,19 @@ class Preemptor:
     def fair_preemptions(
         self, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int], by_queue: dict[str, list[Workload]]
     ) -> list[Target]:
-        """Visit the candidate queue with the highest share first; each victim must pass a strategy.
-
-        While the preemptor's queue stays within nominal on the contested resources, victims of
-        other queues are taken without the share test (``FairSharingPreemptWithinNominal``).
-        """
-        fair = self.fair
-        assert fair is not None
+        """Kueue's hierarchical fair-sharing preemption (see ``fair_preemption``)."""
         strategies = self.strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
-        queues = self.tree.cluster_queues
-        pools = [_Pool(queues[name], fair.drs(queues[name].node), part) for name, part in by_queue.items()]
-        new_share = fair.drs(cq.node, request).key()
-        targets: list[Target] = []
-        retry: list[Workload] = []
-        fits = False
-        while pools and not fits:
-            pool = max(pools, key=lambda p: (p.share.key(), p.cq.name))
-            pools.remove(pool)
-            if pool.cq is cq:
-                victim = pool.workloads.pop(0)
-                self.remove(victim)
-                targets.append(Target(victim, reasons.IN_CLUSTER_QUEUE))
-                if workload_fits(request, cq, True):
-                    fits = True
-                    break
-                new_share = fair.drs(cq.node, request).key()
-                if pool.workloads:
-                    pool.share = fair.drs(cq.node)
-                    pools.append(pool)
-                continue
-            within_nominal = all(cq.node.usage[fr] + request.get(fr, 0) <= cq.node.subtree[fr] for fr in frs)
-            if not within_nominal and not _strategy(strategies[0], new_share, pool.share, pool.share):
-                # Removing usage never raises a share, so no candidate of this queue can pass
-                # (Kueue's fsStrategyUnsatisfiable, generalised): all wait for the second strategy.
-                retry.extend(pool.workloads)
-                continue
-            for i, victim in enumerate(pool.workloads):
-                after = fair.drs(pool.cq.node, _usage(victim), -1)
-                if within_nominal:
-                    reason = reasons.IN_COHORT_RECLAMATION
-                elif _strategy(strategies[0], new_share, pool.share, after):
-                    reason = reasons.IN_COHORT_FAIR_SHARING
-                else:
-                    retry.append(victim)
-                    continue
-                self.remove(victim)
-                targets.append(Target(victim, reason))
-                if workload_fits(request, cq, True):
-                    fits = True
-                    break
-                pool.workloads = pool.workloads[i + 1 :]
-                if pool.workloads and any(is_borrowing(pool.cq.node, fr) for fr in frs):
-                    pool.share = after
-                    pools.append(pool)
-                break
-        if not fits and len(strategies) > 1:
-            fits = self._second_strategy(strategies[1], cq, request, new_share, retry=retry, targets=targets)
-        return self._minimal(targets, fits, request, cq, True)
-
-    def _second_strategy(
-        self,
-        strategy: str,
-        cq: ClusterQueue,
-        request: dict[int, int],
-        new_share: tuple[int, float],
-        *,
-        retry: list[Workload],
-        targets: list[Target],
-    ) -> bool:
-        """Rule S2-b over the candidates the first strategy refused: one victim per queue, the
-        queue with the highest share first (the rule does not depend on the victim)."""
-        fair = self.fair
-        assert fair is not None
-        pools = _first_of_each_queue(retry, self.tree, fair)
-        for pool in sorted(pools, key=lambda p: (p.share.key(), p.cq.name), reverse=True):
-            if _strategy(strategy, new_share, pool.share, pool.share):
-                victim = pool.workloads[0]
-                self.remove(victim)
-                targets.append(Target(victim, reasons.IN_COHORT_FAIR_SHARING))
-                if workload_fits(request, cq, True):
-                    return True
-        return False
+        return fair_preemptions(self, cq, request, by_queue, frs=frs, strategies=strategies)
 
     def can_always_reclaim(self, cq: ClusterQueue) -> bool:
         """A queue that can reclaim any borrowed quota needs no reservation when it cannot preempt."""
         return cq.spec.preemption.reclaim_within_cohort == ANY
 
-
-class _Pool:
-    __slots__ = ("cq", "share", "workloads")
-
-    def __init__(self, cq: ClusterQueue, share: DRS, workloads: list[Workload]) -> None:
-        self.cq = cq
-        self.share = share
-        self.workloads = workloads
-
-
-def _first_of_each_queue(candidates: list[Workload], tree: CohortTree, fair: FairShare) -> list[_Pool]:
-    pools: dict[str, _Pool] = {}
-    for cand in candidates:
-        if cand.cluster_queue not in pools:
-            cq = tree.cluster_queues[cand.cluster_queue]
-            pools[cand.cluster_queue] = _Pool(cq, fair.drs(cq.node), [cand])
-    return list(pools.values())
-
-
-def _strategy(name: str, preemptor_new: tuple[int, float], target_old: DRS, target_new: DRS) -> bool:
-    if name == LESS_THAN_INITIAL_SHARE:
-        return preemptor_new < target_old.key()
-    return preemptor_new <= target_new.key()
-
-
-def _usage(wl: Workload) -> dict[int, int]:
-    assert wl.admission is not None
-    return dict(wl.admission.usage)
-
-
-def workload_fits(request: dict[int, int], cq: ClusterQueue, allow_borrowing: bool) -> bool:
-    """Whether ``request`` fits in ``cq`` now; without borrowing it must stay within its own quota."""
-    node = cq.node
-    for fr, v in request.items():
-        if not allow_borrowing and node.usage[fr] + v > node.subtree[fr]:
-            return False
-        if v > available(node, fr):
-            return False
-    return True
+    def reserves(self, cq: ClusterQueue, wl: Workload) -> bool:
+        """Kueue's ``reserveCapacityForUnreclaimablePreempt`` condition for a head that needs
+        preemption and has no candidates: its queue cannot always reclaim, or (with
+        ``PrioritizePreemptorWorkloads``) it is the queue's preemptor."""
+        return not self.can_always_reclaim(cq) or self.preemptors.prioritized(wl)
 
 
 def under_nominal(cq: ClusterQueue, frs: Iterable[int]) -> bool:

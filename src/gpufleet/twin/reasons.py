@@ -28,7 +28,7 @@ IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
 HUMAN_PREEMPTION_REASONS = {
     IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     IN_COHORT_RECLAMATION: "reclamation within the cohort",
-    IN_COHORT_FAIR_SHARING: "fair sharing within the cohort",
+    IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",  # capitalised as Kueue v0.19.2 writes it
     IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpufleet.twin.reasons import PENDING
 from gpufleet.twin.workload import PodSetAdmission
 
 ACTIVE = "active"
@@ -45,14 +46,29 @@ class Pending:
     reason: str
     message: str
     queue: str  # "active" (in the heap) or "inadmissible" (parked until capacity changes)
-    kueue_writes: bool = True  # False: the twin's own explanation; Kueue writes no condition for it
+    # Whether Kueue itself writes this reason and message (a QuotaReserved=False condition) or
+    # it is the twin's own explanation of a workload Kueue leaves untouched: one never handed
+    # to the scheduler (behind a blocked StrictFIFO head, deeper in a heap), or an equivalent
+    # moved in bulk by the scheduling hash (Kueue writes no condition on those).
+    kueue_writes: bool = True
+
+
+def waiting_position(
+    workload: str, cluster_queue: str, position: int, state: str, strict_head: str | None = None
+) -> Pending:
+    """The twin's own word for a workload the scheduler has not popped yet: Kueue writes no
+    condition on it (``requeueAndUpdate`` only updates the heads of a cycle), so it is marked."""
+    message = f"waiting in ClusterQueue {cluster_queue}, position {position}"
+    if strict_head is not None:
+        message += f", behind StrictFIFO head {strict_head}"
+    return Pending(workload, cluster_queue, PENDING, message, state, kueue_writes=False)
 
 
 @dataclass(frozen=True, slots=True)
 class CycleResult:
     """One cycle: admissions, evictions it issued, and the heads it could not admit (with why).
 
-    A batched result (``batch_inert_cycles``) covers a streak of quiet cycles and the one that
+    A batched result (``Twin(spec, streaks=True)``) covers a streak of quiet cycles and the one that
     ended it: ``pending`` holds all their verdicts in cycle order, ``last`` the final cycle's.
     ``stable``: the final cycle changed nothing and repeated the verdicts of the cycle before.
     """

@@ -33,11 +33,11 @@ from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
 from gpufleet.twin.memo import Verdict, VerdictMemo
 from gpufleet.twin.preemption import Preemptor, Target
+from gpufleet.twin.preemptors import PRIORITIZE_PREEMPTOR_WORKLOADS
 from gpufleet.twin.queues import Queues
 from gpufleet.twin.quota import add_usage, remove_usage
 from gpufleet.twin.reasons import (
     MISCONFIGURED,
-    PENDING,
     SUSPENDED,
     cluster_queue_inactive,
     cluster_queue_not_found,
@@ -52,6 +52,7 @@ from gpufleet.twin.results import (
     CycleResult,
     Pending,
     Preempted,
+    waiting_position,
 )
 from gpufleet.twin.specs import ClusterSpec, WorkloadSpec
 from gpufleet.twin.streaks import run_streak
@@ -79,7 +80,10 @@ class Twin:
         self.tree = CohortTree(spec)
         resource_of = [k.resource for k in self.tree.frs.keys]
         self.fair = FairShare(resource_of) if spec.config.fair_sharing else None
-        self.preemptor = Preemptor(self.tree, self.fair, spec.config.preemption_strategies)
+        self.preemptor = Preemptor(
+            self.tree, self.fair, spec.config.preemption_strategies,
+            prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS),
+        )  # fmt: skip
         self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing)
         self.queues = Queues()
         for name in sorted(self.tree.cluster_queues):
@@ -318,19 +322,22 @@ class Twin:
         result = []
         for name, queue in self.queues.by_cq.items():
             cq = self.tree.cluster_queues[name]
+            head = None
             for position, wl in enumerate(queue.in_order(), start=1):
                 known = self.last_status.get(wl.key)
                 state = ACTIVE if wl.key in queue.active else INADMISSIBLE
+                head = head or wl.key
                 moved = queue.bypassed(wl)
                 if moved is not None:  # parked with an equivalent's failure: Kueue writes nothing
                     result.append(bypassed(wl, moved))
                 elif known is not None:
-                    result.append(Pending(known.workload, name, known.reason, known.message, state, known.kueue_writes))
+                    result.append(replace(known, cluster_queue=name, queue=state))
                 elif not cq.active:
-                    result.append(Pending(wl.key, name, SUSPENDED, cluster_queue_inactive(name), state))
+                    stopped = cq.spec.stop_policy != "None"  # Kueue's workload controller writes only then
+                    result.append(Pending(wl.key, name, SUSPENDED, cluster_queue_inactive(name), state, stopped))
                 else:
-                    message = f"waiting in ClusterQueue {name}, position {position}"
-                    result.append(Pending(wl.key, name, PENDING, message, state))
+                    behind = head if queue.strict and head != wl.key else None
+                    result.append(waiting_position(wl.key, name, position, state, behind))
         orphans = [
             p for key, p in self.last_status.items() if p.cluster_queue not in self.queues.by_cq or key in self.held
         ]

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpufleet.twin import gates
+from gpufleet.vocabulary import LabelSelector, Requirement, Taint, Toleration
+
+__all__ = ["LabelSelector", "Requirement", "Taint", "Toleration"]  # the shared vocabulary, re-exported
+
 NEVER = "Never"
 LOWER_PRIORITY = "LowerPriority"
 LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
@@ -20,60 +25,8 @@ BEST_EFFORT_FIFO = "BestEffortFIFO"
 STRICT_FIFO = "StrictFIFO"
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
-
-
-@dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    value: str = ""
-    effect: str = "NoSchedule"
-
-
-@dataclass(frozen=True, slots=True)
-class Toleration:
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
-
-    def tolerates(self, taint: Taint) -> bool:
-        """Kubernetes' rule: empty effect matches all effects; empty key with Exists matches all keys."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if not self.key:
-            return self.operator == "Exists"
-        if self.key != taint.key:
-            return False
-        return self.operator == "Exists" or self.value == taint.value
-
-
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    """A label selector requirement (``In``, ``NotIn``, ``Exists``, ``DoesNotExist``)."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        present = self.key in labels
-        if self.operator == "In":
-            return present and labels[self.key] in self.values
-        if self.operator == "NotIn":
-            return not present or labels[self.key] not in self.values
-        if self.operator == "Exists":
-            return present
-        return not present  # DoesNotExist
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    """``matchLabels`` plus ``matchExpressions``; the empty selector matches everything."""
-
-    requirements: tuple[Requirement, ...] = ()
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        return all(r.matches(labels) for r in self.requirements)
+BLOCK_UNDECLARED = "BlockUndeclared"
+IGNORE_UNDECLARED = "IgnoreUndeclared"
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +165,18 @@ class ConfigSpec:
     )
     # resources.excludeResourcePrefixes: requests Kueue ignores for quota (e.g. cpu where only GPUs are budgeted)
     excluded_prefixes: tuple[str, ...] = ()
+    # featureGates: (gate, enabled) overrides of Kueue's defaults, sorted by gate (see gates.py)
+    feature_gates: tuple[tuple[str, bool], ...] = ()
+
+    # resources.quotaCheckStrategy: BlockUndeclared (Kueue's default) or IgnoreUndeclared
+    quota_check_strategy: str = BLOCK_UNDECLARED
+
+    def gate(self, name: str) -> bool:
+        return gates.enabled(self.feature_gates, name)
+
+    def ignores_undeclared(self) -> bool:
+        """Kueue's ``IgnoreUndeclaredResources``: the strategy, and its gate (on by default)."""
+        return self.quota_check_strategy == IGNORE_UNDECLARED and self.gate("QuotaCheckStrategy")
 
     def counts(self, resource: str) -> bool:
         return not resource.startswith(self.excluded_prefixes) if self.excluded_prefixes else True

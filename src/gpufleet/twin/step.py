@@ -62,6 +62,7 @@ def cycle_json(result: CycleResult, twin: Twin) -> dict[str, Any]:
                 "reason": p.reason,
                 "message": p.message,
                 "queue": p.queue,
+                "kueueWrites": p.kueue_writes,
             }
             for p in twin.pending()
         ],

@@ -88,6 +88,8 @@ def quiet(k: Cluster, entries: list[Entry]) -> list[Entry] | None:
     holding = False
     for e in entries:
         assert e.cq is not None and e.verdict is not None
+        if e.assignment.mode != NO_FIT and k.preemptor.preemptors.prioritized(e.wl):
+            return None  # PrioritizePreemptorWorkloads: the full path decides (order, reservation)
         part = _part(k, e.cq, e.verdict)
         if part == BUSY:
             return None
@@ -192,6 +194,8 @@ def _calm(k: Cluster, wl: Workload, *, holding: bool) -> Pending | None:
     if cq is None or not cq.active or not k.namespace_matches(cq, wl):
         return None
     found = k.get_assignments(wl, cq)  # the quota is the streak's: as the full path would find it
+    if found.assignment.mode != NO_FIT and k.preemptor.preemptors.prioritized(wl):
+        return None  # PrioritizePreemptorWorkloads: the full path decides
     part = _part(k, cq, found)
     if part != CALM and not (holding and part == HOLDING):
         return None

@@ -33,11 +33,13 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(level: str = "info") -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
-    for name in (LOGGER, "uvicorn", "uvicorn.error"):
+    for name in (LOGGER, "_granian"):
         logger = logging.getLogger(name)
         logger.handlers = [handler]
         logger.setLevel(level.upper())
         logger.propagate = False
+    # granian warns that its embedded mode is experimental at every start; its errors still show
+    logging.getLogger("_granian").setLevel(max(logging.ERROR, logging.getLogger(LOGGER).level))
 
 
 @dataclass

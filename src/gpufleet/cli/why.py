@@ -1,0 +1,167 @@
+"""``gpufleet why NS/NAME``: why a live Workload (or the Job owning it) waits, and what would let it in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.padding import Padding
+from rich.table import Table
+
+from gpufleet import kube
+from gpufleet.cli.common import JsonOpt, console, guarded, print_table
+from gpufleet.errors import InputError
+from gpufleet.explain.report import why_json
+from gpufleet.explain.why import explain
+from gpufleet.twin.resources import format_quantity
+from gpufleet.yamldoc import read_single
+
+KubeconfigOpt = Annotated[
+    Path | None, typer.Option("--kubeconfig", help="Kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+]
+KueueConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--kueue-config",
+        help="Kueue's manager Configuration (YAML), where the kueue-system/kueue-manager-config ConfigMap "
+        "is not readable or not where Kueue reads it from",
+    ),
+]
+Doc = dict[str, Any]
+
+
+def target(text: str) -> tuple[str, str]:
+    namespace, slash, name = text.partition("/")
+    if not slash or not namespace or not name or "/" in name:
+        raise InputError.one(f"expected NAMESPACE/NAME of a Workload or Job, got {text!r}", path="NS/NAME")
+    return namespace, name
+
+
+def configuration(state: kube.KueueState, path: Path | None) -> tuple[Doc | None, str]:
+    """Kueue's Configuration as a mapping, from ``--kueue-config`` or the ConfigMap, and where it came from."""
+    if path is not None:
+        try:
+            text, source = path.read_text(encoding="utf-8"), str(path)
+        except OSError as exc:
+            raise InputError.one(f"cannot read: {exc.strerror}", file=str(path)) from None
+    elif state.configuration is not None:
+        text, source = state.configuration, state.configuration_note
+    else:
+        return None, f"Kueue's defaults ({state.configuration_note})"
+    doc = read_single(text, source)
+    data = doc.data if doc is not None else None
+    if not isinstance(data, dict) or data.get("kind") != "Configuration":
+        raise InputError.one("expected Kueue's Configuration (kind: Configuration)", file=source)
+    return data, source
+
+
+@guarded
+def why(
+    workload: Annotated[str, typer.Argument(help="NAMESPACE/NAME of a Workload, or of the Job that owns one")],
+    kubeconfig: KubeconfigOpt = None,
+    kueue_config: KueueConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Why a Workload waits: Kueue's reason, what holds its quota, what would let it in (reads only)."""
+    namespace, name = target(workload)
+    state = kube.read_kueue_state(kubeconfig)
+    config, source = configuration(state, kueue_config)
+    report = why_json(explain(state.objects, namespace, name, config))
+    report["kueueConfiguration"] = source
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    print_why(report)
+
+
+def amounts(table: dict[str, int]) -> str:
+    return ", ".join(f"{k}={format_quantity(v, k.split('/', 1)[-1])}" for k, v in table.items()) or "-"
+
+
+def _line(label: str, text: str, indent: int = 0) -> None:
+    console.print(
+        Padding(f"[bold]{label}[/] {escape(text)}" if label else escape(text), (0, 0, 0, indent), expand=False)
+    )
+
+
+def print_why(r: Doc) -> None:
+    job = f" (Job {r['job']})" if r["job"] else ""
+    asks = ", ".join(f"{res}={format_quantity(n, res)}" for res, n in r["requests"].items())
+    head = f"{r['workload']}{job}: {r['state']}"
+    if r["clusterQueue"]:
+        head += f" in ClusterQueue {r['clusterQueue']}"
+    if asks:
+        head += f", priority {r['priority']}, asks {asks}"
+    _line("", head)
+    kueue = r["kueue"]
+    _line("Kueue says:", f"{kueue['reason'] or 'no reason yet'}: {kueue['message'] or '(no message)'}", 2)
+    _line("Answer:", f"{r['verdict']['reason']}: {r['verdict']['message']}", 2)
+    if r["state"] != "Pending" or r["preemption"] is None:
+        return
+    if r["holders"]:
+        holders = Table(title="What holds the quota it needs", title_justify="left")
+        for column in ("workload", "team", "priority", "uses", "borrowing"):
+            holders.add_column(column)
+        for h in r["holders"]:
+            team = h["team"] if h["team"] == h["clusterQueue"] else f"{h['team']} (ClusterQueue {h['clusterQueue']})"
+            uses = ", ".join(
+                f"{format_quantity(n, fr.split('/', 1)[1])} {fr.split('/', 1)[1]} in {fr.split('/', 1)[0]}"
+                for fr, n in h["uses"].items()
+            )
+            holders.add_row(h["workload"], team, str(h["priority"]), uses, "yes" if h["borrowing"] else "no")
+        print_table(holders)
+    else:
+        _line("What holds the quota it needs:", "nothing", 2)
+    queues = Table(title="Its cohort's ClusterQueues on that quota", title_justify="left")
+    for column in ("ClusterQueue", "team", "flavor/resource", "nominal", "borrowing limit", "in use", "borrowed"):
+        queues.add_column(
+            column, justify="right" if column in ("nominal", "borrowing limit", "in use", "borrowed") else "left"
+        )
+    for q in r["clusterQueues"]:
+        for fr, nominal in q["nominal"].items():
+            resource = fr.split("/", 1)[-1]
+            limit = q["borrowingLimit"].get(fr)
+            queues.add_row(
+                q["name"], q["team"], fr, format_quantity(nominal, resource),
+                "∞" if limit is None else format_quantity(limit, resource),
+                format_quantity(q["usage"].get(fr, 0), resource), format_quantity(q["borrowed"].get(fr, 0), resource),
+            )  # fmt: skip
+    print_table(queues)
+    _print_remedies(r)
+
+
+def _print_remedies(r: Doc) -> None:
+    console.print("[bold]What would let it in[/]")
+    if r["shortfall"]:
+        short = ", ".join(f"{s['needed']} {s['resource']} in flavor {s['flavor']}" for s in r["shortfall"])
+        _line("must free:", short, 2)
+    _line("ahead of it in its ClusterQueue:", ", ".join(r["ahead"]) or "none", 2)
+    ends = r["ends"]
+    if ends is not None:
+        if ends["sufficientSets"]:
+            sets = "; ".join("{" + ", ".join(s) + "}" for s in ends["sufficientSets"])
+            note = "" if ends["complete"] else f" (searched {ends['trials']} sets, not all)"
+            _line(
+                "ends that suffice:",
+                f"any one of these sets finishing admits it: {sets}{note}. Kueue knows no runtimes, so which "
+                "ends first is not knowable from the cluster.",
+                2,
+            )
+        elif ends["candidates"]:
+            _line("ends that suffice:", "none: even if every holder ended, the twin would not admit it", 2)
+    p = r["preemption"]
+    policy = ", ".join(f"{k}: {v}" for k, v in p["policy"].items())
+    _line("preemption:", f"{p['reason']} ({policy}). {p['message']}", 2)
+    console.print("[bold]Where the twin and Kueue disagree[/]")
+    if not r["disagreements"]:
+        _line("", "nowhere: the twin reads the same reason and message, and the same quota in use", 2)
+    for d in r["disagreements"]:
+        _line(f"{d['reason']}:", d["message"], 2)
+    for s in r["skipped"]:
+        _line("left out of the twin:", s, 2)
+    console.print(
+        Padding(f"[dim]Kueue configuration: {escape(r['kueueConfiguration'])}[/]", (0, 0, 0, 2), expand=False)
+    )

@@ -1,0 +1,244 @@
+"""Fair-sharing preemption over a cohort tree, as Kueue v0.19.2's ``fairPreemptions``.
+
+Target order (``fairsharing/ordering.go`` ``nextTarget``): from the root cohort down, at every
+cohort pick the child with the highest dominant resource share, a child cohort winning ties
+against a ClusterQueue; descend into a cohort, stop at a ClusterQueue. Pruned for good, for the
+rest of one search:
+
+* a ClusterQueue that is not borrowing (except the preemptor's own) or has no candidate left;
+* a cohort that is not borrowing and is not an ancestor of the preemptor's ClusterQueue;
+* a cohort whose children are all pruned.
+
+Two ClusterQueues with equal shares are ordered by their first candidates (Kueue's
+``CandidatesOrdering``). The order is recomputed from the root before every pick, on the shares
+as the victims chosen so far left them.
+
+Shares are compared one level below the least common ancestor of the preemptor's ClusterQueue
+and the target's (``least_common_ancestor.go``): in a tree, a queue under ``/a/x`` competing with
+one under ``/a/y`` is judged by the shares of the cohorts ``x`` and ``y`` inside ``a``, not of the
+two queues. The preemptor's request is counted in its ClusterQueue (and so in every ancestor)
+while the shares are computed, and left out when checking whether it fits.
+
+Per target (``runFirstFsStrategy``): in the preemptor's own queue take the next candidate
+(InClusterQueue); while the preemptor's queue stays within nominal on the contested resources
+take it without a share test (InCohortReclamation, ``FairSharingPreemptWithinNominal``); else try
+the queue's candidates in order against the first strategy and take the first that passes
+(InCohortFairSharing), then pick a queue again; those that fail wait for the second strategy,
+which takes one candidate per queue, in the same target order, when the preemptor's share is
+below the target's initial share (``runSecondFsStrategy``, rule S2-b). Then fill-back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from gpufleet.twin import reasons
+from gpufleet.twin.fairshare import DRS, FairShare
+from gpufleet.twin.quota import QuotaNode, add_usage, remove_usage
+from gpufleet.twin.specs import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+from gpufleet.twin.victims import Target, workload_fits
+from gpufleet.twin.workload import Workload
+
+if TYPE_CHECKING:
+    from gpufleet.twin.cohort import ClusterQueue
+    from gpufleet.twin.preemption import Preemptor
+
+NEGATIVE = (-1, 0.0)  # below every share: Kueue's NegativeDRS
+
+
+class TargetOrdering:
+    """Kueue's ``TargetClusterQueueOrdering``: which ClusterQueue gives the next victim."""
+
+    def __init__(self, fair: FairShare, preemptor: QuotaNode, by_queue: dict[str, list[Workload]]) -> None:
+        self.fair = fair
+        self.preemptor = preemptor
+        self.ancestors = {id(n) for n in preemptor.path[1:]}
+        self.targets = {name: list(part) for name, part in by_queue.items()}
+        self.pruned: set[int] = set()
+
+    def __iter__(self) -> Iterator[QuotaNode]:
+        if self.preemptor.parent is None:
+            while id(self.preemptor) not in self.pruned and self.targets.get(self.preemptor.name):
+                yield self.preemptor
+            return
+        root = self.preemptor.root
+        while id(root) not in self.pruned:
+            found = self._next(root)
+            if found is not None:
+                yield found
+
+    def pop(self, node: QuotaNode) -> Workload:
+        return self.targets[node.name].pop(0)
+
+    def has_workload(self, node: QuotaNode) -> bool:
+        return bool(self.targets.get(node.name))
+
+    def drop(self, node: QuotaNode) -> None:
+        self.pruned.add(id(node))
+
+    def _next(self, cohort: QuotaNode) -> QuotaNode | None:
+        best_cq: QuotaNode | None = None
+        best_cq_key = NEGATIVE
+        for cq in cohort.child_queues:
+            if id(cq) in self.pruned:
+                continue
+            share = self.fair.drs(cq)
+            key = share.key()
+            if (not share.borrowing and cq is not self.preemptor) or not self.has_workload(cq):
+                self.pruned.add(id(cq))
+            elif best_cq is not None and key == best_cq_key:
+                if self._first_key(cq) < self._first_key(best_cq):
+                    best_cq = cq
+            elif key > best_cq_key:
+                best_cq, best_cq_key = cq, key
+        best_cohort: QuotaNode | None = None
+        best_cohort_key = NEGATIVE
+        for child in cohort.child_cohorts:
+            if id(child) in self.pruned:
+                continue
+            share = self.fair.drs(child)
+            if not share.borrowing and id(child) not in self.ancestors:
+                self.pruned.add(id(child))
+            elif share.key() >= best_cohort_key:  # on ties the later child (Kueue: map order)
+                best_cohort, best_cohort_key = child, share.key()
+        if best_cohort is None and best_cq is None:
+            self.pruned.add(id(cohort))
+            return None
+        if best_cohort is not None and best_cohort_key >= best_cq_key:
+            return self._next(best_cohort)  # a cohort wins ties: its most unfair node is chosen
+        return best_cq
+
+    def _first_key(self, cq: QuotaNode) -> tuple[bool, bool, tuple[int, int, str]]:
+        """``CandidatesOrdering`` of a queue's first candidate: evicted, other queue, victim key."""
+        wl = self.targets[cq.name][0]
+        return (not wl.evicted, cq is self.preemptor, wl.victim_key)
+
+    # --- shares one level below the least common ancestor -------------------------------------
+    def almost_lcas(self, target: QuotaNode) -> tuple[QuotaNode, QuotaNode]:
+        """The preemptor's and the target's ancestors (or themselves) just below their LCA."""
+        lca = next(n for n in target.path[1:] if id(n) in self.ancestors)
+        return _below(self.preemptor, lca), _below(target, lca)
+
+
+def _below(node: QuotaNode, lca: QuotaNode) -> QuotaNode:
+    path = node.path
+    return path[path.index(lca) - 1]
+
+
+def fair_preemptions(
+    preemptor: Preemptor,
+    cq: ClusterQueue,
+    request: dict[int, int],
+    by_queue: dict[str, list[Workload]],
+    *,
+    frs: frozenset[int],
+    strategies: tuple[str, ...],
+) -> list[Target]:
+    """Victims among ``by_queue`` (each ClusterQueue's candidates, in candidate order) that make
+    ``request`` fit in ``cq`` under fair sharing, or ``[]``."""
+    return _Search(preemptor, cq, request, by_queue).run(frs, strategies)
+
+
+class _Search:
+    """One preemptor's search: the twin's preemptor (snapshot operations), its queue and request."""
+
+    def __init__(
+        self, preemptor: Preemptor, cq: ClusterQueue, request: dict[int, int], by_queue: dict[str, list[Workload]]
+    ) -> None:
+        assert preemptor.fair is not None
+        self.by_queue = by_queue
+        self.preemptor = preemptor
+        self.fair: FairShare = preemptor.fair
+        self.cq = cq
+        self.request = request
+
+    def run(self, frs: frozenset[int], strategies: tuple[str, ...]) -> list[Target]:
+        node, request = self.cq.node, self.request
+        within_nominal = all(node.usage[fr] + request.get(fr, 0) <= node.subtree[fr] for fr in frs)
+        for fr, q in request.items():  # the shares count the incoming workload
+            add_usage(node, fr, q)
+        try:
+            fits, targets, retry = self.first(strategies[0], within_nominal)
+            if not fits and len(strategies) > 1:
+                fits = self.second(retry, targets)
+        finally:
+            for fr, q in request.items():
+                remove_usage(node, fr, q)
+        return self.preemptor.settle(targets, fits, request, self.cq, allow_borrowing=True)
+
+    def fits(self) -> bool:
+        """``workloadFitsForFairSharing``: the request taken out again, then the ordinary check."""
+        node, request = self.cq.node, self.request
+        for fr, q in request.items():
+            remove_usage(node, fr, q)
+        try:
+            return workload_fits(request, self.cq, True)
+        finally:
+            for fr, q in request.items():
+                add_usage(node, fr, q)
+
+    def take(self, victim: Workload, reason: str, targets: list[Target]) -> bool:
+        self.preemptor.remove(victim)
+        targets.append(Target(victim, reason))
+        return self.fits()
+
+    def first(self, strategy: str, within_nominal: bool) -> tuple[bool, list[Target], list[Workload]]:
+        """``runFirstFsStrategy``; returns (fits, targets, candidates left for the second strategy)."""
+        fair, own = self.fair, self.cq.node
+        ordering = TargetOrdering(fair, own, self.by_queue)
+        targets: list[Target] = []
+        retry: list[Workload] = []
+        for target in ordering:
+            if target is own or within_nominal:
+                reason = reasons.IN_CLUSTER_QUEUE if target is own else reasons.IN_COHORT_RECLAMATION
+                if self.take(ordering.pop(target), reason, targets):
+                    return True, targets, []
+                continue
+            mine, theirs = ordering.almost_lcas(target)
+            new_share = fair.drs(mine).key()
+            old = fair.drs(theirs)
+            if new_share[0] == 1 and old.key()[0] == 0:  # fsStrategyUnsatisfiable: an infinite share
+                while ordering.has_workload(target):
+                    retry.append(ordering.pop(target))
+                continue
+            while ordering.has_workload(target):
+                victim = ordering.pop(target)
+                if _passes(strategy, new_share, old, _share_without(self.preemptor, fair, victim, theirs)):
+                    if self.take(victim, reasons.IN_COHORT_FAIR_SHARING, targets):
+                        return True, targets, []
+                    break  # the shares changed: pick a queue again
+                retry.append(victim)
+        return False, targets, retry
+
+    def second(self, retry: list[Workload], targets: list[Target]) -> bool:
+        """Rule S2-b: per queue in target order, its first refused candidate when the preemptor's
+        share is below the target's initial share; then the queue is dropped."""
+        by_queue: dict[str, list[Workload]] = {}
+        for wl in retry:
+            by_queue.setdefault(wl.cluster_queue, []).append(wl)
+        ordering = TargetOrdering(self.fair, self.cq.node, by_queue)
+        for target in ordering:
+            mine, theirs = ordering.almost_lcas(target)
+            passed = self.fair.drs(mine).key() < self.fair.drs(theirs).key()
+            victim = ordering.pop(target)
+            if passed and self.take(victim, reasons.IN_COHORT_FAIR_SHARING, targets):
+                return True
+            ordering.drop(target)
+        return False
+
+
+def _share_without(preemptor: Preemptor, fair: FairShare, victim: Workload, at: QuotaNode) -> DRS:
+    """The share of ``at`` (the target's side below the LCA) with ``victim``'s usage removed."""
+    preemptor.remove(victim)
+    try:
+        return fair.drs(at)
+    finally:
+        preemptor.restore(victim)
+
+
+def _passes(strategy: str, preemptor_new: tuple[int, float], target_old: DRS, target_new: DRS) -> bool:
+    if strategy == LESS_THAN_INITIAL_SHARE:
+        return preemptor_new < target_old.key()
+    assert strategy == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
+    return preemptor_new <= target_new.key()

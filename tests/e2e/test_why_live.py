@@ -1,0 +1,258 @@
+"""``gpufleet why`` and ``gpufleet what-if`` against the real Kueue on the testbed.
+
+The live state comes from gpufleet's own rendering of ``why-fleet.yaml`` (two teams in cohort ``wf``,
+nobody preempts): wf-beta runs a 6-GPU Job, borrowing 2 of wf-alpha's guaranteed 4, and wf-alpha's
+4-GPU Job waits. ``why`` must name the borrower with Kueue's own words; ``what-if`` on the same policy
+with ``reclaimWithinCohort: Any`` must predict the reclamation, show the ClusterQueues' changed field
+from a server-side dry run, and change nothing; applying that policy for real must then make Kueue do
+what ``what-if`` said. Pods select a pool no node carries, so only Kueue's quota decisions are observed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from gpufleet.cli import app
+from gpufleet.policy import load_policy, resolve
+from gpufleet.render import kueue_objects
+from tests.e2e.conftest import HERE, Cluster
+
+POLICY = HERE / "why-fleet.yaml"
+GPU = "nvidia.com/gpu"
+NAMESPACES = ("wf-alpha", "wf-beta")
+KUEUE_KINDS = "clusterqueues.kueue.x-k8s.io,localqueues.kueue.x-k8s.io,workloads.kueue.x-k8s.io"
+
+
+def policy_objects(path: Path) -> list[dict[str, Any]]:
+    return [o for o in kueue_objects(resolve(load_policy(path))) if o["kind"] != "Configuration"]
+
+
+def reclaiming_policy(tmp: Path) -> Path:
+    data = yaml.safe_load(POLICY.read_text(encoding="utf-8"))
+    data["queueing"]["reclaimWithinCohort"] = "Any"
+    path = tmp / "why-fleet-reclaim.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def job(name: str, namespace: str, *, pods: int, gpus: int) -> dict[str, Any]:
+    limits = {GPU: str(gpus)}
+    labels = {"kueue.x-k8s.io/queue-name": namespace, "kueue.x-k8s.io/priority-class": "wf-normal"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "main", "image": "trainer:e2e", "resources": {"limits": limits, "requests": limits}}
+                    ],
+                }
+            },
+        },
+    }
+
+
+def workload_of(cluster: Cluster, namespace: str, job_name: str) -> dict[str, Any] | None:
+    for wl in cluster.get("workloads.kueue.x-k8s.io", f"--namespace={namespace}")["items"]:
+        if any(o.get("kind") == "Job" and o.get("name") == job_name for o in wl["metadata"].get("ownerReferences", [])):
+            return wl  # type: ignore[no-any-return]
+    return None
+
+
+def condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
+    conditions = (wl or {}).get("status", {}).get("conditions", [])
+    return next((c for c in conditions if c["type"] == kind), None)
+
+
+def resource_versions(cluster: Cluster) -> dict[str, str]:
+    """Every object ``why`` and ``what-if`` read in the test's namespaces and queues, by resourceVersion."""
+    items = cluster.get(KUEUE_KINDS, "--all-namespaces")["items"]
+    items += cluster.get("namespaces")["items"]
+    items += cluster.get("resourceflavors.kueue.x-k8s.io,cohorts.kueue.x-k8s.io")["items"]
+    return {
+        f"{o['kind']}/{o['metadata'].get('namespace', '')}/{o['metadata']['name']}": o["metadata"]["resourceVersion"]
+        for o in items
+        if o["metadata"].get("namespace") in NAMESPACES or o["metadata"]["name"].startswith("wf")
+    }
+
+
+def settled_versions(cluster: Cluster, quiet_s: float = 3.0) -> dict[str, str]:
+    """The resourceVersions once Kueue has finished writing status (nothing changed for ``quiet_s``)."""
+    last: dict[str, str] = {}
+    since = time.monotonic()
+    deadline = since + 60
+    while time.monotonic() < deadline:
+        now = resource_versions(cluster)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return now
+        time.sleep(0.5)
+    pytest.fail(f"Kueue kept writing the test's objects for 60 s: {last}")
+
+
+@pytest.fixture
+def waiting(cluster: Cluster) -> Iterator[tuple[Cluster, dict[str, Any], dict[str, Any]]]:
+    """wf-beta's borrowing Job admitted, wf-alpha's Job waiting with Kueue's reason."""
+    cluster.apply(policy_objects(POLICY))
+    for team in NAMESPACES:
+        cluster.eventually(
+            lambda team=team: condition(cluster.get("clusterqueues.kueue.x-k8s.io", team), "Active"),
+            f"ClusterQueue {team} to be active",
+        )
+    cluster.apply([job("big", "wf-beta", pods=3, gpus=2)])
+    big = cluster.eventually(
+        lambda: (
+            (condition(workload_of(cluster, "wf-beta", "big"), "QuotaReserved") or {}).get("status") == "True"
+            and workload_of(cluster, "wf-beta", "big")
+        ),
+        "wf-beta's 6-GPU Job to be admitted by borrowing",
+    )
+    cluster.apply([job("wait", "wf-alpha", pods=1, gpus=4)])
+    wait = cluster.eventually(
+        lambda: (
+            (condition(workload_of(cluster, "wf-alpha", "wait"), "QuotaReserved") or {}).get("message")
+            and workload_of(cluster, "wf-alpha", "wait")
+        ),
+        "Kueue to say why wf-alpha's Job waits",
+    )
+    yield cluster, big, wait
+    for ns in NAMESPACES:
+        cluster.kubectl(
+            "delete", "jobs", "--all", f"--namespace={ns}", "--cascade=foreground", "--wait=true", "--timeout=60s"
+        )
+        cluster.eventually(
+            lambda ns=ns: not cluster.get("workloads.kueue.x-k8s.io", f"--namespace={ns}")["items"],
+            f"{ns}'s workloads to go",
+        )
+        cluster.kubectl("delete", "localqueues.kueue.x-k8s.io", "--all", f"--namespace={ns}", "--timeout=60s")
+    cluster.kubectl("delete", "clusterqueues.kueue.x-k8s.io", *NAMESPACES, "--timeout=60s")
+    cluster.kubectl("delete", "cohorts.kueue.x-k8s.io", "wf", "--ignore-not-found", "--timeout=60s")
+    cluster.kubectl("delete", "resourceflavors.kueue.x-k8s.io", "wf-train", "--ignore-not-found", "--timeout=60s")
+    cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", "wf-normal", "--ignore-not-found")
+    cluster.kubectl("delete", "namespace", *NAMESPACES, "--wait=true", "--timeout=90s")
+
+
+def gpufleet(cluster: Cluster, *args: str) -> Any:
+    config = str(cluster.bed.config / "kueue.yaml")
+    return CliRunner().invoke(app, [*args, "--kubeconfig", cluster.kubeconfig, "--kueue-config", config])
+
+
+def test_why_names_the_borrower_a_workload_waits_behind(
+    waiting: tuple[Cluster, dict[str, Any], dict[str, Any]],
+) -> None:
+    cluster, big, wait = waiting
+    big_key = f"wf-beta/{big['metadata']['name']}"
+    kueue = condition(wait, "QuotaReserved")
+    assert kueue is not None
+    before = settled_versions(cluster)
+
+    result = gpufleet(cluster, "why", "wf-alpha/wait", "--json")  # the Job's name finds its Workload
+    assert result.exit_code == 0, result.output
+    why = json.loads(result.stdout)
+    assert why["workload"] == f"wf-alpha/{wait['metadata']['name']}" and why["job"] == "wait"
+    assert why["state"] == "Pending" and why["clusterQueue"] == "wf-alpha"
+    assert why["kueue"] == {"reason": kueue["reason"], "message": kueue["message"]}  # verbatim
+    assert why["verdict"]["reason"] == "WaitsBehindBorrowing"
+    assert "wf-beta" in why["verdict"]["message"]
+    assert [(h["workload"], h["team"], h["uses"], h["borrowing"]) for h in why["holders"]] == [
+        (big_key, "wf-beta", {f"wf-train/{GPU}": 6}, True)
+    ]
+    queues = {q["name"]: q for q in why["clusterQueues"]}
+    assert queues["wf-beta"]["borrowed"] == {f"wf-train/{GPU}": 2}
+    assert why["shortfall"] == [{"flavor": "wf-train", "resource": GPU, "needed": "2"}]
+    assert why["ends"]["sufficientSets"] == [[big_key]]
+    assert why["preemption"]["reason"] == "PreemptionNever"
+    assert why["preemption"]["policy"]["reclaimWithinCohort"] == "Never"
+    reclaim = next(a for a in why["preemption"]["alternatives"] if a["change"] == {"reclaimWithinCohort": "Any"})
+    assert reclaim["preempts"] == [big_key] and reclaim["admittedInCycle"] is not None
+    assert why["disagreements"] == []  # the twin reads Kueue's state as Kueue does
+
+    human = CliRunner(env={"COLUMNS": "120"}).invoke(
+        app,
+        [
+            "why",
+            "wf-alpha/wait",
+            "--kubeconfig",
+            cluster.kubeconfig,
+            "--kueue-config",
+            str(cluster.bed.config / "kueue.yaml"),
+        ],
+    )
+    assert human.exit_code == 0, human.output
+    text = " ".join(human.stdout.split())
+    assert kueue["message"] in text and big_key in text and "WaitsBehindBorrowing" in text
+    print("\n$ gpufleet why wf-alpha/wait\n" + human.stdout)
+    out = os.environ.get("GPUFLEET_WHY_TRANSCRIPT")
+    if out:
+        Path(out).write_text(human.stdout, encoding="utf-8")
+
+    admitted = gpufleet(cluster, "why", f"wf-beta/{big['metadata']['name']}", "--json")
+    assert admitted.exit_code == 0 and json.loads(admitted.stdout)["verdict"]["reason"] == "NotPending"
+    unknown = gpufleet(cluster, "why", "wf-alpha/no-such-job")
+    assert unknown.exit_code == 2 and "no Workload wf-alpha/no-such-job" in unknown.output
+    assert resource_versions(cluster) == before  # reading changed nothing
+
+
+def test_what_if_predicts_the_reclamation_kueue_then_performs(
+    waiting: tuple[Cluster, dict[str, Any], dict[str, Any]], tmp_path: Path
+) -> None:
+    cluster, big, wait = waiting
+    big_key, wait_key = f"wf-beta/{big['metadata']['name']}", f"wf-alpha/{wait['metadata']['name']}"
+    policy = reclaiming_policy(tmp_path)
+    before = settled_versions(cluster)
+
+    result = gpufleet(cluster, "what-if", str(policy), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert resource_versions(cluster) == before  # a dry run: nothing stored
+    assert [(c["workload"], c["alsoWithoutPolicy"]) for c in report["admitted"]] == [(wait_key, False)]
+    assert [(c["workload"], c["reason"]) for c in report["preempted"]] == [(big_key, "InCohortReclamation")]
+    assert report["inadmissible"] == []
+    changed = {(o["kind"], o["name"]): o for o in report["objects"] if o["action"] != "Unchanged"}
+    assert set(changed) == {("ClusterQueue", "wf-alpha"), ("ClusterQueue", "wf-beta")}
+    for o in changed.values():
+        assert [(f["path"], f["before"], f["after"]) for f in o["fields"]] == [
+            ("spec.preemption.reclaimWithinCohort", "Never", "Any")
+        ]
+    human = CliRunner(env={"COLUMNS": "120"}).invoke(
+        app,
+        [
+            "what-if",
+            str(policy),
+            "--kubeconfig",
+            cluster.kubeconfig,
+            "--kueue-config",
+            str(cluster.bed.config / "kueue.yaml"),
+        ],
+    )
+    assert human.exit_code == 0, human.output
+    print("\n$ gpufleet what-if why-fleet-reclaim.yaml\n" + human.stdout)
+
+    cluster.apply(policy_objects(policy))  # now for real: Kueue must do what what-if said
+    cluster.eventually(
+        lambda: (
+            (condition(workload_of(cluster, "wf-beta", "big"), "Preempted") or {}).get("reason")
+            == "InCohortReclamation"
+        ),
+        "Kueue to reclaim wf-beta's borrowed GPUs",
+    )
+    cluster.eventually(
+        lambda: (condition(workload_of(cluster, "wf-alpha", "wait"), "QuotaReserved") or {}).get("status") == "True",
+        "wf-alpha's Job to be admitted",
+    )

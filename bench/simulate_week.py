@@ -10,12 +10,20 @@ wall time, end to end (building the run, the event loop, metrics and ledger reco
 per CPU second (what a busy machine does not distort); the queue world also prints how many Kueue
 scheduling cycles the twin ran, which is what its cost grows with.
 
-Run: ``make bench NAME=simulate_week`` or ``python -m bench simulate_week [--days N] [--seed S]``
+Issue 18's targets for the queue world: at most 60 CPU-s for the week, and within 3x the first-apply
+world's CPU time on the same trace; before scheduling equivalence it replayed 153 million Kueue
+cycles in 3,619 CPU-s. ``--check-paths N`` also runs the first N jobs through the queue world with
+the twin on its reference path (no memo, no streaks) and on the fast path, and demands identical
+results (summary, ledger records, job rows).
+
+Run: ``make bench NAME=simulate_week`` or
+``python -m bench simulate_week [--days N] [--seed S] [--check-paths N]``
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -27,6 +35,8 @@ from gpufleet.simulate.run import RunResult, simulate
 from gpufleet.trace import synthesize
 from gpufleet.trace.job import Job
 
+BASELINE_CYCLES, BASELINE_CPU_S = 153_000_000, 3_619.0  # the queue world's week before issue 18
+TARGET_CPU_S, TARGET_FIRST_APPLY_RATIO = 60.0, 3.0
 TEAMS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta")
 TRAIN = (160, 120, 120, 80, 80, 80)  # H100 cards per team: 640
 
@@ -70,18 +80,41 @@ serving:
 """
 
 
-def run(fleet: Fleet, jobs: list[Job], mode: Mode) -> RunResult:
+def run(fleet: Fleet, jobs: list[Job], mode: Mode, *, reference: bool = False) -> RunResult:
     """One world, with a transient bar over the jobs that have arrived."""
     columns = (TextColumn(mode.value), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    config = SimulationConfig(mode=mode, reference_twin=reference)
     with Progress(*columns, transient=True) as bar:
         task = bar.add_task(mode.value, total=len(jobs))
-        return simulate(fleet, jobs, SimulationConfig(mode=mode), lambda n, _: bar.update(task, completed=n))
+        return simulate(fleet, jobs, config, lambda n, _: bar.update(task, completed=n))
+
+
+def check_paths(fleet: Fleet, jobs: list[Job]) -> bool:
+    """The queue world on the twin's reference path and on its fast path: identical results."""
+    cpu = time.process_time()
+    reference = run(fleet, jobs, Mode.QUEUE, reference=True)
+    reference_s, cpu = time.process_time() - cpu, time.process_time()
+    fast = run(fleet, jobs, Mode.QUEUE)
+    fast_s = time.process_time() - cpu
+    same = (
+        reference.summary == fast.summary
+        and reference.records == fast.records
+        and reference.rows == fast.rows
+        and reference.outcome.kueue_cycles == fast.outcome.kueue_cycles
+    )
+    print(
+        f"paths: first {len(jobs)} jobs, reference {reference_s:.1f} CPU-s, fast {fast_s:.1f} CPU-s, "
+        f"Kueue cycles {reference.outcome.kueue_cycles:,} and {fast.outcome.kueue_cycles:,}: "
+        + ("identical results" if same else "RESULTS DIFFER")
+    )
+    return same
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--check-paths", type=int, default=0, metavar="N", help="compare both twin paths on N jobs")
     args = parser.parse_args()
     fleet = resolve(parse_policy(policy_text(), "bench-fleet.yaml"))
     gpus = sum(cap.pool.gpu_count for cap in fleet.pools.values())
@@ -91,10 +124,16 @@ def main() -> None:
     print(
         f"fleet: {gpus} GPUs in {len(fleet.pools)} pools; trace: {len(jobs)} jobs over {args.days} days (synthesized in {synth_s:.2f} s)"
     )
+    if args.check_paths and not check_paths(fleet, jobs[: args.check_paths]):
+        sys.exit(1)
+    cpu_of: dict[Mode, float] = {}
+    cycles = 0
     for mode in (Mode.QUEUE, Mode.FIRST_APPLY):
         started, cpu = time.perf_counter(), time.process_time()
         result = run(fleet, jobs, mode)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        cpu_of[mode] = cpu
+        cycles = cycles or result.outcome.kueue_cycles
         f = result.summary["fleet"]
         print(
             f"{mode.value:12s} {wall:8.1f} s wall {cpu:8.1f} s CPU  {len(jobs) / wall:7.1f} jobs/s "
@@ -103,7 +142,17 @@ def main() -> None:
             f"preemptions {f['preemptions']}  podsReady evictions {f['podsReadyEvictions']}  "
             f"ledger records {len(result.records)}"
         )
-    print("baseline: the issue sets no target for this benchmark; the figures above are the measurement")
+    queue_s, first_s = cpu_of[Mode.QUEUE], cpu_of[Mode.FIRST_APPLY]
+    print(
+        f"Kueue cycles replayed: {cycles:,} (before: {BASELINE_CYCLES:,} for the 7-day week, "
+        f"{BASELINE_CPU_S:,.0f} CPU-s)"
+    )
+    scale = f" (this run covers {args.days} days; the targets are for 7)" if args.days != 7 else ""
+    print(
+        f"queue world {queue_s:.1f} CPU-s: target <= {TARGET_CPU_S:.0f} (ratio {queue_s / TARGET_CPU_S:.2f}); "
+        f"{queue_s / first_s:.1f}x first apply's {first_s:.1f} CPU-s, target <= {TARGET_FIRST_APPLY_RATIO:.0f}x "
+        f"(ratio {queue_s / first_s / TARGET_FIRST_APPLY_RATIO:.2f}){scale}"
+    )
 
 
 if __name__ == "__main__":

@@ -148,7 +148,7 @@ def full_cohort(*, c_reclaim: str, fair: bool, batched: bool) -> Twin:
     """Three ClusterQueues of 4 GPUs; ``b`` holds all 12: big 4, small1 2, small2 2, last 4."""
     c = QUEUE.replace("NAME", "c").replace("reclaimWithinCohort: Any", f"reclaimWithinCohort: {c_reclaim}")
     text = CONFIG + (FAIR_SHARING if fair else "") + QUEUE.replace("NAME", "a") + QUEUE.replace("NAME", "b") + c
-    twin = Twin(parse_cluster([("cluster.yaml", text)]), hold_evicted_quota=True, batch_inert_cycles=batched)
+    twin = Twin(parse_cluster([("cluster.yaml", text)]), hold_evicted_quota=True, streaks=batched)
     for i, (name, gpus) in enumerate([("big", 4), ("small1", 2), ("small2", 2), ("last", 4)]):
         twin.add_workload(wl(name, "b", gpus, i))
         list(twin.run(None))

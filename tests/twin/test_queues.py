@@ -84,3 +84,130 @@ def test_peek_prefers_the_waiting_preemptor() -> None:
     assert queue.peek() is preemptor
     assert queue.pop() is preemptor
     assert queue.peek() is old
+
+
+class ModelQueue:
+    """What the queue must do, written the slow and obvious way: dictionaries and a sort."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.active: dict[str, Workload] = {}
+        self.inadmissible: dict[str, Workload] = {}
+        self.bulk: set[int | None] = set()
+        self.sticky: str | None = None
+
+    def push(self, wl: Workload) -> None:
+        if wl.key in self.active:
+            return
+        if wl.equivalence in self.bulk and not self.strict and wl.key not in self.inadmissible:
+            self.inadmissible[wl.key] = wl
+            return
+        self.inadmissible.pop(wl.key, None)
+        self.active[wl.key] = wl
+
+    def park(self, wl: Workload) -> None:
+        self.active.pop(wl.key, None)
+        self.inadmissible[wl.key] = wl
+
+    def pop(self) -> Workload | None:
+        sticky, self.sticky = self.sticky, None
+        if sticky is not None and sticky in self.active:
+            return self.active.pop(sticky)
+        if not self.active:
+            return None
+        wl = min(self.active.values(), key=lambda w: w.order)
+        return self.active.pop(wl.key)
+
+    def requeue(self, wl: Workload, *, immediate: bool, preempting: bool) -> bool:
+        if not (immediate or self.strict):
+            self.park(wl)
+            return False
+        self.inadmissible.pop(wl.key, None)
+        self.active[wl.key] = wl
+        if preempting and not self.strict:
+            self.sticky = wl.key
+        return True
+
+    def bulk_move(self, head: Workload) -> None:
+        if self.strict or head.equivalence is None:
+            return
+        self.bulk.add(head.equivalence)
+        for wl in [w for w in self.active.values() if w.equivalence == head.equivalence]:
+            self.park(wl)
+
+    def flush(self) -> None:
+        self.bulk.clear()
+        self.active.update(self.inadmissible)
+        self.inadmissible.clear()
+
+
+def classed(count: int) -> list[Workload]:
+    """Workloads in three equivalence classes, priorities and timestamps colliding."""
+    pool = []
+    for i in range(count):
+        wl = Workload(WorkloadSpec("ns", f"w{i}", "q", POD_SETS, priority=i % 2, created=i % 5, uid=f"w{i:02}"), "cq")
+        wl.equivalence = i % 3
+        pool.append(wl)
+    return pool
+
+
+bulk_ops = st.lists(
+    st.tuples(
+        st.sampled_from(
+            [
+                "push",
+                "push",
+                "park",
+                "pop",
+                "pop",
+                "requeue",
+                "requeue-now",
+                "requeue-preempting",
+                "flush",
+                "delete",
+                "bulk",
+            ]
+        ),
+        st.integers(0, 11),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=400)
+@given(bulk_ops, st.sampled_from([BEST_EFFORT_FIFO, STRICT_FIFO]))
+def test_the_class_heaps_pop_as_one_heap_would(steps: list[tuple[str, int]], strategy: str) -> None:
+    """The per-class heaps, bulk moves and flushes against the obvious model, operation by operation."""
+    pool = classed(12)
+    queue = ClusterQueueQueue("cq", strategy, set())
+    model = ModelQueue(strategy == STRICT_FIFO)
+    for op, i in steps:
+        wl = pool[i]
+        if op == "push":
+            queue.push(wl)
+            model.push(wl)
+        elif op == "park":
+            queue.park(wl)
+            model.park(wl)
+        elif op == "pop":
+            assert queue.pop() is model.pop()
+        elif op.startswith("requeue"):
+            now, preempting = op != "requeue", op.endswith("preempting")
+            assert queue.requeue(wl, immediate=now, preempting=preempting) == model.requeue(
+                wl, immediate=now, preempting=preempting
+            )
+        elif op == "flush":
+            queue.flush_inadmissible()
+            model.flush()
+        elif op == "bulk":
+            queue.bulk_move(wl, "WaitingForQuota")
+            model.bulk_move(wl)
+        else:
+            queue.delete(wl.key)
+            model.active.pop(wl.key, None)
+            model.inadmissible.pop(wl.key, None)
+        assert queue.active == model.active
+        assert queue.inadmissible == model.inadmissible
+    while (left := model.pop()) is not None:
+        assert queue.pop() is left
+    assert queue.pop() is None

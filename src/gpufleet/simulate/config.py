@@ -83,3 +83,4 @@ class SimulationConfig:
     start: datetime = datetime(2026, 1, 5, tzinfo=UTC)  # wall time of trace second 0 (ledger times)
     until_s: int | None = None  # stop here even if work remains (None: see horizon_after_last_s)
     horizon_after_last_s: int = 7 * DAY  # without until_s: stop this long after the last arrival
+    reference_twin: bool = False  # the queue world's Kueue on the twin's reference path (no memo, no streaks)

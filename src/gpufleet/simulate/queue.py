@@ -29,9 +29,10 @@ def cluster_spec(fleet: Fleet) -> ClusterSpec:
 class Queue:
     """Kueue for one run: submit, requeue and finish workloads; run cycles until nothing changes."""
 
-    def __init__(self, fleet: Fleet) -> None:
+    def __init__(self, fleet: Fleet, *, fast: bool = True) -> None:
+        """``fast``: the twin's verdict memo and quiet-cycle streaks; off, its reference path."""
         self.spec = cluster_spec(fleet)
-        self.twin = Twin(self.spec, hold_evicted_quota=True, batch_inert_cycles=True)
+        self.twin = Twin(self.spec, hold_evicted_quota=True, memo=fast, streaks=fast)
         self.priorities = {pc.name: pc.value for pc in fleet.policy.priorityClasses}
         self.queues = {lq.namespace: lq.name for _, lq in sorted(self.spec.local_queues.items())}
 

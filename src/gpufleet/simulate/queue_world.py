@@ -27,7 +27,7 @@ class QueueWorld(Simulation):
     waits_out_serving = False
 
     def prepare(self, fleet: Fleet) -> Reaches:
-        self.queue = Queue(fleet)
+        self.queue = Queue(fleet, fast=not self.config.reference_twin)
         self.kueue_dirty = False
         self.queue.check([(r.job, r.ask) for r in self.runs])
         reaches = Reaches(fleet)

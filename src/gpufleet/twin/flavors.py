@@ -45,7 +45,7 @@ Oracle = Callable[[Workload, ClusterQueue, int, int], int]
 class Assignment:
     """The outcome of flavor assignment for one workload at given pod counts."""
 
-    __slots__ = ("borrowing", "contested", "message", "mode", "pod_sets", "quiet", "reason", "standing", "usage")
+    __slots__ = ("borrowing", "contested", "message", "mode", "pod_sets", "reason", "usage")
 
     def __init__(self, mode: int = FIT) -> None:
         self.pod_sets: list[PodSetAdmission] = []
@@ -55,13 +55,6 @@ class Assignment:
         self.contested: set[int] = set()  # flavor-resources that need preemption
         self.reason = ""
         self.message = ""
-        # The fair-sharing tournament's view of its ClusterQueue with this usage added, filled on
-        # first use. It holds as long as the assignment does: both reflect the quota tree as it was
-        # when the assignment was made, and the twin's memo drops them together when it changes.
-        self.standing: tuple[bool, tuple[int, float]] | None = None
-        # What a quiet cycle needs to know of this assignment and its preemption targets (always
-        # remembered together), filled on first use under the same rule (see cycle.py).
-        self.quiet: int | None = None
 
 
 def matches(ps: PodSetSpec, flavor: ResourceFlavorSpec) -> str:

@@ -16,6 +16,16 @@ Requeueing after a cycle follows the ClusterQueue's ``queueingStrategy`` (Kueue'
 Parked workloads come back when capacity or configuration changes in their cohort tree
 (a workload finished or was evicted, quota changed).
 
+Scheduling equivalence (BestEffortFIFO, see equivalence.py): parking a head that got NoFit or
+Preempt without candidates also parks every heap workload of its equivalence class, and the class
+is remembered, so later pushes of it park at once, until the inadmissible workloads are flushed.
+
+The heap is kept as one small heap per equivalence class under a heap of the classes' best
+entries, so the order of pops is that of one heap over the active workloads, while a bulk move
+and the flush that undoes it leave the class's entries in place: after every capacity change a
+backlog of look-alikes comes back and is parked again, and that costs a few dictionary moves per
+workload, not a heap push and pop each.
+
 Sticky head (BestEffortFIFO, kubernetes-sigs/kueue#7157): a head requeued because it is waiting for
 the workloads it preempted stays the head for the next pop, ahead of parked workloads that the
 evictions flushed back. Without it, an older workload that cannot fit becomes head, the preemptor
@@ -30,59 +40,130 @@ from collections.abc import Iterator
 from gpufleet.twin.specs import STRICT_FIFO
 from gpufleet.twin.workload import Workload
 
+Entry = tuple[tuple[int, int, str], int, Workload]
+
 
 class ClusterQueueQueue:
     """The pending side of one ClusterQueue; deletions are lazy (checked on pop)."""
 
-    __slots__ = ("_heap", "_parked", "_pushes", "active", "inadmissible", "name", "sticky", "strict")
+    __slots__ = (
+        "_announced", "_classes", "_parked", "_pushes", "_tops",
+        "active", "bulk", "inadmissible", "name", "sticky", "strict",
+    )  # fmt: skip
 
     def __init__(self, name: str, strategy: str, parked: set[str]) -> None:
         self.name = name
         self.strict = strategy == STRICT_FIFO
-        self._heap: list[tuple[tuple[int, int, str], int, Workload]] = []
+        self._classes: dict[int | None, list[Entry]] = {}  # equivalence class -> its heap
+        self._tops: list[tuple[tuple[int, int, str], int, int | None]] = []  # classes by best entry
+        self._announced: dict[int | None, int] = {}  # class -> push number of its valid top entry
         self._pushes = 0
         self.active: dict[str, Workload] = {}
         self.inadmissible: dict[str, Workload] = {}
         self._parked = parked  # shared: names of queues that hold parked workloads
         self.sticky: str | None = None  # a preemptor waiting for its victims: popped first, once
+        # Equivalence classes bulk-moved since the last flush: (the reason Kueue stores, the head
+        # whose failure moved them).
+        self.bulk: dict[int | None, tuple[str, str]] = {}
 
-    def push(self, wl: Workload) -> None:
+    def push(self, wl: Workload) -> bool:
+        """Kueue's ``PushOrUpdate``: into the heap, or parked at once when an equivalent workload
+        was bulk-moved since the last flush. Returns True when it was parked that way."""
+        if wl.key in self.active:
+            return False
+        if self.bulk and wl.equivalence in self.bulk and not self.strict and wl.key not in self.inadmissible:
+            if not wl.heaped:
+                self._insert(wl)
+            self.park(wl)
+            return True
+        self._to_heap(wl)
+        return False
+
+    def _to_heap(self, wl: Workload) -> None:
         if wl.key in self.active:
             return
         self.inadmissible.pop(wl.key, None)
         self.active[wl.key] = wl
+        if not wl.heaped:
+            self._insert(wl)
+        elif wl.equivalence not in self._announced:
+            self._announce(wl.equivalence)
+
+    def _insert(self, wl: Workload) -> None:
+        cls = wl.equivalence
+        heap = self._classes.get(cls)
+        if heap is None:
+            heap = self._classes[cls] = []
         self._pushes += 1
-        heapq.heappush(self._heap, (wl.order, self._pushes, wl))
+        entry = (wl.order, self._pushes, wl)
+        heapq.heappush(heap, entry)
+        wl.heaped = True
+        if (heap[0] is entry or cls not in self._announced) and (cls not in self.bulk or wl.key in self.active):
+            self._announced[cls] = self._pushes
+            heapq.heappush(self._tops, (heap[0][0], self._pushes, cls))
+
+    def _announce(self, cls: int | None) -> None:
+        heap = self._classes.get(cls)
+        if heap:
+            self._pushes += 1
+            self._announced[cls] = self._pushes
+            heapq.heappush(self._tops, (heap[0][0], self._pushes, cls))
 
     def park(self, wl: Workload) -> None:
         self.active.pop(wl.key, None)
         self.inadmissible[wl.key] = wl
         self._parked.add(self.name)
 
+    def _best(self) -> Workload | None:
+        """The active workload first in order, left in place (stale entries on top go)."""
+        tops, active, announced = self._tops, self.active, self._announced
+        while tops:
+            order, number, cls = tops[0]
+            if announced.get(cls) != number:
+                heapq.heappop(tops)
+                continue
+            heap = self._classes[cls]
+            while heap and active.get(heap[0][2].key) is not heap[0][2]:
+                heapq.heappop(heap)[2].heaped = False
+            if not heap:
+                heapq.heappop(tops)
+                del announced[cls], self._classes[cls]
+                continue
+            if heap[0][0] != order:  # the class's best went: announce the next one
+                self._pushes += 1
+                announced[cls] = self._pushes
+                heapq.heapreplace(tops, (heap[0][0], self._pushes, cls))
+                continue
+            return heap[0][2]
+        return None
+
     def pop(self) -> Workload | None:
         sticky, self.sticky = self.sticky, None
         if sticky is not None and sticky in self.active:
-            return self.active.pop(sticky)  # its heap entry is now stale and skipped below
-        heap = self._heap
-        while heap:
-            _, _, wl = heapq.heappop(heap)
-            if self.active.get(wl.key) is wl:
-                del self.active[wl.key]
-                return wl
-        return None
+            return self.active.pop(sticky)  # its heap entry is now stale and skipped later
+        wl = self._best()
+        if wl is None:
+            return None
+        cls = wl.equivalence
+        heap = self._classes[cls]
+        heapq.heappop(heap)
+        wl.heaped = False
+        del self.active[wl.key]
+        if heap:
+            self._pushes += 1
+            self._announced[cls] = self._pushes
+            heapq.heapreplace(self._tops, (heap[0][0], self._pushes, cls))
+        else:
+            heapq.heappop(self._tops)
+            del self._announced[cls], self._classes[cls]
+        return wl
 
     def peek(self) -> Workload | None:
-        """The workload ``pop`` would return, left in place (stale heap entries on top go)."""
+        """The workload ``pop`` would return, left in place."""
         sticky = self.sticky
         if sticky is not None and sticky in self.active:
             return self.active[sticky]
-        heap = self._heap
-        while heap:
-            wl = heap[0][2]
-            if self.active.get(wl.key) is wl:
-                return wl
-            heapq.heappop(heap)
-        return None
+        return self._best()
 
     def delete(self, key: str) -> None:
         self.active.pop(key, None)
@@ -95,17 +176,60 @@ class ClusterQueueQueue:
         if namespace_mismatch or not (immediate or self.strict):
             self.park(wl)
             return False
-        self.push(wl)
+        self._to_heap(wl)
         if preempting and not self.strict:
             self.sticky = wl.key
         return True
 
+    def bulk_move(self, head: Workload, reason: str) -> int:
+        """Kueue's ``handleInadmissibleHash``, for a head just parked after NoFit or Preempt without
+        candidates: remember its class with ``reason`` and park every heap workload of the class
+        (BestEffortFIFO only; an unknown class moves nothing). Returns how many moved. Their
+        entries stay in the class's heap for the flush that brings them back."""
+        cls = head.equivalence
+        if self.strict or cls is None:
+            return 0
+        self.bulk[cls] = (reason, head.key)
+        self._announced.pop(cls, None)
+        active, inadmissible = self.active, self.inadmissible
+        moved = 0
+        for _, _, wl in self._classes.get(cls, ()):
+            if active.get(wl.key) is wl:
+                del active[wl.key]
+                inadmissible[wl.key] = wl
+                moved += 1
+        return moved
+
+    def bypassed(self, wl: Workload) -> str | None:
+        """The reason stored with ``wl``'s class when it is parked only as an equivalent of a
+        failed head (Kueue writes no condition for it), else None."""
+        if not self.bulk or wl.key not in self.inadmissible:
+            return None
+        found = self.bulk.get(wl.equivalence)
+        return found[0] if found is not None and found[1] != wl.key else None
+
     def flush_inadmissible(self) -> None:
+        """Kueue's ``queueInadmissibleWorkloads``: everything parked back into the heap, and the
+        remembered equivalence classes forgotten."""
         parked = list(self.inadmissible.values())
         self.inadmissible.clear()
+        self.bulk.clear()
         self._parked.discard(self.name)
+        active = self.active
         for wl in parked:
-            self.push(wl)
+            if wl.key not in active:
+                active[wl.key] = wl
+                if not wl.heaped:
+                    self._insert(wl)
+        self._tops = []
+        self._announced = {}
+        for cls, heap in self._classes.items():
+            if not heap:
+                continue
+            self._pushes += 1
+            self._announced[cls] = self._pushes
+            self._tops.append((heap[0][0], self._pushes, cls))
+        heapq.heapify(self._tops)
 
     def __len__(self) -> int:
         return len(self.active) + len(self.inadmissible)

@@ -68,7 +68,7 @@ def waiting_position(
 class CycleResult:
     """One cycle: admissions, evictions it issued, and the heads it could not admit (with why).
 
-    A batched result (``batch_inert_cycles``) covers a streak of quiet cycles and the one that
+    A batched result (``Twin(spec, streaks=True)``) covers a streak of quiet cycles and the one that
     ended it: ``pending`` holds all their verdicts in cycle order, ``last`` the final cycle's.
     ``stable``: the final cycle changed nothing and repeated the verdicts of the cycle before.
     """

@@ -11,6 +11,13 @@ evicted, until the caller says its pods are gone (``evicted_gone``), as in a rea
 job controller releases the reservation only once the job has stopped. Meanwhile Kueue's candidate
 order puts evicted workloads first, so a waiting preemptor picks its own victims again and issues
 no new evictions.
+
+Two paths a reader can tell apart: ``Twin(spec, memo=False)`` is the reference path, Kueue's
+``schedule()`` step by step (``cycle.py``) with every verdict worked out afresh; the verdict memo
+(``memo.py``, on by default) and quiet-cycle streaks (``streaks.py``, ``streaks=True``, what the
+simulator uses) are the fast path. Both give the same cycles, admissions, evictions and reasons
+(tests/twin/test_paths.py). ``equivalence_hashing`` is Kueue's SchedulingEquivalenceHashing gate
+(on by default in Kueue v0.19.2; ``equivalence.py``).
 """
 
 from __future__ import annotations
@@ -20,11 +27,14 @@ from dataclasses import replace
 
 from gpufleet.errors import InputError
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
-from gpufleet.twin.cycle import run_cycle
+from gpufleet.twin.cycle import schedule
+from gpufleet.twin.equivalence import EquivalenceClasses, bypassed
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
+from gpufleet.twin.memo import Verdict, VerdictMemo
 from gpufleet.twin.preemption import Preemptor, Target
 from gpufleet.twin.preemptors import PRIORITIZE_PREEMPTOR_WORKLOADS
+from gpufleet.twin.queues import Queues
 from gpufleet.twin.quota import add_usage, remove_usage
 from gpufleet.twin.reasons import (
     MISCONFIGURED,
@@ -44,7 +54,8 @@ from gpufleet.twin.results import (
     Preempted,
     waiting_position,
 )
-from gpufleet.twin.specs import LOWER_OR_NEWER_EQUAL_PRIORITY, ClusterSpec, WorkloadSpec
+from gpufleet.twin.specs import ClusterSpec, WorkloadSpec
+from gpufleet.twin.streaks import run_streak
 from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
 
 
@@ -52,13 +63,20 @@ class Twin:
     """A deterministic model of Kueue's scheduler over one configuration."""
 
     def __init__(
-        self, spec: ClusterSpec, *, hold_evicted_quota: bool = False, batch_inert_cycles: bool = False
+        self,
+        spec: ClusterSpec,
+        *,
+        hold_evicted_quota: bool = False,
+        memo: bool = True,
+        streaks: bool = False,
+        equivalence_hashing: bool = True,
     ) -> None:
-        from gpufleet.twin.queues import Queues
 
         self.spec = spec
         self.hold_evicted_quota = hold_evicted_quota
-        self.batch_inert_cycles = batch_inert_cycles  # see cycle.py: one result for a streak of inert cycles
+        self.equivalence_hashing = equivalence_hashing  # Kueue's SchedulingEquivalenceHashing gate
+        self.classes = EquivalenceClasses()
+        self.streaks = streaks  # streaks.py: one result for a streak of quiet cycles
         self.tree = CohortTree(spec)
         resource_of = [k.resource for k in self.tree.frs.keys]
         self.fair = FairShare(resource_of) if spec.config.fair_sharing else None
@@ -76,9 +94,7 @@ class Twin:
         self.last_status: dict[str, Pending] = {}
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
-        # Verdicts of flavor assignment and preemption, valid until quota changes (see get_assignments).
-        self._verdicts: dict[tuple[str, int], tuple[Assignment, list[Target]]] = {}
-        self._shapes: dict[tuple[object, ...], int] = {}  # look-alike heads share one number
+        self.memo = VerdictMemo(self._assign, remember=memo)
         # Preemption trials of the workload being assigned (see _targets).
         self._trials: dict[tuple[object, ...], list[Target]] = {}
         self.cycle = 0
@@ -108,9 +124,11 @@ class Twin:
                 path=f"Workload/{spec.key}.spec.queueName",
             )
         cq_name = spec.admission.cluster_queue if spec.admission else lq.cluster_queue if lq else ""
+        equivalence = self.classes.of(spec) if self.equivalence_hashing else None
         if self.spec.config.excluded_prefixes:
             spec = self._without_excluded(spec)
         wl = Workload(spec, cq_name)
+        wl.equivalence = equivalence
         self.workloads[wl.key] = wl
         if spec.admission is not None:
             cq = self.tree.cluster_queues.get(cq_name)
@@ -151,7 +169,10 @@ class Twin:
 
     # --- cycles ----------------------------------------------------------------------------------
     def run_cycle(self, previous: tuple[Pending, ...] | None = None) -> CycleResult:
-        return run_cycle(self, previous)
+        """One cycle (``cycle.schedule``), or with ``streaks`` a streak of quiet ones (streaks.py)."""
+        if self.streaks:
+            return run_streak(self, previous)
+        return schedule(self, previous)
 
     def run(self, cycles: int | None = None, *, limit: int = 1000) -> Iterator[CycleResult]:
         """Yield ``cycles`` cycles, or (None) cycles until stable: no heads left, or a cycle that
@@ -161,7 +182,7 @@ class Twin:
         for number in range(cycles if cycles is not None else limit):
             if cycles is None and number > 0 and not self.has_heads():
                 return
-            result = run_cycle(self, previous)
+            result = self.run_cycle(previous)
             yield result
             if cycles is None and result.stable:
                 return
@@ -175,30 +196,10 @@ class Twin:
         return any(q.active for q in queues.serving)
 
     # --- what the cycle calls --------------------------------------------------------------------
-    def get_assignments(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
-        """Flavors and preemption targets for a head, remembered until quota changes.
-
-        The verdict depends on the workload only through its pod sets and priority (and its
-        timestamp where ``withinClusterQueue: LowerOrNewerEqualPriority`` compares it), and on the
-        tree only through admitted usage, reservation times and evicted flags, which change only
-        in ``_reserve``, ``_release`` and ``evict``; those clear the memo. Cycles that admit
-        nothing while BestEffortFIFO queues rotate through look-alike heads then cost little.
-        """
-        key = self.shape(wl, cq)
-        found = self._verdicts.get(key)
-        if found is None:
-            found = self._verdicts[key] = self._assign(wl, cq)
-        return found
-
-    def shape(self, wl: Workload, cq: ClusterQueue) -> tuple[str, int]:
-        """The memo key, numbered once per workload: hashing its pod sets on every look-up costs
-        more than the look-up."""
-        shape = wl.shape
-        if shape is None or shape[0] != cq.name:
-            newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
-            looks = (cq.name, wl.pod_sets, wl.priority, wl.created if newer_equal else 0)
-            shape = wl.shape = (cq.name, self._shapes.setdefault(looks, len(self._shapes)))
-        return shape
+    def get_assignments(self, wl: Workload, cq: ClusterQueue) -> Verdict:
+        """Flavors and preemption targets for a head (remembered until quota changes when the
+        twin has its memo: memo.py)."""
+        return self.memo.get(wl, cq)
 
     def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
         """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest
@@ -276,7 +277,7 @@ class Twin:
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
         if self.hold_evicted_quota:
             wl.evicted = True
-            self._verdicts.clear()
+            self.memo.clear()
         else:
             self._requeue_evicted(wl, cq)
         return Preempted(wl.key, cq.name, preemptor.key, reason, message)
@@ -326,7 +327,10 @@ class Twin:
                 known = self.last_status.get(wl.key)
                 state = ACTIVE if wl.key in queue.active else INADMISSIBLE
                 head = head or wl.key
-                if known is not None:
+                moved = queue.bypassed(wl)
+                if moved is not None:  # parked with an equivalent's failure: Kueue writes nothing
+                    result.append(bypassed(wl, moved))
+                elif known is not None:
                     result.append(replace(known, cluster_queue=name, queue=state))
                 elif not cq.active:
                     stopped = cq.spec.stop_policy != "None"  # Kueue's workload controller writes only then
@@ -375,7 +379,7 @@ class Twin:
         wl.reserved_at = at
         wl.victim_key = (wl.priority, -at, wl.order[2])
         cq.hold(wl)
-        self._verdicts.clear()
+        self.memo.clear()
         for fr, q in admission.usage:
             add_usage(cq.node, fr, q)
 
@@ -386,7 +390,7 @@ class Twin:
         cq.drop(wl)
         wl.admission = None
         wl.uses = frozenset()
-        self._verdicts.clear()
+        self.memo.clear()
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
         self.queues.capacity_changed(_root_key(cq))

@@ -35,7 +35,9 @@ class Workload:
     __slots__ = (
         "admission",
         "cluster_queue",
+        "equivalence",
         "evicted",
+        "heaped",
         "key",
         "order",
         "pod_sets",
@@ -62,6 +64,9 @@ class Workload:
         # then admitted more recently, then the tie-breaker (set when quota is reserved).
         self.victim_key: tuple[int, int, str] = (self.priority, 0, self.order[2])
         self.shape: tuple[str, int] | None = None  # (ClusterQueue, look-alike class): the twin's memo key
+        # Kueue's scheduling hash as a number (see equivalence.py); None: unknown, never bulk-moved.
+        self.equivalence: int | None = None
+        self.heaped = False  # its ClusterQueue's heap holds an entry for it (queues.py)
 
     @property
     def created(self) -> int:

@@ -32,7 +32,7 @@ class Queue:
     def __init__(self, fleet: Fleet, *, fast: bool = True) -> None:
         """``fast``: the twin's verdict memo and quiet-cycle streaks; off, its reference path."""
         self.spec = cluster_spec(fleet)
-        self.twin = Twin(self.spec, hold_evicted_quota=True, memo=fast, streaks=fast)
+        self.twin = Twin(self.spec, hold_evicted_quota=True, memo=fast, streaks=fast, reservations_per_cycle=True)
         self.priorities = {pc.name: pc.value for pc in fleet.policy.priorityClasses}
         self.queues = {lq.namespace: lq.name for _, lq in sorted(self.spec.local_queues.items())}
 

@@ -70,6 +70,7 @@ class Twin:
         memo: bool = True,
         streaks: bool = False,
         equivalence_hashing: bool = True,
+        reservations_per_cycle: bool = False,
     ) -> None:
 
         self.spec = spec
@@ -98,11 +99,25 @@ class Twin:
         # Preemption trials of the workload being assigned (see _targets).
         self._trials: dict[tuple[object, ...], list[Target]] = {}
         self.cycle = 0
-        # Admissions made by the twin happen "after" everything in the input: cycle n reserves at
-        # (latest input timestamp + n), so "admitted more recently" keeps its meaning.
-        self._epoch = max((max(w.created, w.reserved_at) for w in spec.workloads), default=0)
+        # Admissions made by the twin happen "after" everything in the input. Kueue writes
+        # QuotaReserved's lastTransitionTime in whole seconds and runs its cycles milliseconds apart,
+        # so the reservations of one settling share one second and "admitted more recently" falls to
+        # the UID among them (CandidatesOrdering): by default the twin stamps its reservations at the
+        # second after the latest input timestamp, one second later for each later input (a
+        # workload added, finished or gone after construction). The simulator, whose instants are
+        # far apart, asks for one millisecond per cycle instead.
+        latest = max((max(w.created, w.reserved_at) for w in spec.workloads), default=0)
+        self._per_cycle = reservations_per_cycle
+        self._epoch = latest if reservations_per_cycle else (latest // 1000 + 1) * 1000
+        self._built = False
         for wl in spec.workloads:
             self.add_workload(wl)
+        self._built = True
+
+    def _later(self) -> None:
+        """An input after construction is a later moment: later reservations get a later second."""
+        if self._built and not self._per_cycle:
+            self._epoch += 1000
 
     # --- inputs ----------------------------------------------------------------------------------
     def _without_excluded(self, spec: WorkloadSpec) -> WorkloadSpec:
@@ -115,6 +130,7 @@ class Twin:
 
     def add_workload(self, spec: WorkloadSpec) -> Workload:
         """Add a Workload: admitted ones (``spec.admission``) take quota now, others queue."""
+        self._later()
         lq = self.spec.local_queues.get(f"{spec.namespace}/{spec.queue_name}")
         if spec.key in self.workloads:
             raise InputError.one(f"Workload {spec.key} is defined twice", path=f"Workload/{spec.key}")
@@ -155,6 +171,7 @@ class Twin:
 
     def finish(self, key: str) -> None:
         """A workload completed: release its quota and let parked workloads of its tree retry."""
+        self._later()
         wl = self.workloads.pop(key)
         if wl.admission is None:
             self.held.pop(key, None)
@@ -261,7 +278,7 @@ class Twin:
 
     def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
         admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
-        self._reserve(wl, cq, admission, self._epoch + self.cycle + 1)
+        self._reserve(wl, cq, admission, self._epoch + self.cycle + 1 if self._per_cycle else self._epoch)
         self.last_status.pop(wl.key, None)
 
     def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted | None:
@@ -285,6 +302,7 @@ class Twin:
     def evicted_gone(self, key: str) -> None:
         """An evicted workload's pods are gone: its quota frees and it queues again, keeping its
         creation timestamp (Kueue's queue order for preempted workloads)."""
+        self._later()
         wl = self.workloads[key]
         if not wl.evicted:
             raise ValueError(f"Workload {key} is not being evicted")

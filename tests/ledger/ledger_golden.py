@@ -48,6 +48,10 @@ _T0 = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 _PLUS2 = timezone(timedelta(hours=2))
 
 
+def _maybe(rng: random.Random, value: Any) -> Any:
+    return None if rng.random() < 0.3 else value
+
+
 def records() -> list[Record]:
     """The golden records, in append order (deterministic: a seeded generator)."""
     rng = random.Random(20261201)
@@ -57,7 +61,6 @@ def records() -> list[Record]:
         created = _T0 + timedelta(seconds=rng.randrange(0, 86_400), microseconds=rng.choice([0, 0, 1, 123456]))
         if i % 7 == 3:
             created = created.astimezone(_PLUS2)
-        optional: Any = (lambda v: None if rng.random() < 0.3 else v)
         mig = i % 5 == 4
         placements = tuple(
             Placement(
@@ -68,16 +71,16 @@ def records() -> list[Record]:
             )
             for _ in range(rng.randrange(0, 3))
         )
-        reserved = optional(created + timedelta(minutes=rng.randrange(0, 90)))
+        reserved = _maybe(rng, created + timedelta(minutes=rng.randrange(0, 90)))
         base = Allocation(
             workload_uid=f"uid-{i:04d}",
             attempt=1 + i % 3,
             namespace=rng.choice(["research", "vision", "ns-" + str(i % 4)]),
             name=f"train-{i}" if i % 4 else f"train {text}".strip().replace("\x00", ""),
-            team=optional(rng.choice(["research", "vision", text or "t"])),
-            model=optional(text or "llama-3.1-8b"),
-            data_class=optional("internal"),
-            checkpoint=optional(f"s3://bucket/{text}"),
+            team=_maybe(rng, rng.choice(["research", "vision", text or "t"])),
+            model=_maybe(rng, text or "llama-3.1-8b"),
+            data_class=_maybe(rng, "internal"),
+            checkpoint=_maybe(rng, f"s3://bucket/{text}"),
             local_queue="training",
             cluster_queue=rng.choice(["research", "vision"]),
             priority=rng.choice([0, 1000, -5, 2**40]),
@@ -88,7 +91,7 @@ def records() -> list[Record]:
             created=created,
             quota_reserved=reserved,
             admitted=reserved,
-            started=optional(reserved),
+            started=_maybe(rng, reserved),
             finished=None,
             end_reason=None,
             end_detail="",
@@ -143,7 +146,7 @@ def rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of the chain's tables, as stored: what two writers must agree on byte for byte."""
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         return {
-            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()  # noqa: S608 (fixed names)
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
             for table in ("ledger_entries", "ledger_current", "ledger_tree", "ledger_head", "ledger_positions")
         }
 

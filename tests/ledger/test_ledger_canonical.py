@@ -99,6 +99,13 @@ def test_a_lone_surrogate_has_text_but_no_bytes() -> None:
         canonical_bytes(record)
 
 
+@pytest.mark.parametrize("number", [1e16, 0.5, float("inf")])
+def test_a_float_where_an_int_belongs_takes_the_encoder(number: float) -> None:
+    """msgspec writes 1e16 as ``1e16``, json as ``1e+16``: the encoder defines the form."""
+    for record in (allocation(priority=number), allocation(placements=(Placement("n", number, (), ""),))):  # type: ignore[arg-type]
+        assert canonical_bytes(record) == _reference(record).encode()
+
+
 def test_a_subclassed_number_takes_the_encoder_and_still_matches() -> None:
     class Count(int):
         pass

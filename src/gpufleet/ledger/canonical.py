@@ -139,18 +139,23 @@ def _form(record: Record) -> _AllocationForm | _WaitForm:
 
 
 def _exact(record: Record) -> bool:
-    """The msgspec form covers the declared types only (a bool is an int to ``json``, an int
-    subclass is refused by msgspec); anything else takes the JSON encoder."""
+    """The msgspec form covers the declared types only: a float where an int belongs is written
+    differently by the two encoders (``1e+16`` against ``1e16``), so anything but exact ints and
+    bools takes the JSON encoder (msgspec refuses an int or str subclass itself)."""
     if isinstance(record, WaitInterval):
         return type(record.index) is int and type(record.simulated) is bool
-    return (
+    if not (
         type(record.attempt) is int
         and type(record.gpu_count) is int
         and type(record.priority) is int
         and type(record.simulated) is bool
         and (record.borrowing is None or type(record.borrowing) is bool)
-        and all(type(p.gpus) is int for p in record.placements)
-    )
+    ):
+        return False
+    for p in record.placements:  # a loop: cheaper than all() over a generator on the hot path
+        if type(p.gpus) is not int:
+            return False
+    return True
 
 
 def canonical_bytes(record: Record) -> bytes:

@@ -152,7 +152,7 @@ def _exact(record: Record) -> bool:
         and (record.borrowing is None or type(record.borrowing) is bool)
     ):
         return False
-    for p in record.placements:  # a loop: cheaper than all() over a generator on the hot path
+    for p in record.placements:  # noqa: SIM110 (a loop: cheaper than all() over a generator, on the hot path)
         if type(p.gpus) is not int:
             return False
     return True

@@ -1,15 +1,20 @@
-"""The canonical text the chain and the tree hash: the written-out fast form is exactly the JSON
-encoder's sorted-keys output, for any record (unicode, control characters, every optional field)."""
+"""The canonical text the chain and the tree hash: msgspec's fast form is exactly the JSON encoder's
+sorted-keys output in UTF-8, for any record (unicode, control characters, every optional field, any
+time zone), and anything it does not cover takes the encoder."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta, timezone
 
+import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpufleet.ledger.records import Allocation, Placement, canonical, from_canonical, to_plain
+from gpufleet.ledger.canonical import canonical, canonical_bytes
+from gpufleet.ledger.records import Allocation, Placement, from_canonical, to_plain
 from tests.ledger.ledger_factories import allocation, allocations, wait
 
 _text = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
@@ -44,7 +49,61 @@ def odd_allocations(draw: st.DrawFn) -> Allocation:
 def test_the_fast_form_is_the_encoders_sorted_output_and_round_trips(record: Allocation) -> None:
     text = canonical(record)
     assert text == _reference(record)
+    assert canonical_bytes(record) == text.encode()
     assert from_canonical(text) == record
+
+
+_zones = st.integers(-14 * 60, 14 * 60).map(lambda m: timezone(timedelta(minutes=m)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(record=odd_allocations(), zone=_zones, micro=st.integers(0, 999_999))
+def test_the_bytes_are_the_encoders_in_utf8_whatever_the_zone_of_a_time(
+    record: Allocation, zone: timezone, micro: int
+) -> None:
+    record = replace(record, created=record.created.replace(microsecond=micro).astimezone(zone))
+    assert canonical_bytes(record) == _reference(record).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(message=_text, reason=_text, team=st.none() | _text, open_=st.booleans(), zone=_zones)
+def test_wait_bytes_are_the_encoders_too(
+    message: str, reason: str, team: str | None, open_: bool, zone: timezone
+) -> None:
+    base = wait(message=message, reason=reason, team=team)
+    record = replace(base, start=base.start.astimezone(zone), end=None if open_ else base.end)
+    assert canonical_bytes(record) == _reference(record).encode()
+    assert from_canonical(canonical(record)) == record
+
+
+def test_msgspec_escapes_every_code_point_as_the_json_encoder_does() -> None:
+    """The one assumption the fast form rests on, checked for all of Unicode but the surrogates."""
+    points = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for start in range(0, len(points), 4096):
+        chunk = "".join(chr(c) + "x" for c in points[start : start + 4096])
+        assert msgspec.json.encode(chunk) == json.dumps(chunk, ensure_ascii=False).encode()
+
+
+def test_a_str_subclass_takes_the_encoder_and_still_matches() -> None:
+    class Name(str):
+        __slots__ = ()
+
+    record = allocation(name=Name("train-a"), placements=(Placement(Name("n1"), 1, (Name("0"),), ""),))
+    assert canonical_bytes(record) == _reference(record).encode()
+
+
+def test_a_lone_surrogate_has_text_but_no_bytes() -> None:
+    record = allocation(end_message="bad \ud800")
+    assert canonical(record) == _reference(record)
+    with pytest.raises(UnicodeEncodeError):
+        canonical_bytes(record)
+
+
+@pytest.mark.parametrize("number", [1e16, 0.5, float("inf")])
+def test_a_float_where_an_int_belongs_takes_the_encoder(number: float) -> None:
+    """msgspec writes 1e16 as ``1e16``, json as ``1e+16``: the encoder defines the form."""
+    for record in (allocation(priority=number), allocation(placements=(Placement("n", number, (), ""),))):  # type: ignore[arg-type]
+        assert canonical_bytes(record) == _reference(record).encode()
 
 
 def test_a_subclassed_number_takes_the_encoder_and_still_matches() -> None:
@@ -53,6 +112,9 @@ def test_a_subclassed_number_takes_the_encoder_and_still_matches() -> None:
 
     record = allocation(gpu_count=Count(8))
     assert canonical(record) == _reference(record)
+    assert canonical_bytes(record) == _reference(record).encode()
+    flag = wait(index=Count(2))
+    assert canonical_bytes(flag) == _reference(flag).encode()
 
 
 def test_waits_are_canonical_too() -> None:

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from sqlalchemy import Connection, text
 
 from gpufleet.ledger import chain
+from gpufleet.ledger.canonical import canonical
 from gpufleet.ledger.chain import Tampering
-from gpufleet.ledger.records import Allocation, canonical
+from gpufleet.ledger.records import Allocation
 from gpufleet.ledger.store import Ledger
 from tests.ledger.ledger_backends import BACKENDS
 from tests.ledger.ledger_factories import allocation, record_lists

@@ -165,3 +165,23 @@ def test_every_proof_of_every_small_tree_verifies() -> None:
         for m in range(n + 1):
             proof = _proof(merkle.consistency_ranges(m, n), leaves)
             assert merkle.verify_consistency(m, n, roots[m], roots[n], proof), (m, n)
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=st.integers(0, 70), added=st.integers(0, 70), stored_from=st.integers(0, 5))
+def test_extend_is_append_leaf_by_leaf_keeping_the_nodes_from_a_level(
+    before: int, added: int, stored_from: int
+) -> None:
+    """The append path's batch call grows the frontier and reports completed nodes as ``append`` does."""
+    leaves = [merkle.leaf_hash(str(i).encode()) for i in range(before + added)]
+    one_by_one, batched = merkle.Frontier(), merkle.Frontier()
+    for leaf in leaves[:before]:
+        one_by_one.append(leaf)
+        batched.append(leaf)
+    heard: list[tuple[int, int, bytes]] = []
+    for leaf in leaves[before:]:
+        one_by_one.append(leaf, lambda level, index, h: heard.append((level, index, h)))
+    kept = batched.extend(leaves[before:], stored_from)
+    assert (batched.size, batched.hashes) == (one_by_one.size, one_by_one.hashes)
+    assert kept == [n for n in heard if n[0] >= stored_from]
+    assert batched.root() == merkle.root_of(leaves)

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from sqlalchemy import text
 
 from gpufleet.errors import InputError
-from gpufleet.ledger.records import Allocation, EndReason, canonical, from_canonical
+from gpufleet.ledger.canonical import canonical
+from gpufleet.ledger.records import Allocation, EndReason, from_canonical
 from gpufleet.ledger.store import Ledger
 from tests.ledger.ledger_backends import BACKENDS
 from tests.ledger.ledger_factories import allocation, at, record_lists, wait

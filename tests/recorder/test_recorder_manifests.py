@@ -22,14 +22,27 @@ def _kinds(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {o["kind"]: o for o in objects}
 
 
-def test_cluster_wide_it_may_only_read_and_only_leases_are_writable_in_its_namespace() -> None:
-    objects = _kinds(recorder_objects("gpufleet-system", "img", None))
+def test_cluster_wide_it_may_only_read_and_in_its_namespace_write_leases_and_one_configmap() -> None:
+    rendered = recorder_objects("gpufleet-system", "img", None)
+    objects = _kinds(rendered)
+    roles = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "Role"}
     cluster_verbs = {v for rule in objects["ClusterRole"]["rules"] for v in rule["verbs"]}
     assert cluster_verbs == {"get", "list", "watch"}
     read = {(g, r) for rule in objects["ClusterRole"]["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
     assert read == {("kueue.x-k8s.io", "workloads"), ("batch", "jobs"), ("", "pods"), ("", "nodes")}
-    (lease_rule,) = objects["Role"]["rules"]
-    assert lease_rule["resources"] == ["leases"] and objects["Role"]["metadata"]["namespace"] == "gpufleet-system"
+    (lease_rule,) = roles["gpufleet-recorder-leases"]["rules"]
+    assert lease_rule["resources"] == ["leases"]
+    (configmap_rule,) = roles["gpufleet-recorder-checkpoint"]["rules"]
+    assert configmap_rule == {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "resourceNames": ["gpufleet-ledger-checkpoint"],  # that one ConfigMap, which the bundle creates
+        "verbs": ["get", "update"],
+    }
+    assert {r["metadata"]["namespace"] for r in roles.values()} == {"gpufleet-system"}
+    assert (
+        objects["ConfigMap"]["metadata"]["name"] == "gpufleet-ledger-checkpoint" and "data" not in objects["ConfigMap"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -67,3 +80,4 @@ def test_the_recorder_signs_checkpoints_with_the_secret_key_and_the_cli_takes_it
     argv = [a.replace("$(LEDGER_URL)", "postgresql://x@db/l") for a in args[1:]]
     context = record.make_context(args[0], argv)  # parses, runs nothing: every option exists
     assert str(context.params["checkpoint_key"]) == key
+    assert context.params["checkpoint_to"] == ["log", "configmap:ns/gpufleet-ledger-checkpoint"]

@@ -21,7 +21,7 @@ runner = CliRunner()
         (["--kubeconfig", "{tmp}/kubeconfig", "--checkpoint-to", "file:x"], "needs --checkpoint-key"),
         (
             ["--kubeconfig", "{tmp}/kubeconfig", "--checkpoint-key", "{tmp}/k", "--checkpoint-to", "s3://x"],
-            "file:PATH or log",
+            "file:PATH, configmap:NAMESPACE/NAME or log",
         ),
     ],
     ids=["no-kubeconfig", "missing-kubeconfig", "missing-key", "target-without-key", "unknown-target"],

@@ -72,7 +72,9 @@ def record(
     ] = None,
     checkpoint_to: Annotated[
         list[str] | None,
-        typer.Option("--checkpoint-to", help="file:PATH or log (repeat for several; default log)."),
+        typer.Option(
+            "--checkpoint-to", help="file:PATH, configmap:NAMESPACE/NAME or log (repeat for several; default log)."
+        ),
     ] = None,
     checkpoint_every_entries: Annotated[
         int, typer.Option("--checkpoint-every-entries", min=1, help="Publish after this many new entries.")

@@ -87,6 +87,25 @@ class Frontier:
         self.hashes.append(h)
         self.size += 1
 
+    def extend(self, leaves: Iterable[bytes], stored_from: int) -> list[tuple[int, int, bytes]]:
+        """``append`` each leaf hash; return the (level, index, hash) of every node completed at
+        ``stored_from`` or above (what the store keeps). The append path's loop, without a call per level."""
+        hashes, size = self.hashes, self.size
+        kept: list[tuple[int, int, bytes]] = []
+        for leaf in leaves:
+            h, level, index = leaf, 0, size
+            if stored_from <= 0:
+                kept.append((0, index, h))
+            while index & 1:  # the left sibling at this level is complete: merge
+                h = node_hash(hashes.pop(), h)
+                level, index = level + 1, index >> 1
+                if level >= stored_from:
+                    kept.append((level, index, h))
+            hashes.append(h)
+            size += 1
+        self.size = size
+        return kept
+
     def root(self) -> bytes:
         if not self.hashes:
             return EMPTY_ROOT

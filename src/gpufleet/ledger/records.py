@@ -5,15 +5,15 @@ simulated run, and both hand it to ``Ledger.append``. This module imports no dat
 pure parts of gpufleet (the twin) can build records without pulling in SQLAlchemy.
 
 The canonical form is what the hash chain signs: UTF-8 JSON with sorted keys, no insignificant
-whitespace, times as UTC ISO-8601 strings with a ``Z``. Two equal records always have the same
-canonical bytes, and ``from_canonical`` restores the exact value, so a verifier can re-hash the
-stored text and the queries can read it back.
+whitespace, times as UTC ISO-8601 strings with a ``Z`` (``to_plain`` here, written out fast by
+``gpufleet.ledger.canonical``). Two equal records always have the same canonical bytes, and
+``from_canonical`` restores the exact value, so a verifier can re-hash the stored text and the
+queries can read it back.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -150,9 +150,8 @@ def _time(value: datetime | None) -> str | None:
     return None if value is None else format_time(value)
 
 
-# The dicts below are spelled out field by field, keys in sorted order: every append
-# canonicalises every record, so this is hot, and sorted literals let the encoder skip sorting
-# (``canonical`` equals ``json.dumps(..., sort_keys=True)``; a property test holds it to that).
+# The dicts below are spelled out field by field, keys in sorted order, so that the encoder's
+# output is sorted without sorting (a property test holds it to ``json.dumps(..., sort_keys=True)``).
 
 
 def _allocation(a: Allocation) -> dict[str, Any]:
@@ -206,70 +205,6 @@ def _wait(w: WaitInterval) -> dict[str, Any]:
 def to_plain(record: Record) -> dict[str, Any]:
     """The record as JSON-ready data, with its kind."""
     return _allocation(record) if isinstance(record, Allocation) else _wait(record)
-
-
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-_quote: Callable[[str], str] = json.encoder.encode_basestring  # the encoder's own (C) escaper
-_LITERAL = {None: "null", True: "true", False: "false"}
-_TIME_TEXT: dict[datetime, str] = {}
-
-
-def _jtime(value: datetime | None) -> str:
-    """A time as JSON, memoised: a record's versions and a batch's records share most instants."""
-    if value is None:
-        return "null"
-    text = _TIME_TEXT.get(value)
-    if text is None:
-        if len(_TIME_TEXT) > 50_000:
-            _TIME_TEXT.clear()
-        text = _TIME_TEXT[value] = '"' + format_time(value) + '"'
-    return text
-
-
-def _jstr(value: str | None) -> str:
-    return "null" if value is None else _quote(value)
-
-
-def _fast_allocation(a: Allocation) -> str:
-    """``_ENCODER.encode(_allocation(a))`` written out: the append path's largest cost otherwise."""
-    flavors = ",".join(f"[{_quote(r)},{_quote(f)}]" for r, f in a.flavors)
-    placements = ",".join(
-        f'{{"devices":[{",".join(_quote(d) for d in p.devices)}],"gpuModel":{_quote(p.gpu_model)},'
-        f'"gpus":{p.gpus:d},"node":{_quote(p.node)}}}'
-        for p in a.placements
-    )
-    end_reason = "null" if a.end_reason is None else _quote(a.end_reason.value)
-    return (
-        f'{{"admitted":{_jtime(a.admitted)},"attempt":{a.attempt:d},"borrowing":{_LITERAL[a.borrowing]},'
-        f'"checkpoint":{_jstr(a.checkpoint)},"cluster_queue":{_quote(a.cluster_queue)},'
-        f'"created":{_jtime(a.created)},"data_class":{_jstr(a.data_class)},"end_detail":{_quote(a.end_detail)},'
-        f'"end_message":{_quote(a.end_message)},"end_reason":{end_reason},"finished":{_jtime(a.finished)},'
-        f'"flavors":[{flavors}],"gpu_count":{a.gpu_count:d},"gpu_resource":{_quote(a.gpu_resource)},'
-        f'"kind":"Allocation","local_queue":{_quote(a.local_queue)},"model":{_jstr(a.model)},'
-        f'"name":{_quote(a.name)},"namespace":{_quote(a.namespace)},"placements":[{placements}],'
-        f'"priority":{a.priority:d},"quota_reserved":{_jtime(a.quota_reserved)},"simulated":{_LITERAL[a.simulated]},'
-        f'"started":{_jtime(a.started)},"team":{_jstr(a.team)},"workload_uid":{_quote(a.workload_uid)}}}'
-    )
-
-
-def _exact(a: Allocation) -> bool:
-    """The written-out form covers the declared types only; anything else takes the encoder."""
-    return (
-        type(a.attempt) is int
-        and type(a.gpu_count) is int
-        and type(a.priority) is int
-        and type(a.simulated) is bool
-        and (a.borrowing is None or type(a.borrowing) is bool)
-        and all(type(p.gpus) is int for p in a.placements)
-    )
-
-
-def canonical(record: Record) -> str:
-    """The exact text the hash chain signs: UTF-8 JSON, sorted keys, no whitespace (equal to
-    ``json.dumps(to_plain(record), sort_keys=True, separators=(",", ":"), ensure_ascii=False)``)."""
-    if isinstance(record, Allocation) and _exact(record):
-        return _fast_allocation(record)
-    return _ENCODER.encode(to_plain(record))
 
 
 _TIME_FIELDS = frozenset({"created", "quota_reserved", "admitted", "started", "finished", "start", "end"})

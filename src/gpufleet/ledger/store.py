@@ -28,12 +28,12 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from gpufleet.errors import InputError
 from gpufleet.ledger import chain, connect, derived, merkle, schema
-from gpufleet.ledger.records import Allocation, Record, WaitInterval, canonical, from_canonical
+from gpufleet.ledger.canonical import canonical_bytes
+from gpufleet.ledger.records import Allocation, Record, WaitInterval, from_canonical
 
 if TYPE_CHECKING:
     from gpufleet.ledger.verification import LedgerVerdict
@@ -55,6 +55,19 @@ class Ledger:
         self.engine = engine
         self.read_only = read_only
         mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        self._mark = mark
+        self._postgres = engine.dialect.name == "postgresql"
+        head_cols = "seq, record_hash, chain_hash, tree_frontier"
+        self._head_sql = f"SELECT {head_cols} FROM ledger_head WHERE id = 1" + (" FOR UPDATE" if self._postgres else "")
+        self._set_head_sql = (
+            f"INSERT INTO ledger_head (id, {head_cols}) VALUES (1, {mark}, {mark}, {mark}, {mark})"
+            " ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, record_hash = excluded.record_hash,"
+            " chain_hash = excluded.chain_hash, tree_frontier = excluded.tree_frontier"
+        )
+        self._positions_sql = (
+            f"INSERT INTO ledger_positions (source, position) VALUES ({mark}, {mark})"
+            " ON CONFLICT (source) DO UPDATE SET position = excluded.position"
+        )
         current_cols = [c.name for c in schema.current.columns]
         updates = ", ".join(f"{c} = excluded.{c}" for c in current_cols if c != "record_key")
         entry_cols = [c.name for c in schema.entries.columns]
@@ -132,46 +145,44 @@ class Ledger:
 
     def append(self, records: Sequence[Record], *, positions: Mapping[str, str] | None = None) -> AppendResult:
         """Chain every record not already present, grow the Merkle tree over them, and store
-        ``positions``, all in one transaction."""
-        prepared: dict[tuple[str, str], tuple[Record, str, bytes]] = {}
+        ``positions``, all in one transaction.
+
+        The hot path of every writer, so it speaks the driver's SQL (prepared once in ``__init__``)
+        instead of building SQLAlchemy statements per batch: that and the canonical form were most
+        of an append's time in Python (profiled)."""
+        sha256 = hashlib.sha256
+        prepared: dict[tuple[str, str], tuple[Record, bytes]] = {}
         for record in records:
             _check_storable(record)
-            text = canonical(record)
             try:
-                data = text.encode()
+                data = canonical_bytes(record)
             except UnicodeEncodeError:
                 raise InputError.one(f"{record.kind} {record.key!r}: text that is not valid Unicode") from None
-            prepared.setdefault((record.key, hashlib.sha256(data).hexdigest()), (record, text, data))
+            prepared.setdefault((record.key, sha256(data).hexdigest()), (record, data))
         with self._writer() as conn, conn.begin():
-            if self.engine.dialect.name == "postgresql":
+            if self._postgres:
                 # Every statement here is a key lookup; without fresh statistics (a ledger that grew
                 # faster than autovacuum analyses it) the planner scans the whole entries table for
                 # the 500-key presence check instead, and appends slow down as the ledger grows.
                 conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-            row = conn.execute(select(schema.head).where(schema.head.c.id == 1).with_for_update()).first()
-            seq, prev_record, prev_chain = (
-                (row.seq, row.record_hash, row.chain_hash) if row else (0, chain.GENESIS, chain.GENESIS)
-            )
-            frontier = _frontier(seq, row.tree_frontier if row else None)
-            present = _present(conn, list({key for key, _ in prepared}))
+            row = conn.exec_driver_sql(self._head_sql).first()
+            seq, prev_record, prev_chain = (row[0], row[1], row[2]) if row else (0, chain.GENESIS, chain.GENESIS)
+            frontier = _frontier(seq, row[3] if row else None)
+            present = self._present(conn, list({key for key, _ in prepared}))
             entry_rows: list[tuple[Any, ...]] = []
             current_rows: dict[str, tuple[Any, ...]] = {}
-            tree_rows: list[tuple[int, int, bytes]] = []
-
-            def keep(level: int, index: int, digest: bytes) -> None:
-                if level >= schema.TREE_STORED_FROM:
-                    tree_rows.append((level, index, digest))
-
-            for (key, rh), (record, text, data) in prepared.items():
+            leaves: list[bytes] = []
+            for (key, rh), (record, data) in prepared.items():
                 if (key, rh) in present:
                     continue
                 seq += 1
                 chained = chain.chain_hash(prev_chain, rh)
-                entry_rows.append((seq, record.kind, key, text, rh, prev_record, chained))
-                frontier.append(merkle.leaf_hash(data), keep)
-                current_rows[key] = derived_row(record, seq)
+                entry_rows.append((seq, record.kind, key, data.decode(), rh, prev_record, chained))
+                leaves.append(merkle.leaf_hash(data))
+                current_rows[key] = derived.row(record, seq)
                 prev_record, prev_chain = rh, chained
             if entry_rows:
+                tree_rows = frontier.extend(leaves, schema.TREE_STORED_FROM)
                 # Plain DBAPI executemany: the same SQL on both databases, without SQLAlchemy's
                 # per-value processing, which would otherwise cost as much as hashing.
                 self._insert(conn, "entries", entry_rows)
@@ -186,24 +197,26 @@ class Ledger:
                     self._insert(conn, "current", updated)
                 if tree_rows:
                     self._insert(conn, "tree", tree_rows)
-                head_row = {
-                    "id": 1,
-                    "seq": seq,
-                    "record_hash": prev_record,
-                    "chain_hash": prev_chain,
-                    "tree_frontier": frontier.pack() or None,
-                }
-                self._upsert(conn, schema.head, ["id"], [head_row])
+                conn.exec_driver_sql(self._set_head_sql, (seq, prev_record, prev_chain, frontier.pack() or None))
             if positions:
-                rows = [{"source": s, "position": p} for s, p in sorted(positions.items())]
-                self._upsert(conn, schema.positions, ["source"], rows)
+                conn.exec_driver_sql(self._positions_sql, sorted(positions.items()))
         return AppendResult(len(entry_rows), len(records) - len(entry_rows), seq)
+
+    def _present(self, conn: Connection, keys: list[str]) -> set[tuple[str, str]]:
+        """The (key, record hash) pairs of these keys already chained."""
+        found: set[tuple[str, str]] = set()
+        for i in range(0, len(keys), _KEY_CHUNK):
+            chunk = keys[i : i + _KEY_CHUNK]
+            marks = ", ".join([self._mark] * len(chunk))
+            sql = f"SELECT record_key, record_hash FROM ledger_entries WHERE record_key IN ({marks})"
+            found.update((k, h) for k, h in conn.exec_driver_sql(sql, tuple(chunk)))
+        return found
 
     def _insert(self, conn: Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
         """SQLite: executemany. PostgreSQL: COPY (the current view through a temporary table,
         because COPY cannot resolve conflicts); per-parameter binding would cost more than hashing."""
         head, values, tail = self._sql[table]
-        if self.engine.dialect.name != "postgresql":
+        if not self._postgres:
             conn.exec_driver_sql(f"{head} VALUES {values}{tail}", rows)
             return
         target = {"entries": "ledger_entries", "tree": "ledger_tree", "new_current": "ledger_current"}.get(
@@ -221,14 +234,6 @@ class Ledger:
                     copy.write_row(row)
             if table == "current":
                 cursor.execute(f"{head} SELECT * FROM ledger_current_load{tail}")
-
-    def _upsert(self, conn: Connection, table: Any, keys: list[str], rows: list[dict[str, Any]]) -> None:
-        if not rows:
-            return
-        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
-        stmt = dialect.insert(table)
-        updates = {c.name: stmt.excluded[c.name] for c in table.columns if c.name not in keys}
-        conn.execute(stmt.on_conflict_do_update(index_elements=keys, set_=updates), rows)
 
     def positions(self) -> dict[str, str]:
         with self.engine.connect() as conn:
@@ -344,11 +349,6 @@ class Ledger:
         return found
 
 
-def derived_row(record: Record, seq: int) -> tuple[Any, ...]:
-    """The ``ledger_current`` row for the newest entry ``seq`` of ``record``'s key."""
-    return derived.row(record, seq)
-
-
 def _frontier(size: int, packed: bytes | None) -> merkle.Frontier:
     try:
         return merkle.Frontier.unpack(size, bytes(packed or b""))
@@ -364,13 +364,3 @@ def _check_storable(record: Record) -> None:
     for value in (record.workload_uid, record.namespace, record.name, record.team):
         if value is not None and "\x00" in value:
             raise InputError.one(f"{record.kind} {record.key!r}: a NUL character cannot be stored")
-
-
-def _present(conn: Connection, keys: list[str]) -> set[tuple[str, str]]:
-    e = schema.entries
-    found: set[tuple[str, str]] = set()
-    for i in range(0, len(keys), _KEY_CHUNK):
-        chunk = keys[i : i + _KEY_CHUNK]
-        rows = conn.execute(select(e.c.record_key, e.c.record_hash).where(e.c.record_key.in_(chunk)))
-        found.update((r.record_key, r.record_hash) for r in rows)
-    return found

@@ -7,8 +7,11 @@ replica with the Recreate strategy (SQLite on a ReadWriteOnce volume has one wri
 PostgreSQL URL, read from a Secret, two replicas may run and the Lease picks the writer.
 
 The recorder signs a checkpoint of the ledger every 1,000 entries or 5 minutes and publishes it to
-its log, outside the database, with the key of the Secret ``gpufleet-ledger-key`` (key ``key``,
-made by ``gpufleet audit keygen``), which the operator creates: without it the pod does not start,
+its log and to the ConfigMap ``gpufleet-ledger-checkpoint`` (key ``checkpoint``), outside the
+database. The bundle creates that ConfigMap empty, so the recorder needs no right to create
+ConfigMaps: a Role lets it get and update that one ConfigMap by name and nothing else. It signs
+with the key of the Secret ``gpufleet-ledger-key`` (key ``key``, made by ``gpufleet audit
+keygen``), which the operator creates: without it the pod does not start,
 since a recorder that publishes no checkpoint leaves a rewritten ledger undetectable.
 """
 
@@ -27,6 +30,7 @@ SQLITE_PATH = "/var/lib/gpufleet/ledger.db"
 LEDGER_SECRET = "gpufleet-ledger"  # key "url": a PostgreSQL URL
 KEY_SECRET = "gpufleet-ledger-key"  # key "key": the private key of `gpufleet audit keygen`
 KEY_DIR = "/etc/gpufleet/ledger-key"
+CHECKPOINT_CONFIGMAP = "gpufleet-ledger-checkpoint"  # key "checkpoint": the latest signed checkpoint
 
 
 def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -45,7 +49,7 @@ def _rules() -> list[dict[str, Any]]:
     ]
 
 
-def _container(image: str, ledger_url: str | None) -> dict[str, Any]:
+def _container(image: str, ledger_url: str | None, namespace: str) -> dict[str, Any]:
     env: list[dict[str, Any]] = [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
@@ -72,6 +76,8 @@ def _container(image: str, ledger_url: str | None) -> dict[str, Any]:
             f"{KEY_DIR}/key",
             "--checkpoint-to",
             "log",
+            "--checkpoint-to",
+            f"configmap:{namespace}/{CHECKPOINT_CONFIGMAP}",
         ],
         "env": env,
         "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
@@ -91,8 +97,38 @@ def _container(image: str, ledger_url: str | None) -> dict[str, Any]:
     return container
 
 
+def _checkpoint_configmap(namespace: str) -> list[dict[str, Any]]:
+    """The ConfigMap the recorder publishes checkpoints to (created empty here: the recorder only
+    fills its ``checkpoint`` key), and the Role that lets it read and update exactly that one."""
+    role = f"{NAME}-checkpoint"
+    return [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(CHECKPOINT_CONFIGMAP, namespace)},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": _meta(role, namespace),
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["configmaps"],
+                    "resourceNames": [CHECKPOINT_CONFIGMAP],
+                    "verbs": ["get", "update"],
+                }
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta(role, namespace),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
+        },
+    ]
+
+
 def recorder_objects(namespace: str, image: str, ledger_url: str | None) -> list[dict[str, Any]]:
-    """ServiceAccount, ClusterRole + binding, Lease Role + binding, Deployment, and a PVC for SQLite.
+    """ServiceAccount, ClusterRole + binding, Lease Role + binding, the checkpoint ConfigMap and its
+    Role + binding, Deployment, and a PVC for SQLite.
 
     ``ledger_url`` is not embedded (it may hold a password): a PostgreSQL ledger is read from the
     Secret ``gpufleet-ledger`` (key ``url``), which the operator creates.
@@ -101,7 +137,7 @@ def recorder_objects(namespace: str, image: str, ledger_url: str | None) -> list
     pod_spec: dict[str, Any] = {
         "serviceAccountName": NAME,
         "securityContext": {"runAsUser": 65532, "runAsGroup": 65532, "fsGroup": 65532},
-        "containers": [_container(image, ledger_url)],
+        "containers": [_container(image, ledger_url, namespace)],
     }
     # group-readable: the pod's fsGroup owns the projected file, the key stays unreadable to others
     pod_spec["volumes"] = [{"name": "ledger-key", "secret": {"secretName": KEY_SECRET, "defaultMode": 0o440}}]
@@ -141,6 +177,7 @@ def recorder_objects(namespace: str, image: str, ledger_url: str | None) -> list
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{NAME}-leases"},
             "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
         },
+        *_checkpoint_configmap(namespace),
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",

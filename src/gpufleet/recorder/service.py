@@ -245,7 +245,9 @@ def _publisher(config: RecorderConfig, metrics: Metrics) -> Publisher | None:
         signer = note.parse_signer(key.read_text(encoding="utf-8"), str(key))
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError.one(f"cannot read the key: {exc}", file=str(key), path="--checkpoint-key") from None
-    publisher = Publisher(config.checkpoints, signer, metrics)
+    publisher = Publisher(
+        config.checkpoints, signer, metrics, kubeconfig=config.kubeconfig, in_cluster=config.in_cluster
+    )
     publisher.resume()
     return publisher
 

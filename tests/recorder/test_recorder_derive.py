@@ -70,8 +70,20 @@ PENDING = cond("QuotaReserved", False, "WaitingForQuota", 1, "insufficient unuse
         (workload(RESERVED, cond("Finished", True, "Succeeded", 30)), [(1, EndReason.FINISHED, "Succeeded")]),
         (workload(RESERVED, cond("Finished", True, "Failed", 30)), [(1, EndReason.FAILED, "Failed")]),
         (workload(RESERVED, evictions=2), [(3, None, "")]),  # Kueue counted two earlier evictions
+        # the real Kueue finishes a running workload whose Job is deleted with reason OwnerNotFound:
+        # that attempt did not run to its end, so it is not recorded as a success
+        (workload(RESERVED, cond("Finished", True, "OwnerNotFound", 30)), [(1, EndReason.EVICTED, "OwnerNotFound")]),
+        (workload(RESERVED, cond("Finished", True, "OutOfSync", 30)), [(1, EndReason.EVICTED, "OutOfSync")]),
     ],
-    ids=["pending", "reserved", "succeeded", "failed", "attempt-from-eviction-count"],
+    ids=[
+        "pending",
+        "reserved",
+        "succeeded",
+        "failed",
+        "attempt-from-eviction-count",
+        "job-deleted-while-running",
+        "prebuilt-out-of-sync",
+    ],
 )
 def test_first_sight_of_a_workload(obj: dict[str, Any], expected: list[tuple[int, EndReason | None, str]]) -> None:
     records = derive.allocation_records(obj, JOB, [], {}, [], keys=KEYS)

@@ -148,11 +148,27 @@ def _attempt(workload: Mapping[str, Any], latest: Allocation | None) -> int:
     return max(counted, 1 + sum(int(e.get("count", 0)) for e in stats))
 
 
+#: Kueue's ``Finished`` reasons that do not mean the job ran to its end: its owner (the Job) was deleted
+#: while the workload held quota, or a prebuilt workload no longer matches its job. The real Kueue sets
+#: ``OwnerNotFound`` on every running Job that is deleted, before the Workload itself goes.
+NOT_RUN_TO_END = frozenset({"OwnerNotFound", "OutOfSync"})
+
+
+def _finished_as(reason: str) -> EndReason:
+    if reason == "Failed":
+        return EndReason.FAILED
+    return EndReason.EVICTED if reason in NOT_RUN_TO_END else EndReason.FINISHED
+
+
+def _finished(conds: Mapping[str, Condition]) -> bool:
+    finished = conds.get("Finished")
+    return finished is not None and finished.status
+
+
 def _end(conds: Mapping[str, Condition]) -> tuple[EndReason, str, str, datetime | None] | None:
     finished = conds.get("Finished")
     if finished is not None and finished.status:
-        reason = EndReason.FAILED if finished.reason == "Failed" else EndReason.FINISHED
-        return reason, finished.reason, finished.message, finished.time
+        return _finished_as(finished.reason), finished.reason, finished.message, finished.time
     evicted = conds.get("Evicted")
     reserved = conds.get("QuotaReserved")
     if evicted is not None and evicted.status and (reserved is None or not reserved.status):
@@ -231,7 +247,7 @@ def allocation_records(
             placements=_merge_placements(base.placements, found),
             started=base.started or started,
         )
-        if end is not None and end[0] in (EndReason.FINISHED, EndReason.FAILED) and updated.end_reason is None:
+        if end is not None and _finished(conds) and updated.end_reason is None:
             updated = replace(updated, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
         updated = _settle(updated, pods, node_models)
         if updated != current:
@@ -295,7 +311,7 @@ def wait_records(
     open_ = next((w for w in known if w.end is None), None)
     changed: list[WaitInterval] = []
     end = _end(conds)
-    pending = end is None or end[0] in (EndReason.PREEMPTED, EndReason.EVICTED)
+    pending = not _finished(conds)
     if reserved is not None and not reserved.status and pending:
         if open_ is not None and (open_.reason, open_.message) == (reserved.reason, reserved.message):
             return []

@@ -27,7 +27,7 @@ import yaml
 from gpufleet.policy.fleet import Fleet
 from gpufleet.render import dra
 from gpufleet.render import kueue as render_kueue
-from gpufleet.testbed import kueue, kwok, nodes, pki
+from gpufleet.testbed import etcd, kueue, kwok, nodes, pki
 from gpufleet.testbed.binaries import Binaries
 from gpufleet.testbed.processes import (
     Started,
@@ -404,6 +404,13 @@ class Testbed:
 
         own = self._health(name, state.ports)
         wait_until(new, lambda: own() and api_ready(), f"a healthy {name} after the restart", timeout_s)
+
+    def compact_etcd(self) -> int:
+        """Compact etcd at its current revision (what kube-apiserver does every five minutes); returns it."""
+        state = self.state()
+        if state is None:
+            raise TestbedError(f"no testbed runs from {self.run}")
+        return etcd.compact(f"http://127.0.0.1:{state.ports.etcd}")
 
     def _health(self, name: str, ports: Ports) -> Callable[[], bool]:
         """The component's own health endpoint, where it has one (kwok shows health by Ready nodes)."""

@@ -167,6 +167,11 @@ class RecorderProcess:
                 total += float(value)
         return total
 
+    def logged(self, text: str) -> int:
+        """How many lines of this replica's log (every process it ran) contain ``text``."""
+        with self.log.open(encoding="utf-8", errors="replace") as lines:
+            return sum(text in line for line in lines)
+
     def restarts(self, cause: str) -> float:
         return self.sample("gpufleet_recorder_watch_restarts_total", cause=cause)
 
@@ -405,6 +410,7 @@ class Supervisor:
     def __init__(self, *replicas: RecorderProcess) -> None:
         self.replicas = replicas
         self.exits = 0
+        self.codes: list[int] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -420,6 +426,7 @@ class Supervisor:
             for replica in self.replicas:
                 if replica.process is not None and replica.process.poll() is not None and not replica.paused:
                     self.exits += 1
+                    self.codes.append(replica.process.returncode)
                     replica.start()
 
     def __exit__(self, *_: object) -> None:

@@ -35,7 +35,7 @@ from tests.e2e.recorder_live import (  # noqa: F401 (fixtures)
     postgres_url,
 )
 
-JOBS = 20
+JOBS = 24
 LEASE_S = 6
 
 
@@ -100,7 +100,7 @@ def test_a_recorder_sigkilled_at_random_moments_loses_and_duplicates_nothing(
             time.sleep(rng.uniform(0.2, 1.5))
             with Ledger.read(ledger_url) as ledger:
                 progressed = ledger.positions() != before
-            if progressed and rng.random() < 0.6:
+            if progressed and rng.random() < 0.8:
                 recorder.kill()  # mid-stream: it has committed since the last look, and may be mid-write
                 recorder.start()
         counts = _settle(flow, ledger_url, recorder, "SIGKILL")
@@ -133,14 +133,19 @@ def test_kube_apiserver_and_kueue_restarted_under_the_recorder(
                     restarted.append(plan[waves])
                 time.sleep(1.0)
             counts = _settle(flow, ledger_url, recorder, "restarts")
-            lost_connections = recorder.restarts("ConnectionLost")
         finally:
             flow.cleanup()
     assert restarted == ["kube-apiserver", "kueue", "kube-apiserver"]
+    # an API server away for longer than the Lease: the recorder stops writing and exits to be restarted,
+    # saying so (exit 75, EX_TEMPFAIL), not as a crash
+    assert set(supervisor.codes) <= {75}, supervisor.codes
+    assert recorder.logged("stopped writing, restart to rejoin as a follower") == supervisor.exits
+    assert recorder.logged("This is a bug in gpufleet") == 0
     _report(
         "restarts",
         {"restarts": len(restarted), "recorder exits (lost Lease)": supervisor.exits,
-         "watch reconnects (last process)": lost_connections, **counts},
+         "watch reconnects": recorder.logged("reconnecting in"), "410 Gone relists": recorder.logged("is gone;"),
+         **counts},
     )  # fmt: skip
 
 
@@ -179,7 +184,7 @@ def test_a_watch_resuming_after_etcd_compaction_gets_410_gone_and_relists(
         recorder.kill()
         flow.cleanup()
     assert gone >= 1
-    _report("410 Gone", {"compacted at revision": compacted, "410 Gone relists": gone, **counts})
+    _report("410 Gone", {"compacted at revision": compacted, "410 Gone relists": recorder.logged("is gone;"), **counts})
 
 
 def _lease(cluster: Cluster, name: str) -> dict[str, str]:

@@ -266,9 +266,12 @@ async def run(config: RecorderConfig) -> None:
     try:
         await _lead(config, api, metrics)
         recorder = Recorder(config, ledger, api, metrics, publisher)
-        async with asyncio.TaskGroup() as group:
-            group.create_task(_renew(config, api, metrics))
-            group.create_task(recorder.run())
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(_renew(config, api, metrics))
+                group.create_task(recorder.run())
+        except* LostLeadership as lost:  # the one expected way out: say it plainly, not as a task group
+            raise lost.exceptions[0] from None
     finally:
         ledger.close()
         if server is not None and serving is not None:

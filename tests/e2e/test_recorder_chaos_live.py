@@ -222,6 +222,8 @@ def test_two_replicas_one_writer_and_failover_within_the_lease(
                     taken = parse_time(_lease(cluster, lease)["acquireTime"])
                     gaps.append((taken - last_renewal).total_seconds())
                     old.paused = False  # the kubelet restarts it: now a follower
+                    following = old.logged(" follows: lease ")
+                    eventually(lambda old=old, n=following: old.logged(" follows: lease ") > n, "a new follower")
                     failovers += 1
                 time.sleep(1.0)
             leader = by_name[_lease(cluster, lease)["holderIdentity"]]

@@ -197,8 +197,13 @@ class Recorder:
 async def _lead(config: RecorderConfig, api: Any, metrics: Metrics) -> None:
     """Wait for the Lease, then keep renewing it; raise LostLeadership when a renewal fails."""
     interval = config.lease_seconds / 3
-    while not await _try_lease(config, api):
-        await asyncio.sleep(interval)
+    if not await _try_lease(config, api):
+        log.info(
+            "%s follows: lease %s/%s is held by another replica; trying every %.1fs",
+            config.identity, config.namespace, config.lease_name, interval,
+        )  # fmt: skip
+        while not await _try_lease(config, api):
+            await asyncio.sleep(interval)
     metrics.set_leader(True)
     log.info("%s holds lease %s/%s", config.identity, config.namespace, config.lease_name)
 

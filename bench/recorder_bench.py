@@ -92,12 +92,19 @@ class Recorder:
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
-    def events(self) -> float:
+    def _metrics(self) -> str | None:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as reply:
-                text = reply.read().decode()
+                return str(reply.read().decode())
         except OSError:
-            return 0.0
+            return None
+
+    def up(self) -> bool:
+        """Serving /metrics: Python and the recorder's imports are done (their CPU is not the recorder's work)."""
+        return self._metrics() is not None
+
+    def events(self) -> float:
+        text = self._metrics() or ""
         return sum(
             float(line.rpartition(" ")[2])
             for line in text.splitlines()
@@ -172,7 +179,8 @@ def run(bed: Testbed, kubeconfig: str, jobs: int, ledger_url: str | None, work: 
 
     catch_ledger = str(work / "catch-up.db")
     catch = Recorder(catch_ledger, kubeconfig, work / "catch-up.log", "bench-catch-up")
-    began, cpu0 = time.monotonic(), 0.0
+    _wait("the catch-up recorder to start", catch.up, 120)
+    began, cpu0 = time.monotonic(), catch.cpu_s()
     _wait(f"the catch-up recorder to record {jobs} attempts", lambda: _finished(catch_ledger) >= jobs, 3600)
     figures = _phase("catch-up", catch, began, cpu0)
     catch.stop()

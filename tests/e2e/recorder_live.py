@@ -338,7 +338,15 @@ def compare(ledger: Ledger, history: History) -> list[str]:
             continue
         for a, e in zip(got, expected, strict=True):
             want = (e.reserved, e.cluster_queue, e.gpus, e.end, e.detail, e.message, e.finished)
-            have = (a.quota_reserved, a.cluster_queue, a.gpu_count, a.end_reason, a.end_detail, a.end_message, a.finished)
+            have = (
+                a.quota_reserved,
+                a.cluster_queue,
+                a.gpu_count,
+                a.end_reason,
+                a.end_detail,
+                a.end_message,
+                a.finished,
+            )
             if want != have:
                 problems.append(f"{name} attempt {a.attempt}: ledger {have} != API server {want}")
         spans = sorted(waits.get(uid, []), key=lambda w: w.index)
@@ -494,9 +502,11 @@ class Flow:
         self._delete_admitted()
         workloads = live_workloads(self.cluster, self.prefix)
         names = {owner_job(wl) for wl in workloads}
-        return len(self.deleted) == len(self._long()) and all(
-            _true(_conditions(wl), "Finished") for wl in workloads if owner_job(wl) not in self._long()
-        ) and len(names - self._long()) == self.jobs - len(self._long())
+        return (
+            len(self.deleted) == len(self._long())
+            and all(_true(_conditions(wl), "Finished") for wl in workloads if owner_job(wl) not in self._long())
+            and len(names - self._long()) == self.jobs - len(self._long())
+        )
 
     def expected(self) -> dict[str, Outcome]:
         return outcomes_from_api(live_workloads(self.cluster, self.prefix), self.deleted)

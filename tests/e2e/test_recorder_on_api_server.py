@@ -54,7 +54,9 @@ def _is(cluster: Cluster, job_name: str, kind: str, status: str = "True") -> dic
 
 
 def _delete(cluster: Cluster, team: str, name: str) -> None:
-    cluster.kubectl("delete", "job", name, f"--namespace={team}", "--cascade=foreground", "--wait=true", "--timeout=90s")
+    cluster.kubectl(
+        "delete", "job", name, f"--namespace={team}", "--cascade=foreground", "--wait=true", "--timeout=90s"
+    )
 
 
 @dataclass

@@ -16,11 +16,7 @@ import pytest
 import gpufleet
 from gpufleet.ledger.store import Ledger
 
-OPEN = (
-    "import sys\n"
-    "from gpufleet.ledger.store import Ledger\n"
-    "Ledger.open(sys.argv[1]).close()\n"
-)
+OPEN = "import sys\nfrom gpufleet.ledger.store import Ledger\nLedger.open(sys.argv[1]).close()\n"
 
 
 @pytest.mark.parametrize("round_", range(4))

@@ -126,7 +126,9 @@ def record(
         # Not a crash: an API server out of reach for a whole Lease means another replica may lead now.
         # Exit so the pod restarts and rejoins as a follower (EX_TEMPFAIL: try again).
         err_console.print(
-            f"[bold red]error:[/] {exc}; stopped writing, restart to rejoin as a follower", soft_wrap=True, highlight=False
+            f"[bold red]error:[/] {exc}; stopped writing, restart to rejoin as a follower",
+            soft_wrap=True,
+            highlight=False,
         )
         raise typer.Exit(EXIT_LOST_LEASE) from None
 

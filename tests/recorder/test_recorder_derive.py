@@ -153,3 +153,31 @@ def test_pods_of_an_attempt_give_its_nodes_and_start() -> None:
     (a,) = derive.allocation_records(workload(RESERVED), JOB, pods, {"a100-0": "A100"}, [], keys=KEYS)
     assert [(p.node, p.gpus, p.gpu_model) for p in a.placements] == [("a100-0", 1, "A100"), ("a100-1", 1, "")]
     assert a.started == datetime(2026, 11, 2, 10, 7, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("evictions", "expected"),
+    [
+        ([{"reason": "Preempted", "underlyingCause": "InCohortReclamation", "count": 1}],
+         (EndReason.PREEMPTED, "InCohortReclamation")),
+        ([{"reason": "PodsReadyTimeout", "count": 1}], (EndReason.EVICTED, "PodsReadyTimeout")),
+        ([], None),  # no count: the same time is the same attempt
+    ],
+    ids=["preempted", "evicted", "uncounted"],
+)  # fmt: skip
+def test_a_readmission_within_the_same_second_is_a_new_attempt(
+    evictions: list[dict[str, Any]], expected: tuple[EndReason, str] | None
+) -> None:
+    # Seen on the testbed: preempted and readmitted within one second while the recorder relisted, so
+    # the new QuotaReserved time equals the first attempt's; only Kueue's eviction count differs
+    (first,) = derive.allocation_records(workload(RESERVED), JOB, [], {}, [], keys=KEYS)
+    again = workload(RESERVED)
+    again["status"]["schedulingStats"] = {"evictions": evictions}
+    records = derive.allocation_records(again, JOB, [], {}, [first], keys=KEYS)
+    if expected is None:
+        assert records == []
+        return
+    closed, second = records
+    assert (closed.attempt, closed.end_reason, closed.end_detail) == (1, *expected)
+    assert (second.attempt, second.quota_reserved, second.end_reason) == (2, first.quota_reserved, None)
+    assert derive.allocation_records(again, JOB, [], {}, [closed, second], keys=KEYS) == []  # replay: nothing

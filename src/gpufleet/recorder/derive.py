@@ -135,6 +135,40 @@ def _admission(workload: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str],
     return str(admission.get("clusterQueue", "")), tuple(sorted(flavors.items())), gpu, usage.get(gpu, 0)
 
 
+def _evictions(workload: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    stats: list[Mapping[str, Any]] | None = (workload.get("status", {}).get("schedulingStats") or {}).get("evictions")
+    return stats
+
+
+def _evicted(workload: Mapping[str, Any]) -> int | None:
+    """How many times Kueue evicted this workload, where it reports it."""
+    stats = _evictions(workload)
+    return None if stats is None else sum(int(e.get("count", 0)) for e in stats)
+
+
+def _unobserved_end(latest: Allocation, workload: Mapping[str, Any], known: list[Allocation]) -> Allocation:
+    """Close an attempt whose end the recorder never saw, with the reason Kueue counted for it.
+
+    Kueue counts evictions by reason (and preemptions by cause); the reason counted more often than
+    the ledger's ended attempts show is this one's. Without that count it stays ``Evicted (NotObserved)``.
+    """
+    seen: dict[str, int] = {}
+    for a in known:
+        if a is not latest and a.end_reason in (EndReason.PREEMPTED, EndReason.EVICTED):
+            reason = "Preempted" if a.end_reason == EndReason.PREEMPTED else a.end_detail
+            seen[reason] = seen.get(reason, 0) + 1
+    for entry in _evictions(workload) or []:
+        reason = str(entry.get("reason", ""))
+        seen[reason] = seen.get(reason, 0) - int(entry.get("count", 0))
+        if seen[reason] < 0:
+            message = "not observed by the recorder; counted in Kueue's schedulingStats.evictions"
+            if reason == "Preempted":
+                cause = str(entry.get("underlyingCause") or reason)
+                return replace(latest, end_reason=EndReason.PREEMPTED, end_detail=cause, end_message=message)
+            return replace(latest, end_reason=EndReason.EVICTED, end_detail=reason, end_message=message)
+    return replace(latest, end_reason=EndReason.EVICTED, end_detail="NotObserved")
+
+
 def _attempt(workload: Mapping[str, Any], latest: Allocation | None) -> int:
     """The number of a new admission: one more than Kueue's eviction count, when Kueue reports it.
 
@@ -197,11 +231,13 @@ def allocation_records(
     reserved = conds.get("QuotaReserved")
     end = _end(conds)
     if reserved is not None and reserved.status and reserved.time is not None:
-        same = [a for a in known if a.quota_reserved == reserved.time]
+        # Times have one-second resolution: an attempt preempted and readmitted within that second
+        # carries its predecessor's time, and only Kueue's eviction count tells them apart
+        evicted = _evicted(workload)
+        same = [a for a in known if a.quota_reserved == reserved.time and (evicted is None or a.attempt > evicted)]
         if not same and latest is not None and latest.end_reason is None:
-            # an eviction we never saw (it happened while no recorder ran): close it without a time
-            closed = replace(latest, end_reason=EndReason.EVICTED, end_detail="NotObserved")
-            changed.append(closed)
+            # an eviction we never saw (while no recorder ran, or lost to a relist): close it without a time
+            changed.append(_unobserved_end(latest, workload, known))
         current = same[0] if same else None
         cq, flavors, gpu, count = _admission(workload)
         admitted = conds.get("Admitted")

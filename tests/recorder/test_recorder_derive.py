@@ -181,3 +181,15 @@ def test_a_readmission_within_the_same_second_is_a_new_attempt(
     assert (closed.attempt, closed.end_reason, closed.end_detail) == (1, *expected)
     assert (second.attempt, second.quota_reserved, second.end_reason) == (2, first.quota_reserved, None)
     assert derive.allocation_records(again, JOB, [], {}, [closed, second], keys=KEYS) == []  # replay: nothing
+
+
+def test_an_eviction_counted_before_the_reservation_is_released_is_the_current_attempts() -> None:
+    # Kueue increments schedulingStats.evictions in the patch that sets Evicted=True, while
+    # QuotaReserved is still True: that version is still attempt 1, not a readmission
+    (first,) = derive.allocation_records(workload(RESERVED), JOB, [], {}, [], keys=KEYS)
+    evicting = workload(RESERVED, cond("Evicted", True, "Preempted", 20, "Preempted to accommodate"), evictions=1)
+    assert [
+        (a.attempt, a.end_reason) for a in derive.allocation_records(evicting, JOB, [], {}, [first], keys=KEYS)
+    ] == []
+    (seen_first,) = derive.allocation_records(evicting, JOB, [], {}, [], keys=KEYS)
+    assert seen_first.attempt == 1  # first sight mid-eviction: the count includes this attempt

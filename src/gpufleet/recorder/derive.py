@@ -141,9 +141,21 @@ def _evictions(workload: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
 
 
 def _evicted(workload: Mapping[str, Any]) -> int | None:
-    """How many times Kueue evicted this workload, where it reports it."""
+    """How many earlier attempts Kueue evicted, where it reports it.
+
+    Kueue counts an eviction when it sets ``Evicted=True``, while the attempt still holds its
+    reservation (seen on the testbed); until the reservation is released that count includes the
+    current attempt, so it is left out.
+    """
     stats = _evictions(workload)
-    return None if stats is None else sum(int(e.get("count", 0)) for e in stats)
+    if stats is None:
+        return None
+    count = sum(int(e.get("count", 0)) for e in stats)
+    being_evicted = any(
+        c.get("type") == "Evicted" and c.get("status") == "True"
+        for c in workload.get("status", {}).get("conditions") or []
+    )
+    return max(0, count - 1) if being_evicted else count
 
 
 def _unobserved_end(latest: Allocation, workload: Mapping[str, Any], known: list[Allocation]) -> Allocation:
@@ -176,10 +188,8 @@ def _attempt(workload: Mapping[str, Any], latest: Allocation | None) -> int:
     attempt number stays right even when the recorder never saw the earlier attempts.
     """
     counted = latest.attempt + 1 if latest is not None else 1
-    stats = (workload.get("status", {}).get("schedulingStats") or {}).get("evictions")
-    if stats is None:
-        return counted
-    return max(counted, 1 + sum(int(e.get("count", 0)) for e in stats))
+    evicted = _evicted(workload)
+    return counted if evicted is None else max(counted, 1 + evicted)
 
 
 #: Kueue's ``Finished`` reasons that do not mean the job ran to its end: its owner (the Job) was deleted

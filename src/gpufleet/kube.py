@@ -32,8 +32,16 @@ from gpufleet.errors import InputError
 
 Workload = create_namespaced_resource("kueue.x-k8s.io", "v1beta2", "Workload", "workloads")
 
-#: The kinds the recorder reads, by plural name.
-RESOURCES: dict[str, Any] = {"workloads": Workload, "jobs": Job, "pods": Pod, "nodes": Node}
+#: The kinds the recorder reads, by plural name. All are generic (plain dicts inside): lightkube's
+#: typed models refuse the API server's BOOKMARK objects, which are a kind's empty object with its
+#: required lists as null (a Job's ``spec.template.spec.containers``: found on the testbed), and the
+#: recorder turns every object back into a dict anyway.
+RESOURCES: dict[str, Any] = {
+    "workloads": Workload,
+    "jobs": create_namespaced_resource("batch", "v1", "Job", "jobs"),
+    "pods": create_namespaced_resource("", "v1", "Pod", "pods"),
+    "nodes": create_global_resource("", "v1", "Node", "nodes"),
+}
 NAMESPACED = frozenset({"workloads", "jobs", "pods"})
 
 

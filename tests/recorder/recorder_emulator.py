@@ -8,7 +8,7 @@ this subclass adds:
 - a cluster-wide ``resourceVersion`` counter, ``uid`` and ``creationTimestamp`` on every write;
 - an event history, so a watch from a resourceVersion replays what happened after it;
 - ``compact(rv)``: watches from older versions get a 410 Gone ERROR event, as from etcd compaction;
-- BOOKMARK events on idle watches that asked for them;
+- BOOKMARK events on idle watches that asked for them, shaped as the real API server's;
 - ``drop_every``: break every watch stream after that many events (a dropped connection);
 - direct routing of resource requests (kmock's router scans every request it ever served to
   match each new one, which is quadratic over a test of thousands of writes).
@@ -187,7 +187,7 @@ class RVEmulator(k8s.KubernetesEmulator, DirectRouting):
                 cursor = len(self._history)
                 head = self._last_rv
             if not pending and bookmarks:
-                yield {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": str(head)}}}
+                yield {"type": "BOOKMARK", "object": bookmark(request.resource.plural or "", str(head))}
             for _, resource, event in pending:
                 namespace = event["object"].get("metadata", {}).get("namespace")
                 if resource != request.resource or request.namespace not in (None, namespace):
@@ -196,6 +196,19 @@ class RVEmulator(k8s.KubernetesEmulator, DirectRouting):
                 sent += 1
                 if self.drop_every is not None and sent >= self.drop_every:
                     raise ConnectionResetError("the test double dropped the watch connection")
+
+
+def bookmark(resource: str, rv: str) -> dict[str, Any]:
+    """A BOOKMARK's object as kube-apiserver sends it: the kind's empty object, serialized with its
+    required lists as ``null`` (seen on the testbed: a Job's ``spec.template.spec.containers``)."""
+    obj: dict[str, Any] = {"metadata": {"resourceVersion": rv}}
+    if resource.endswith("jobs"):
+        obj.update(kind="Job", apiVersion="batch/v1")
+        obj["spec"] = {"template": {"metadata": {"creationTimestamp": None}, "spec": {"containers": None}}}
+        obj["status"] = {}
+    elif resource.endswith("pods"):
+        obj.update(kind="Pod", apiVersion="v1", spec={"containers": None}, status={})
+    return obj
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:

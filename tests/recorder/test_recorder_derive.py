@@ -70,8 +70,20 @@ PENDING = cond("QuotaReserved", False, "WaitingForQuota", 1, "insufficient unuse
         (workload(RESERVED, cond("Finished", True, "Succeeded", 30)), [(1, EndReason.FINISHED, "Succeeded")]),
         (workload(RESERVED, cond("Finished", True, "Failed", 30)), [(1, EndReason.FAILED, "Failed")]),
         (workload(RESERVED, evictions=2), [(3, None, "")]),  # Kueue counted two earlier evictions
+        # the real Kueue finishes a running workload whose Job is deleted with reason OwnerNotFound:
+        # that attempt did not run to its end, so it is not recorded as a success
+        (workload(RESERVED, cond("Finished", True, "OwnerNotFound", 30)), [(1, EndReason.EVICTED, "OwnerNotFound")]),
+        (workload(RESERVED, cond("Finished", True, "OutOfSync", 30)), [(1, EndReason.EVICTED, "OutOfSync")]),
     ],
-    ids=["pending", "reserved", "succeeded", "failed", "attempt-from-eviction-count"],
+    ids=[
+        "pending",
+        "reserved",
+        "succeeded",
+        "failed",
+        "attempt-from-eviction-count",
+        "job-deleted-while-running",
+        "prebuilt-out-of-sync",
+    ],
 )
 def test_first_sight_of_a_workload(obj: dict[str, Any], expected: list[tuple[int, EndReason | None, str]]) -> None:
     records = derive.allocation_records(obj, JOB, [], {}, [], keys=KEYS)
@@ -141,3 +153,43 @@ def test_pods_of_an_attempt_give_its_nodes_and_start() -> None:
     (a,) = derive.allocation_records(workload(RESERVED), JOB, pods, {"a100-0": "A100"}, [], keys=KEYS)
     assert [(p.node, p.gpus, p.gpu_model) for p in a.placements] == [("a100-0", 1, "A100"), ("a100-1", 1, "")]
     assert a.started == datetime(2026, 11, 2, 10, 7, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("evictions", "expected"),
+    [
+        ([{"reason": "Preempted", "underlyingCause": "InCohortReclamation", "count": 1}],
+         (EndReason.PREEMPTED, "InCohortReclamation")),
+        ([{"reason": "PodsReadyTimeout", "count": 1}], (EndReason.EVICTED, "PodsReadyTimeout")),
+        ([], None),  # no count: the same time is the same attempt
+    ],
+    ids=["preempted", "evicted", "uncounted"],
+)  # fmt: skip
+def test_a_readmission_within_the_same_second_is_a_new_attempt(
+    evictions: list[dict[str, Any]], expected: tuple[EndReason, str] | None
+) -> None:
+    # Seen on the testbed: preempted and readmitted within one second while the recorder relisted, so
+    # the new QuotaReserved time equals the first attempt's; only Kueue's eviction count differs
+    (first,) = derive.allocation_records(workload(RESERVED), JOB, [], {}, [], keys=KEYS)
+    again = workload(RESERVED)
+    again["status"]["schedulingStats"] = {"evictions": evictions}
+    records = derive.allocation_records(again, JOB, [], {}, [first], keys=KEYS)
+    if expected is None:
+        assert records == []
+        return
+    closed, second = records
+    assert (closed.attempt, closed.end_reason, closed.end_detail) == (1, *expected)
+    assert (second.attempt, second.quota_reserved, second.end_reason) == (2, first.quota_reserved, None)
+    assert derive.allocation_records(again, JOB, [], {}, [closed, second], keys=KEYS) == []  # replay: nothing
+
+
+def test_an_eviction_counted_before_the_reservation_is_released_is_the_current_attempts() -> None:
+    # Kueue increments schedulingStats.evictions in the patch that sets Evicted=True, while
+    # QuotaReserved is still True: that version is still attempt 1, not a readmission
+    (first,) = derive.allocation_records(workload(RESERVED), JOB, [], {}, [], keys=KEYS)
+    evicting = workload(RESERVED, cond("Evicted", True, "Preempted", 20, "Preempted to accommodate"), evictions=1)
+    assert [
+        (a.attempt, a.end_reason) for a in derive.allocation_records(evicting, JOB, [], {}, [first], keys=KEYS)
+    ] == []
+    (seen_first,) = derive.allocation_records(evicting, JOB, [], {}, [], keys=KEYS)
+    assert seen_first.attempt == 1  # first sight mid-eviction: the count includes this attempt

@@ -30,7 +30,7 @@ from gpufleet.cli.audit_common import (
     print_verdict,
     workload_name,
 )
-from gpufleet.cli.common import console, guarded
+from gpufleet.cli.common import console, err_console, guarded
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
 from gpufleet.ledger.records import format_time
@@ -38,6 +38,8 @@ from gpufleet.policy import load_policy
 
 if TYPE_CHECKING:
     from gpufleet.ledger.store import Ledger
+
+EXIT_LOST_LEASE = 75  # EX_TEMPFAIL (sysexits.h): the recorder lost its Lease; a restart rejoins as a follower
 
 audit_app = typer.Typer(
     name="audit",
@@ -88,7 +90,7 @@ def record(
 ) -> None:
     """Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."""
     from gpufleet.recorder.publish import CheckpointPolicy, parse_targets
-    from gpufleet.recorder.service import RecorderConfig, run  # heavy imports only for this command
+    from gpufleet.recorder.service import LostLeadership, RecorderConfig, run  # heavy imports only here
 
     if checkpoint_key is None and checkpoint_to:
         raise InputError.one("--checkpoint-to needs --checkpoint-key to sign with", path="--checkpoint-to")
@@ -122,6 +124,15 @@ def record(
         asyncio.run(run(config))
     except KeyboardInterrupt:
         console.print("recorder stopped")
+    except LostLeadership as exc:
+        # Not a crash: an API server out of reach for a whole Lease means another replica may lead now.
+        # Exit so the pod restarts and rejoins as a follower (EX_TEMPFAIL: try again).
+        err_console.print(
+            f"[bold red]error:[/] {exc}; stopped writing, restart to rejoin as a follower",
+            soft_wrap=True,
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_LOST_LEASE) from None
 
 
 def _time(value: str, option: str) -> datetime:

@@ -105,10 +105,12 @@ def _configure_sqlite(engine: Engine, *, writer: bool) -> None:
     def _connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
+        # the timeout first: switching a new file to WAL takes a lock too, and two replicas starting
+        # together on one new ledger must queue there as well (found on the testbed)
+        cursor.execute("PRAGMA busy_timeout=30000")
         if writer:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
 
     @event.listens_for(engine, "begin")

@@ -125,7 +125,11 @@ class Ledger:
 
         config = Config()
         config.set_main_option("script_location", str(resources.files("gpufleet.ledger") / "migrations"))
-        with self.engine.begin() as conn:
+        # BEGIN IMMEDIATE on SQLite: a deferred transaction that turns into a write fails at once when
+        # another process migrates the same new file (two recorder replicas starting together), instead
+        # of waiting its turn; the second then finds the schema at head and changes nothing
+        writer = self.engine.connect().execution_options(**{connect.IMMEDIATE: True})
+        with writer as conn, conn.begin():
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
 

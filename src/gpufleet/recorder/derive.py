@@ -135,6 +135,52 @@ def _admission(workload: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str],
     return str(admission.get("clusterQueue", "")), tuple(sorted(flavors.items())), gpu, usage.get(gpu, 0)
 
 
+def _evictions(workload: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    stats: list[Mapping[str, Any]] | None = (workload.get("status", {}).get("schedulingStats") or {}).get("evictions")
+    return stats
+
+
+def _evicted(workload: Mapping[str, Any]) -> int | None:
+    """How many earlier attempts Kueue evicted, where it reports it.
+
+    Kueue counts an eviction when it sets ``Evicted=True``, while the attempt still holds its
+    reservation (seen on the testbed); until the reservation is released that count includes the
+    current attempt, so it is left out.
+    """
+    stats = _evictions(workload)
+    if stats is None:
+        return None
+    count = sum(int(e.get("count", 0)) for e in stats)
+    being_evicted = any(
+        c.get("type") == "Evicted" and c.get("status") == "True"
+        for c in workload.get("status", {}).get("conditions") or []
+    )
+    return max(0, count - 1) if being_evicted else count
+
+
+def _unobserved_end(latest: Allocation, workload: Mapping[str, Any], known: list[Allocation]) -> Allocation:
+    """Close an attempt whose end the recorder never saw, with the reason Kueue counted for it.
+
+    Kueue counts evictions by reason (and preemptions by cause); the reason counted more often than
+    the ledger's ended attempts show is this one's. Without that count it stays ``Evicted (NotObserved)``.
+    """
+    seen: dict[str, int] = {}
+    for a in known:
+        if a is not latest and a.end_reason in (EndReason.PREEMPTED, EndReason.EVICTED):
+            reason = "Preempted" if a.end_reason == EndReason.PREEMPTED else a.end_detail
+            seen[reason] = seen.get(reason, 0) + 1
+    for entry in _evictions(workload) or []:
+        reason = str(entry.get("reason", ""))
+        seen[reason] = seen.get(reason, 0) - int(entry.get("count", 0))
+        if seen[reason] < 0:
+            message = "not observed by the recorder; counted in Kueue's schedulingStats.evictions"
+            if reason == "Preempted":
+                cause = str(entry.get("underlyingCause") or reason)
+                return replace(latest, end_reason=EndReason.PREEMPTED, end_detail=cause, end_message=message)
+            return replace(latest, end_reason=EndReason.EVICTED, end_detail=reason, end_message=message)
+    return replace(latest, end_reason=EndReason.EVICTED, end_detail="NotObserved")
+
+
 def _attempt(workload: Mapping[str, Any], latest: Allocation | None) -> int:
     """The number of a new admission: one more than Kueue's eviction count, when Kueue reports it.
 
@@ -142,17 +188,31 @@ def _attempt(workload: Mapping[str, Any], latest: Allocation | None) -> int:
     attempt number stays right even when the recorder never saw the earlier attempts.
     """
     counted = latest.attempt + 1 if latest is not None else 1
-    stats = (workload.get("status", {}).get("schedulingStats") or {}).get("evictions")
-    if stats is None:
-        return counted
-    return max(counted, 1 + sum(int(e.get("count", 0)) for e in stats))
+    evicted = _evicted(workload)
+    return counted if evicted is None else max(counted, 1 + evicted)
+
+
+#: Kueue's ``Finished`` reasons that do not mean the job ran to its end: its owner (the Job) was deleted
+#: while the workload held quota, or a prebuilt workload no longer matches its job. The real Kueue sets
+#: ``OwnerNotFound`` on every running Job that is deleted, before the Workload itself goes.
+NOT_RUN_TO_END = frozenset({"OwnerNotFound", "OutOfSync"})
+
+
+def _finished_as(reason: str) -> EndReason:
+    if reason == "Failed":
+        return EndReason.FAILED
+    return EndReason.EVICTED if reason in NOT_RUN_TO_END else EndReason.FINISHED
+
+
+def _finished(conds: Mapping[str, Condition]) -> bool:
+    finished = conds.get("Finished")
+    return finished is not None and finished.status
 
 
 def _end(conds: Mapping[str, Condition]) -> tuple[EndReason, str, str, datetime | None] | None:
     finished = conds.get("Finished")
     if finished is not None and finished.status:
-        reason = EndReason.FAILED if finished.reason == "Failed" else EndReason.FINISHED
-        return reason, finished.reason, finished.message, finished.time
+        return _finished_as(finished.reason), finished.reason, finished.message, finished.time
     evicted = conds.get("Evicted")
     reserved = conds.get("QuotaReserved")
     if evicted is not None and evicted.status and (reserved is None or not reserved.status):
@@ -181,11 +241,13 @@ def allocation_records(
     reserved = conds.get("QuotaReserved")
     end = _end(conds)
     if reserved is not None and reserved.status and reserved.time is not None:
-        same = [a for a in known if a.quota_reserved == reserved.time]
+        # Times have one-second resolution: an attempt preempted and readmitted within that second
+        # carries its predecessor's time, and only Kueue's eviction count tells them apart
+        evicted = _evicted(workload)
+        same = [a for a in known if a.quota_reserved == reserved.time and (evicted is None or a.attempt > evicted)]
         if not same and latest is not None and latest.end_reason is None:
-            # an eviction we never saw (it happened while no recorder ran): close it without a time
-            closed = replace(latest, end_reason=EndReason.EVICTED, end_detail="NotObserved")
-            changed.append(closed)
+            # an eviction we never saw (while no recorder ran, or lost to a relist): close it without a time
+            changed.append(_unobserved_end(latest, workload, known))
         current = same[0] if same else None
         cq, flavors, gpu, count = _admission(workload)
         admitted = conds.get("Admitted")
@@ -231,7 +293,7 @@ def allocation_records(
             placements=_merge_placements(base.placements, found),
             started=base.started or started,
         )
-        if end is not None and end[0] in (EndReason.FINISHED, EndReason.FAILED) and updated.end_reason is None:
+        if end is not None and _finished(conds) and updated.end_reason is None:
             updated = replace(updated, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
         updated = _settle(updated, pods, node_models)
         if updated != current:
@@ -295,7 +357,7 @@ def wait_records(
     open_ = next((w for w in known if w.end is None), None)
     changed: list[WaitInterval] = []
     end = _end(conds)
-    pending = end is None or end[0] in (EndReason.PREEMPTED, EndReason.EVICTED)
+    pending = not _finished(conds)
     if reserved is not None and not reserved.status and pending:
         if open_ is not None and (open_.reason, open_.message) == (reserved.reason, reserved.message):
             return []

@@ -40,6 +40,7 @@ from gpufleet.recorder.tracker import Tracker
 log = logging.getLogger("gpufleet.recorder")
 
 KINDS = ("nodes", "jobs", "workloads", "pods")
+FOREVER = datetime(9999, 1, 1, tzinfo=UTC)  # a window only still-open records overlap
 BATCH = 500
 
 
@@ -159,7 +160,8 @@ class Recorder:
             newest: datetime | None = None
             for item in batch:
                 if isinstance(item, _Listed):
-                    records += self._relisted(item)
+                    still_open = await asyncio.to_thread(self._still_open) if item.plural == "workloads" else {}
+                    records += self._relisted(item, still_open)
                     positions[source(item.plural)] = item.resource_version
                     continue
                 event = item.event
@@ -179,13 +181,26 @@ class Recorder:
                 self.metrics.lag.set(max(0.0, (datetime.now(UTC) - newest).total_seconds()))
             self.metrics.progressed()
 
-    def _relisted(self, listed: _Listed) -> list[Record]:
-        """A fresh listing: everything in it as ADDED, and anything we knew that is gone as DELETED."""
+    def _still_open(self) -> dict[str, dict[str, Any]]:
+        """Workloads with an attempt or a wait the ledger holds open, as minimal objects by uid."""
+        found: dict[str, dict[str, Any]] = {}
+        for record in self.ledger.current_records(overlapping=(FOREVER, FOREVER)):
+            if getattr(record, "end_reason", None) is None and getattr(record, "end", None) is None:
+                meta = {"uid": record.workload_uid, "name": record.name, "namespace": record.namespace}
+                found[record.workload_uid] = {"metadata": meta}
+        return found
+
+    def _relisted(self, listed: _Listed, still_open: dict[str, dict[str, Any]]) -> list[Record]:
+        """A fresh listing: everything in it as ADDED, and anything we knew that is gone as DELETED.
+
+        "Known" includes what the ledger holds open: a workload deleted while no recorder ran, whose
+        DELETED event a 410 Gone then hid, is closed at the relist (at the time it was noticed).
+        """
         self.tracker.prime(listed.plural, listed.objects)
         records: list[Record] = []
         if listed.plural == "workloads":
             present = {o["metadata"]["uid"] for o in listed.objects}
-            for uid, gone in list(self.tracker.workloads.items()):
+            for uid, gone in list({**still_open, **self.tracker.workloads}.items()):
                 if uid not in present:
                     records += self.tracker.observe("workloads", "DELETED", gone)
         for obj in listed.objects:
@@ -197,8 +212,13 @@ class Recorder:
 async def _lead(config: RecorderConfig, api: Any, metrics: Metrics) -> None:
     """Wait for the Lease, then keep renewing it; raise LostLeadership when a renewal fails."""
     interval = config.lease_seconds / 3
-    while not await _try_lease(config, api):
-        await asyncio.sleep(interval)
+    if not await _try_lease(config, api):
+        log.info(
+            "%s follows: lease %s/%s is held by another replica; trying every %.1fs",
+            config.identity, config.namespace, config.lease_name, interval,
+        )  # fmt: skip
+        while not await _try_lease(config, api):
+            await asyncio.sleep(interval)
     metrics.set_leader(True)
     log.info("%s holds lease %s/%s", config.identity, config.namespace, config.lease_name)
 
@@ -268,9 +288,12 @@ async def run(config: RecorderConfig) -> None:
     try:
         await _lead(config, api, metrics)
         recorder = Recorder(config, ledger, api, metrics, publisher)
-        async with asyncio.TaskGroup() as group:
-            group.create_task(_renew(config, api, metrics))
-            group.create_task(recorder.run())
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(_renew(config, api, metrics))
+                group.create_task(recorder.run())
+        except* LostLeadership as lost:  # the one expected way out: say it plainly, not as a task group
+            raise lost.exceptions[0] from None
     finally:
         ledger.close()
         if server is not None and serving is not None:

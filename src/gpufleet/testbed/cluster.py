@@ -28,7 +28,7 @@ from gpufleet import files
 from gpufleet.policy.fleet import Fleet
 from gpufleet.render import dra
 from gpufleet.render import kueue as render_kueue
-from gpufleet.testbed import kueue, kwok, nodes, pki
+from gpufleet.testbed import etcd, kueue, kwok, nodes, pki
 from gpufleet.testbed.binaries import Binaries
 from gpufleet.testbed.processes import (
     Started,
@@ -423,6 +423,13 @@ class Testbed:
         files.write_text(path, yaml.safe_dump(config, sort_keys=False))
         self.restart("kueue", timeout_s)
         return dict(config)
+
+    def compact_etcd(self) -> int:
+        """Compact etcd at its current revision (what kube-apiserver does every five minutes); returns it."""
+        state = self.state()
+        if state is None:
+            raise TestbedError(f"no testbed runs from {self.run}")
+        return etcd.compact(f"http://127.0.0.1:{state.ports.etcd}")
 
     def _health(self, name: str, ports: Ports) -> Callable[[], bool]:
         """The component's own health endpoint, where it has one (kwok shows health by Ready nodes)."""

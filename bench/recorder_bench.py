@@ -1,0 +1,233 @@
+"""The recorder on the testbed: events per second and CPU per event at 5,000 Jobs through the real Kueue.
+
+Issue 16 asks for the figure and names no baseline. Two phases, each with ``gpufleet record`` as a
+child process writing a fresh ledger:
+
+- live: the recorder runs while ``--jobs`` one-GPU Jobs (``run-for`` 1 s) are created in batches and
+  flow through Kueue on kwok nodes; the cluster sets the pace, so events per second here is the
+  cluster's rate, and CPU per event is the recorder's cost;
+- catch-up: a second recorder starts on an empty ledger once everything finished and records the
+  whole history from its listing; events per second here is the recorder's own speed.
+
+CPU is the recorder process's user + system time (``/proc``), events are its
+``gpufleet_recorder_events_total``. On a shared machine CPU per event is the robust figure; wall
+figures move with the neighbours. Run: ``python -m bench recorder_bench [--jobs 5000]`` (starts a
+testbed from ``recorder_bench_fleet.yaml``), or ``--run-dir DIR`` to reuse a testbed started with
+``python -m gpufleet.testbed up --policy bench/recorder_bench_fleet.yaml --run-dir DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpufleet.cli import app
+from gpufleet.ledger.store import Ledger
+from gpufleet.policy import load_policy, resolve
+from gpufleet.testbed import Testbed, ensure
+from gpufleet.testbed.kwok import RUN_FOR_ANNOTATION
+
+HERE = Path(__file__).resolve().parent
+POLICY = HERE / "recorder_bench_fleet.yaml"
+TEAMS = ("alpha", "beta")
+BATCH = 250
+
+
+def _job(i: int) -> dict[str, Any]:
+    team = TEAMS[i % 2]
+    labels = {
+        "kueue.x-k8s.io/queue-name": team,
+        "gpufleet.io/team": team,
+        "gpufleet.io/model": "bench",
+        "gpufleet.io/data-class": "internal",
+        "bench.gpufleet.io/run": "recorder",
+    }
+    limits = {"nvidia.com/gpu": "1"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": f"bench-{i:05d}", "namespace": team, "labels": labels},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": labels, "annotations": {RUN_FOR_ANNOTATION: "1s"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "bench", "resources": {"limits": limits}}],
+                },
+            },
+        },
+    }
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Recorder:
+    """``gpufleet record`` as a user runs it; its CPU from /proc and its events from /metrics."""
+
+    def __init__(self, ledger: str, kubeconfig: str, log: Path, lease: str) -> None:
+        self.port = _port()
+        argv = [sys.executable, "-m", "gpufleet", "record", "--ledger", ledger, "--kubeconfig", kubeconfig,
+                "--namespace", "gpufleet-system", "--lease-name", lease, "--identity", lease,
+                "--metrics-port", str(self.port)]  # fmt: skip
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+    def _metrics(self) -> str | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as reply:
+                return str(reply.read().decode())
+        except OSError:
+            return None
+
+    def up(self) -> bool:
+        """Serving /metrics: Python and the recorder's imports are done (their CPU is not the recorder's work)."""
+        return self._metrics() is not None
+
+    def events(self) -> float:
+        text = self._metrics() or ""
+        return sum(
+            float(line.rpartition(" ")[2])
+            for line in text.splitlines()
+            if line.startswith("gpufleet_recorder_events_total{")
+        )
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def _finished(ledger: str) -> int:
+    try:
+        with Ledger.read(ledger) as opened:
+            return sum(1 for a in opened.allocations() if a.end_reason is not None)
+    except Exception:  # not created yet
+        return 0
+
+
+def _wait(what: str, check: Any, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(1.0)
+
+
+def _phase(name: str, rec: Recorder, began: float, cpu0: float) -> dict[str, float]:
+    wall = time.monotonic() - began
+    events, cpu = rec.events(), rec.cpu_s() - cpu0
+    figures = {"events": events, "wall_s": wall, "cpu_s": cpu}
+    print(
+        f"{name:<9} {events:>9,.0f} events in {wall:7.1f} s wall: {events / wall:8,.0f} events/s;"
+        f" recorder CPU {cpu:6.1f} s = {cpu / events * 1e6:7.1f} µs per event"
+        f" ({events / cpu:,.0f} events per CPU-second)"
+    )
+    return figures
+
+
+def _apply(bed: Testbed, objects: list[dict[str, Any]]) -> None:
+    bed.kubectl("apply", "--server-side", "--field-manager=bench", "--filename=-", stdin=yaml.safe_dump_all(objects))
+
+
+def run(bed: Testbed, kubeconfig: str, jobs: int, ledger_url: str | None, work: Path) -> None:
+    from typer.testing import CliRunner
+
+    bundle = work / "bundle"
+    result = CliRunner().invoke(app, ["render", str(POLICY), "--out", str(bundle)])
+    assert result.exit_code == 0, result.output
+    bed.kubectl("apply", "--server-side", f"--filename={bundle / 'namespaces.yaml'}")
+    bed.kubectl("apply", "--server-side", f"--kustomize={bundle}")
+    bed.kubectl("create", "namespace", "gpufleet-system", check=False)
+    time.sleep(3)  # Kueue reconciles the ClusterQueues
+
+    live_ledger = ledger_url or str(work / "live.db")
+    live = Recorder(live_ledger, kubeconfig, work / "live.log", "bench-live")
+    _wait("the live recorder to start", lambda: live.events() > 0, 120)
+    began, cpu0, events0 = time.monotonic(), live.cpu_s(), live.events()
+    for start in range(0, jobs, BATCH):
+        _apply(bed, [_job(i) for i in range(start, min(jobs, start + BATCH))])
+    created = time.monotonic() - began
+    print(f"{jobs:,} Jobs created in {created:.1f} s")
+    _wait(f"{jobs} finished attempts in the live ledger", lambda: _finished(live_ledger) >= jobs, 3600)
+    cpu_live = live.cpu_s() - cpu0
+    events_live = live.events() - events0
+    wall_live = time.monotonic() - began
+    live.stop()
+    print(
+        f"live      {events_live:>9,.0f} events in {wall_live:7.1f} s wall: {events_live / wall_live:8,.0f} events/s"
+        f" (the cluster's pace); recorder CPU {cpu_live:6.1f} s = {cpu_live / events_live * 1e6:7.1f} µs per event"
+    )
+
+    catch_ledger = str(work / "catch-up.db")
+    catch = Recorder(catch_ledger, kubeconfig, work / "catch-up.log", "bench-catch-up")
+    _wait("the catch-up recorder to start", catch.up, 120)
+    began, cpu0 = time.monotonic(), catch.cpu_s()
+    _wait(f"the catch-up recorder to record {jobs} attempts", lambda: _finished(catch_ledger) >= jobs, 3600)
+    figures = _phase("catch-up", catch, began, cpu0)
+    catch.stop()
+    with Ledger.read(live_ledger) as a, Ledger.read(catch_ledger) as b:
+        same = {(x.workload_uid, x.attempt, x.end_reason) for x in a.allocations()} == {
+            (x.workload_uid, x.attempt, x.end_reason) for x in b.allocations()
+        }
+        entries = sum(1 for _ in a.entries())
+    print(f"live ledger: {entries:,} entries; the catch-up ledger holds the same attempts: {same}")
+    print(
+        json.dumps(
+            {
+                "jobs": jobs,
+                "live": {"events": events_live, "wall_s": round(wall_live, 1), "cpu_s": round(cpu_live, 2),
+                         "cpu_us_per_event": round(cpu_live / events_live * 1e6, 1)},
+                "catch_up": {**{k: round(v, 2) for k, v in figures.items()},
+                             "cpu_us_per_event": round(figures["cpu_s"] / figures["events"] * 1e6, 1)},
+                "baseline": None,
+            }
+        )
+    )  # fmt: skip
+    print("issue 16 names no baseline for the recorder; CPU per event is the figure to compare across runs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--run-dir", type=Path, help="reuse the testbed running from this folder")
+    parser.add_argument("--ledger", help="the live ledger's URL (default: a SQLite file in a temporary folder)")
+    args = parser.parse_args()
+    binaries = ensure(HERE.parent)
+    with tempfile.TemporaryDirectory(prefix="gpufleet-recorder-bench-") as tmp:
+        work = Path(tmp)
+        if args.run_dir is not None:
+            bed = Testbed(args.run_dir, binaries)
+            state = bed.state()
+            if state is None:
+                raise SystemExit(f"no testbed runs from {args.run_dir}")
+            run(bed, state.kubeconfig, args.jobs, args.ledger, work)
+            return
+        bed = Testbed(work / "testbed", binaries)
+        state = bed.up(resolve(load_policy(POLICY)))
+        try:
+            run(bed, state.kubeconfig, args.jobs, args.ledger, work)
+        finally:
+            bed.down()
+
+
+if __name__ == "__main__":
+    main()

@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: lint
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(NAME) $(ARGS)

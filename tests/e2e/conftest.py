@@ -1,6 +1,9 @@
 """One testbed per test session: a real control plane with Kueue and the e2e policy's fake nodes.
 
-Every test here is marked ``e2e`` and grouped onto one xdist worker, so the testbed starts once. The
+Every test here is marked ``e2e``. The suite runs with ``--dist loadfile``: a file's tests share one
+xdist worker, so a module's testbed (the random differential's, the fair-sharing one) starts once and
+the session's testbed at most once per worker. (``--dist loadgroup`` with the ``xdist_group`` mark
+below does not group under pytest 9, whose nodes no longer read the ``_nodeid`` xdist rewrites.) The
 binaries come from ``testbed/build.sh`` (cached; CI builds them in ``.ci/setup.d/testbed.sh``). Where
 neither Go nor built binaries exist, the tests skip and say so. The run folder, with every
 component's log, stays in pytest's temporary folder (the last three sessions are kept).

@@ -105,6 +105,8 @@ BAD_POLICY = "pools:\n  - name: p\n    gpu: L41S\n    nodes: 1\n"
         ("render", ["render", "{missing}", "-o", "{tmp}/m", "--json"], "{missing}"),
         ("check", ["check", "{missing}", "{missing}", "--json"], "{missing}"),
         ("scan", ["scan", "--kubeconfig", "{missing}", "--json"], "{missing}"),
+        ("scan not a kubeconfig", ["scan", "--kubeconfig", "{garbage}", "--json"], "{garbage}"),
+        ("scan not yaml", ["scan", "--kubeconfig", "{bad_yaml}", "--json"], "{bad_yaml}"),
         ("twin step", ["twin", "step", "{missing}", "--json"], "{missing}"),
         ("trace show", ["trace", "show", "{missing}", "--json"], "{missing}"),
         ("trace synth", ["trace", "synth", "{missing}", "-o", "{tmp}/t.csv", "--json"], "{missing}"),
@@ -117,6 +119,10 @@ def test_errors_under_json_are_json_with_located_problems(
 ) -> None:
     names = {"missing": str(tmp_path / "missing.yaml"), "bad": str(tmp_path / "bad.yaml"), "tmp": str(tmp_path)}
     names["file"] = str(tmp_path / "a-file")
+    names["garbage"] = str(tmp_path / "garbage.yaml")
+    names["bad_yaml"] = str(tmp_path / "bad-yaml")
+    (tmp_path / "garbage.yaml").write_text("clusters: 3\n")  # YAML, but not a kubeconfig
+    (tmp_path / "bad-yaml").write_text("not: [yaml")
     (tmp_path / "bad.yaml").write_text(BAD_POLICY)
     (tmp_path / "a-file").write_text("keep")
     code, document = _json([a.format(**names) for a in args])

@@ -219,6 +219,12 @@ def sync_client(kubeconfig: Path | None) -> Client:
         config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
     except (ConfigError, OSError) as exc:
         raise InputError.one(f"cannot load a kubeconfig: {exc}", file=str(kubeconfig or "")) from None
+    except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        # lightkube lets a file that is not YAML, or YAML that is not a kubeconfig, raise as it parses.
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError.one(
+            f"cannot load a kubeconfig: not a kubeconfig ({detail})", file=str(kubeconfig or "")
+        ) from None
     return Client(config=config, field_manager="gpufleet")
 
 
@@ -297,17 +303,6 @@ class DryRun:
     error: str | None = None
 
 
-def _live_client(kubeconfig: Path | None) -> Client:
-    """``sync_client``, with a kubeconfig that is not YAML or not a kubeconfig a user error too."""
-    try:
-        return sync_client(kubeconfig)
-    except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError.one(
-            f"cannot load a kubeconfig: not a kubeconfig ({detail})", file=str(kubeconfig or "")
-        ) from None
-
-
 def _resource(api_version: str, kind: str, plural: str, namespaced: bool) -> Any:
     group, _, version = api_version.rpartition("/")
     if not group:
@@ -337,7 +332,7 @@ def _kueue_configuration(api: Client) -> tuple[str | None, str]:
 
 def read_kueue_state(kubeconfig: Path | None = None) -> KueueState:
     """List every object the twin reads (list and get calls only; nothing is written)."""
-    api = _live_client(kubeconfig)
+    api = sync_client(kubeconfig)
     objects: list[dict[str, Any]] = []
     try:
         for api_version, kind, plural, namespaced in LIVE_KINDS:
@@ -371,7 +366,7 @@ def dry_run_apply(objects: list[dict[str, Any]], kubeconfig: Path | None = None)
     """Server-side apply each object with ``dryRun=All`` (field manager gpufleet, forced, as
     ``kubectl apply --server-side --force-conflicts --dry-run=server`` does): what would be stored,
     beside what is stored now. The API server persists nothing of a dry run."""
-    api = _live_client(kubeconfig)
+    api = sync_client(kubeconfig)
     out = []
     try:
         for obj in objects:

@@ -159,7 +159,12 @@ def outcomes(random_bed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> d
 # Open twin findings, with reproducers under /work/diff-findings (see docs/twin.md, "The real Kueue as the
 # judge"). Not strict: which Job loses depends on the UIDs the API server draws in each run, so the seed
 # agrees in some runs.
-OPEN_TWIN_FINDINGS: dict[int, str] = {}  # seed -> the open twin finding it shows (none open now)
+OPEN_TWIN_FINDINGS = {
+    24: "Kueue writes QuotaReserved in whole wall-clock seconds: three equivalent Jobs admitted in one "
+    "settling tie (the victim is then the lower UID, which the twin now models) unless the settling "
+    "straddles a second boundary, so Kueue may take a higher-UID Job as the more recent one (seen on "
+    "main: reclamation took j03 over the lower-UID j01); the twin stamps one second per settling",
+}
 
 
 @pytest.mark.parametrize(

@@ -17,49 +17,21 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet.twin import Twin, parse_cluster
+from gpufleet.twin import Twin
 from gpufleet.twin.equivalence import BYPASSED
 from gpufleet.twin.results import CycleResult
-from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
-
-OBJECTS = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: q}
-spec:
-  namespaceSelector: {}
-  queueingStrategy: STRATEGY
-  preemption: {withinClusterQueue: Never}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu
-      resources:
-      - {name: nvidia.com/gpu, nominalQuota: '8'}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {namespace: team, name: q}
-spec: {clusterQueue: q}
-"""
+from gpufleet.twin.specs import WorkloadSpec
+from tests.twin import gpu_cluster
 
 
 def wl(name: str, gpus: int, created: int, priority: int = 0, pods: int = 1) -> WorkloadSpec:
-    pod_sets = (PodSetSpec("main", pods, (("nvidia.com/gpu", gpus),)),)
-    return WorkloadSpec("team", name, "q", pod_sets, priority=priority, created=created, uid=name)
+    return gpu_cluster.workload(name, "q", gpus, created, priority=priority, pods=pods)
 
 
-def twin_for(strategy: str, *, hashing: bool = True) -> Twin:
-    spec = parse_cluster([("cluster.yaml", OBJECTS.replace("STRATEGY", strategy))])
-    return Twin(spec, equivalence_hashing=hashing)
+def twin_for(strategy: str, *, hashing: bool = True, preemption: str = "{withinClusterQueue: Never}") -> Twin:
+    return gpu_cluster.twin(
+        gpu_cluster.queue("q", 8, preemption=preemption, strategy=strategy), equivalence_hashing=hashing
+    )
 
 
 def settle(twin: Twin) -> list[CycleResult]:
@@ -156,13 +128,10 @@ def test_what_the_hash_tells_apart(other: WorkloadSpec, moved: bool) -> None:
     assert ("team/x" in queue.active) is not moved
 
 
-NO_CANDIDATES = OBJECTS.replace("{withinClusterQueue: Never}", "{withinClusterQueue: LowerPriority}")
-
-
 def test_preemption_without_candidates_moves_the_equivalents_too() -> None:
     """``long`` (8 GPUs, priority 10) cannot be preempted by priority-0 requests within nominal:
     Preempt without candidates (Kueue's PreemptionNoCandidates) also bulk-moves."""
-    twin = Twin(parse_cluster([("cluster.yaml", NO_CANDIDATES.replace("STRATEGY", "BestEffortFIFO"))]))
+    twin = twin_for("BestEffortFIFO", preemption="{withinClusterQueue: LowerPriority}")
     twin.add_workload(wl("long", 8, 0, priority=10))
     settle(twin)
     for i in range(3):

@@ -14,51 +14,25 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet.twin import Twin, parse_cluster
-from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
+from gpufleet.twin import Twin
+from gpufleet.twin.specs import WorkloadSpec
+from tests.twin import gpu_cluster
 
-CONFIG = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team}
-"""
-QUEUE = """
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: NAME}
-spec:
-  cohortName: all
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu
-      resources:
-      - {name: nvidia.com/gpu, nominalQuota: '4'}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {namespace: team, name: NAME}
-spec: {clusterQueue: NAME}
-"""
+RECLAIM = "{withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}"
+
+
+def cohort_queue(name: str, reclaim: str = "Any") -> str:
+    """4 GPUs nominal in cohort ``all``, reclaiming from borrowers (``reclaim``)."""
+    return gpu_cluster.queue(name, 4, cohort="all", preemption=RECLAIM.replace("Any", reclaim))
 
 
 def wl(name: str, queue: str, gpus: int, created: int) -> WorkloadSpec:
-    return WorkloadSpec(
-        "team", name, queue, (PodSetSpec("main", 1, (("nvidia.com/gpu", gpus),)),), created=created, uid=name
-    )
+    return gpu_cluster.workload(name, queue, gpus, created)
 
 
 def borrowed_twin(*, hold: bool) -> Twin:
     """``b`` holds all 8 GPUs: big (4, admitted first), then small1 and small2 (2 each)."""
-    text = CONFIG + QUEUE.replace("NAME", "a") + QUEUE.replace("NAME", "b")
-    twin = Twin(parse_cluster([("cluster.yaml", text)]), hold_evicted_quota=hold)
+    twin = gpu_cluster.twin(cohort_queue("a"), cohort_queue("b"), hold_evicted_quota=hold)
     for i, (name, gpus) in enumerate([("big", 4), ("small1", 2), ("small2", 2)]):
         twin.add_workload(wl(name, "b", gpus, i))
         list(twin.run(None))
@@ -127,8 +101,7 @@ def test_evicted_gone_on_a_workload_not_being_evicted_is_a_bug() -> None:
 def test_a_workload_requeued_with_the_same_uid_and_timestamp_does_not_tie_with_its_stale_entry() -> None:
     """A Workload evicted and re-created at the same instant (waitForPodsReady with timestamp ties)
     leaves a stale heap entry with an identical order key; the queue must not compare workloads."""
-    text = CONFIG + QUEUE.replace("NAME", "a")
-    twin = Twin(parse_cluster([("cluster.yaml", text)]))
+    twin = gpu_cluster.twin(cohort_queue("a"))
     twin.add_workload(wl("x", "a", 8, 5))  # too big: parked in the heap path first
     twin.finish("team/x")
     twin.add_workload(wl("x", "a", 2, 5))
@@ -136,19 +109,10 @@ def test_a_workload_requeued_with_the_same_uid_and_timestamp_does_not_tie_with_i
     assert sorted(run(twin)[0]) == ["team/x", "team/y"]
 
 
-FAIR_SHARING = """
----
-apiVersion: config.kueue.x-k8s.io/v1beta2
-kind: Configuration
-fairSharing: {}
-"""
-
-
 def full_cohort(*, c_reclaim: str, fair: bool, batched: bool) -> Twin:
     """Three ClusterQueues of 4 GPUs; ``b`` holds all 12: big 4, small1 2, small2 2, last 4."""
-    c = QUEUE.replace("NAME", "c").replace("reclaimWithinCohort: Any", f"reclaimWithinCohort: {c_reclaim}")
-    text = CONFIG + (FAIR_SHARING if fair else "") + QUEUE.replace("NAME", "a") + QUEUE.replace("NAME", "b") + c
-    twin = Twin(parse_cluster([("cluster.yaml", text)]), hold_evicted_quota=True, streaks=batched)
+    queues = (cohort_queue("a"), cohort_queue("b"), cohort_queue("c", c_reclaim))
+    twin = gpu_cluster.twin(*queues, fair_sharing=fair, hold_evicted_quota=True, streaks=batched)
     for i, (name, gpus) in enumerate([("big", 4), ("small1", 2), ("small2", 2), ("last", 4)]):
         twin.add_workload(wl(name, "b", gpus, i))
         list(twin.run(None))

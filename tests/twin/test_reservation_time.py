@@ -16,41 +16,15 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet.twin import Twin, parse_cluster
-from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
+from gpufleet.twin import Twin
+from gpufleet.twin.specs import WorkloadSpec
+from tests.twin import gpu_cluster
 
-CLUSTER = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: gpu}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: a}
-spec:
-  namespaceSelector: {}
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [nvidia.com/gpu]
-    flavors:
-    - name: gpu
-      resources:
-      - {name: nvidia.com/gpu, nominalQuota: '2'}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {namespace: team, name: a}
-spec: {clusterQueue: a}
-"""
+QUEUE = gpu_cluster.queue("a", 2, preemption="{withinClusterQueue: LowerPriority}")
 
 
 def wl(name: str, uid: str, created: int, priority: int = 0) -> WorkloadSpec:
-    pod_sets = (PodSetSpec("main", 1, (("nvidia.com/gpu", 1),)),)
-    return WorkloadSpec("team", name, "a", pod_sets, priority=priority, created=created, uid=uid)
+    return gpu_cluster.workload(name, "a", 1, created, priority=priority, uid=uid)
 
 
 def victims(twin: Twin) -> list[str]:
@@ -67,8 +41,7 @@ def victims(twin: Twin) -> list[str]:
 def test_workloads_admitted_in_one_settling_tie_and_the_lower_uid_is_the_victim(
     uid_one: str, uid_two: str, victim: str
 ) -> None:
-    spec = parse_cluster([("cluster.yaml", CLUSTER)])
-    twin = Twin(spec)
+    twin = gpu_cluster.twin(QUEUE)
     twin.add_workload(wl("one", uid_one, 1_000))
     twin.add_workload(wl("two", uid_two, 2_000))
     list(twin.run(None))
@@ -78,8 +51,7 @@ def test_workloads_admitted_in_one_settling_tie_and_the_lower_uid_is_the_victim(
 
 def test_a_workload_admitted_at_a_later_moment_is_the_more_recent_victim() -> None:
     """Admitted in two settlings (an input between them), ``two`` is the more recent whatever its UID."""
-    spec = parse_cluster([("cluster.yaml", CLUSTER)])
-    twin = Twin(spec)
+    twin = gpu_cluster.twin(QUEUE)
     twin.add_workload(wl("one", "uid-2", 1_000))
     list(twin.run(None))
     twin.add_workload(wl("two", "uid-1", 2_000))
@@ -90,8 +62,7 @@ def test_a_workload_admitted_at_a_later_moment_is_the_more_recent_victim() -> No
 
 def test_the_simulator_clock_stamps_each_cycle() -> None:
     """``reservations_per_cycle`` (the simulator's instants): the later cycle is the more recent."""
-    spec = parse_cluster([("cluster.yaml", CLUSTER)])
-    twin = Twin(spec, reservations_per_cycle=True)
+    twin = gpu_cluster.twin(QUEUE, reservations_per_cycle=True)
     twin.add_workload(wl("one", "uid-1", 1_000))
     twin.add_workload(wl("two", "uid-2", 2_000))
     list(twin.run(None))

@@ -15,6 +15,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 from rich.measure import Measurement
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gpufleet.errors import InputError, Problem
@@ -126,3 +127,16 @@ def print_kept(target: Target) -> None:
         console.print(
             f"the folder that was at {target.path} is kept as {target.keep_as}", highlight=False, soft_wrap=True
         )
+
+
+def counting_bar(description: str, *, quiet: bool = False) -> Progress:
+    """A bar of done/total with elapsed time, on stderr so that stdout holds only the answer;
+    ``quiet`` (under --json) shows nothing."""
+    return Progress(
+        TextColumn(description),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=quiet,
+    )

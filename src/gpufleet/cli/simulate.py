@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gpufleet import outputs
@@ -19,7 +18,7 @@ from gpufleet.cli.common import (
     JsonOpt,
     LegacyOut,
     console,
-    err_console,
+    counting_bar,
     guarded,
     output_option,
     pick_output,
@@ -40,14 +39,7 @@ from gpufleet.trace import read_trace
 def progress_bar(runs: int, *, quiet: bool = False) -> Iterator[ProgressCallback]:
     """A rich bar over every run's arrivals (on stderr, so stdout holds only the answer); the callback
     the engine calls as jobs arrive. ``quiet`` (under --json) shows no bar."""
-    with Progress(
-        TextColumn("simulating"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        disable=quiet,
-    ) as bar:
+    with counting_bar("simulating", quiet=quiet) as bar:
         task = bar.add_task("simulate", total=None)
         done = {"base": 0, "last": 0}
 

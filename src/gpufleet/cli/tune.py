@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gpufleet import outputs
@@ -19,6 +18,7 @@ from gpufleet.cli.common import (
     ForceOpt,
     JsonOpt,
     console,
+    counting_bar,
     err_console,
     guarded,
     output_option,
@@ -40,14 +40,7 @@ EXIT_NOTHING_FEASIBLE = 1  # a finding: no trial met the constraints
 @contextmanager
 def study_bar(total: int, *, quiet: bool = False) -> Iterator[tuple[Tick, Callable[[str], None]]]:
     """A rich bar over the study's finished trials (on stderr), and a line for each stage."""
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        disable=quiet,
-    ) as bar:
+    with counting_bar("{task.description}", quiet=quiet) as bar:
         task = bar.add_task("tuning", total=total)
 
         def tick(done: int) -> None:

@@ -60,14 +60,18 @@ class WatchEvent:
     resource_version: str
 
 
+def _config(kubeconfig: str | None, *, in_cluster: bool) -> KubeConfig:
+    """A kubeconfig file, the in-cluster service account, or the environment, in that order."""
+    if in_cluster:
+        return KubeConfig.from_service_account()
+    if kubeconfig:
+        return KubeConfig.from_file(kubeconfig)
+    return KubeConfig.from_env()
+
+
 def client(kubeconfig: str | None = None, *, in_cluster: bool = False) -> AsyncClient:
     """An async client from a kubeconfig file, the in-cluster service account, or the environment."""
-    if in_cluster:
-        config = KubeConfig.from_service_account()
-    elif kubeconfig:
-        config = KubeConfig.from_file(kubeconfig)
-    else:
-        config = KubeConfig.from_env()
+    config = _config(kubeconfig, in_cluster=in_cluster)
     return AsyncClient(config, timeout=httpx2.Timeout(30.0), field_manager="gpufleet-recorder")
 
 
@@ -406,12 +410,7 @@ class WriteRefused(Exception):
 
 def configmap_client(kubeconfig: str | None = None, *, in_cluster: bool = False) -> Client:
     """A synchronous client chosen as ``client`` chooses (the checkpoint publisher runs in a thread)."""
-    if in_cluster:
-        config = KubeConfig.from_service_account()
-    elif kubeconfig:
-        config = KubeConfig.from_file(kubeconfig)
-    else:
-        config = KubeConfig.from_env()
+    config = _config(kubeconfig, in_cluster=in_cluster)
     return Client(config, timeout=httpx2.Timeout(30.0), field_manager="gpufleet-recorder")
 
 

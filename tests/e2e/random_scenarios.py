@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from tests.e2e.twin_differential import held_job
+
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
 RESOURCES = (GPU, "cpu", "memory")  # memory in GiB, cpu in cores, GPUs in devices
@@ -311,23 +313,5 @@ def job_object(job: JobSpec, names: Names) -> dict[str, Any]:
         labels[PRIORITY_LABEL] = job.priority
     requests = {r: _amount(r, v) for r, v in job.requests if v}
     limits = {r: v for r, v in requests.items() if r == GPU}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": job.name, "namespace": names.running if job.before else names.held, "labels": labels},
-        "spec": {
-            "parallelism": job.pods,
-            "completions": job.pods,
-            "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    # no node carries this label: pods stay unscheduled, only Kueue's quota is observed
-                    "nodeSelector": {"twin-differential.gpufleet.io/never": "true"},
-                    "containers": [
-                        {"name": "main", "image": "trainer:e2e", "resources": {"requests": requests, "limits": limits}}
-                    ],
-                }
-            },
-        },
-    }
+    namespace = names.running if job.before else names.held
+    return held_job(job.name, namespace, labels, job.pods, requests, limits)

@@ -39,9 +39,11 @@ from gpufleet.policy import load_policy, resolve
 from gpufleet.testbed import Testbed, TestbedError, ensure
 from tests.e2e.conftest import POLICY, REPO, Cluster
 from tests.e2e.twin_differential import (
+    EXPORTED,
     KUEUE_API,
     RESOURCE,
     Verdicts,
+    held_job,
     legacy_reason,
     real_usage,
     real_verdicts,
@@ -54,10 +56,6 @@ FLAVOR = "twin-diff"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 PRIORITIES = {"twin-diff-low": 10, "twin-diff-high": 1000}
-EXPORTED = ",".join(
-    f"{kind}.kueue.x-k8s.io"
-    for kind in ("resourceflavors", "cohorts", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads")
-)
 
 
 @dataclass(frozen=True)
@@ -191,26 +189,7 @@ def job(scn: Scenario, sub: Submit, *, held: bool) -> dict[str, Any]:
     if sub.priority:
         labels[PRIORITY_LABEL] = sub.priority
     gpus = {RESOURCE: str(sub.gpus)}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": sub.name, "namespace": scn.namespace, "labels": labels},
-        "spec": {
-            "parallelism": sub.pods,
-            "completions": sub.pods,
-            "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    # no node carries this label: pods stay unscheduled, Kueue's quota is all that is observed
-                    "nodeSelector": {"twin-differential.gpufleet.io/never": "true"},
-                    "containers": [
-                        {"name": "main", "image": "trainer:e2e", "resources": {"limits": gpus, "requests": gpus}}
-                    ],
-                }
-            },
-        },
-    }
+    return held_job(sub.name, scn.namespace, labels, sub.pods, gpus, gpus)
 
 
 @pytest.fixture(scope="module")

@@ -156,16 +156,24 @@ def has_invalid_count(spec: dict[str, Any]) -> bool:
 
 
 def pod_gpus(spec: dict[str, Any], resources: tuple[str, ...]) -> dict[str, int]:
-    """What the pod needs of each resource in ``resources`` (only those it needs, in the given order)."""
+    """What the pod needs of each resource in ``resources`` (only those it needs, in the given order).
+
+    One pass over the containers' GPU entries, not one per known resource: the webhook runs this on
+    every review, and a fleet knows many GPU resources (each MIG profile is one)."""
     app, init = containers(spec)
-    app_counts = [gpu_entries(c) for c in app]
-    init_counts = [gpu_entries(c) for c in init]
+    app_sum: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for c in app:
+        for r, v in gpu_entries(c).items():
+            if r in resources:
+                app_sum[r] = app_sum.get(r, 0) + (whole(v) or 0)
+    for c in init:
+        for r, v in gpu_entries(c).items():
+            if r in resources:
+                init_max[r] = max(init_max.get(r, 0), whole(v) or 0)
     out: dict[str, int] = {}
     for resource in resources:
-        total = max(
-            [sum(whole(e.get(resource, 0)) or 0 for e in app_counts)]
-            + [whole(e.get(resource, 0)) or 0 for e in init_counts]
-        )
+        total = max(app_sum.get(resource, 0), init_max.get(resource, 0))
         if total > 0:
             out[resource] = total
     return out

@@ -16,16 +16,14 @@ from gpufleet.check.facts import PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, Po
 from gpufleet.check.workloads import (
     WorkloadKind,
     containers,
+    gpu_ask,
     gpu_entries,
-    has_invalid_count,
     is_controlled,
     kind_of,
     mapping,
-    pod_gpus,
     pod_specs,
     sequence,
     text,
-    unknown_gpus,
 )
 
 
@@ -90,6 +88,7 @@ def subject(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> Subje
         batch = kind.batch and not is_controlled(obj) and (kind.kind != "Pod" or requests_gpus(specs))
         if not batch:
             return Subject(obj, kind, namespace, Scope.PODS, team, specs, labels)
+        asks = [gpu_ask(spec, facts.gpu_resources) for spec in specs]
         return Subject(
             obj,
             kind,
@@ -98,9 +97,9 @@ def subject(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> Subje
             team,
             specs,
             labels,
-            invalid_counts=any(has_invalid_count(spec) for spec in specs),
-            needs=[pod_gpus(spec, facts.gpu_resources) for spec in specs],
-            unknown=[unknown_gpus(spec, facts.gpu_resources) for spec in specs],
+            invalid_counts=any(a.invalid for a in asks),
+            needs=[a.needs for a in asks],
+            unknown=[a.unknown for a in asks],
             pools=[candidates(team, spec) for spec in specs],
         )
     if facts.serving is not None and namespace == facts.serving.namespace and not kind.batch:

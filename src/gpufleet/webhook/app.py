@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from granian._granian import RSGIProtocolClosed, RSGIProtocolError
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
 
 from gpufleet.check.facts import AdmissionFacts
 from gpufleet.check.mutation import patch
@@ -68,6 +68,7 @@ class WebhookApp:
 
     def __init__(self, facts: AdmissionFacts, metrics: Metrics | None = None) -> None:
         self.facts, self.metrics = facts, metrics or Metrics()
+        self.denied: dict[str, Counter] = {}
         self.reviews = {
             "/validate": self._endpoint("validate", self._validate),
             "/mutate": self._endpoint("mutate", self._mutate),
@@ -81,7 +82,10 @@ class WebhookApp:
             return review.response(req.uid), "allowed", []
         denials = judge(self.facts, req.obj, req.namespace)
         for d in denials:
-            self.metrics.denials.labels(d.reason).inc()
+            counter = self.denied.get(d.reason)
+            if counter is None:  # the reasons are few: each labelled child is looked up once
+                counter = self.denied[d.reason] = self.metrics.denials.labels(d.reason)
+            counter.inc()
         pairs = [(d.reason, d.message) for d in denials]
         return review.response(req.uid, denials=pairs), "denied" if denials else "allowed", [d.reason for d in denials]
 

@@ -1,15 +1,18 @@
 """Webhook latency and server CPU per review over TLS on loopback, per server candidate, and where the time goes.
 
-Run: ``PYTHONPATH=src python bench/webhook_bench.py [--seconds 5] [--servers uvicorn,granian,...]``
+Run: ``PYTHONPATH=src python bench/webhook_bench.py [--seconds 5] [--repeat 3] [--servers ...] [--clients go,python]``
 
 Each candidate (``bench/webhook_servers.py``) serves gpufleet's own webhook app as its own process, logs
-at info level to /dev/null; ``gpufleet webhook serve`` itself is the ``shipped`` row. The client is this
-process: keep-alive HTTPS connections (as the API server keeps them), each sending the next review as
-soon as the last answer arrived, alternating an admitted and a denied Job from examples/fleet.yaml.
-Client and server share the machine's cores, so latency includes the client's cost and whatever else
-runs; server CPU per review (user + system time of the server's processes over the requests) is the
-figure that does not depend on the neighbours. Target (issue 16): p99 under 5 ms at 16 clients on a
-2-core machine; baseline this week: 14.4 ms p99, 433 µs server CPU per review.
+at info level to /dev/null; ``gpufleet webhook serve`` itself is the ``shipped`` row. Two load
+generators drive it, each row saying which: ``go`` (``bench/webhook_load``, built on first use, see
+``go_client``) and ``python`` (this process, asyncio on uvloop). Both keep HTTPS connections alive
+(as the API server keeps them), each client sending the next review as soon as the last answer
+arrived, alternating an admitted and a denied Job from examples/fleet.yaml. Client and server share
+the machine's cores, so latency includes the client's cost and whatever else runs: the Go client
+costs less CPU per request, which leaves more to the server. Server CPU per review (user + system
+time of the server's processes over the requests) is the figure that depends least on the
+neighbours. Target (issue 16): p99 under 5 ms at 16 clients on a 2-core machine; baseline this week:
+14.4 ms p99, 433 µs server CPU per review.
 
 Then, for the shipped server: 1 and 64 clients, a new TLS connection per review (what keep-alive
 saves), plain HTTP (what TLS costs), and the app's parts in-process (CPU per review).
@@ -334,9 +337,8 @@ def _parts() -> list[tuple[str, float]]:
 
     facts = admission_facts(resolve(load_policy(POLICY)))
     parsed = [review.parse(b) for b in BODIES]
-    configure_logging("info")
+    configure_logging("info", open(os.devnull, "w"))  # noqa: SIM115 (lives as long as the bench)
     logger = logging.getLogger(LOGGER)
-    logger.handlers[0].setStream(open(os.devnull, "w"))  # noqa: SIM115 (lives as long as the bench)
     app = create_app(facts, Metrics())
 
     async def call(body: bytes) -> None:

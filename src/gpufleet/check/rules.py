@@ -41,8 +41,9 @@ class Subject:
     """One object as the rules see it, with what several rules read worked out once.
 
     The per-pod-spec figures (GPU needs, unknown GPUs, the team's candidate pools) are computed in
-    ``subject`` for batch work only, the one scope whose rules read them; the webhook judges every
-    review, so nothing is looked up twice (``functools.cached_property`` takes a lock per read on 3.11).
+    ``subject`` for batch work only, the one scope whose rules read them. The webhook judges every
+    review with a new Subject, and ``functools.cached_property`` takes a lock on each first read
+    (Python 3.11), so plain fields filled once cost less.
     """
 
     obj: dict[str, Any]

@@ -10,6 +10,9 @@ logs at info level, as ``gpufleet webhook serve`` does; only the HTTP and TLS ma
   (``gpufleet webhook serve`` embeds granian in its own process instead: the ``shipped`` row);
 - ``granian-tuned``: the same with HTTP/1.1 only, no lifespan, a single-threaded Rust runtime and
   granian's Rust task implementation;
+- ``granian-asgi-embedded``: granian embedded in the process as ``gpufleet webhook serve`` runs it,
+  but calling the app through ASGI (what it shipped with before RSGI): the two rows side by side
+  show what the interface costs;
 - ``hypercorn``: hypercorn on uvloop, where it is installed.
 """
 
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ENV_POLICY = "GPUFLEET_BENCH_POLICY"
-CANDIDATES = ("uvicorn", "uvicorn-h11", "granian", "granian-tuned", "hypercorn")
+CANDIDATES = ("uvicorn", "uvicorn-h11", "granian", "granian-tuned", "granian-asgi-embedded", "hypercorn")
 
 
 def app() -> Any:
@@ -73,6 +76,18 @@ def _granian(port: int, tls: dict[str, str], tuned: bool = False) -> None:
     ).serve()
 
 
+def _granian_asgi_embedded(port: int, tls: dict[str, str]) -> None:
+    import uvloop
+    from granian.constants import Interfaces
+    from granian.server.embed import Server
+
+    extra: dict[str, Any] = {"ssl_cert": Path(tls["cert"]), "ssl_key": Path(tls["key"])} if tls else {}
+    server = Server(
+        app(), address="127.0.0.1", port=port, interface=Interfaces.ASGINL, websockets=False, log_enabled=False, **extra
+    )
+    uvloop.run(server.serve())
+
+
 def _hypercorn(port: int, tls: dict[str, str]) -> None:
     import uvloop
     from hypercorn.asyncio import serve
@@ -99,6 +114,8 @@ def main() -> None:
         _granian(port, tls)
     elif name == "granian-tuned":
         _granian(port, tls, tuned=True)
+    elif name == "granian-asgi-embedded":
+        _granian_asgi_embedded(port, tls)
     elif name == "hypercorn":
         _hypercorn(port, tls)
     else:

@@ -1,6 +1,8 @@
-"""AdmissionReviews for the webhook: fuzzed bodies sent through its ASGI app, the path uvicorn calls.
+"""AdmissionReviews for the webhook: fuzzed bodies sent through its ASGI door, in-process.
 
-The TLS server around the app is tested in tests/webhook; here the app is called in-process (one
+granian calls the app's RSGI door and ASGI servers its ASGI door; both hand the body to the same
+review handler, which is what this fuzzes. The TLS server around the app (granian, RSGI) is fuzzed
+in tests/webhook/test_fuzz.py; here the app is called in-process (one
 event loop for every example) so a thousand reviews stay cheap. Property: every body gets a 400 or
 a well-formed AdmissionReview answer for its uid; a refusal carries a message and is never the
 app's own failure (``InternalError``); a patch is a base64 JSON Patch list.

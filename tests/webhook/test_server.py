@@ -11,6 +11,7 @@ import ssl
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,37 @@ def test_healthz_answers_over_tls(client: httpx2.Client) -> None:
     answer = client.get("/healthz")
     assert answer.status_code == 200
     assert answer.json() == {"status": "ok", "teams": 3}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "allow", "body"),
+    [
+        ("GET", "/healthz", 200, None, b'{"status":"ok","teams":3}'),
+        ("HEAD", "/healthz", 200, None, b""),
+        ("POST", "/healthz", 405, "GET, HEAD", b"Method Not Allowed"),
+        ("GET", "/validate", 405, "POST", b"Method Not Allowed"),
+        ("DELETE", "/mutate", 405, "POST", b"Method Not Allowed"),
+        ("OPTIONS", "/validate", 405, "POST", b"Method Not Allowed"),
+        ("GET", "/nowhere", 404, None, b"Not Found"),
+        ("POST", "/nowhere", 404, None, b"Not Found"),
+    ],
+)
+def test_everything_but_a_review_gets_a_plain_answer(
+    client: httpx2.Client, method: str, path: str, status: int, allow: str | None, body: bytes
+) -> None:
+    answer = client.request(method, path)
+    assert (answer.status_code, answer.headers.get("allow"), answer.content) == (status, allow, body)
+
+
+def test_a_streamed_body_without_a_length_is_read_and_capped(client: httpx2.Client) -> None:
+    def review_in_parts() -> Iterator[bytes]:
+        text = json.dumps(review(None, operation="DELETE")).encode()
+        yield from (text[:40], text[40:])
+
+    assert client.post("/validate", content=review_in_parts()).json()["response"] == {"uid": "u-1", "allowed": True}
+    too_big = client.post("/validate", content=(b"x" * (1 << 20) for _ in range(5)))
+    assert too_big.status_code == 400
+    assert "body exceeds" in too_big.text
 
 
 def test_a_denial_carries_uid_reason_and_message(client: httpx2.Client) -> None:

@@ -9,24 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
-from gpufleet.check.catalogue import RULES, Scope
+from gpufleet.check.catalogue import RULES, Rule, Scope
 from gpufleet.check.facts import PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, PoolOffer, TeamFacts, join_or_none
 from gpufleet.check.workloads import (
     WorkloadKind,
     containers,
+    gpu_ask,
     gpu_entries,
-    has_invalid_count,
     is_controlled,
     kind_of,
     mapping,
-    pod_gpus,
     pod_specs,
     sequence,
     text,
-    unknown_gpus,
 )
 
 
@@ -41,7 +38,13 @@ class Denial:
 
 @dataclass(frozen=True)
 class Subject:
-    """One object as the rules see it."""
+    """One object as the rules see it, with what several rules read worked out once.
+
+    The per-pod-spec figures (GPU needs, unknown GPUs, the team's candidate pools) are computed in
+    ``subject`` for batch work only, the one scope whose rules read them. The webhook judges every
+    review with a new Subject, and ``functools.cached_property`` takes a lock on each first read
+    (Python 3.11), so plain fields filled once cost less.
+    """
 
     obj: dict[str, Any]
     kind: WorkloadKind
@@ -49,29 +52,15 @@ class Subject:
     scope: Scope
     team: TeamFacts | None
     specs: list[dict[str, Any]] = field(default_factory=list)
-    gpu_resources: tuple[str, ...] = ()
-
-    # computed once per object: several rules read them
-    @cached_property
-    def labels(self) -> dict[str, Any]:
-        return mapping(self.obj.get("metadata"), "labels")
-
-    @cached_property
-    def invalid_counts(self) -> bool:
-        return any(has_invalid_count(spec) for spec in self.specs)
-
-    @cached_property
-    def needs(self) -> list[dict[str, int]]:
-        """Per pod spec, the GPUs it needs of each resource the fleet knows."""
-        return [pod_gpus(spec, self.gpu_resources) for spec in self.specs]
-
-    @cached_property
-    def unknown(self) -> list[bool]:
-        """Per pod spec, whether it asks for a GPU resource no pool of the fleet yields."""
-        return [unknown_gpus(spec, self.gpu_resources) for spec in self.specs]
+    labels: dict[str, Any] = field(default_factory=dict)
+    invalid_counts: bool = False
+    needs: list[dict[str, int]] = field(default_factory=list)  # per pod spec, the GPUs it needs of each known resource
+    unknown: list[bool] = field(default_factory=list)  # per pod spec, asks for a GPU resource no pool yields
+    pools: list[list[PoolOffer]] = field(default_factory=list)  # per pod spec, the team's pools it can land on
 
     def label(self, key: str) -> str | None:
-        return text(self.labels, key)
+        value = self.labels.get(key)
+        return value if isinstance(value, str) else None
 
     @property
     def kinds(self) -> str:
@@ -94,13 +83,28 @@ def subject(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> Subje
     if kind is None or "deletionTimestamp" in mapping(obj, "metadata"):
         return None  # an object on its way out only sheds finalizers: refusing that would leave it stuck
     specs = pod_specs(obj, kind)
+    labels = mapping(obj.get("metadata"), "labels")
     team = facts.team_of(namespace)
     if team is not None:
         batch = kind.batch and not is_controlled(obj) and (kind.kind != "Pod" or requests_gpus(specs))
-        scope = Scope.BATCH if batch else Scope.PODS
-        return Subject(obj, kind, namespace, scope, team, specs, facts.gpu_resources)
+        if not batch:
+            return Subject(obj, kind, namespace, Scope.PODS, team, specs, labels)
+        asks = [gpu_ask(spec, facts.gpu_resources) for spec in specs]
+        return Subject(
+            obj,
+            kind,
+            namespace,
+            Scope.BATCH,
+            team,
+            specs,
+            labels,
+            invalid_counts=any(a.invalid for a in asks),
+            needs=[a.needs for a in asks],
+            unknown=[a.unknown for a in asks],
+            pools=[candidates(team, spec) for spec in specs],
+        )
     if facts.serving is not None and namespace == facts.serving.namespace and not kind.batch:
-        return Subject(obj, kind, namespace, Scope.SERVING, None, specs, facts.gpu_resources)
+        return Subject(obj, kind, namespace, Scope.SERVING, None, specs, labels)
     return None
 
 
@@ -247,7 +251,7 @@ def candidates(team: TeamFacts, spec: dict[str, Any]) -> list[PoolOffer]:
 
 
 def _not_offered(s: Subject, index: int) -> bool:
-    pools = candidates(s.my_team, s.specs[index])
+    pools = s.pools[index]
     return s.unknown[index] or any(not any(r in p.per_node for p in pools) for r in s.needs[index])
 
 
@@ -264,10 +268,9 @@ def _gpu_offered(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
 def _gpu_fits(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
     if s.invalid_counts:
         return None
-    for i, spec in enumerate(s.specs):
-        needs = s.needs[i]
+    for i, needs in enumerate(s.needs):
         offered = bool(needs) and not _not_offered(s, i)
-        if offered and not any(fits(p, needs) for p in candidates(s.my_team, spec)):
+        if offered and not any(fits(p, needs) for p in s.pools[i]):
             return {"team": s.my_team.name, "offers": s.my_team.offers_text}
     return None
 
@@ -307,15 +310,20 @@ def applies(rule_scope: Scope, scope: Scope) -> bool:
     return rule_scope is scope or (rule_scope is Scope.PODS and scope is Scope.BATCH)
 
 
+# per scope, its rules in catalogue order with their checks: the same for every object, so chosen once
+_BY_SCOPE: dict[Scope, tuple[tuple[Rule, Check], ...]] = {
+    scope: tuple((rule, CHECKS[rule.id]) for rule in RULES if applies(rule.scope, scope)) for scope in Scope
+}
+
+
 def judge(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> list[Denial]:
     """Every reason ``obj`` in ``namespace`` is refused, in catalogue order; empty means admitted."""
     s = subject(facts, obj, namespace)
     if s is None:
         return []
     denials = []
-    for rule in RULES:
-        if applies(rule.scope, s.scope):
-            values = CHECKS[rule.id](facts, s)
-            if values is not None:
-                denials.append(Denial(rule.reason, rule.message(values)))
+    for rule, check in _BY_SCOPE[s.scope]:
+        values = check(facts, s)
+        if values is not None:
+            denials.append(Denial(rule.reason, rule.message(values)))
     return denials

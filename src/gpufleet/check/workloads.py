@@ -145,33 +145,58 @@ def gpu_entries(container: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in merged.items() if isinstance(k, str) and k.startswith(GPU_PREFIX)}
 
 
+@dataclass(frozen=True)
+class GpuAsk:
+    """What one pod spec asks of GPUs, read in one pass over its containers (the webhook's hot path)."""
+
+    invalid: bool  # some GPU quantity is not a whole count (in requests or limits)
+    needs: dict[str, int]  # what the pod needs of each known resource it needs, in the known order
+    unknown: bool  # some container asks for a GPU resource no pool of the fleet yields at all
+
+
+def gpu_ask(spec: dict[str, Any], known: tuple[str, ...]) -> GpuAsk:
+    invalid = unknown = False
+    app_sum: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for counts, key in ((app_sum, "containers"), (init_max, "initContainers")):
+        for c in sequence(spec, key):
+            if not isinstance(c, dict):
+                continue
+            resources = mapping(c, "resources")
+            entries: dict[str, Any] = {}  # requests, falling back to limits (gpu_entries)
+            for part in (mapping(resources, "limits"), mapping(resources, "requests")):
+                for k, v in part.items():
+                    if isinstance(k, str) and k.startswith(GPU_PREFIX):
+                        entries[k] = v
+                        invalid = invalid or whole(v) is None
+            for r, v in entries.items():
+                n = whole(v) or 0
+                if r not in known:
+                    unknown = unknown or n > 0
+                elif counts is app_sum:
+                    app_sum[r] = app_sum.get(r, 0) + n
+                else:
+                    init_max[r] = max(init_max.get(r, 0), n)
+    needs = {}
+    for r in known:
+        total = max(app_sum.get(r, 0), init_max.get(r, 0))
+        if total > 0:
+            needs[r] = total
+    return GpuAsk(invalid, needs, unknown)
+
+
 def has_invalid_count(spec: dict[str, Any]) -> bool:
-    app, init = containers(spec)
-    for c in app + init:
-        resources = mapping(c, "resources")
-        for part in (mapping(resources, "requests"), mapping(resources, "limits")):
-            if any(k.startswith(GPU_PREFIX) and whole(v) is None for k, v in part.items() if isinstance(k, str)):
-                return True
-    return False
+    return gpu_ask(spec, ()).invalid
 
 
 def pod_gpus(spec: dict[str, Any], resources: tuple[str, ...]) -> dict[str, int]:
-    """What the pod needs of each resource in ``resources`` (only those it needs, in the given order)."""
-    app, init = containers(spec)
-    app_counts = [gpu_entries(c) for c in app]
-    init_counts = [gpu_entries(c) for c in init]
-    out: dict[str, int] = {}
-    for resource in resources:
-        total = max(
-            [sum(whole(e.get(resource, 0)) or 0 for e in app_counts)]
-            + [whole(e.get(resource, 0)) or 0 for e in init_counts]
-        )
-        if total > 0:
-            out[resource] = total
-    return out
+    """What the pod needs of each resource in ``resources`` (only those it needs, in the given order).
+
+    A container's count is its request, or its limit when it sets no request; a pod needs the sum
+    over its containers or the largest init container, whichever is more."""
+    return gpu_ask(spec, resources).needs
 
 
 def unknown_gpus(spec: dict[str, Any], known: tuple[str, ...]) -> bool:
     """Whether some container asks for a GPU resource no pool of the fleet yields at all."""
-    app, init = containers(spec)
-    return any(r not in known and (whole(v) or 0) > 0 for c in app + init for r, v in gpu_entries(c).items())
+    return gpu_ask(spec, known).unknown

@@ -1,0 +1,3 @@
+module gpufleet.local/bench/webhook_load
+
+go 1.22

@@ -197,36 +197,40 @@ def _end(conds: Mapping[str, Condition]) -> tuple[EndReason, str, str, datetime 
     return None
 
 
-def _template(workload: Mapping[str, Any], job: Mapping[str, Any] | None, keys: LabelKeys) -> Allocation:
-    """An attempt of this workload with only the workload's own fields: nothing of any admission yet."""
+def _template(workload: Mapping[str, Any], job: Mapping[str, Any] | None, keys: LabelKeys, **fields: Any) -> Allocation:
+    """An attempt of this workload: the workload's own fields, and ``fields`` (nothing of any admission
+    by default). Built in one call: this is the recorder's hottest path."""
     meta, spec = workload.get("metadata", {}), workload.get("spec", {})
-    return Allocation(
-        workload_uid=str(meta["uid"]),
-        attempt=0,
-        namespace=str(meta.get("namespace", "")),
-        name=str(meta["name"]),
-        team=_labels(workload, job, keys.team),
-        model=_labels(workload, job, keys.model),
-        data_class=_labels(workload, job, keys.data_class),
-        checkpoint=_labels(workload, job, keys.checkpoint),
-        local_queue=str(spec.get("queueName", "")),
-        cluster_queue="",
-        priority=int(spec.get("priority") or 0),
-        flavors=(),
-        gpu_resource="",
-        gpu_count=0,
-        placements=(),
-        created=parse_time(meta["creationTimestamp"]),
-        quota_reserved=None,
-        admitted=None,
-        started=None,
-        finished=None,
-        end_reason=None,
-        end_detail="",
-        end_message="",
-        borrowing=None,
-        simulated=False,
-    )
+    labelled = "team" in fields  # the caller read the labels already
+    values: dict[str, Any] = {
+        "workload_uid": str(meta["uid"]),
+        "attempt": 0,
+        "namespace": str(meta.get("namespace", "")),
+        "name": str(meta["name"]),
+        "team": None if labelled else _labels(workload, job, keys.team),
+        "model": None if labelled else _labels(workload, job, keys.model),
+        "data_class": None if labelled else _labels(workload, job, keys.data_class),
+        "checkpoint": None if labelled else _labels(workload, job, keys.checkpoint),
+        "local_queue": str(spec.get("queueName", "")),
+        "cluster_queue": "",
+        "priority": int(spec.get("priority") or 0),
+        "flavors": (),
+        "gpu_resource": "",
+        "gpu_count": 0,
+        "placements": (),
+        "created": parse_time(meta["creationTimestamp"]),
+        "quota_reserved": None,
+        "admitted": None,
+        "started": None,
+        "finished": None,
+        "end_reason": None,
+        "end_detail": "",
+        "end_message": "",
+        "borrowing": None,
+        "simulated": False,
+    }
+    values.update(fields)
+    return Allocation(**values)
 
 
 def merged(known: list[Allocation], changed: list[Allocation]) -> list[Allocation]:
@@ -274,28 +278,29 @@ def allocation_records(
         current = same[0] if same else None
         cq, flavors, gpu, count = _admission(workload)
         admitted = conds.get("Admitted")
-        template = _template(workload, job, keys)
-        base = current or replace(
-            template, attempt=_attempt(workload, latest), cluster_queue=cq, flavors=flavors, gpu_resource=gpu,
-            gpu_count=count, quota_reserved=reserved.time,
-        )  # fmt: skip
         found, started = placements(pods, node_models, reserved.time, None)
-        updated = replace(
-            base,
-            team=template.team,
-            model=template.model,
-            data_class=template.data_class,
-            checkpoint=template.checkpoint,
-            cluster_queue=cq or base.cluster_queue,
-            flavors=flavors or base.flavors,
-            gpu_resource=gpu or base.gpu_resource,
-            gpu_count=count or base.gpu_count,
-            admitted=admitted.time if admitted is not None and admitted.status else base.admitted,
-            placements=_merge_placements(base.placements, found),
-            started=base.started or started,
-        )
-        if end is not None and _finished(conds) and updated.end_reason is None:
-            updated = replace(updated, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
+        fields: dict[str, Any] = {
+            "team": _labels(workload, job, keys.team),
+            "model": _labels(workload, job, keys.model),
+            "data_class": _labels(workload, job, keys.data_class),
+            "checkpoint": _labels(workload, job, keys.checkpoint),
+        }
+        if current is None:
+            fields.update(
+                attempt=_attempt(workload, latest), cluster_queue=cq, flavors=flavors, gpu_resource=gpu,
+                gpu_count=count, quota_reserved=reserved.time, placements=found, started=started,
+                admitted=admitted.time if admitted is not None and admitted.status else None,
+            )  # fmt: skip
+        else:
+            fields.update(
+                cluster_queue=cq or current.cluster_queue, flavors=flavors or current.flavors,
+                gpu_resource=gpu or current.gpu_resource, gpu_count=count or current.gpu_count,
+                admitted=admitted.time if admitted is not None and admitted.status else current.admitted,
+                placements=_merge_placements(current.placements, found), started=current.started or started,
+            )  # fmt: skip
+        if end is not None and _finished(conds) and (current is None or current.end_reason is None):
+            fields.update(end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
+        updated = _template(workload, job, keys, **fields) if current is None else replace(current, **fields)
         updated = _settle(updated, pods, node_models)
         if updated != current:
             changed.append(updated)

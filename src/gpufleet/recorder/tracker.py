@@ -9,7 +9,7 @@ so after a restart the tracker continues exactly where the committed records lef
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -62,6 +62,19 @@ class Tracker:
         for record in records:
             self._remember(record)
         return records
+
+    def unknown(self, uids: Iterable[str]) -> set[str]:
+        """Those of these workloads whose ledger records are not loaded yet."""
+        return {uid for uid in uids if uid not in self._allocs}
+
+    def preload(self, uids: Iterable[str], records: Mapping[str, list[Record]]) -> None:
+        """What the ledger holds for these workloads, read for a whole batch at once (``records``
+        by UID; a UID missing there has nothing in the ledger)."""
+        for uid in uids:
+            if uid not in self._allocs:
+                found = records.get(uid, [])
+                self._allocs[uid] = [r for r in found if isinstance(r, Allocation)]
+                self._waits[uid] = [r for r in found if isinstance(r, WaitInterval)]
 
     def _known(self, uid: str) -> tuple[list[Allocation], list[WaitInterval]]:
         if uid not in self._allocs:

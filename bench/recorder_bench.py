@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -80,9 +81,13 @@ def _port() -> int:
 class Recorder:
     """``gpufleet record`` as a user runs it; its CPU from /proc and its events from /metrics."""
 
-    def __init__(self, ledger: str, kubeconfig: str, log: Path, lease: str, src: Path | None = None) -> None:
+    def __init__(
+        self, ledger: str, kubeconfig: str, log: Path, lease: str, src: Path | None = None, profile: Path | None = None
+    ) -> None:
         self.port = _port()
-        argv = [sys.executable, "-m", "gpufleet", "record", "--ledger", ledger, "--kubeconfig", kubeconfig,
+        self.profile = profile
+        python = [sys.executable, *(["-m", "cProfile", "-o", str(profile)] if profile else [])]
+        argv = [*python, "-m", "gpufleet", "record", "--ledger", ledger, "--kubeconfig", kubeconfig,
                 "--namespace", "gpufleet-system", "--lease-name", lease, "--identity", lease,
                 "--metrics-port", str(self.port)]  # fmt: skip
         env = dict(os.environ)
@@ -115,6 +120,13 @@ class Recorder:
         )
 
     def stop(self) -> None:
+        if self.profile is not None:  # interrupted, so cProfile writes its file
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+                return
+            except subprocess.TimeoutExpired:
+                pass
         self.process.kill()
         self.process.wait()
 
@@ -152,7 +164,15 @@ def _apply(bed: Testbed, objects: list[dict[str, Any]]) -> None:
     bed.kubectl("apply", "--server-side", "--field-manager=bench", "--filename=-", stdin=yaml.safe_dump_all(objects))
 
 
-def run(bed: Testbed, kubeconfig: str, jobs: int, ledger_url: str | None, work: Path, compare: Path | None) -> None:
+def run(
+    bed: Testbed,
+    kubeconfig: str,
+    jobs: int,
+    ledger_url: str | None,
+    work: Path,
+    compare: Path | None,
+    profile: Path | None = None,
+) -> None:
     from typer.testing import CliRunner
 
     bundle = work / "bundle"
@@ -168,7 +188,8 @@ def run(bed: Testbed, kubeconfig: str, jobs: int, ledger_url: str | None, work: 
         codes["compared"] = compare
     ledgers = {name: (ledger_url if name == "this" and ledger_url else str(work / f"live-{name}.db")) for name in codes}
     # live: every recorder watches the same flow at once, each on its own ledger and Lease
-    live = {name: Recorder(ledgers[name], kubeconfig, work / f"live-{name}.log", f"bench-live-{name}", src)
+    live = {name: Recorder(ledgers[name], kubeconfig, work / f"live-{name}.log", f"bench-live-{name}", src,
+                           profile / f"live-{name}.prof" if profile else None)
             for name, src in codes.items()}  # fmt: skip
     for name, rec in live.items():
         _wait(f"the live recorder ({name}) to start", lambda rec=rec: rec.events() > 0, 120)
@@ -196,7 +217,8 @@ def run(bed: Testbed, kubeconfig: str, jobs: int, ledger_url: str | None, work: 
     # catch-up: one recorder at a time on an empty ledger, recording the whole history from its listing
     for name, src in codes.items():
         catch_ledger = str(work / f"catch-up-{name}.db")
-        catch = Recorder(catch_ledger, kubeconfig, work / f"catch-up-{name}.log", f"bench-catch-up-{name}", src)
+        catch = Recorder(catch_ledger, kubeconfig, work / f"catch-up-{name}.log", f"bench-catch-up-{name}", src,
+                         profile / f"catch-up-{name}.prof" if profile else None)  # fmt: skip
         _wait("the catch-up recorder to start", catch.up, 120)
         began, cpu0 = time.monotonic(), catch.cpu_s()
         _wait(f"the catch-up recorder to record {jobs} attempts", lambda c=catch_ledger: _finished(c) >= jobs, 3600)
@@ -231,6 +253,12 @@ def main() -> None:
         help="also run the recorder of another gpufleet's src folder (git archive REV src | tar -x -C DIR;"
         " pass DIR/src) beside this one, live on the same flow and catch-up after it, and print the ratios",
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="run the recorders under cProfile and write DIR/<phase>-<code>.prof (the CPU figures then include"
+        " the profiler's overhead: not comparable with a run without it)",
+    )
     args = parser.parse_args()
     binaries = ensure(HERE.parent)
     with tempfile.TemporaryDirectory(prefix="gpufleet-recorder-bench-") as tmp:
@@ -240,12 +268,12 @@ def main() -> None:
             state = bed.state()
             if state is None:
                 raise SystemExit(f"no testbed runs from {args.run_dir}")
-            run(bed, state.kubeconfig, args.jobs, args.ledger, work, args.compare_src)
+            run(bed, state.kubeconfig, args.jobs, args.ledger, work, args.compare_src, args.profile)
             return
         bed = Testbed(work / "testbed", binaries)
         state = bed.up(resolve(load_policy(POLICY)))
         try:
-            run(bed, state.kubeconfig, args.jobs, args.ledger, work, args.compare_src)
+            run(bed, state.kubeconfig, args.jobs, args.ledger, work, args.compare_src, args.profile)
         finally:
             bed.down()
 

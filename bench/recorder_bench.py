@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from gpufleet.cli import app
+from gpufleet.ledger.records import EndReason
 from gpufleet.ledger.store import Ledger
 from gpufleet.policy import load_policy, resolve
 from gpufleet.testbed import Testbed, ensure
@@ -132,9 +133,10 @@ class Recorder:
 
 
 def _finished(ledger: str) -> int:
+    """Attempts that ran to their end: one per Job once all are done (a preempted attempt is not one)."""
     try:
         with Ledger.read(ledger) as opened:
-            return sum(1 for a in opened.allocations() if a.end_reason is not None)
+            return sum(1 for a in opened.allocations() if a.end_reason == EndReason.FINISHED)
     except Exception:  # not created yet
         return 0
 

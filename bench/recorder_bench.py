@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from typing import Any
 import yaml
 
 from gpufleet.cli import app
+from gpufleet.ledger.records import EndReason
 from gpufleet.ledger.store import Ledger
 from gpufleet.policy import load_policy, resolve
 from gpufleet.testbed import Testbed, ensure
@@ -80,13 +82,20 @@ def _port() -> int:
 class Recorder:
     """``gpufleet record`` as a user runs it; its CPU from /proc and its events from /metrics."""
 
-    def __init__(self, ledger: str, kubeconfig: str, log: Path, lease: str) -> None:
+    def __init__(
+        self, ledger: str, kubeconfig: str, log: Path, lease: str, src: Path | None = None, profile: Path | None = None
+    ) -> None:
         self.port = _port()
-        argv = [sys.executable, "-m", "gpufleet", "record", "--ledger", ledger, "--kubeconfig", kubeconfig,
+        self.profile = profile
+        python = [sys.executable, *(["-m", "cProfile", "-o", str(profile)] if profile else [])]
+        argv = [*python, "-m", "gpufleet", "record", "--ledger", ledger, "--kubeconfig", kubeconfig,
                 "--namespace", "gpufleet-system", "--lease-name", lease, "--identity", lease,
                 "--metrics-port", str(self.port)]  # fmt: skip
+        env = dict(os.environ)
+        if src is not None:  # another gpufleet's code (before a change), ahead of this checkout's
+            env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")])
         with log.open("ab") as out:
-            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
 
     def cpu_s(self) -> float:
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
@@ -112,14 +121,22 @@ class Recorder:
         )
 
     def stop(self) -> None:
+        if self.profile is not None:  # interrupted, so cProfile writes its file
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+                return
+            except subprocess.TimeoutExpired:
+                pass
         self.process.kill()
         self.process.wait()
 
 
 def _finished(ledger: str) -> int:
+    """Attempts that ran to their end: one per Job once all are done (a preempted attempt is not one)."""
     try:
         with Ledger.read(ledger) as opened:
-            return sum(1 for a in opened.allocations() if a.end_reason is not None)
+            return sum(1 for a in opened.allocations() if a.end_reason == EndReason.FINISHED)
     except Exception:  # not created yet
         return 0
 
@@ -139,7 +156,8 @@ def _phase(name: str, rec: Recorder, began: float, cpu0: float) -> dict[str, flo
     print(
         f"{name:<9} {events:>9,.0f} events in {wall:7.1f} s wall: {events / wall:8,.0f} events/s;"
         f" recorder CPU {cpu:6.1f} s = {cpu / events * 1e6:7.1f} µs per event"
-        f" ({events / cpu:,.0f} events per CPU-second)"
+        f" ({events / cpu:,.0f} events per CPU-second)",
+        flush=True,
     )
     return figures
 
@@ -148,7 +166,15 @@ def _apply(bed: Testbed, objects: list[dict[str, Any]]) -> None:
     bed.kubectl("apply", "--server-side", "--field-manager=bench", "--filename=-", stdin=yaml.safe_dump_all(objects))
 
 
-def run(bed: Testbed, kubeconfig: str, jobs: int, ledger_url: str | None, work: Path) -> None:
+def run(
+    bed: Testbed,
+    kubeconfig: str,
+    jobs: int,
+    ledger_url: str | None,
+    work: Path,
+    compare: Path | None,
+    profile: Path | None = None,
+) -> None:
     from typer.testing import CliRunner
 
     bundle = work / "bundle"
@@ -159,49 +185,62 @@ def run(bed: Testbed, kubeconfig: str, jobs: int, ledger_url: str | None, work: 
     bed.kubectl("create", "namespace", "gpufleet-system", check=False)
     time.sleep(3)  # Kueue reconciles the ClusterQueues
 
-    live_ledger = ledger_url or str(work / "live.db")
-    live = Recorder(live_ledger, kubeconfig, work / "live.log", "bench-live")
-    _wait("the live recorder to start", lambda: live.events() > 0, 120)
-    began, cpu0, events0 = time.monotonic(), live.cpu_s(), live.events()
-    for start in range(0, jobs, BATCH):
-        _apply(bed, [_job(i) for i in range(start, min(jobs, start + BATCH))])
-    created = time.monotonic() - began
-    print(f"{jobs:,} Jobs created in {created:.1f} s")
-    _wait(f"{jobs} finished attempts in the live ledger", lambda: _finished(live_ledger) >= jobs, 3600)
-    cpu_live = live.cpu_s() - cpu0
-    events_live = live.events() - events0
-    wall_live = time.monotonic() - began
-    live.stop()
-    print(
-        f"live      {events_live:>9,.0f} events in {wall_live:7.1f} s wall: {events_live / wall_live:8,.0f} events/s"
-        f" (the cluster's pace); recorder CPU {cpu_live:6.1f} s = {cpu_live / events_live * 1e6:7.1f} µs per event"
-    )
-
-    catch_ledger = str(work / "catch-up.db")
-    catch = Recorder(catch_ledger, kubeconfig, work / "catch-up.log", "bench-catch-up")
-    _wait("the catch-up recorder to start", catch.up, 120)
-    began, cpu0 = time.monotonic(), catch.cpu_s()
-    _wait(f"the catch-up recorder to record {jobs} attempts", lambda: _finished(catch_ledger) >= jobs, 3600)
-    figures = _phase("catch-up", catch, began, cpu0)
-    catch.stop()
-    with Ledger.read(live_ledger) as a, Ledger.read(catch_ledger) as b:
-        same = {(x.workload_uid, x.attempt, x.end_reason) for x in a.allocations()} == {
-            (x.workload_uid, x.attempt, x.end_reason) for x in b.allocations()
-        }
-        entries = sum(1 for _ in a.entries())
-    print(f"live ledger: {entries:,} entries; the catch-up ledger holds the same attempts: {same}")
-    print(
-        json.dumps(
-            {
-                "jobs": jobs,
-                "live": {"events": events_live, "wall_s": round(wall_live, 1), "cpu_s": round(cpu_live, 2),
-                         "cpu_us_per_event": round(cpu_live / events_live * 1e6, 1)},
-                "catch_up": {**{k: round(v, 2) for k, v in figures.items()},
-                             "cpu_us_per_event": round(figures["cpu_s"] / figures["events"] * 1e6, 1)},
-                "baseline": None,
-            }
+    codes: dict[str, Path | None] = {"this": None}
+    if compare is not None:
+        codes["compared"] = compare
+    ledgers = {name: (ledger_url if name == "this" and ledger_url else str(work / f"live-{name}.db")) for name in codes}
+    # live: every recorder watches the same flow at once, each on its own ledger and Lease
+    live = {name: Recorder(ledgers[name], kubeconfig, work / f"live-{name}.log", f"bench-live-{name}", src,
+                           profile / f"live-{name}.prof" if profile else None)
+            for name, src in codes.items()}  # fmt: skip
+    for name, rec in live.items():
+        _wait(f"the live recorder ({name}) to start", lambda rec=rec: rec.events() > 0, 120)
+    began = time.monotonic()
+    start = {name: (rec.cpu_s(), rec.events()) for name, rec in live.items()}
+    for first in range(0, jobs, BATCH):
+        _apply(bed, [_job(i) for i in range(first, min(jobs, first + BATCH))])
+    print(f"{jobs:,} Jobs created in {time.monotonic() - began:.1f} s", flush=True)
+    results: dict[str, dict[str, Any]] = {name: {} for name in codes}
+    for name in live:
+        _wait(
+            f"{jobs} finished attempts in the live ledger ({name})", lambda n=name: _finished(ledgers[n]) >= jobs, 3600
         )
-    )  # fmt: skip
+    wall_live = time.monotonic() - began
+    for name, rec in live.items():
+        cpu, events = rec.cpu_s() - start[name][0], rec.events() - start[name][1]
+        rec.stop()
+        results[name]["live"] = {"events": events, "wall_s": round(wall_live, 1), "cpu_s": round(cpu, 2),
+                                 "cpu_us_per_event": round(cpu / events * 1e6, 1)}  # fmt: skip
+        print(
+            f"live      [{name}] {events:>9,.0f} events in {wall_live:7.1f} s wall: {events / wall_live:8,.0f} events/s"
+            f" (the cluster's pace); recorder CPU {cpu:6.1f} s = {cpu / events * 1e6:7.1f} µs per event",
+            flush=True,
+        )
+    # catch-up: one recorder at a time on an empty ledger, recording the whole history from its listing
+    for name, src in codes.items():
+        catch_ledger = str(work / f"catch-up-{name}.db")
+        catch = Recorder(catch_ledger, kubeconfig, work / f"catch-up-{name}.log", f"bench-catch-up-{name}", src,
+                         profile / f"catch-up-{name}.prof" if profile else None)  # fmt: skip
+        _wait("the catch-up recorder to start", catch.up, 120)
+        began, cpu0 = time.monotonic(), catch.cpu_s()
+        _wait(f"the catch-up recorder to record {jobs} attempts", lambda c=catch_ledger: _finished(c) >= jobs, 3600)
+        figures = _phase(f"catch-up [{name}]", catch, began, cpu0)
+        catch.stop()
+        results[name]["catch_up"] = {**{k: round(v, 2) for k, v in figures.items()},
+                                     "cpu_us_per_event": round(figures["cpu_s"] / figures["events"] * 1e6, 1)}  # fmt: skip
+        with Ledger.read(ledgers[name]) as a, Ledger.read(catch_ledger) as b:
+            same = {(x.workload_uid, x.attempt, x.end_reason) for x in a.allocations()} == {
+                (x.workload_uid, x.attempt, x.end_reason) for x in b.allocations()
+            }
+            results[name]["entries"] = {"live": sum(1 for _ in a.entries()), "catch_up": sum(1 for _ in b.entries())}
+        print(
+            f"[{name}] ledger entries {results[name]['entries']}; the catch-up ledger holds the live one's attempts: {same}"
+        )
+    if compare is not None:
+        for phase in ("live", "catch_up"):
+            ratio = results["compared"][phase]["cpu_us_per_event"] / results["this"][phase]["cpu_us_per_event"]
+            print(f"{phase}: CPU per event {ratio:.2f}x less than the compared code's", flush=True)
+    print(json.dumps({"jobs": jobs, **results, "baseline": None}))
     print("issue 16 names no baseline for the recorder; CPU per event is the figure to compare across runs")
 
 
@@ -210,6 +249,18 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=5000)
     parser.add_argument("--run-dir", type=Path, help="reuse the testbed running from this folder")
     parser.add_argument("--ledger", help="the live ledger's URL (default: a SQLite file in a temporary folder)")
+    parser.add_argument(
+        "--compare-src",
+        type=Path,
+        help="also run the recorder of another gpufleet's src folder (git archive REV src | tar -x -C DIR;"
+        " pass DIR/src) beside this one, live on the same flow and catch-up after it, and print the ratios",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="run the recorders under cProfile and write DIR/<phase>-<code>.prof (the CPU figures then include"
+        " the profiler's overhead: not comparable with a run without it)",
+    )
     args = parser.parse_args()
     binaries = ensure(HERE.parent)
     with tempfile.TemporaryDirectory(prefix="gpufleet-recorder-bench-") as tmp:
@@ -219,12 +270,12 @@ def main() -> None:
             state = bed.state()
             if state is None:
                 raise SystemExit(f"no testbed runs from {args.run_dir}")
-            run(bed, state.kubeconfig, args.jobs, args.ledger, work)
+            run(bed, state.kubeconfig, args.jobs, args.ledger, work, args.compare_src, args.profile)
             return
         bed = Testbed(work / "testbed", binaries)
         state = bed.up(resolve(load_policy(POLICY)))
         try:
-            run(bed, state.kubeconfig, args.jobs, args.ledger, work)
+            run(bed, state.kubeconfig, args.jobs, args.ledger, work, args.compare_src, args.profile)
         finally:
             bed.down()
 

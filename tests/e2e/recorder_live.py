@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 import gpufleet
-from gpufleet.ledger.records import Allocation, EndReason, WaitInterval, parse_time
+from gpufleet.ledger.records import Allocation, EndReason, WaitInterval, inferred, parse_time
 from gpufleet.ledger.store import Ledger
 from gpufleet.testbed.kwok import RUN_FOR_ANNOTATION
 from tests.ledger.ledger_pgserver import create_database, find_bin_dir, postgres_server
@@ -571,7 +571,7 @@ def outcomes_from_ledger(ledger: Ledger, uids: set[str], deleted: set[str]) -> d
         last = attempts[-1]
         gone = uid in deleted
         found[uid] = Outcome(
-            tuple(sorted(str(a.end_reason or "open") for a in attempts[:-1])),
+            tuple(sorted(_counted_as(a) for a in attempts[:-1])),
             str(last.end_reason or "open"),
             None if gone else last.quota_reserved,
             None if gone else last.finished,
@@ -579,6 +579,23 @@ def outcomes_from_ledger(ledger: Ledger, uids: set[str], deleted: set[str]) -> d
     for uid in uids - set(per):
         found[uid] = Outcome((), "missing", None, None)
     return found
+
+
+def _counted_as(a: Allocation) -> str:
+    """How an earlier attempt counts against the API server's view: an attempt inferred from Kueue's
+    count counts only if it is marked so and claims no time; an unmarked one without its reservation
+    time, or a marked one with a time, is a mismatch."""
+    times = (a.quota_reserved, a.admitted, a.started, a.finished)
+    if inferred(a) and any(t is not None for t in times):
+        return "inferred with a time"
+    if not inferred(a) and a.quota_reserved is None:
+        return "unmarked without a reservation time"
+    return str(a.end_reason or "open")
+
+
+def inferred_attempts(ledger: Ledger) -> int:
+    """How many attempts the recorder inferred from Kueue's eviction counts instead of observing."""
+    return sum(1 for a in ledger.allocations() if inferred(a))
 
 
 def differences(want: dict[str, Outcome], have: dict[str, Outcome]) -> list[str]:

@@ -9,6 +9,7 @@ import pytest
 from gpufleet.errors import InputError
 from gpufleet.ledger import queries
 from gpufleet.ledger import report as reports
+from gpufleet.ledger.records import INFERRED_FROM_COUNT, EndReason
 from gpufleet.ledger.store import Ledger
 from tests.ledger.ledger_factories import allocation, at
 from tests.ledger.ledger_scenario import history
@@ -64,6 +65,24 @@ def test_why_tells_each_wait_with_its_holders_then_each_attempt(filled: Ledger) 
     assert "ended Preempted (InCohortReclamation)" in text and "preempted 1 time." in text
     assert "[simulated run]" not in text
     assert queries.explain_json(e)["waits"][0]["heldBy"][1]["borrowing"] is True
+
+
+def test_why_shows_an_inferred_attempt_as_not_observed(ledger: Ledger) -> None:
+    # the recorder's record of an attempt only Kueue's eviction count proves (gpufleet.recorder.inference)
+    unseen = allocation(
+        attempt=1, cluster_queue="", flavors=(), gpu_resource="", gpu_count=0, placements=(), quota_reserved=None,
+        admitted=None, started=None, end_reason=EndReason.PREEMPTED, end_detail=INFERRED_FROM_COUNT,
+        end_message="attempt not observed by the recorder, inferred from Kueue's schedulingStats.evictions",
+    )  # fmt: skip
+    seen = allocation(attempt=2, quota_reserved=at(30), admitted=at(30), started=at(31))
+    ledger.append([unseen, seen])
+    e = queries.why(ledger, "research", "train-a")
+    text = queries.explain_text(e)
+    assert text[1].startswith("Attempt 1: NOT OBSERVED, inferred from Kueue's eviction count; ended Preempted:")
+    assert text[2].startswith("Attempt 2: quota reserved at")
+    assert "1 of its 2 attempts was not observed by the recorder" in text[-1]
+    assert [a["observed"] for a in queries.explain_json(e)["attempts"]] == [False, True]
+    assert queries.who(ledger, "h100-train-0", at(10)) == []  # no time claimed, so it held nothing then
 
 
 def test_why_marks_a_simulated_run(ledger: Ledger) -> None:

@@ -79,3 +79,17 @@ def test_the_canonical_form_covers_every_field(ledger: Ledger) -> None:
     for record in (allocation(), wait()):
         plain = json.loads(canonical(record))
         assert set(plain) == {f.name for f in fields(record)} | {"kind"}
+
+
+def test_current_of_workloads_is_each_workloads_newest_records_in_one_call(ledger: Ledger) -> None:
+    # what the recorder reads for a whole batch: the same as one current_records query per workload
+    first = allocation(workload_uid="uid-a")
+    ledger.append([first, wait(workload_uid="uid-a"), allocation(workload_uid="uid-b", attempt=2)])
+    ledger.append([replace(first, finished=at(30), end_reason=EndReason.FINISHED)])
+    uids = [f"uid-{n}" for n in range(1200)] + ["uid-a", "uid-b", "uid-a"]  # more than one chunk of 500
+    found = ledger.current_of_workloads(uids)
+    assert set(found) == {"uid-a", "uid-b"}
+    for uid, records in found.items():
+        assert records == ledger.current_records(workload_uid=uid)
+    assert [r.key for r in found["uid-a"]] == ["uid-a/1", "uid-a/wait/0"]
+    assert found["uid-a"][0].end_reason == EndReason.FINISHED  # the newest version only

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gpufleet.errors import InputError
-from gpufleet.ledger.records import Allocation, EndReason, WaitInterval, format_time
+from gpufleet.ledger.records import Allocation, EndReason, WaitInterval, format_time, inferred
 from gpufleet.ledger.store import Ledger
 
 INSTANT = timedelta(microseconds=1)
@@ -172,6 +172,12 @@ def explain_text(e: Explanation) -> list[str]:
             text += f" At that time the GPUs it needed were held by {holders}{more}."
         lines.append(text)
     for a in e.attempts:
+        if inferred(a):  # never observed: no times, no placement, only what Kueue's count proves
+            ended = a.end_reason.value if a.end_reason is not None else "Evicted"
+            lines.append(
+                f"Attempt {a.attempt}: NOT OBSERVED, inferred from Kueue's eviction count; ended {ended}: {a.end_message}."
+            )
+            continue
         flavors = ", ".join(f"{f} for {r}" for r, f in a.flavors) or "no flavor recorded"
         reserved = format_time(a.quota_reserved) if a.quota_reserved else "an unrecorded time"
         text = (
@@ -193,6 +199,12 @@ def explain_text(e: Explanation) -> list[str]:
         lines.append(text + ".")
     if e.preemptions:
         lines.append(f"It was preempted {e.preemptions} time{'s' if e.preemptions != 1 else ''}.")
+    unseen = sum(1 for a in e.attempts if inferred(a))
+    if unseen:
+        lines.append(
+            f"{unseen} of its {len(e.attempts)} attempts {'was' if unseen == 1 else 'were'} not observed by the recorder;"
+            " Kueue's status.schedulingStats.evictions counts them, so they are recorded without times."
+        )
     return lines
 
 
@@ -231,6 +243,7 @@ def explain_json(e: Explanation) -> dict[str, Any]:
         "attempts": [
             {
                 "attempt": a.attempt,
+                "observed": not inferred(a),
                 "clusterQueue": a.cluster_queue,
                 "flavors": dict(a.flavors),
                 "gpuResource": a.gpu_resource,

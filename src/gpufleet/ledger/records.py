@@ -29,6 +29,17 @@ class EndReason(StrEnum):
     EVICTED = "Evicted"
 
 
+#: ``end_detail`` of an attempt the recorder never observed, recorded because Kueue's own count of
+#: evictions (``status.schedulingStats.evictions``) proves it happened; its times are unknown (empty)
+#: and its message says between which recorded times it ran. Never written for an observed attempt.
+INFERRED_FROM_COUNT = "InferredFromEvictionCount"
+
+
+def inferred(allocation: Allocation) -> bool:
+    """Whether this attempt was inferred from Kueue's count rather than observed."""
+    return allocation.end_detail == INFERRED_FROM_COUNT
+
+
 @dataclass(frozen=True, slots=True)
 class Placement:
     """The GPUs one allocation held on one node.

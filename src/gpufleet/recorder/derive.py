@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from gpufleet.ledger.records import Allocation, EndReason, Placement, WaitInterval, parse_time
+from gpufleet.recorder import inference
 
 GPU_PREFIX = "nvidia.com/"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -135,11 +136,6 @@ def _admission(workload: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str],
     return str(admission.get("clusterQueue", "")), tuple(sorted(flavors.items())), gpu, usage.get(gpu, 0)
 
 
-def _evictions(workload: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
-    stats: list[Mapping[str, Any]] | None = (workload.get("status", {}).get("schedulingStats") or {}).get("evictions")
-    return stats
-
-
 def _evicted(workload: Mapping[str, Any]) -> int | None:
     """How many earlier attempts Kueue evicted, where it reports it.
 
@@ -147,38 +143,15 @@ def _evicted(workload: Mapping[str, Any]) -> int | None:
     reservation (seen on the testbed); until the reservation is released that count includes the
     current attempt, so it is left out.
     """
-    stats = _evictions(workload)
+    stats = inference.counted(workload)
     if stats is None:
         return None
-    count = sum(int(e.get("count", 0)) for e in stats)
+    count = sum(stats.values())
     being_evicted = any(
         c.get("type") == "Evicted" and c.get("status") == "True"
         for c in workload.get("status", {}).get("conditions") or []
     )
     return max(0, count - 1) if being_evicted else count
-
-
-def _unobserved_end(latest: Allocation, workload: Mapping[str, Any], known: list[Allocation]) -> Allocation:
-    """Close an attempt whose end the recorder never saw, with the reason Kueue counted for it.
-
-    Kueue counts evictions by reason (and preemptions by cause); the reason counted more often than
-    the ledger's ended attempts show is this one's. Without that count it stays ``Evicted (NotObserved)``.
-    """
-    seen: dict[str, int] = {}
-    for a in known:
-        if a is not latest and a.end_reason in (EndReason.PREEMPTED, EndReason.EVICTED):
-            reason = "Preempted" if a.end_reason == EndReason.PREEMPTED else a.end_detail
-            seen[reason] = seen.get(reason, 0) + 1
-    for entry in _evictions(workload) or []:
-        reason = str(entry.get("reason", ""))
-        seen[reason] = seen.get(reason, 0) - int(entry.get("count", 0))
-        if seen[reason] < 0:
-            message = "not observed by the recorder; counted in Kueue's schedulingStats.evictions"
-            if reason == "Preempted":
-                cause = str(entry.get("underlyingCause") or reason)
-                return replace(latest, end_reason=EndReason.PREEMPTED, end_detail=cause, end_message=message)
-            return replace(latest, end_reason=EndReason.EVICTED, end_detail=reason, end_message=message)
-    return replace(latest, end_reason=EndReason.EVICTED, end_detail="NotObserved")
 
 
 def _attempt(workload: Mapping[str, Any], latest: Allocation | None) -> int:
@@ -224,6 +197,49 @@ def _end(conds: Mapping[str, Condition]) -> tuple[EndReason, str, str, datetime 
     return None
 
 
+def _template(workload: Mapping[str, Any], job: Mapping[str, Any] | None, keys: LabelKeys, **fields: Any) -> Allocation:
+    """An attempt of this workload: the workload's own fields, and ``fields`` (nothing of any admission
+    by default). Built in one call: this is the recorder's hottest path."""
+    meta, spec = workload.get("metadata", {}), workload.get("spec", {})
+    labelled = "team" in fields  # the caller read the labels already
+    values: dict[str, Any] = {
+        "workload_uid": str(meta["uid"]),
+        "attempt": 0,
+        "namespace": str(meta.get("namespace", "")),
+        "name": str(meta["name"]),
+        "team": None if labelled else _labels(workload, job, keys.team),
+        "model": None if labelled else _labels(workload, job, keys.model),
+        "data_class": None if labelled else _labels(workload, job, keys.data_class),
+        "checkpoint": None if labelled else _labels(workload, job, keys.checkpoint),
+        "local_queue": str(spec.get("queueName", "")),
+        "cluster_queue": "",
+        "priority": int(spec.get("priority") or 0),
+        "flavors": (),
+        "gpu_resource": "",
+        "gpu_count": 0,
+        "placements": (),
+        "created": parse_time(meta["creationTimestamp"]),
+        "quota_reserved": None,
+        "admitted": None,
+        "started": None,
+        "finished": None,
+        "end_reason": None,
+        "end_detail": "",
+        "end_message": "",
+        "borrowing": None,
+        "simulated": False,
+    }
+    values.update(fields)
+    return Allocation(**values)
+
+
+def merged(known: list[Allocation], changed: list[Allocation]) -> list[Allocation]:
+    """``known`` with the newer versions in ``changed`` in place of their keys."""
+    by_key = {a.key: a for a in known}
+    by_key.update({a.key: a for a in changed})
+    return list(by_key.values())
+
+
 def allocation_records(
     workload: Mapping[str, Any],
     job: Mapping[str, Any] | None,
@@ -232,14 +248,24 @@ def allocation_records(
     known: list[Allocation],
     *,
     keys: LabelKeys,
+    now: datetime | None = None,
 ) -> list[Allocation]:
-    """New versions of this workload's allocations (attempts are 1-based, in reservation order)."""
-    meta, spec = workload.get("metadata", {}), workload.get("spec", {})
+    """New versions of this workload's allocations (attempts are 1-based, in reservation order).
+
+    Attempts Kueue counted as evicted that the ledger lacks are added, marked as inferred
+    (``gpufleet.recorder.inference``); ``now`` is when this version was seen, their latest possible end.
+    """
     conds = conditions(workload)
     latest = max(known, key=lambda a: a.attempt, default=None)
     changed: list[Allocation] = []
     reserved = conds.get("QuotaReserved")
     end = _end(conds)
+    evicted_cond = conds.get("Evicted")
+    shown = evicted_cond.reason if evicted_cond is not None and evicted_cond.status else None
+    holding = reserved is not None and reserved.status
+    in_progress = holding and shown is not None  # counted already, its reservation not yet released
+    counts = inference.counted(workload)
+    total = sum(counts.values()) if counts is not None else None
     if reserved is not None and reserved.status and reserved.time is not None:
         # Times have one-second resolution: an attempt preempted and readmitted within that second
         # carries its predecessor's time, and only Kueue's eviction count tells them apart
@@ -247,60 +273,56 @@ def allocation_records(
         same = [a for a in known if a.quota_reserved == reserved.time and (evicted is None or a.attempt > evicted)]
         if not same and latest is not None and latest.end_reason is None:
             # an eviction we never saw (while no recorder ran, or lost to a relist): close it without a time
-            changed.append(_unobserved_end(latest, workload, known))
+            left = inference.unaccounted(workload, known, shown if in_progress else None)
+            changed.append(inference.unobserved_end(latest, left))
         current = same[0] if same else None
         cq, flavors, gpu, count = _admission(workload)
         admitted = conds.get("Admitted")
-        base = current or Allocation(
-            workload_uid=str(meta["uid"]),
-            attempt=_attempt(workload, latest),
-            namespace=str(meta.get("namespace", "")),
-            name=str(meta["name"]),
-            team=None,
-            model=None,
-            data_class=None,
-            checkpoint=None,
-            local_queue=str(spec.get("queueName", "")),
-            cluster_queue=cq,
-            priority=int(spec.get("priority") or 0),
-            flavors=flavors,
-            gpu_resource=gpu,
-            gpu_count=count,
-            placements=(),
-            created=parse_time(meta["creationTimestamp"]),
-            quota_reserved=reserved.time,
-            admitted=None,
-            started=None,
-            finished=None,
-            end_reason=None,
-            end_detail="",
-            end_message="",
-            borrowing=None,
-            simulated=False,
-        )
         found, started = placements(pods, node_models, reserved.time, None)
-        updated = replace(
-            base,
-            team=_labels(workload, job, keys.team),
-            model=_labels(workload, job, keys.model),
-            data_class=_labels(workload, job, keys.data_class),
-            checkpoint=_labels(workload, job, keys.checkpoint),
-            cluster_queue=cq or base.cluster_queue,
-            flavors=flavors or base.flavors,
-            gpu_resource=gpu or base.gpu_resource,
-            gpu_count=count or base.gpu_count,
-            admitted=admitted.time if admitted is not None and admitted.status else base.admitted,
-            placements=_merge_placements(base.placements, found),
-            started=base.started or started,
-        )
-        if end is not None and _finished(conds) and updated.end_reason is None:
-            updated = replace(updated, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
+        fields: dict[str, Any] = {
+            "team": _labels(workload, job, keys.team),
+            "model": _labels(workload, job, keys.model),
+            "data_class": _labels(workload, job, keys.data_class),
+            "checkpoint": _labels(workload, job, keys.checkpoint),
+        }
+        if current is None:
+            fields.update(
+                attempt=_attempt(workload, latest), cluster_queue=cq, flavors=flavors, gpu_resource=gpu,
+                gpu_count=count, quota_reserved=reserved.time, placements=found, started=started,
+                admitted=admitted.time if admitted is not None and admitted.status else None,
+            )  # fmt: skip
+        else:
+            fields.update(
+                cluster_queue=cq or current.cluster_queue, flavors=flavors or current.flavors,
+                gpu_resource=gpu or current.gpu_resource, gpu_count=count or current.gpu_count,
+                admitted=admitted.time if admitted is not None and admitted.status else current.admitted,
+                placements=_merge_placements(current.placements, found), started=current.started or started,
+            )  # fmt: skip
+        if end is not None and _finished(conds) and (current is None or current.end_reason is None):
+            fields.update(end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
+        updated = _template(workload, job, keys, **fields) if current is None else replace(current, **fields)
         updated = _settle(updated, pods, node_models)
         if updated != current:
             changed.append(updated)
     elif latest is not None and latest.end_reason is None and end is not None:
-        ended = replace(latest, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
-        changed.append(_settle(ended, pods, node_models))
+        if not _finished(conds) and total is not None and latest.attempt < total:
+            # the eviction the conditions show is a later attempt's: this one's end was never seen
+            changed.append(inference.unobserved_end(latest, inference.unaccounted(workload, known, shown)))
+        else:
+            ended = replace(latest, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
+            changed.append(_settle(ended, pods, node_models))
+    if total:
+        now_known = merged(known, changed)
+        seen = inference.Seen(
+            total=total,
+            in_progress=in_progress,
+            evicted=shown,
+            evicted_at=evicted_cond.time if evicted_cond is not None and shown is not None else None,
+            evicted_message=evicted_cond.message if evicted_cond is not None and shown is not None else "",
+            now=now,
+        )
+        left = inference.unaccounted(workload, now_known, shown if in_progress else None)
+        changed += inference.inferred(_template(workload, job, keys), now_known, left, seen)
     return changed
 
 

@@ -9,7 +9,7 @@ so after a restart the tracker continues exactly where the committed records lef
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -63,6 +63,19 @@ class Tracker:
             self._remember(record)
         return records
 
+    def unknown(self, uids: Iterable[str]) -> set[str]:
+        """Those of these workloads whose ledger records are not loaded yet."""
+        return {uid for uid in uids if uid not in self._allocs}
+
+    def preload(self, uids: Iterable[str], records: Mapping[str, list[Record]]) -> None:
+        """What the ledger holds for these workloads, read for a whole batch at once (``records``
+        by UID; a UID missing there has nothing in the ledger)."""
+        for uid in uids:
+            if uid not in self._allocs:
+                found = records.get(uid, [])
+                self._allocs[uid] = [r for r in found if isinstance(r, Allocation)]
+                self._waits[uid] = [r for r in found if isinstance(r, WaitInterval)]
+
     def _known(self, uid: str) -> tuple[list[Allocation], list[WaitInterval]]:
         if uid not in self._allocs:
             self._allocs[uid], self._waits[uid] = self._load(uid)
@@ -92,17 +105,22 @@ class Tracker:
         uid = workload["metadata"]["uid"]
         job_uid = self._link(workload)
         allocs, waits = self._known(uid)
-        if event_type == "DELETED":
-            self.workloads.pop(uid, None)
-            when = workload["metadata"].get("deletionTimestamp")
-            moment = parse_time(when) if when else self._clock()
-            return [*derive.deleted_allocation(allocs, moment), *derive.deleted_waits(waits, moment)]
-        self.workloads[uid] = workload
         job = self.jobs.get(job_uid) if job_uid else None
         pods = self.pods.get(job_uid, {}).values() if job_uid else ()
+        now = self._clock()
+        if event_type == "DELETED":
+            # the last version may show what the recorder missed (an eviction, a readmission): take
+            # it in first, then end what is still open
+            self.workloads.pop(uid, None)
+            when = workload["metadata"].get("deletionTimestamp")
+            moment = parse_time(when) if when else now
+            last = derive.allocation_records(workload, job, pods, self.node_models, allocs, keys=self._keys, now=now)
+            ended = derive.deleted_allocation(derive.merged(allocs, last), moment)
+            return [*last, *ended, *derive.deleted_waits(waits, moment)]
+        self.workloads[uid] = workload
         records: list[Record] = []
-        records += derive.wait_records(workload, job, waits, self._keys, self._clock())
-        records += derive.allocation_records(workload, job, pods, self.node_models, allocs, keys=self._keys)
+        records += derive.wait_records(workload, job, waits, self._keys, now)
+        records += derive.allocation_records(workload, job, pods, self.node_models, allocs, keys=self._keys, now=now)
         return records
 
     def _on_pod(self, event_type: str, pod: dict[str, Any]) -> list[Record]:

@@ -81,8 +81,12 @@ class Preemptor:
         strategies: tuple[str, ...],
         *,
         prioritize_preemptors: bool = False,
+        bounded: bool = True,
     ) -> None:
         self.tree = tree
+        # The fast path's bounds (``fair_preemption._may_pass``): a target none of whose candidates
+        # can pass the strategy is not tried candidate by candidate. Off: the plain search.
+        self.bounded = bounded
         self.fair = fair
         self.strategies = strategies
         self.preemptors = PreemptorWorkloads(enabled=prioritize_preemptors)

@@ -80,10 +80,10 @@ class Twin:
         self.streaks = streaks  # streaks.py: one result for a streak of quiet cycles
         self.tree = CohortTree(spec)
         resource_of = [k.resource for k in self.tree.frs.keys]
-        self.fair = FairShare(resource_of) if spec.config.fair_sharing else None
+        self.fair = FairShare(resource_of, cache=memo) if spec.config.fair_sharing else None
         self.preemptor = Preemptor(
             self.tree, self.fair, spec.config.preemption_strategies,
-            prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS),
+            prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS), bounded=memo,
         )  # fmt: skip
         self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing)
         self.queues = Queues()

@@ -293,7 +293,7 @@ class Twin:
             who += f", JobUID: {preemptor.spec.job_uid}"
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
         if self.hold_evicted_quota:
-            wl.evicted = True
+            cq.mark_evicted(wl, True)
             self.memo.clear()
         else:
             self._requeue_evicted(wl, cq)
@@ -306,8 +306,9 @@ class Twin:
         wl = self.workloads[key]
         if not wl.evicted:
             raise ValueError(f"Workload {key} is not being evicted")
-        wl.evicted = False
-        self._requeue_evicted(wl, self.tree.cluster_queues[wl.cluster_queue])
+        cq = self.tree.cluster_queues[wl.cluster_queue]
+        cq.mark_evicted(wl, False)
+        self._requeue_evicted(wl, cq)
 
     def _requeue_evicted(self, wl: Workload, cq: ClusterQueue) -> None:
         self._release(wl, cq)

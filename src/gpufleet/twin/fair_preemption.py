@@ -169,8 +169,9 @@ class _Search:
         for fr, q in request.items():  # the shares count the incoming workload
             add_usage(node, fr, q)
         try:
+            targets: list[Target] = []
             if self.bounded and self.hopeless(strategies[0], within_nominal):
-                fits, targets = False, []
+                fits = False
             else:
                 fits, targets, retry = self.first(strategies[0], within_nominal)
                 if not fits and len(strategies) > 1 and (targets or self.tried or not self.bounded):

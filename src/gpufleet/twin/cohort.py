@@ -34,7 +34,8 @@ class ClusterQueue:
     """A ClusterQueue: its frozen spec, its quota node, and the workloads holding its quota."""
 
     __slots__ = (
-        "group_of", "groups", "ignore_undeclared", "inactive_reason", "name", "node", "spec", "using", "workloads",
+        "group_of", "groups", "ignore_undeclared", "inactive_reason", "name", "node", "ordered", "spec", "using",
+        "workloads",
     )  # fmt: skip
 
     def __init__(self, spec: ClusterQueueSpec, node: QuotaNode, groups: tuple[ResourceGroup, ...]) -> None:
@@ -46,6 +47,9 @@ class ClusterQueue:
         self.workloads: dict[str, Workload] = {}
         # Per flavor-resource, the admitted workloads whose quota uses it: preemption's candidates.
         self.using: dict[int, dict[str, Workload]] = {}
+        # The fast path's candidates in candidate order per contested set (preemption.py), valid
+        # until a workload is held, dropped or marked evicted here.
+        self.ordered: dict[frozenset[int], list[Workload]] = {}
         self.inactive_reason = "" if spec.stop_policy == "None" else "Stopped"
         # resources.quotaCheckStrategy: IgnoreUndeclared (QuotaCheckStrategy gate): requests of
         # resources no resource group covers are left out instead of failing the workload
@@ -60,11 +64,18 @@ class ClusterQueue:
         self.workloads[wl.key] = wl
         for fr in wl.uses:
             self.using.setdefault(fr, {})[wl.key] = wl
+        self.ordered.clear()
 
     def drop(self, wl: Workload) -> None:
         del self.workloads[wl.key]
         for fr in wl.uses:
             del self.using[fr][wl.key]
+        self.ordered.clear()
+
+    def mark_evicted(self, wl: Workload, evicted: bool) -> None:
+        """Kueue's Evicted condition on ``wl``, which holds quota here (it changes the candidate order)."""
+        wl.evicted = evicted
+        self.ordered.clear()
 
     def using_any(self, frs: frozenset[int]) -> Iterable[Workload]:
         """Admitted workloads that use one of ``frs``, each once."""

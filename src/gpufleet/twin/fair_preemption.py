@@ -71,6 +71,14 @@ class TargetOrdering:
     def pop(self, node: QuotaNode) -> Workload:
         return self.targets[node.name].pop(0)
 
+    def pop_all(self, node: QuotaNode) -> list[Workload]:
+        """Every candidate left in ``node``, in order (as ``pop`` until empty)."""
+        part = self.targets.get(node.name)
+        if not part:
+            return []
+        self.targets[node.name] = []
+        return part
+
     def has_workload(self, node: QuotaNode) -> bool:
         return bool(self.targets.get(node.name))
 
@@ -83,7 +91,7 @@ class TargetOrdering:
         for cq in cohort.child_queues:
             if id(cq) in self.pruned:
                 continue
-            share = self.fair.drs(cq)
+            share = self.fair.share(cq)
             key = share.key()
             if (not share.borrowing and cq is not self.preemptor) or not self.has_workload(cq):
                 self.pruned.add(id(cq))
@@ -97,7 +105,7 @@ class TargetOrdering:
         for child in cohort.child_cohorts:
             if id(child) in self.pruned:
                 continue
-            share = self.fair.drs(child)
+            share = self.fair.share(child)
             if not share.borrowing and id(child) not in self.ancestors:
                 self.pruned.add(id(child))
             elif share.key() >= best_cohort_key:  # on ties the later child (Kueue: map order)
@@ -152,6 +160,8 @@ class _Search:
         self.fair: FairShare = preemptor.fair
         self.cq = cq
         self.request = request
+        self.bounded = preemptor.bounded
+        self.tried = False  # a candidate failed the first strategy on its own (not by the bound)
 
     def run(self, frs: frozenset[int], strategies: tuple[str, ...]) -> list[Target]:
         node, request = self.cq.node, self.request
@@ -159,13 +169,36 @@ class _Search:
         for fr, q in request.items():  # the shares count the incoming workload
             add_usage(node, fr, q)
         try:
-            fits, targets, retry = self.first(strategies[0], within_nominal)
-            if not fits and len(strategies) > 1:
-                fits = self.second(retry, targets)
+            targets: list[Target] = []
+            if self.bounded and self.hopeless(strategies[0], within_nominal):
+                fits = False
+            else:
+                fits, targets, retry = self.first(strategies[0], within_nominal)
+                if not fits and len(strategies) > 1 and (targets or self.tried or not self.bounded):
+                    fits = self.second(retry, targets)
         finally:
             for fr, q in request.items():
                 remove_usage(node, fr, q)
         return self.preemptor.settle(targets, fits, request, self.cq, allow_borrowing=True)
+
+    def hopeless(self, strategy: str, within_nominal: bool) -> bool:
+        """The fast path's bound: no candidate of any queue can pass the first strategy, so
+        nothing is taken, and the second (``LessThanInitialShare`` on the same, unchanged shares)
+        cannot pass either; the search finds no targets whatever order it visits the queues in.
+        Not hopeless when the preemptor's own queue has candidates or it stays within nominal
+        (those are taken without a share test)."""
+        own = self.cq.node
+        if within_nominal or own.name in self.by_queue:
+            return False
+        fair = self.fair
+        ancestors = {id(n) for n in own.path[1:]}
+        queues = self.preemptor.tree.cluster_queues
+        for name in self.by_queue:
+            target = queues[name].node
+            lca = next(n for n in target.path[1:] if id(n) in ancestors)
+            if _may_pass(strategy, fair.share(_below(own, lca)).key(), fair.share(_below(target, lca)).key()):
+                return False
+        return True
 
     def fits(self) -> bool:
         """``workloadFitsForFairSharing``: the request taken out again, then the ordinary check."""
@@ -196,18 +229,30 @@ class _Search:
                     return True, targets, []
                 continue
             mine, theirs = ordering.almost_lcas(target)
-            new_share = fair.drs(mine).key()
-            old = fair.drs(theirs)
+            new_share = fair.share(mine).key()
+            old = fair.share(theirs)
             if new_share[0] == 1 and old.key()[0] == 0:  # fsStrategyUnsatisfiable: an infinite share
-                while ordering.has_workload(target):
-                    retry.append(ordering.pop(target))
+                retry += ordering.pop_all(target)
                 continue
+            if self.bounded and not _may_pass(strategy, new_share, old.key()):
+                retry += ordering.pop_all(target)  # every candidate fails: the loop below would say so
+                continue
+            # Until a victim is taken the tree is unchanged, so the test's outcome depends on the
+            # victim only through its usage (the fast path asks once per usage).
+            outcome: dict[tuple[tuple[int, int], ...], bool] = {}
             while ordering.has_workload(target):
                 victim = ordering.pop(target)
-                if _passes(strategy, new_share, old, _share_without(self.preemptor, fair, victim, theirs)):
+                assert victim.admission is not None
+                used = victim.admission.usage
+                passed = outcome.get(used) if self.bounded else None
+                if passed is None:
+                    passed = _passes(strategy, new_share, old, _share_without(self.preemptor, fair, victim, theirs))
+                    outcome[used] = passed
+                if passed:
                     if self.take(victim, reasons.IN_COHORT_FAIR_SHARING, targets):
                         return True, targets, []
                     break  # the shares changed: pick a queue again
+                self.tried = True
                 retry.append(victim)
         return False, targets, retry
 
@@ -220,7 +265,7 @@ class _Search:
         ordering = TargetOrdering(self.fair, self.cq.node, by_queue)
         for target in ordering:
             mine, theirs = ordering.almost_lcas(target)
-            passed = self.fair.drs(mine).key() < self.fair.drs(theirs).key()
+            passed = self.fair.share(mine).key() < self.fair.share(theirs).key()
             victim = ordering.pop(target)
             if passed and self.take(victim, reasons.IN_COHORT_FAIR_SHARING, targets):
                 return True
@@ -230,11 +275,36 @@ class _Search:
 
 def _share_without(preemptor: Preemptor, fair: FairShare, victim: Workload, at: QuotaNode) -> DRS:
     """The share of ``at`` (the target's side below the LCA) with ``victim``'s usage removed."""
+    assert victim.admission is not None
+    if not at.is_cohort:  # the victim's own queue: its share reads only its own usage array
+        usage = at.usage
+        pairs = victim.admission.usage
+        for fr, q in pairs:
+            usage[fr] -= q
+        try:
+            return fair.drs(at)
+        finally:
+            for fr, q in pairs:
+                usage[fr] += q
     preemptor.remove(victim)
     try:
         return fair.drs(at)
     finally:
         preemptor.restore(victim)
+
+
+def _may_pass(strategy: str, preemptor_new: tuple[int, float], target_old: tuple[int, float]) -> bool:
+    """Whether any candidate of a target can pass ``strategy`` (the fast path's bound).
+
+    Removing a victim's usage never raises a share: per resource what a node borrows can only
+    shrink, the lendable amount it is divided by is fixed by quota, IEEE division and ``max`` are
+    monotone, and a zero-weight node that stops borrowing goes from the infinite share to 0. So
+    ``target_new <= target_old`` for every candidate, and ``LessThanOrEqualToFinalShare`` can pass
+    only when ``preemptor_new <= target_old``; ``LessThanInitialShare`` does not read the victim.
+    """
+    if strategy == LESS_THAN_INITIAL_SHARE:
+        return preemptor_new < target_old
+    return preemptor_new <= target_old
 
 
 def _passes(strategy: str, preemptor_new: tuple[int, float], target_old: DRS, target_new: DRS) -> bool:

@@ -63,11 +63,26 @@ class DRS:
 
 
 class FairShare:
-    """Computes DRS on the live quota tree; what a parent can lend is cached (it ignores usage)."""
+    """Computes DRS on the live quota tree; what a parent can lend is cached (it ignores usage).
 
-    def __init__(self, resource_of: Sequence[str]) -> None:
+    ``share`` is the DRS of a node as its usage stands, kept on the node (``QuotaNode.share``) until
+    ``add_usage`` or ``remove_usage`` touches it (``cache=False``: computed afresh on every call,
+    the reference path). ``drs`` always computes.
+    """
+
+    def __init__(self, resource_of: Sequence[str], *, cache: bool = True) -> None:
         self.resource_of = resource_of
+        self.cache = cache
         self._lendable: dict[int, dict[str, int]] = {}
+
+    def share(self, node: QuotaNode) -> DRS:
+        """``drs(node)``, remembered on the node while its usage is unchanged."""
+        if not self.cache:
+            return self.drs(node)
+        found = node.share
+        if found is None:
+            found = node.share = self.drs(node)
+        return found
 
     def lendable(self, node: QuotaNode) -> dict[str, int]:
         cached = self._lendable.get(id(node))
@@ -87,6 +102,8 @@ class FairShare:
             return DRS(0.0, node.weight, (), "")
         usage = node.usage
         subtree = node.subtree
+        if extra is None and all(usage[fr] <= subtree[fr] for fr in node.defined):
+            return DRS(0.0, node.weight, (), "")
         borrowed_by_res: dict[str, int] = {}
         borrowed: list[int] = []
         for fr in node.defined:

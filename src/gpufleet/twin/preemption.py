@@ -43,6 +43,14 @@ VICTIM_KEY = attrgetter("victim_key")  # the candidate order's tail (see Workloa
 EVICTED = attrgetter("evicted")
 
 
+def in_candidate_order(part: list[Workload]) -> list[Workload]:
+    """Sort one ClusterQueue's candidates in place: evicted first, then ``victim_key``."""
+    part.sort(key=VICTIM_KEY)
+    if any(map(EVICTED, part)):
+        part[:] = [c for c in part if c.evicted] + [c for c in part if not c.evicted]
+    return part
+
+
 class Candidates:
     """``findCandidates``' result: ``by_queue``, each ClusterQueue's part of the candidate order
     (what fair sharing visits queue by queue), and ``ordered()``, the whole list.
@@ -53,11 +61,10 @@ class Candidates:
 
     __slots__ = ("by_queue", "own_queue")
 
-    def __init__(self, by_queue: dict[str, list[Workload]], own_queue: str) -> None:
-        for part in by_queue.values():
-            part.sort(key=VICTIM_KEY)
-            if any(map(EVICTED, part)):
-                part[:] = [c for c in part if c.evicted] + [c for c in part if not c.evicted]
+    def __init__(self, by_queue: dict[str, list[Workload]], own_queue: str, *, ordered: bool = False) -> None:
+        if not ordered:  # else each part is already in candidate order (the fast path's cache)
+            for part in by_queue.values():
+                in_candidate_order(part)
         self.by_queue = by_queue
         self.own_queue = own_queue
 
@@ -81,8 +88,12 @@ class Preemptor:
         strategies: tuple[str, ...],
         *,
         prioritize_preemptors: bool = False,
+        bounded: bool = True,
     ) -> None:
         self.tree = tree
+        # The fast path's bounds (``fair_preemption._may_pass``): a target none of whose candidates
+        # can pass the strategy is not tried candidate by candidate. Off: the plain search.
+        self.bounded = bounded
         self.fair = fair
         self.strategies = strategies
         self.preemptors = PreemptorWorkloads(enabled=prioritize_preemptors)
@@ -145,27 +156,37 @@ class Preemptor:
     def find_candidates(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> Candidates:
         policy = cq.spec.preemption
         by_queue: dict[str, list[Workload]] = {}
+        using = self._in_order if self.bounded else ClusterQueue.using_any
         if cq.node.parent is not None and policy.reclaim_within_cohort != NEVER:
             only_lower = policy.reclaim_within_cohort != ANY
             for other in self.tree.subtree_queues(cq.node.root):
                 if other is cq or not any(is_borrowing(other.node, fr) for fr in frs):
                     continue
                 if only_lower:
-                    found = [c for c in other.using_any(frs) if c.priority < wl.priority]
+                    found = [c for c in using(other, frs) if c.priority < wl.priority]
                 else:
-                    found = list(other.using_any(frs))
+                    found = list(using(other, frs))
                 if found:
                     by_queue[other.name] = found
         if policy.within_cluster_queue != NEVER:
             newer_equal = policy.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
             own = [
                 c
-                for c in cq.using_any(frs)
+                for c in using(cq, frs)
                 if c.priority < wl.priority or (c.priority == wl.priority and newer_equal and wl.created < c.created)
             ]
             if own:
                 by_queue[cq.name] = own
-        return Candidates(by_queue, cq.name)
+        return Candidates(by_queue, cq.name, ordered=self.bounded)
+
+    @staticmethod
+    def _in_order(cq: ClusterQueue, frs: frozenset[int]) -> list[Workload]:
+        """The fast path: ``cq``'s workloads using ``frs`` in candidate order, kept until its
+        workloads change (filtering a sorted list keeps it sorted: the same parts as sorting after)."""
+        found = cq.ordered.get(frs)
+        if found is None:
+            found = cq.ordered[frs] = in_candidate_order(list(cq.using_any(frs)))
+        return found
 
     def borrow_threshold(self, wl: Workload, cq: ClusterQueue) -> int | None:
         """``borrowWithinCohort``: victims from other queues must be below this priority."""

@@ -16,7 +16,12 @@ are loops over a precomputed root path rather than recursion, because they are t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpufleet.twin.resources import UNLIMITED
+
+if TYPE_CHECKING:
+    from gpufleet.twin.fairshare import DRS
 
 
 class QuotaNode:
@@ -34,6 +39,7 @@ class QuotaNode:
         "nominal",
         "parent",
         "path",
+        "share",
         "subtree",
         "usage",
         "weight",
@@ -54,6 +60,9 @@ class QuotaNode:
         self.usage = [0] * size
         self.path: tuple[QuotaNode, ...] = (self,)  # self, parent, ..., root
         self.defined: tuple[int, ...] = ()  # flavor-resources this node's subtree lists
+        # The node's dominant resource share as last computed (fairshare.py), dropped by every
+        # change of its usage: ``add_usage`` and ``remove_usage`` clear it on each node they touch.
+        self.share: DRS | None = None
 
     def __repr__(self) -> str:
         kind = "Cohort" if self.is_cohort else "ClusterQueue"
@@ -109,6 +118,7 @@ def add_usage(node: QuotaNode, fr: int, val: int) -> None:
     while n is not None:
         free_local = n.local[fr] - n.usage[fr]
         n.usage[fr] += val
+        n.share = None
         if free_local >= val:
             return
         if free_local > 0:
@@ -122,6 +132,7 @@ def remove_usage(node: QuotaNode, fr: int, val: int) -> None:
     while n is not None:
         stored_in_parent = n.usage[fr] - n.local[fr]
         n.usage[fr] -= val
+        n.share = None
         if stored_in_parent <= 0:
             return
         val = min(val, stored_in_parent)
@@ -169,6 +180,9 @@ def recompute_subtree(root: QuotaNode) -> None:
         root.usage = usage
     root.subtree = subtree
     _set_local(root)
+    root.share = None
+    for leaf in root.child_queues:
+        leaf.share = None
 
 
 def _set_local(node: QuotaNode) -> None:

@@ -80,10 +80,10 @@ class Twin:
         self.streaks = streaks  # streaks.py: one result for a streak of quiet cycles
         self.tree = CohortTree(spec)
         resource_of = [k.resource for k in self.tree.frs.keys]
-        self.fair = FairShare(resource_of) if spec.config.fair_sharing else None
+        self.fair = FairShare(resource_of, cache=memo) if spec.config.fair_sharing else None
         self.preemptor = Preemptor(
             self.tree, self.fair, spec.config.preemption_strategies,
-            prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS),
+            prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS), bounded=memo,
         )  # fmt: skip
         self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing)
         self.queues = Queues()
@@ -293,7 +293,7 @@ class Twin:
             who += f", JobUID: {preemptor.spec.job_uid}"
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
         if self.hold_evicted_quota:
-            wl.evicted = True
+            cq.mark_evicted(wl, True)
             self.memo.clear()
         else:
             self._requeue_evicted(wl, cq)
@@ -306,8 +306,9 @@ class Twin:
         wl = self.workloads[key]
         if not wl.evicted:
             raise ValueError(f"Workload {key} is not being evicted")
-        wl.evicted = False
-        self._requeue_evicted(wl, self.tree.cluster_queues[wl.cluster_queue])
+        cq = self.tree.cluster_queues[wl.cluster_queue]
+        cq.mark_evicted(wl, False)
+        self._requeue_evicted(wl, cq)
 
     def _requeue_evicted(self, wl: Workload, cq: ClusterQueue) -> None:
         self._release(wl, cq)

@@ -91,6 +91,18 @@ def _report(what: str, counts: dict[str, int | float]) -> None:
     print(f"\nchaos {what}: " + ", ".join(f"{k} {v:g}" for k, v in counts.items()))
 
 
+# Seen once in CI on PostgreSQL (2026-12-01), after the inference from Kueue's count was added: a
+# Job preempted and readmitted within one second while the recorder was down, its next version seen
+# already finished with the quota released, was recorded as one finished attempt. Pinned by the
+# strict xfail in tests/recorder/test_recorder_inference.py. Not strict here: most runs lose nothing.
+OPEN_FINISHED_AFTER_UNSEEN_EVICTION = pytest.mark.xfail(
+    strict=False,
+    reason="open: an attempt evicted while the recorder was down is closed as Finished when the next"
+    " version it sees is finished with the quota released",
+)
+
+
+@OPEN_FINISHED_AFTER_UNSEEN_EVICTION
 @pytest.mark.parametrize("ledger_url", BACKENDS, indirect=True)
 def test_a_recorder_sigkilled_at_random_moments_loses_and_duplicates_nothing(
     lease_namespace: Cluster, ledger_url: str, tmp_path: Path

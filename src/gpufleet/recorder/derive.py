@@ -308,6 +308,11 @@ def allocation_records(
         if not _finished(conds) and total is not None and latest.attempt < total:
             # the eviction the conditions show is a later attempt's: this one's end was never seen
             changed.append(inference.unobserved_end(latest, inference.unaccounted(workload, known, shown)))
+        elif _finished(conds) and total is not None and latest.attempt <= total:
+            # finished, but Kueue counts this attempt among the evicted: the finish is attempt total + 1's,
+            # whose reservation the recorder never saw (it is released in this version)
+            changed.append(inference.unobserved_end(latest, inference.unaccounted(workload, known, shown)))
+            changed.append(_finished_unseen(workload, job, keys, latest=latest, attempt=total + 1, end=end))
         else:
             ended = replace(latest, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
             changed.append(_settle(ended, pods, node_models))
@@ -324,6 +329,27 @@ def allocation_records(
         left = inference.unaccounted(workload, now_known, shown if in_progress else None)
         changed += inference.inferred(_template(workload, job, keys), now_known, left, seen)
     return changed
+
+
+def _finished_unseen(
+    workload: Mapping[str, Any],
+    job: Mapping[str, Any] | None,
+    keys: LabelKeys,
+    *,
+    latest: Allocation,
+    attempt: int,
+    end: tuple[EndReason, str, str, datetime | None],
+) -> Allocation:
+    """The attempt a finished version ends when the recorder never saw it reserved: how it ended is
+    observed, its admission is not (no reservation time, no flavors, no GPUs held on record)."""
+    message = (
+        f"{end[2]}; attempt {attempt}: its reservation was not observed by the recorder (Kueue counts"
+        f" {attempt - 1} eviction(s) before it)"
+    ).lstrip("; ")
+    return _template(
+        workload, job, keys, attempt=attempt, cluster_queue=latest.cluster_queue,
+        end_reason=end[0], end_detail=end[1], end_message=message, finished=end[3],
+    )  # fmt: skip
 
 
 def _settle(allocation: Allocation, pods: Collection[Mapping[str, Any]], node_models: Mapping[str, str]) -> Allocation:

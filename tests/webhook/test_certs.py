@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import socket
 import ssl
 import stat
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +23,7 @@ from gpufleet.outputs import KEPT_SUFFIX
 from gpufleet.policy import Fleet
 from gpufleet.webhook.app import create_app
 from gpufleet.webhook.server import WebhookServer
+from tests.webhook.tls_server import serve_in_thread
 
 runner = CliRunner()
 
@@ -209,13 +207,8 @@ def test_the_webhook_serves_the_pair_and_a_client_trusting_only_the_ca_connects(
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = WebhookServer(create_app(facts), cert=out / "tls.crt", key=out / "tls.key", host="127.0.0.1", port=port)
-    thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
-    thread.start()
+    thread = serve_in_thread(server)
     try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert time.monotonic() < deadline and thread.is_alive(), "the webhook did not start"
-            time.sleep(0.02)
         context = ssl.create_default_context(cafile=str(out / "ca.crt"))
         with httpx2.Client(base_url=f"https://127.0.0.1:{port}", verify=context, timeout=10) as client:
             assert client.get("/healthz").status_code == 200

@@ -10,7 +10,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from cryptography import x509
 
 from gpufleet.check.facts import AdmissionFacts
 from gpufleet.webhook.telemetry import LOGGER, JsonFormatter
-from tests.webhook.tls_server import start, write_pair
+from tests.webhook.tls_server import start, wait_until, write_pair
 
 
 def review(obj: dict[str, Any] | None, namespace: str = "research", operation: str = "CREATE") -> dict[str, Any]:
@@ -167,12 +166,12 @@ def test_a_renewed_certificate_is_served_without_restart(facts: AdmissionFacts, 
         before = _served_serial(port, running.client_context)
         write_pair(ca, tmp_path)  # a new certificate from the same CA, as cert-manager renews it
         # granian respawns its worker on a reload: new handshakes get the new certificate once it is up
-        deadline = time.monotonic() + 20
-        after = before
-        while after == before and time.monotonic() < deadline:
-            time.sleep(0.1)
-            after = _served_serial(port, running.client_context)
-        assert before != after
+        wait_until(
+            lambda: _served_serial(port, running.client_context) != before,
+            "the renewed certificate to be served",
+            alive=running.thread.is_alive,
+            poll_s=0.1,
+        )
         assert running.server.reloads >= 1
         with running.client() as c:
             assert c.get("/healthz").status_code == 200
@@ -193,6 +192,13 @@ def test_a_broken_renewal_keeps_the_old_certificate(facts: AdmissionFacts, ca: t
         running.thread.join(timeout=10)
 
 
+def _stderr_so_far(server: subprocess.Popen[bytes]) -> str:
+    """A dead server's log, for the failure message (a live one's would block the read)."""
+    if server.poll() is None or server.stderr is None:
+        return ""
+    return server.stderr.read().decode(errors="replace")
+
+
 def test_the_serve_command_answers_over_tls(ca: trustme.CA, tmp_path: Path) -> None:
     cert, key = write_pair(ca, tmp_path)
     with socket.socket() as s:
@@ -206,16 +212,21 @@ def test_the_serve_command_answers_over_tls(ca: trustme.CA, tmp_path: Path) -> N
     context = ssl.create_default_context()
     ca.configure_trust(context)
     try:
-        deadline = time.monotonic() + 30
         with httpx2.Client(base_url=f"https://127.0.0.1:{port}", verify=context, timeout=5) as c:
-            while True:
+
+            def healthy() -> bool:
                 try:
-                    answer = c.get("/healthz")
-                    break
+                    return c.get("/healthz").status_code == 200
                 except httpx2.ConnectError:
-                    assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
-                    time.sleep(0.1)
-            assert answer.status_code == 200
+                    return False
+
+            wait_until(
+                healthy,
+                "`gpufleet webhook serve` to answer /healthz",
+                alive=lambda: server.poll() is None,
+                log=lambda: _stderr_so_far(server),
+                poll_s=0.1,
+            )
             c.post("/validate", json=review(job({})))
     finally:
         server.terminate()

@@ -7,15 +7,47 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
+import pytest
 import trustme
 
 from gpufleet.check.facts import AdmissionFacts
 from gpufleet.webhook.app import create_app
 from gpufleet.webhook.server import WebhookServer
+
+HANG_GUARD_S = 120.0  # how long a wait may last before the test fails: a hang guard, not a speed claim
+
+
+def wait_until(
+    condition: Callable[[], bool],
+    what: str,
+    *,
+    alive: Callable[[], bool] = lambda: True,
+    log: Callable[[], str] = lambda: "",
+    poll_s: float = 0.02,
+) -> None:
+    """Poll ``condition`` until it holds. It fails the test, saying what it waited for (and the
+    server's log), as soon as the server has died, or after ``HANG_GUARD_S``. A slow machine
+    only makes the test slower: no wall-clock figure is asserted."""
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not condition():
+        if not alive():
+            pytest.fail(f"{what}: the server exited first\n{log()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: still not after {HANG_GUARD_S:.0f} s (a hang)\n{log()}")
+        time.sleep(poll_s)
+
+
+def serve_in_thread(server: WebhookServer) -> threading.Thread:
+    """Start ``server`` on a daemon thread and return once it accepts connections."""
+    thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
+    thread.start()
+    wait_until(lambda: server.started, "the webhook to start", alive=thread.is_alive)
+    return thread
 
 
 def write_pair(ca: trustme.CA, folder: Path) -> tuple[Path, Path]:
@@ -51,13 +83,7 @@ def start(facts: AdmissionFacts, ca: trustme.CA, folder: Path, reload_seconds: f
     server = WebhookServer(
         create_app(facts), cert=cert, key=key, host="127.0.0.1", port=port, reload_seconds=reload_seconds
     )
-    thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the webhook did not start")
-        time.sleep(0.02)
+    thread = serve_in_thread(server)
     context = ssl.create_default_context()
     ca.configure_trust(context)
     return Running(server, f"https://127.0.0.1:{port}", thread, context)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
 import pytest
@@ -90,6 +90,22 @@ def test_a_str_subclass_takes_the_encoder_and_still_matches() -> None:
 
     record = allocation(name=Name("train-a"), placements=(Placement(Name("n1"), 1, (Name("0"),), ""),))
     assert canonical_bytes(record) == _reference(record).encode()
+
+
+@pytest.mark.parametrize("micro", [0, 5, 450_000, 999_999])
+def test_a_utc_time_written_by_msgspec_is_format_times_text(micro: int) -> None:
+    """UTC datetimes go to msgspec as they are: its RFC 3339 text must be the encoder's, with and
+    without microseconds, and a datetime subclass (which msgspec might write its own way) takes the text."""
+
+    class Instant(datetime):
+        pass
+
+    when = datetime(2026, 11, 2, 1, 2, 3, micro, tzinfo=UTC)
+    for record in (
+        allocation(created=when, finished=when),
+        allocation(admitted=Instant.fromisoformat(when.isoformat())),
+    ):
+        assert canonical_bytes(record) == _reference(record).encode()
 
 
 def test_a_lone_surrogate_has_text_but_no_bytes() -> None:

@@ -8,14 +8,16 @@ must never change by a byte: a checked-in ledger written by the code before this
 Every append writes every record in this form, which made it the append path's largest cost
 written out by hand. msgspec (already a dependency) writes a Struct's fields in declaration order,
 in C, straight to UTF-8: the Structs below declare the fields in sorted key order, and a test
-checks that msgspec escapes every code point as ``json`` does. Values of other than the declared
+checks that msgspec escapes every code point as ``json`` does. A UTC time goes to msgspec as the
+datetime itself: its RFC 3339 text is ``format_time``'s (``...Z``, microseconds only when there
+are any), written in C, where formatting it in Python cost more than the rest of the form. Values of other than the declared
 types (an int subclass, a str subclass) take the JSON encoder, which defines the form.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 import msgspec
 
@@ -23,7 +25,7 @@ from gpufleet.ledger.records import Allocation, Record, WaitInterval, format_tim
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _MSGSPEC = msgspec.json.Encoder()
-_TIME_TEXT: dict[datetime, str] = {}
+_Time = datetime | str  # a UTC datetime for msgspec to write, or format_time's text for any other
 
 
 class _PlacementForm(msgspec.Struct, rename={"gpu_model": "gpuModel"}):
@@ -34,17 +36,17 @@ class _PlacementForm(msgspec.Struct, rename={"gpu_model": "gpuModel"}):
 
 
 class _AllocationForm(msgspec.Struct):
-    admitted: str | None
+    admitted: _Time | None
     attempt: int
     borrowing: bool | None
     checkpoint: str | None
     cluster_queue: str
-    created: str
+    created: _Time
     data_class: str | None
     end_detail: str
     end_message: str
     end_reason: str | None
-    finished: str | None
+    finished: _Time | None
     flavors: tuple[tuple[str, str], ...]
     gpu_count: int
     gpu_resource: str
@@ -55,15 +57,15 @@ class _AllocationForm(msgspec.Struct):
     namespace: str
     placements: list[_PlacementForm]
     priority: int
-    quota_reserved: str | None
+    quota_reserved: _Time | None
     simulated: bool
-    started: str | None
+    started: _Time | None
     team: str | None
     workload_uid: str
 
 
 class _WaitForm(msgspec.Struct):
-    end: str | None
+    end: _Time | None
     index: int
     kind: str
     local_queue: str
@@ -72,22 +74,17 @@ class _WaitForm(msgspec.Struct):
     namespace: str
     reason: str
     simulated: bool
-    start: str
+    start: _Time
     team: str | None
     workload_uid: str
 
 
-def _stime(value: datetime | None) -> str | None:
-    """``format_time``, memoised: a record's versions and a batch's records share most instants
-    (equal datetimes are the same instant, whatever their zone, so they share one UTC text)."""
-    if value is None:
-        return None
-    text = _TIME_TEXT.get(value)
-    if text is None:
-        if len(_TIME_TEXT) > 50_000:
-            _TIME_TEXT.clear()
-        text = _TIME_TEXT[value] = format_time(value)
-    return text
+def _stime(value: datetime | None) -> _Time | None:
+    """The value msgspec writes as ``format_time(value)``: the datetime itself when it is a plain
+    one in ``UTC`` (msgspec's own text is the same), else the text."""
+    if value is None or (value.tzinfo is UTC and type(value) is datetime):
+        return value
+    return format_time(value)
 
 
 def _form(record: Record) -> _AllocationForm | _WaitForm:

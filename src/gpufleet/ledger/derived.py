@@ -8,7 +8,7 @@ record makes verify's rebuild of the current view about ten times cheaper.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -16,6 +16,7 @@ import msgspec
 from gpufleet.ledger.records import Allocation, Record
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 CurrentRow = tuple[Any, ...]  # the columns of schema.current, in order
 
@@ -24,8 +25,7 @@ def micros(value: datetime | None) -> int | None:
     """UTC microseconds since the epoch (exact integer arithmetic, the same on every database)."""
     if value is None:
         return None
-    delta = value - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return (value - _EPOCH) // _MICROSECOND  # timedelta // timedelta: an exact int
 
 
 def span(record: Record) -> tuple[datetime | None, datetime | None]:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from gpufleet.ledger.records import INFERRED_FROM_COUNT, EndReason
-from gpufleet.recorder import derive
+from gpufleet.recorder import derive, waits
 
 KEYS = derive.LabelKeys()
 NOW = datetime(2026, 11, 2, 10, 3, tzinfo=UTC)
@@ -128,14 +128,14 @@ def test_an_eviction_ends_the_open_attempt_with_kueues_reason(
 
 
 def test_pending_reasons_become_consecutive_wait_intervals() -> None:
-    (opened,) = derive.wait_records(workload(PENDING, admitted=False), JOB, [], KEYS, NOW)
+    (opened,) = waits.wait_records(workload(PENDING, admitted=False), JOB, [], KEYS, NOW)
     assert (opened.index, opened.reason, opened.end) == (0, "WaitingForQuota", None)
-    again = derive.wait_records(workload(PENDING, admitted=False), JOB, [opened], KEYS, NOW)
+    again = waits.wait_records(workload(PENDING, admitted=False), JOB, [opened], KEYS, NOW)
     assert again == []  # same reason: nothing new
     other = cond("QuotaReserved", False, "WaitingForPreemptedWorkloads", 1, "Pending the preemption of 1 workload(s)")
-    closed, switched = derive.wait_records(workload(other, admitted=False), JOB, [opened], KEYS, NOW)
+    closed, switched = waits.wait_records(workload(other, admitted=False), JOB, [opened], KEYS, NOW)
     assert closed.end == NOW == switched.start  # the condition's time did not move: seen at NOW
-    (done,) = derive.wait_records(workload(RESERVED), JOB, [closed, switched], KEYS, NOW)
+    (done,) = waits.wait_records(workload(RESERVED), JOB, [closed, switched], KEYS, NOW)
     assert done.index == 1 and done.end == datetime(2026, 11, 2, 10, 5, tzinfo=UTC)
 
 

@@ -4,7 +4,8 @@ A Workload's conditions tell the story (Kueue ``v1beta2``): ``QuotaReserved=True
 admission attempt (its lastTransitionTime identifies the attempt), ``Evicted`` / ``Preempted`` or
 ``Finished`` end it, and ``QuotaReserved=False`` carries the pending reason and message. Team,
 model and data class come from the Workload's labels, falling back to its Job's; the checkpoint
-from the annotation; nodes and GPUs from the bound Pods of the Job.
+from the annotation; nodes and GPUs from the bound Pods of the Job (``pods``). The pending
+intervals are ``waits``'; the attempts Kueue counted but the recorder never saw, ``inference``'s.
 
 Each function takes what the ledger already holds for the workload and returns only the records
 that changed (new versions of their keys), so re-deriving from a replayed object writes nothing.
@@ -12,16 +13,14 @@ that changed (new versions of their keys), so re-deriving from a replayed object
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from gpufleet.ledger.records import Allocation, EndReason, Placement, WaitInterval, parse_time
+from gpufleet.ledger.records import Allocation, EndReason, parse_time
 from gpufleet.recorder import inference
-
-GPU_PREFIX = "nvidia.com/"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+from gpufleet.recorder.pods import GPU_PREFIX, merge_placements, placements, quantity, settle
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,59 +61,7 @@ def owner_uid(obj: Mapping[str, Any], kind: str) -> str | None:
     return None
 
 
-def _quantity(value: Any) -> int:
-    """GPU and MIG quantities are whole numbers; anything else counts as 0."""
-    try:
-        return int(str(value))
-    except ValueError:
-        return 0
-
-
-def pod_gpus(pod: Mapping[str, Any]) -> tuple[str, int]:
-    """(GPU resource, count) a pod asks for, summed over its containers; ("", 0) for none."""
-    totals: dict[str, int] = {}
-    for container in pod.get("spec", {}).get("containers") or []:
-        resources = container.get("resources") or {}
-        merged = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
-        for name, value in merged.items():
-            if name.startswith(GPU_PREFIX):
-                totals[name] = totals.get(name, 0) + _quantity(value)
-    if not totals:
-        return "", 0
-    name = min(totals, key=lambda n: (n != "nvidia.com/gpu", n))  # whole GPUs first, then by name
-    return name, totals[name]
-
-
-def placements(
-    pods: Iterable[Mapping[str, Any]], node_models: Mapping[str, str], since: datetime, until: datetime | None
-) -> tuple[tuple[Placement, ...], datetime | None]:
-    """Per-node GPUs of the bound pods created within an attempt, and the earliest pod start."""
-    per_node: dict[str, int] = {}
-    started: datetime | None = None
-    for pod in pods:
-        meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})
-        created = meta.get("creationTimestamp")
-        if not spec.get("nodeName") or created is None:
-            continue
-        born = parse_time(created)
-        if born < since or (until is not None and born >= until):
-            continue
-        per_node[spec["nodeName"]] = per_node.get(spec["nodeName"], 0) + pod_gpus(pod)[1]
-        if status.get("startTime"):
-            start = parse_time(status["startTime"])
-            started = start if started is None else min(started, start)
-    result = tuple(Placement(node, n, (), node_models.get(node, "")) for node, n in sorted(per_node.items()))
-    return result, started
-
-
-def _merge_placements(old: tuple[Placement, ...], new: tuple[Placement, ...]) -> tuple[Placement, ...]:
-    """Nodes once seen stay recorded (pods are deleted when a job ends); newer counts win."""
-    merged = {p.node: p for p in old}
-    merged.update({p.node: p for p in new})
-    return tuple(merged[n] for n in sorted(merged))
-
-
-def _labels(workload: Mapping[str, Any], job: Mapping[str, Any] | None, key: str) -> str | None:
+def label(workload: Mapping[str, Any], job: Mapping[str, Any] | None, key: str) -> str | None:
     for source in (workload, job or {}):
         for field in ("labels", "annotations"):
             value = (source.get("metadata", {}).get(field) or {}).get(key)
@@ -131,7 +78,7 @@ def _admission(workload: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str],
         flavors.update(assignment.get("flavors") or {})
         for name, value in (assignment.get("resourceUsage") or {}).items():
             if name.startswith(GPU_PREFIX):
-                usage[name] = usage.get(name, 0) + _quantity(value)
+                usage[name] = usage.get(name, 0) + quantity(value)
     gpu = min(usage, key=lambda n: (n != "nvidia.com/gpu", n)) if usage else ""
     return str(admission.get("clusterQueue", "")), tuple(sorted(flavors.items())), gpu, usage.get(gpu, 0)
 
@@ -177,12 +124,12 @@ def _finished_as(reason: str) -> EndReason:
     return EndReason.EVICTED if reason in NOT_RUN_TO_END else EndReason.FINISHED
 
 
-def _finished(conds: Mapping[str, Condition]) -> bool:
+def finished(conds: Mapping[str, Condition]) -> bool:
     finished = conds.get("Finished")
     return finished is not None and finished.status
 
 
-def _end(conds: Mapping[str, Condition]) -> tuple[EndReason, str, str, datetime | None] | None:
+def end_of(conds: Mapping[str, Condition]) -> tuple[EndReason, str, str, datetime | None] | None:
     finished = conds.get("Finished")
     if finished is not None and finished.status:
         return _finished_as(finished.reason), finished.reason, finished.message, finished.time
@@ -207,10 +154,10 @@ def _template(workload: Mapping[str, Any], job: Mapping[str, Any] | None, keys: 
         "attempt": 0,
         "namespace": str(meta.get("namespace", "")),
         "name": str(meta["name"]),
-        "team": None if labelled else _labels(workload, job, keys.team),
-        "model": None if labelled else _labels(workload, job, keys.model),
-        "data_class": None if labelled else _labels(workload, job, keys.data_class),
-        "checkpoint": None if labelled else _labels(workload, job, keys.checkpoint),
+        "team": None if labelled else label(workload, job, keys.team),
+        "model": None if labelled else label(workload, job, keys.model),
+        "data_class": None if labelled else label(workload, job, keys.data_class),
+        "checkpoint": None if labelled else label(workload, job, keys.checkpoint),
         "local_queue": str(spec.get("queueName", "")),
         "cluster_queue": "",
         "priority": int(spec.get("priority") or 0),
@@ -259,7 +206,7 @@ def allocation_records(
     latest = max(known, key=lambda a: a.attempt, default=None)
     changed: list[Allocation] = []
     reserved = conds.get("QuotaReserved")
-    end = _end(conds)
+    end = end_of(conds)
     evicted_cond = conds.get("Evicted")
     shown = evicted_cond.reason if evicted_cond is not None and evicted_cond.status else None
     holding = reserved is not None and reserved.status
@@ -280,10 +227,10 @@ def allocation_records(
         admitted = conds.get("Admitted")
         found, started = placements(pods, node_models, reserved.time, None)
         fields: dict[str, Any] = {
-            "team": _labels(workload, job, keys.team),
-            "model": _labels(workload, job, keys.model),
-            "data_class": _labels(workload, job, keys.data_class),
-            "checkpoint": _labels(workload, job, keys.checkpoint),
+            "team": label(workload, job, keys.team),
+            "model": label(workload, job, keys.model),
+            "data_class": label(workload, job, keys.data_class),
+            "checkpoint": label(workload, job, keys.checkpoint),
         }
         if current is None:
             fields.update(
@@ -296,26 +243,26 @@ def allocation_records(
                 cluster_queue=cq or current.cluster_queue, flavors=flavors or current.flavors,
                 gpu_resource=gpu or current.gpu_resource, gpu_count=count or current.gpu_count,
                 admitted=admitted.time if admitted is not None and admitted.status else current.admitted,
-                placements=_merge_placements(current.placements, found), started=current.started or started,
+                placements=merge_placements(current.placements, found), started=current.started or started,
             )  # fmt: skip
-        if end is not None and _finished(conds) and (current is None or current.end_reason is None):
+        if end is not None and finished(conds) and (current is None or current.end_reason is None):
             fields.update(end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
         updated = _template(workload, job, keys, **fields) if current is None else replace(current, **fields)
-        updated = _settle(updated, pods, node_models)
+        updated = settle(updated, pods, node_models)
         if updated != current:
             changed.append(updated)
     elif latest is not None and latest.end_reason is None and end is not None:
-        if not _finished(conds) and total is not None and latest.attempt < total:
+        if not finished(conds) and total is not None and latest.attempt < total:
             # the eviction the conditions show is a later attempt's: this one's end was never seen
             changed.append(inference.unobserved_end(latest, inference.unaccounted(workload, known, shown)))
-        elif _finished(conds) and total is not None and latest.attempt <= total:
+        elif finished(conds) and total is not None and latest.attempt <= total:
             # finished, but Kueue counts this attempt among the evicted: the finish is attempt total + 1's,
             # whose reservation the recorder never saw (it is released in this version)
             changed.append(inference.unobserved_end(latest, inference.unaccounted(workload, known, shown)))
             changed.append(_finished_unseen(workload, job, keys, latest=latest, attempt=total + 1, end=end))
         else:
             ended = replace(latest, end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
-            changed.append(_settle(ended, pods, node_models))
+            changed.append(settle(ended, pods, node_models))
     if total:
         now_known = merged(known, changed)
         seen = inference.Seen(
@@ -352,90 +299,9 @@ def _finished_unseen(
     )  # fmt: skip
 
 
-def _settle(allocation: Allocation, pods: Collection[Mapping[str, Any]], node_models: Mapping[str, str]) -> Allocation:
-    """Once an attempt has ended, its pods are exactly those created within it.
-
-    While it runs, watch streams may lag each other, so a pod of the next attempt can be counted
-    on an open one; the end time settles that. Without its pods at hand (they were seen before a
-    restart), the nodes already recorded stay.
-    """
-    if allocation.quota_reserved is None or allocation.finished is None:
-        return allocation
-    found, started = placements(pods, node_models, allocation.quota_reserved, allocation.finished)
-    if not found:
-        return allocation
-    return replace(allocation, placements=found, started=started or allocation.started)
-
-
 def deleted_allocation(known: list[Allocation], when: datetime) -> list[Allocation]:
     """The workload object is gone: an attempt still open ended then (its Job was deleted)."""
     latest = max(known, key=lambda a: a.attempt, default=None)
     if latest is None or latest.end_reason is not None:
         return []
     return [replace(latest, end_reason=EndReason.EVICTED, end_detail="Deleted", finished=when)]
-
-
-def with_pods(allocation: Allocation, pods: Iterable[Mapping[str, Any]], node_models: Mapping[str, str]) -> Allocation:
-    """The allocation with the nodes its pods were bound to (pods of that attempt only)."""
-    if allocation.quota_reserved is None:
-        return allocation
-    found, started = placements(pods, node_models, allocation.quota_reserved, allocation.finished)
-    return replace(
-        allocation,
-        placements=_merge_placements(allocation.placements, found),
-        started=allocation.started or started,
-    )
-
-
-def wait_records(
-    workload: Mapping[str, Any],
-    job: Mapping[str, Any] | None,
-    known: list[WaitInterval],
-    keys: LabelKeys,
-    now: datetime,
-) -> list[WaitInterval]:
-    """Open, switch or close the workload's pending interval from its ``QuotaReserved`` condition.
-
-    Kubernetes moves lastTransitionTime only when a condition's status flips, so a new pending
-    reason while still pending starts at ``now`` (when the recorder saw it), not at that time.
-    """
-    meta = workload.get("metadata", {})
-    conds = conditions(workload)
-    reserved = conds.get("QuotaReserved")
-    open_ = next((w for w in known if w.end is None), None)
-    changed: list[WaitInterval] = []
-    end = _end(conds)
-    pending = not _finished(conds)
-    if reserved is not None and not reserved.status and pending:
-        if open_ is not None and (open_.reason, open_.message) == (reserved.reason, reserved.message):
-            return []
-        start = reserved.time if reserved.time is not None else now
-        if open_ is not None:
-            if start <= open_.start:  # same status, new reason: the condition's time did not move
-                start = max(now, open_.start)
-            changed.append(replace(open_, end=start))
-        index = max((w.index for w in known), default=-1) + 1
-        changed.append(
-            WaitInterval(
-                workload_uid=str(meta["uid"]),
-                index=index,
-                namespace=str(meta.get("namespace", "")),
-                name=str(meta["name"]),
-                team=_labels(workload, job, keys.team),
-                local_queue=str(workload.get("spec", {}).get("queueName", "")),
-                reason=reserved.reason or "Pending",
-                message=reserved.message,
-                start=start,
-                end=None,
-                simulated=False,
-            )
-        )
-    elif open_ is not None:
-        closed_at = (reserved.time if reserved is not None and reserved.status else None) or (end[3] if end else None)
-        changed.append(replace(open_, end=max(closed_at or now, open_.start)))
-    return changed
-
-
-def deleted_waits(known: list[WaitInterval], when: datetime) -> list[WaitInterval]:
-    """The workload is gone: its open pending interval ends then."""
-    return [replace(w, end=max(when, w.start)) for w in known if w.end is None]

@@ -15,6 +15,8 @@ from typing import Any
 
 from gpufleet.ledger.records import Allocation, Record, WaitInterval, parse_time
 from gpufleet.recorder import derive
+from gpufleet.recorder.pods import GPU_PRODUCT_LABEL, with_pods
+from gpufleet.recorder.waits import deleted_waits, wait_records
 
 Loader = Callable[[str], tuple[list[Allocation], list[WaitInterval]]]
 
@@ -99,7 +101,7 @@ class Tracker:
 
     def _remember_node(self, node: dict[str, Any]) -> None:
         meta = node.get("metadata", {})
-        self.node_models[meta["name"]] = (meta.get("labels") or {}).get(derive.GPU_PRODUCT_LABEL, "")
+        self.node_models[meta["name"]] = (meta.get("labels") or {}).get(GPU_PRODUCT_LABEL, "")
 
     def _on_workload(self, event_type: str, workload: dict[str, Any]) -> list[Record]:
         uid = workload["metadata"]["uid"]
@@ -116,10 +118,10 @@ class Tracker:
             moment = parse_time(when) if when else now
             last = derive.allocation_records(workload, job, pods, self.node_models, allocs, keys=self._keys, now=now)
             ended = derive.deleted_allocation(derive.merged(allocs, last), moment)
-            return [*last, *ended, *derive.deleted_waits(waits, moment)]
+            return [*last, *ended, *deleted_waits(waits, moment)]
         self.workloads[uid] = workload
         records: list[Record] = []
-        records += derive.wait_records(workload, job, waits, self._keys, now)
+        records += wait_records(workload, job, waits, self._keys, now)
         records += derive.allocation_records(workload, job, pods, self.node_models, allocs, keys=self._keys, now=now)
         return records
 
@@ -136,7 +138,7 @@ class Tracker:
         allocs, _ = self._known(uid)
         records: list[Record] = []
         for allocation in allocs:
-            updated = derive.with_pods(allocation, [pod], self.node_models)
+            updated = with_pods(allocation, [pod], self.node_models)
             if updated != allocation:
                 records.append(updated)
         return records

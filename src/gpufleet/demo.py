@@ -16,7 +16,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpufleet.ledger.store import Ledger
 from gpufleet.outputs import check, mark, replace_folder
 from gpufleet.plan import Plan, make_plan
 from gpufleet.policy import Fleet, parse_policy, resolve
@@ -98,6 +97,8 @@ def run_demo(
         write_files(bundle, staging / MANIFESTS)
         mark(staging / MANIFESTS, "render")
         write_trace(jobs_list, staging / "trace.csv")
+        from gpufleet.ledger.store import Ledger  # SQLAlchemy loads here, not with every command
+
         with Ledger.open(str(staging / LEDGER)) as ledger:  # a fresh ledger, created by this run
             ledger.append(records)
         spec = StudySpec(str(staging / TUNE / JOURNAL), trials=trials, jobs=workers or os.cpu_count() or 1, seed=SEED)

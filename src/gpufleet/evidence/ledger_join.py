@@ -10,13 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from gpufleet.errors import InputError
 from gpufleet.evidence.waits import HeldSpan, LedgerView, WaitSpan
 from gpufleet.evidence.window import CLI, Window
 from gpufleet.ledger.records import Allocation, WaitInterval
-from gpufleet.ledger.store import Ledger
 
 
 def view(allocations: Iterable[Allocation], waits: Iterable[WaitInterval]) -> LedgerView:
@@ -44,6 +41,10 @@ def view(allocations: Iterable[Allocation], waits: Iterable[WaitInterval]) -> Le
 def read(location: str, windows: tuple[Window, Window]) -> LedgerView:
     if "://" not in location and not Path(location).expanduser().exists():
         raise InputError.one(f"no ledger at {location!r}", file=CLI, path="--ledger")
+    from sqlalchemy.exc import SQLAlchemyError  # SQLAlchemy loads when a ledger is read, not with the CLI
+
+    from gpufleet.ledger.store import Ledger
+
     span = (windows[0].start, windows[1].end)
     try:
         with Ledger.open(location, migrate=False) as ledger:

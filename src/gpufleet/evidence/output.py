@@ -13,10 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 
 from gpufleet.evidence.build import Evidence, WindowEvidence
 from gpufleet.evidence.coverage import Cell
@@ -81,6 +77,11 @@ def cell_text(cell: Cell | None, simulated: bool) -> str:
 
 
 def chart(w: WindowEvidence, path: Path, simulated: bool) -> None:
+    import matplotlib  # loaded when a chart is drawn, not with every command
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8, 3.6), dpi=100)
     for i, line in enumerate(w.lines):
         values = [float("nan") if v is None else v for v in line.utilization]

@@ -9,9 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.files import atomic_path
-from gpufleet.report import charts
 from gpufleet.report.html import render_html
-from gpufleet.report.tables import write_table
 
 __all__ = ["ReportFiles", "write_report"]
 
@@ -31,6 +29,11 @@ def _write_bytes(path: Path, data: bytes) -> None:
 
 def write_report(document: Mapping[str, Any], rows: Sequence[dict[str, Any]], out: Path) -> ReportFiles:
     """Write ``jobs.csv``, ``jobs.parquet``, ``charts/*.png`` and ``report.html`` into ``out``."""
+    # matplotlib and polars load here, when a report is written, not with the CLI: they were a
+    # second of every command's start-up, `gpufleet --version` and `webhook serve` included
+    from gpufleet.report import charts
+    from gpufleet.report.tables import write_table
+
     out.mkdir(parents=True, exist_ok=True)
     runs: Mapping[str, Any] = document["runs"]
     first = next(iter(runs.values()))

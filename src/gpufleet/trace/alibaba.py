@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from gpufleet.errors import InputError, Problem
 from gpufleet.trace.job import MILLI, Job, JobKind
+
+if TYPE_CHECKING:  # polars loads with the first trace read, not with every command
+    import polars as pl
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
@@ -62,6 +64,8 @@ class OpenbPod:
 
 
 def _read(path: Path, required: tuple[str, ...]) -> pl.DataFrame:
+    import polars as pl
+
     if not path.is_file():
         raise InputError.one(f"no such trace file: {path}", file=str(path))
     try:

@@ -13,12 +13,14 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from gpufleet.errors import InputError, Problem
 from gpufleet.files import atomic_path
 from gpufleet.trace.job import Job, JobKind, job_problems
+
+if TYPE_CHECKING:  # polars loads with the first trace read or written, not with every command
+    import polars as pl
 
 COLUMNS = tuple(f.name for f in fields(Job))
 REQUIRED = ("job_id", "team", "submit_s", "duration_s", "kind")
@@ -36,6 +38,8 @@ def _suffix(path: Path) -> str:
 
 
 def _frame(jobs: Iterable[Job]) -> pl.DataFrame:
+    import polars as pl
+
     rows = list(jobs)
     data: dict[str, list[object]] = {}
     for name in COLUMNS:
@@ -62,6 +66,8 @@ def write_trace(jobs: Iterable[Job], path: Path) -> None:
 
 def read_trace(path: Path) -> list[Job]:
     """Read a native trace; every bad cell or row becomes one located Problem."""
+    import polars as pl
+
     suffix = _suffix(path)
     if not path.is_file():
         raise InputError.one(f"no such trace file: {path}", file=str(path))

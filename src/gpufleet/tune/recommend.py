@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import optuna
-from optuna.trial import FrozenTrial, TrialState
+from typing import TYPE_CHECKING, Any
 
 from gpufleet.tune.objectives import feasible
 from gpufleet.tune.trial import CONSTRAINTS_ATTR, MEASURES_ATTR
+
+if TYPE_CHECKING:  # optuna loads with a study, not with every command that prints one's output
+    import optuna
+    from optuna.trial import FrozenTrial
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class Candidate:
 
 def candidates(study: optuna.Study) -> list[Candidate]:
     """Every completed trial with its figures, in trial order."""
+    from optuna.trial import TrialState
+
     out = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         out.append(_candidate(t))

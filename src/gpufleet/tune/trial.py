@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
-
-import optuna
+from typing import TYPE_CHECKING, Any
 
 from gpufleet.policy import Fleet, FleetPolicy
 from gpufleet.simulate.config import Mode, SimulationConfig
@@ -21,6 +19,9 @@ from gpufleet.simulate.run import RunResult, simulate
 from gpufleet.trace.job import Job
 from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.space import Space, SpaceError, build_space
+
+if TYPE_CHECKING:  # optuna (and numpy) load with a study, not with every command
+    import optuna
 
 CONSTRAINTS_ATTR = "constraints"
 MEASURES_ATTR = "measures"
@@ -84,6 +85,8 @@ class Objective:
         self.space = build_space(problem.policy)
 
     def __call__(self, trial: optuna.Trial) -> tuple[float, float]:
+        import optuna
+
         params = {k.path: str(trial.suggest_categorical(k.path, k.choices)) for k in self.space.knobs}
         try:
             done = evaluate(self.problem, self.space, params)

@@ -155,11 +155,8 @@ def main() -> int:
         for seed in args.seeds:
             seq = arrivals(pods, capacity, seed)
             for policy_name in args.policies:
-                policy: Policy = (
-                    FragmentationAware(mix)
-                    if policy_name == "FragmentationAware"
-                    else {"LeastAllocated": LeastAllocated(), "MostAllocated": MostAllocated()}[policy_name]
-                )
+                simple: dict[str, Policy] = {"LeastAllocated": LeastAllocated(), "MostAllocated": MostAllocated()}
+                policy = FragmentationAware(mix) if policy_name == "FragmentationAware" else simple[policy_name]
                 started = time.perf_counter()
                 curve = run(nodes, seq, policy, capacity)
                 took = time.perf_counter() - started

@@ -18,7 +18,6 @@ import argparse
 import importlib.util
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -116,7 +115,7 @@ def _pgserver() -> object | None:
         return None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module if module.find_bin_dir() is not None else None  # type: ignore[attr-defined]
+    return module if module.find_bin_dir() is not None else None
 
 
 def append_rate(backend: str, urls: list[str], rate_n: int) -> None:
@@ -178,4 +177,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

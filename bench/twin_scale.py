@@ -17,13 +17,9 @@ import argparse
 import cProfile
 import pstats
 import random
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from twin_kueue_perf import Job, cluster, simulate
+from bench.twin_kueue_perf import Job, cluster, simulate
 
 TARGET_PER_S = 50_000
 BASELINE_PER_S = 10_167  # issue 18's measurement before scheduling equivalence and the path split

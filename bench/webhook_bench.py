@@ -363,7 +363,13 @@ def _parts() -> list[tuple[str, float]]:
         asyncio.run(many(n))
         return (time.process_time() - started) / n * 1e6
 
-    fields = {"endpoint": "validate", "uid": "u", "operation": "CREATE", "kind": "Job", "namespace": "research"}
+    fields: dict[str, Any] = {
+        "endpoint": "validate",
+        "uid": "u",
+        "operation": "CREATE",
+        "kind": "Job",
+        "namespace": "research",
+    }
     fields |= {"name": "train", "outcome": "denied", "details": ["MissingLabel"], "ms": 0.1}
 
     def log_line(i: int) -> None:  # as the app logs a review

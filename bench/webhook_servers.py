@@ -50,7 +50,8 @@ def _uvicorn(port: int, tls: dict[str, str], loop: str, http: str) -> None:
         log_config=None,
         access_log=False,
         lifespan="off",
-        **{f"ssl_{k}file": v for k, v in tls.items()},
+        ssl_certfile=tls.get("cert"),
+        ssl_keyfile=tls.get("key"),
     )
     uvicorn.Server(config).run()
 
@@ -98,7 +99,7 @@ def _hypercorn(port: int, tls: dict[str, str]) -> None:
     config.accesslog = None
     if tls:
         config.certfile, config.keyfile = tls["cert"], tls["key"]
-    uvloop.run(serve(app(), config))  # type: ignore[arg-type]
+    uvloop.run(serve(app(), config))
 
 
 def main() -> None:

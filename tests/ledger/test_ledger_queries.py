@@ -111,6 +111,24 @@ def test_report_splits_gpu_hours_per_team_and_flavor_and_keeps_simulated_rows_ap
     assert "simulated" in reports.to_html(r) and reports.to_csv(r).count("\n") == 4
 
 
+def test_a_preemption_counts_in_the_window_it_ended_in_and_an_untimed_one_in_none(ledger: Ledger) -> None:
+    """Attempt 1 runs 5..70 min and is preempted; attempt 2, inferred from Kueue's count, has no
+    times, so its row spans the workload's life; attempt 3 runs from 90 min."""
+    preempted = allocation(finished=at(70), end_reason=EndReason.PREEMPTED, end_detail="InClusterQueue")
+    unseen = allocation(
+        attempt=2, quota_reserved=None, admitted=None, started=None, placements=(), flavors=(),
+        end_reason=EndReason.PREEMPTED, end_detail=INFERRED_FROM_COUNT,
+    )  # fmt: skip
+    ledger.append([preempted, unseen, allocation(attempt=3, quota_reserved=at(90), admitted=at(90))])
+    counts = []
+    for start, end in ((0, 60), (60, 120), (120, 180)):
+        r = reports.report(ledger, at(start), at(end))
+        counts.append(sum(row.preemptions for row in r.rows))
+        assert r.untimed_preemptions == ("research/train-a",)
+    assert counts == [0, 1, 0]
+    assert "untimedPreemptions" in reports.to_json(r) and "never observed" in reports.to_html(r)
+
+
 def test_report_lists_workloads_without_complete_labels(ledger: Ledger) -> None:
     ledger.append([allocation(model=None, finished=at(30))])
     r = reports.report(ledger, at(0), at(60))

@@ -342,6 +342,12 @@ def _print_report(result: Any) -> None:
     console.print(table)
     if result.incomplete:
         console.print(f"Workloads without complete labels: {', '.join(result.incomplete)}", markup=False)
+    if result.untimed_preemptions:
+        console.print(
+            "Preempted at a time never observed (Kueue's eviction count; counted in no window):"
+            f" {', '.join(result.untimed_preemptions)}",
+            markup=False,
+        )
     else:
         console.print("Every workload carried team, model and data class labels.")
 

@@ -2,6 +2,11 @@
 
 Simulated and recorded allocations are never mixed in one row: ``simulated`` is part of the
 row's key, so a twin run shows up as its own rows, marked as such.
+
+A preemption counts in the window its attempt ended in. One the recorder only inferred from
+Kueue's eviction count has no time, so it counts in no window (its row spans the workload's whole
+life, and would otherwise count again in every window after it was created); the report names
+those workloads instead.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 from jinja2 import Environment
 
-from gpufleet.ledger.records import Allocation, WaitInterval, format_time
+from gpufleet.ledger.records import Allocation, EndReason, WaitInterval, format_time
 from gpufleet.ledger.store import Ledger
 
 UNLABELLED = "(unlabelled)"
@@ -32,7 +37,7 @@ class ReportRow:
     weight_share: float | None  # the team's weight over all weights, when weights are given
     wait_p50_s: float | None
     wait_p95_s: float | None
-    preemptions: int
+    preemptions: int  # attempts preempted within the window (by when they ended)
     models: tuple[str, ...]
     data_classes: tuple[str, ...]
 
@@ -43,6 +48,7 @@ class Report:
     end: datetime
     rows: tuple[ReportRow, ...]
     incomplete: tuple[str, ...]  # workloads missing team, model or data class labels
+    untimed_preemptions: tuple[str, ...] = ()  # workloads with a preemption at a time never observed
 
     @property
     def simulated(self) -> bool:
@@ -104,13 +110,20 @@ def build(
                 weight_share=round(weights[team] / weight_total, 4) if weights and team in weights else None,
                 wait_p50_s=_percentile(team_waits, 50),
                 wait_p95_s=_percentile(team_waits, 95),
-                preemptions=sum(1 for a in group if a.end_reason == "Preempted"),
+                preemptions=sum(1 for a in group if _preempted_within(a, start, end)),
                 models=tuple(sorted({a.model for a in group if a.model})),
                 data_classes=tuple(sorted({a.data_class for a in group if a.data_class})),
             )
         )
     incomplete = sorted({f"{a.namespace}/{a.name}" for a in allocations if not (a.team and a.model and a.data_class)})
-    return Report(start, end, tuple(rows), tuple(incomplete))
+    untimed = sorted(
+        {f"{a.namespace}/{a.name}" for a in allocations if a.end_reason == EndReason.PREEMPTED and a.finished is None}
+    )
+    return Report(start, end, tuple(rows), tuple(incomplete), tuple(untimed))
+
+
+def _preempted_within(a: Allocation, start: datetime, end: datetime) -> bool:
+    return a.end_reason == EndReason.PREEMPTED and a.finished is not None and start <= a.finished < end
 
 
 def report(ledger: Ledger, start: datetime, end: datetime, weights: Mapping[str, float] | None = None) -> Report:
@@ -140,6 +153,7 @@ def to_json(r: Report) -> str:
                 {**asdict(row), "models": list(row.models), "data_classes": list(row.data_classes)} for row in r.rows
             ],
             "incompleteLabels": list(r.incomplete),
+            "untimedPreemptions": list(r.untimed_preemptions),
         },
         indent=2,
     )
@@ -174,6 +188,9 @@ padding:4px 8px;text-align:left}.sim{background:#fff4d6}</style></head><body>
 <h2>Workloads without complete labels</h2>
 {% if incomplete %}<ul>{% for w in incomplete %}<li>{{ w }}</li>{% endfor %}</ul>
 {% else %}<p>None.</p>{% endif %}
+{% if untimed %}<h2>Preemptions at times never observed</h2>
+<p>Proven by Kueue's eviction count only; counted in no window (<code>gpufleet audit why</code> shows them):</p>
+<ul>{% for w in untimed %}<li>{{ w }}</li>{% endfor %}</ul>{% endif %}
 </body></html>
 """
 
@@ -186,4 +203,5 @@ def to_html(r: Report) -> str:
         simulated=r.simulated,
         rows=r.rows,
         incomplete=r.incomplete,
+        untimed=r.untimed_preemptions,
     )

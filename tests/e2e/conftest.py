@@ -30,6 +30,7 @@ from gpufleet.policy import load_policy, resolve
 from gpufleet.policy.fleet import Fleet
 from gpufleet.testbed import Testbed, TestbedError, ensure
 from gpufleet.testbed.binaries import ENV_BIN
+from tests.recorder import recorder_children
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -42,6 +43,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if HERE in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.xdist_group("testbed"))
+
+
+@pytest.fixture(autouse=True)
+def _no_recorder_left() -> Iterator[None]:
+    """However a test ends (passed, failed, interrupted), no ``gpufleet record`` child it started runs on."""
+    yield
+    recorder_children.stop_all()
 
 
 def eventually(check: Callable[[], Any], what: str, timeout_s: float = 120.0) -> Any:

@@ -30,6 +30,7 @@ import pytest
 from gpufleet.ledger.records import Allocation, EndReason, WaitInterval, inferred, parse_time
 from gpufleet.ledger.store import Ledger
 from gpufleet.testbed.kwok import RUN_FOR_ANNOTATION
+from tests.e2e.batch_jobs import batch_job
 from tests.ledger import ledger_backends
 from tests.recorder import recorder_children
 
@@ -72,26 +73,8 @@ def job(
         RUN_LABEL: run,
     }
     limits = {"nvidia.com/gpu": str(gpus)}
-    spec: dict[str, Any] = {
-        "parallelism": pods,
-        "completions": pods,
-        "backoffLimit": 0,
-        "template": {
-            "metadata": {"labels": labels, "annotations": {RUN_FOR_ANNOTATION: run_for}},
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "main", "image": "trainer:e2e", "resources": {"limits": limits}}],
-            },
-        },
-    }
-    if deadline_s is not None:
-        spec["activeDeadlineSeconds"] = deadline_s
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": team, "labels": labels},
-        "spec": spec,
-    }
+    pod = {"labels": labels, "annotations": {RUN_FOR_ANNOTATION: run_for}}
+    return batch_job(name, team, labels, pods=pods, limits=limits, pod_metadata=pod, deadline_s=deadline_s)
 
 
 def free_port() -> int:

@@ -87,6 +87,15 @@ def _settle(flow: Flow, ledger_url: str, recorder: RecorderProcess, what: str) -
     }
 
 
+def _one_recorder(cluster: Cluster, ledger_url: str, tmp_path: Path, kind: str) -> tuple[str, RecorderProcess]:
+    """A test's name prefix, and its single recorder (replica r0, on the test's own Lease)."""
+    prefix = _name(kind, ledger_url)
+    log = tmp_path / "recorder.log"
+    return prefix, RecorderProcess(
+        ledger_url, cluster.kubeconfig, log, identity="r0", lease=f"{prefix}lease", lease_s=LEASE_S
+    )
+
+
 def _report(what: str, counts: dict[str, int | float]) -> None:
     print(f"\nchaos {what}: " + ", ".join(f"{k} {v:g}" for k, v in counts.items()))
 
@@ -108,16 +117,9 @@ OPEN_FINISHED_AFTER_UNSEEN_EVICTION = pytest.mark.xfail(
 def test_a_recorder_sigkilled_at_random_moments_loses_and_duplicates_nothing(
     lease_namespace: Cluster, ledger_url: str, tmp_path: Path
 ) -> None:
-    cluster, prefix = lease_namespace, _name("kill", ledger_url)
+    cluster = lease_namespace
+    prefix, recorder = _one_recorder(cluster, ledger_url, tmp_path, "kill")
     rng = random.Random(16)
-    recorder = RecorderProcess(
-        ledger_url,
-        cluster.kubeconfig,
-        tmp_path / "recorder.log",
-        identity="r0",
-        lease=f"{prefix}lease",
-        lease_s=LEASE_S,
-    )
     flow = Flow(cluster, prefix, JOBS, seed=16)
     try:
         recorder.start()
@@ -145,15 +147,8 @@ def test_a_recorder_sigkilled_at_random_moments_loses_and_duplicates_nothing(
 def test_kube_apiserver_and_kueue_restarted_under_the_recorder(
     lease_namespace: Cluster, ledger_url: str, tmp_path: Path
 ) -> None:
-    cluster, prefix = lease_namespace, _name("restart", ledger_url)
-    recorder = RecorderProcess(
-        ledger_url,
-        cluster.kubeconfig,
-        tmp_path / "recorder.log",
-        identity="r0",
-        lease=f"{prefix}lease",
-        lease_s=LEASE_S,
-    )
+    cluster = lease_namespace
+    prefix, recorder = _one_recorder(cluster, ledger_url, tmp_path, "restart")
     flow = Flow(cluster, prefix, JOBS, seed=17)
     restarted: list[str] = []
     with Supervisor(recorder) as supervisor:
@@ -188,15 +183,8 @@ def test_kube_apiserver_and_kueue_restarted_under_the_recorder(
 def test_a_watch_resuming_after_etcd_compaction_gets_410_gone_and_relists(
     lease_namespace: Cluster, ledger_url: str, tmp_path: Path
 ) -> None:
-    cluster, prefix = lease_namespace, _name("gone", ledger_url)
-    recorder = RecorderProcess(
-        ledger_url,
-        cluster.kubeconfig,
-        tmp_path / "recorder.log",
-        identity="r0",
-        lease=f"{prefix}lease",
-        lease_s=LEASE_S,
-    )
+    cluster = lease_namespace
+    prefix, recorder = _one_recorder(cluster, ledger_url, tmp_path, "gone")
     flow = Flow(cluster, prefix, JOBS, seed=18)
     try:
         recorder.start()

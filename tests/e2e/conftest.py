@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import yaml
@@ -52,16 +52,24 @@ def _no_recorder_left() -> Iterator[None]:
     recorder_children.stop_all()
 
 
-def eventually(check: Callable[[], Any], what: str, timeout_s: float = 120.0) -> Any:
-    """Poll until ``check`` returns something truthy; fail with ``what`` and the last value."""
+def eventually(
+    check: Callable[[], Any],
+    what: str,
+    timeout_s: float = 120.0,
+    *,
+    poll_s: float = 0.5,
+    fail: Callable[[str], NoReturn] = pytest.fail,
+) -> Any:
+    """Poll until ``check`` returns something truthy; ``fail`` with ``what`` and the last value (a test
+    failure; outside pytest, as for the benchmarks, whatever error ``fail`` raises)."""
     deadline = time.monotonic() + timeout_s
     last: Any = None
     while time.monotonic() < deadline:
         last = check()
         if last:
             return last
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}")
+        time.sleep(poll_s)
+    fail(f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}")
 
 
 @dataclass

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import yaml
@@ -30,6 +30,7 @@ from gpufleet.policy import load_policy, resolve
 from gpufleet.policy.fleet import Fleet
 from gpufleet.testbed import Testbed, TestbedError, ensure
 from gpufleet.testbed.binaries import ENV_BIN
+from tests.recorder import recorder_children
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -44,16 +45,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("testbed"))
 
 
-def eventually(check: Callable[[], Any], what: str, timeout_s: float = 120.0) -> Any:
-    """Poll until ``check`` returns something truthy; fail with ``what`` and the last value."""
+@pytest.fixture(autouse=True)
+def _no_recorder_left() -> Iterator[None]:
+    """However a test ends (passed, failed, interrupted), no ``gpufleet record`` child it started runs on."""
+    yield
+    recorder_children.stop_all()
+
+
+def eventually(
+    check: Callable[[], Any],
+    what: str,
+    timeout_s: float = 120.0,
+    *,
+    poll_s: float = 0.5,
+    fail: Callable[[str], NoReturn] = pytest.fail,
+) -> Any:
+    """Poll until ``check`` returns something truthy; ``fail`` with ``what`` and the last value (a test
+    failure; outside pytest, as for the benchmarks, whatever error ``fail`` raises)."""
     deadline = time.monotonic() + timeout_s
     last: Any = None
     while time.monotonic() < deadline:
         last = check()
         if last:
             return last
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}")
+        time.sleep(poll_s)
+    fail(f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}")
 
 
 @dataclass

@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from gpufleet.testbed import Testbed, TestbedError
+from tests.e2e.conftest import eventually
 from tests.e2e.random_scenarios import (
     RELEASED_LABEL,
     KueueConfig,
@@ -189,15 +190,13 @@ def _workloads_by_prefix(bed: Testbed, prefixes: list[str]) -> dict[str, list[di
     return out
 
 
+def _testbed_error(message: str) -> NoReturn:
+    raise TestbedError(message)
+
+
 def _wait(check: Any, what: str, timeout_s: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.3)
-    raise TestbedError(f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}")
+    """``eventually``, raising TestbedError: this module also runs outside pytest (bench/)."""
+    return eventually(check, what, timeout_s, poll_s=0.3, fail=_testbed_error)
 
 
 def _created(bed: Testbed, prefixes: list[str], wanted: set[tuple[str, str]]) -> list[dict[str, Any]] | None:

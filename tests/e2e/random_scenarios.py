@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.twin_differential import held_job
+from tests.e2e.batch_jobs import batch_job
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -314,4 +314,4 @@ def job_object(job: JobSpec, names: Names) -> dict[str, Any]:
     requests = {r: _amount(r, v) for r, v in job.requests if v}
     limits = {r: v for r, v in requests.items() if r == GPU}
     namespace = names.running if job.before else names.held
-    return held_job(job.name, namespace, labels, job.pods, requests, limits)
+    return batch_job(job.name, namespace, labels, pods=job.pods, limits=limits, requests=requests, scheduled=False)

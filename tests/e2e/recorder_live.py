@@ -11,18 +11,15 @@ Two oracles, both from the API server rather than from the recorder's code:
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
 import threading
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,11 +27,12 @@ from typing import Any
 
 import pytest
 
-import gpufleet
 from gpufleet.ledger.records import Allocation, EndReason, WaitInterval, inferred, parse_time
 from gpufleet.ledger.store import Ledger
 from gpufleet.testbed.kwok import RUN_FOR_ANNOTATION
-from tests.ledger.ledger_pgserver import create_database, find_bin_dir, postgres_server
+from tests.e2e.batch_jobs import batch_job
+from tests.ledger import ledger_backends
+from tests.recorder import recorder_children
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 RUN_LABEL = "e2e.gpufleet.io/run"
@@ -47,22 +45,13 @@ BACKENDS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """The ledger tests' real PostgreSQL server (tests/ledger/ledger_pgserver.py)."""
-    if find_bin_dir() is None:
-        pytest.skip("PostgreSQL server binaries not found: run .ci/setup.d/postgres.sh (apt package postgresql)")
-    with postgres_server() as url:
-        yield url
+postgres_url = ledger_backends.postgres_url  # a fixture: imported where the tests use it
 
 
 @pytest.fixture
 def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    backend: str = request.param if hasattr(request, "param") else "sqlite"
-    if backend == "sqlite":
-        return str(tmp_path / "ledger.db")
-    base: str = request.getfixturevalue("postgres_url")
-    return create_database(base, f"live_{os.getpid()}_{next(_names)}")
+    database = f"live_{os.getpid()}_{next(_names)}"
+    return ledger_backends.backend_url(request, tmp_path, sqlite="ledger.db", database=database)
 
 
 def job(
@@ -84,26 +73,8 @@ def job(
         RUN_LABEL: run,
     }
     limits = {"nvidia.com/gpu": str(gpus)}
-    spec: dict[str, Any] = {
-        "parallelism": pods,
-        "completions": pods,
-        "backoffLimit": 0,
-        "template": {
-            "metadata": {"labels": labels, "annotations": {RUN_FOR_ANNOTATION: run_for}},
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "main", "image": "trainer:e2e", "resources": {"limits": limits}}],
-            },
-        },
-    }
-    if deadline_s is not None:
-        spec["activeDeadlineSeconds"] = deadline_s
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": team, "labels": labels},
-        "spec": spec,
-    }
+    pod = {"labels": labels, "annotations": {RUN_FOR_ANNOTATION: run_for}}
+    return batch_job(name, team, labels, pods=pods, limits=limits, pod_metadata=pod, deadline_s=deadline_s)
 
 
 def free_port() -> int:
@@ -117,13 +88,11 @@ class RecorderProcess:
 
     def __init__(self, ledger: str, kubeconfig: str, log: Path, *, identity: str, lease: str, lease_s: int) -> None:
         self.port = free_port()
-        self.argv = [
-            sys.executable, "-m", "gpufleet", "record", "--ledger", ledger, "--kubeconfig", kubeconfig,
-            "--namespace", LEASE_NAMESPACE, "--lease-name", lease, "--identity", identity,
-            "--lease-seconds", str(lease_s), "--metrics-port", str(self.port),
-        ]  # fmt: skip
-        src = str(Path(gpufleet.__file__).resolve().parents[1])
-        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+        self.argv = recorder_children.command(
+            "--ledger", ledger, "--kubeconfig", kubeconfig, "--namespace", LEASE_NAMESPACE, "--lease-name", lease,
+            "--identity", identity, "--lease-seconds", str(lease_s), "--metrics-port", str(self.port),
+        )  # fmt: skip
+        self.env = recorder_children.environment()
         self.log = log
         self.identity = identity
         self.process: subprocess.Popen[bytes] | None = None
@@ -132,20 +101,25 @@ class RecorderProcess:
         self.gone_seen = 0.0  # 410 Gone restarts counted by killed processes, summed
 
     def start(self) -> None:
+        """A new process (one still running is stopped first: a replica never runs twice)."""
+        self.kill()
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, process_group=0
+            )
+        recorder_children.register(self.process.pid)
 
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
     def kill(self) -> None:
-        """SIGKILL: no shutdown code runs, a transaction in flight is cut where it stands."""
+        """SIGKILL (its process group): no shutdown code runs, a transaction in flight is cut where it stands."""
         if self.process is None:
             return
         if self.process.poll() is None:
             self.gone_seen += self.restarts("Gone")
-            self.process.send_signal(signal.SIGKILL)
+            recorder_children.stop(self.process.pid)
             self.kills += 1
         self.process.wait()
 
@@ -401,15 +375,6 @@ def duplicated_entries(ledger: Ledger) -> int:
             twice += 1
         seen.add(entry.record_hash)
     return twice
-
-
-@contextlib.contextmanager
-def recorders(*processes: RecorderProcess) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        for process in processes:
-            process.kill()
 
 
 class Supervisor:

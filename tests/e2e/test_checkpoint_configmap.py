@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -67,11 +67,19 @@ def keys(tmp_path: Path) -> tuple[Path, Path]:
     return prefix, tmp_path / "ledger-key.pub"
 
 
-def _publisher(key: Path, kubeconfig: str, configmap: str = CHECKPOINT_CONFIGMAP) -> tuple[Publisher, Metrics]:
-    policy = CheckpointPolicy(key=key, targets=(f"configmap:{NAMESPACE}/{configmap}",), every_entries=1)
-    signer = note.parse_signer(key.read_text(encoding="utf-8"))
-    metrics = Metrics()
-    return Publisher(policy, signer, metrics, kubeconfig=kubeconfig), metrics
+@pytest.fixture
+def new_publisher(keys: tuple[Path, Path], recorder_kubeconfig: str) -> Callable[..., tuple[Publisher, Metrics]]:
+    """Makes a fresh publisher (no memory of what was published) signing with the test's key and
+    writing to the ConfigMap ``configmap`` as the recorder's ServiceAccount."""
+    private, _ = keys
+
+    def make(configmap: str = CHECKPOINT_CONFIGMAP) -> tuple[Publisher, Metrics]:
+        policy = CheckpointPolicy(key=private, targets=(f"configmap:{NAMESPACE}/{configmap}",), every_entries=1)
+        signer = note.parse_signer(private.read_text(encoding="utf-8"))
+        metrics = Metrics()
+        return Publisher(policy, signer, metrics, kubeconfig=recorder_kubeconfig), metrics
+
+    return make
 
 
 def _configmap(cluster: Cluster) -> dict[str, Any]:
@@ -123,12 +131,12 @@ def test_the_rendered_rbac_allows_exactly_the_checkpoint_configmap(
 
 
 def test_published_to_the_configmap_updated_by_the_next_and_verify_uses_it(
-    cluster: Cluster, recorder_kubeconfig: str, keys: tuple[Path, Path], tmp_path: Path
+    cluster: Cluster, new_publisher: Callable[..., tuple[Publisher, Metrics]], keys: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    private, public = keys
+    _, public = keys
     records = ledger_golden.records()
     ledger_path = tmp_path / "ledger.db"
-    publisher, metrics = _publisher(private, recorder_kubeconfig)
+    publisher, metrics = new_publisher()
     with Ledger.open(str(ledger_path)) as ledger:
         ledger.append(records[:100])
         first = publisher.publish(ledger)
@@ -169,25 +177,23 @@ def test_published_to_the_configmap_updated_by_the_next_and_verify_uses_it(
 
 def test_a_restarted_publisher_will_not_sign_a_ledger_cut_below_the_configmaps_checkpoint(
     cluster: Cluster,
-    recorder_kubeconfig: str,
-    keys: tuple[Path, Path],
+    new_publisher: Callable[..., tuple[Publisher, Metrics]],
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    private, _ = keys
     records = ledger_golden.records()
-    publisher, _ = _publisher(private, recorder_kubeconfig)
+    publisher, _ = new_publisher()
     with Ledger.open(_ledger(tmp_path / "ledger.db", records)) as ledger:
         assert publisher.publish(ledger) is not None
     published = _configmap(cluster)
 
-    restarted, _ = _publisher(private, recorder_kubeconfig)
+    restarted, _ = new_publisher()
     restarted.resume()  # reads the ConfigMap's checkpoint back
     assert restarted.last is not None and restarted.last[0] == len(records)
     truncated = tmp_path / "truncated.db"
     with Ledger.open(_ledger(truncated, records[:200])) as ledger, caplog.at_level(logging.ERROR):
         assert restarted.publish(ledger) is None
-        fresh, _ = _publisher(private, recorder_kubeconfig)  # no memory at all: the ConfigMap still anchors it
+        fresh, _ = new_publisher()  # no memory at all: the ConfigMap still anchors it
         assert fresh.publish(ledger) is None
     assert "NOT publishing" in caplog.text
     assert _configmap(cluster)["metadata"]["resourceVersion"] == published["metadata"]["resourceVersion"]
@@ -197,13 +203,11 @@ def test_a_restarted_publisher_will_not_sign_a_ledger_cut_below_the_configmaps_c
 
 def test_a_configmap_the_role_does_not_name_is_refused_and_logged_not_fatal(
     cluster: Cluster,
-    recorder_kubeconfig: str,
-    keys: tuple[Path, Path],
+    new_publisher: Callable[..., tuple[Publisher, Metrics]],
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    private, _ = keys
-    publisher, metrics = _publisher(private, recorder_kubeconfig, configmap="not-the-checkpoint")
+    publisher, metrics = new_publisher(configmap="not-the-checkpoint")
     ledger_url = _ledger(tmp_path / "ledger.db", ledger_golden.records()[:10])
     with Ledger.open(ledger_url) as ledger, caplog.at_level(logging.ERROR):
         assert publisher.publish(ledger) is not None  # signed (the next must extend it), not written

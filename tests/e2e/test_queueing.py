@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from gpufleet.testbed.kwok import RUN_FOR_ANNOTATION
+from tests.e2e.batch_jobs import batch_job
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
@@ -26,25 +27,8 @@ def job(name: str, team: str, *, pods: int, per_pod: dict[str, int], run_for: st
         "gpufleet.io/model": "tiny",
         "gpufleet.io/data-class": "internal",
     }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": team, "labels": labels},
-        "spec": {
-            "parallelism": pods,
-            "completions": pods,
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"labels": labels, "annotations": {RUN_FOR_ANNOTATION: run_for}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "main", "image": "trainer:e2e", "resources": {"limits": limits, "requests": limits}}
-                    ],
-                },
-            },
-        },
-    }
+    pod = {"labels": labels, "annotations": {RUN_FOR_ANNOTATION: run_for}}
+    return batch_job(name, team, labels, pods=pods, limits=limits, requests=limits, pod_metadata=pod)
 
 
 def workload_of(cluster: Any, namespace: str, job_name: str) -> dict[str, Any] | None:

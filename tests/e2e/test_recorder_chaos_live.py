@@ -87,6 +87,18 @@ def _settle(flow: Flow, ledger_url: str, recorder: RecorderProcess, what: str) -
     }
 
 
+def _one_recorder(
+    cluster: Cluster, ledger_url: str, tmp_path: Path, kind: str, seed: int
+) -> tuple[RecorderProcess, Flow]:
+    """The test's single recorder (replica r0, on a Lease of the test's own) and its flow of Jobs."""
+    prefix = _name(kind, ledger_url)
+    log = tmp_path / "recorder.log"
+    recorder = RecorderProcess(
+        ledger_url, cluster.kubeconfig, log, identity="r0", lease=f"{prefix}lease", lease_s=LEASE_S
+    )
+    return recorder, Flow(cluster, prefix, JOBS, seed=seed)
+
+
 def _report(what: str, counts: dict[str, int | float]) -> None:
     print(f"\nchaos {what}: " + ", ".join(f"{k} {v:g}" for k, v in counts.items()))
 
@@ -108,17 +120,8 @@ OPEN_FINISHED_AFTER_UNSEEN_EVICTION = pytest.mark.xfail(
 def test_a_recorder_sigkilled_at_random_moments_loses_and_duplicates_nothing(
     lease_namespace: Cluster, ledger_url: str, tmp_path: Path
 ) -> None:
-    cluster, prefix = lease_namespace, _name("kill", ledger_url)
+    recorder, flow = _one_recorder(lease_namespace, ledger_url, tmp_path, "kill", seed=16)
     rng = random.Random(16)
-    recorder = RecorderProcess(
-        ledger_url,
-        cluster.kubeconfig,
-        tmp_path / "recorder.log",
-        identity="r0",
-        lease=f"{prefix}lease",
-        lease_s=LEASE_S,
-    )
-    flow = Flow(cluster, prefix, JOBS, seed=16)
     try:
         recorder.start()
         eventually(recorder.leader, "the recorder to lead")
@@ -145,16 +148,7 @@ def test_a_recorder_sigkilled_at_random_moments_loses_and_duplicates_nothing(
 def test_kube_apiserver_and_kueue_restarted_under_the_recorder(
     lease_namespace: Cluster, ledger_url: str, tmp_path: Path
 ) -> None:
-    cluster, prefix = lease_namespace, _name("restart", ledger_url)
-    recorder = RecorderProcess(
-        ledger_url,
-        cluster.kubeconfig,
-        tmp_path / "recorder.log",
-        identity="r0",
-        lease=f"{prefix}lease",
-        lease_s=LEASE_S,
-    )
-    flow = Flow(cluster, prefix, JOBS, seed=17)
+    recorder, flow = _one_recorder(lease_namespace, ledger_url, tmp_path, "restart", seed=17)
     restarted: list[str] = []
     with Supervisor(recorder) as supervisor:
         try:
@@ -164,7 +158,7 @@ def test_kube_apiserver_and_kueue_restarted_under_the_recorder(
             while flow.step() or not flow.settled():
                 waves += 1
                 if waves in plan:
-                    cluster.bed.restart(plan[waves])
+                    lease_namespace.bed.restart(plan[waves])
                     restarted.append(plan[waves])
                 time.sleep(1.0)
             counts = _settle(flow, ledger_url, recorder, "restarts")
@@ -188,16 +182,7 @@ def test_kube_apiserver_and_kueue_restarted_under_the_recorder(
 def test_a_watch_resuming_after_etcd_compaction_gets_410_gone_and_relists(
     lease_namespace: Cluster, ledger_url: str, tmp_path: Path
 ) -> None:
-    cluster, prefix = lease_namespace, _name("gone", ledger_url)
-    recorder = RecorderProcess(
-        ledger_url,
-        cluster.kubeconfig,
-        tmp_path / "recorder.log",
-        identity="r0",
-        lease=f"{prefix}lease",
-        lease_s=LEASE_S,
-    )
-    flow = Flow(cluster, prefix, JOBS, seed=18)
+    recorder, flow = _one_recorder(lease_namespace, ledger_url, tmp_path, "gone", seed=18)
     try:
         recorder.start()
         eventually(recorder.leader, "the recorder to lead")
@@ -208,10 +193,10 @@ def test_a_watch_resuming_after_etcd_compaction_gets_410_gone_and_relists(
         flow.step()
         flow.step()
         time.sleep(3)
-        compacted = cluster.bed.compact_etcd()
+        compacted = lease_namespace.bed.compact_etcd()
         # the API server's watch cache keeps recent events in memory; restarted, it rebuilds from the
         # compacted etcd, so resuming from the recorder's stored resourceVersion is too old: 410 Gone
-        cluster.bed.restart("kube-apiserver")
+        lease_namespace.bed.restart("kube-apiserver")
         with Ledger.read(ledger_url) as ledger:
             stored = ledger.positions()
         assert stored and all(int(rv) < compacted for rv in stored.values())

@@ -37,13 +37,13 @@ from typer.testing import CliRunner
 from gpufleet.cli import app
 from gpufleet.policy import load_policy, resolve
 from gpufleet.testbed import Testbed, TestbedError, ensure
+from tests.e2e.batch_jobs import batch_job
 from tests.e2e.conftest import POLICY, REPO, Cluster
 from tests.e2e.twin_differential import (
     EXPORTED,
     KUEUE_API,
     RESOURCE,
     Verdicts,
-    held_job,
     legacy_reason,
     real_usage,
     real_verdicts,
@@ -189,7 +189,7 @@ def job(scn: Scenario, sub: Submit, *, held: bool) -> dict[str, Any]:
     if sub.priority:
         labels[PRIORITY_LABEL] = sub.priority
     gpus = {RESOURCE: str(sub.gpus)}
-    return held_job(sub.name, scn.namespace, labels, sub.pods, gpus, gpus)
+    return batch_job(sub.name, scn.namespace, labels, pods=sub.pods, limits=gpus, requests=gpus, scheduled=False)
 
 
 @pytest.fixture(scope="module")

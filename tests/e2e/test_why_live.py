@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from gpufleet.cli import app
 from gpufleet.policy import load_policy, resolve
 from gpufleet.render import kueue_objects
+from tests.e2e.batch_jobs import batch_job
 from tests.e2e.conftest import HERE, Cluster
 
 POLICY = HERE / "why-fleet.yaml"
@@ -47,24 +48,7 @@ def reclaiming_policy(tmp: Path) -> Path:
 def job(name: str, namespace: str, *, pods: int, gpus: int) -> dict[str, Any]:
     limits = {GPU: str(gpus)}
     labels = {"kueue.x-k8s.io/queue-name": namespace, "kueue.x-k8s.io/priority-class": "wf-normal"}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "parallelism": pods,
-            "completions": pods,
-            "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "main", "image": "trainer:e2e", "resources": {"limits": limits, "requests": limits}}
-                    ],
-                }
-            },
-        },
-    }
+    return batch_job(name, namespace, labels, pods=pods, limits=limits, requests=limits)
 
 
 def workload_of(cluster: Cluster, namespace: str, job_name: str) -> dict[str, Any] | None:

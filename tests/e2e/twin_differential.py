@@ -28,30 +28,6 @@ SETTLE_TIMEOUT_S = 120.0
 Placement = tuple[str, tuple[tuple[str, str, str], ...]]  # ClusterQueue, sorted (pod set, resource, flavor)
 
 
-def held_job(
-    name: str, namespace: str, labels: dict[str, Any], pods: int, requests: dict[str, Any], limits: dict[str, Any]
-) -> dict[str, Any]:
-    """A Job whose pods no node will take (no node carries its selector): only Kueue's quota is observed."""
-    container = {"name": "main", "image": "trainer:e2e", "resources": {"requests": requests, "limits": limits}}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "parallelism": pods,
-            "completions": pods,
-            "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "nodeSelector": {"twin-differential.gpufleet.io/never": "true"},
-                    "containers": [container],
-                }
-            },
-        },
-    }
-
-
 @dataclass
 class Verdicts:
     admitted: dict[str, Placement] = field(default_factory=dict)

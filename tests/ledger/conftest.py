@@ -9,27 +9,19 @@ from pathlib import Path
 import pytest
 
 from gpufleet.ledger.store import Ledger
-from tests.ledger.ledger_pgserver import create_database, find_bin_dir, postgres_server
+from tests.ledger import ledger_backends
 
 _names = itertools.count()
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    if find_bin_dir() is None:
-        pytest.skip("PostgreSQL server binaries not found: run .ci/setup.d/postgres.sh (apt package postgresql)")
-    with postgres_server() as url:
-        yield url
+postgres_url = ledger_backends.postgres_url
 
 
 @pytest.fixture
 def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh, empty ledger URL on the backend named by the ``backend`` parameter."""
-    backend: str = request.param if hasattr(request, "param") else "sqlite"
-    if backend == "sqlite":
-        return str(tmp_path / f"ledger-{next(_names)}.db")
-    base: str = request.getfixturevalue("postgres_url")
-    return create_database(base, f"ledger_{next(_names)}")
+    n = next(_names)
+    return ledger_backends.backend_url(request, tmp_path, sqlite=f"ledger-{n}.db", database=f"ledger_{n}")
 
 
 @pytest.fixture

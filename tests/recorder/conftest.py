@@ -6,42 +6,27 @@ double, because the real control plane (a later issue) is not built yet.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-_LEDGER_TESTS = Path(__file__).resolve().parents[1] / "ledger"
+from tests.ledger import ledger_backends
+from tests.recorder import recorder_children
 
-
-def _load(name: str) -> object:
-    spec = importlib.util.spec_from_file_location(name, _LEDGER_TESTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-pgserver = _load("ledger_pgserver")
 _names = itertools.count()
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    if pgserver.find_bin_dir() is None:  # type: ignore[attr-defined]
-        pytest.skip("PostgreSQL server binaries not found: run .ci/setup.d/postgres.sh (apt package postgresql)")
-    with pgserver.postgres_server() as url:  # type: ignore[attr-defined]
-        yield url
+postgres_url = ledger_backends.postgres_url
 
 
 @pytest.fixture
 def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    backend: str = request.param if hasattr(request, "param") else "sqlite"
-    if backend == "sqlite":
-        return str(tmp_path / "ledger.db")
-    base: str = request.getfixturevalue("postgres_url")
-    return str(pgserver.create_database(base, f"recorder_{next(_names)}"))  # type: ignore[attr-defined]
+    database = f"recorder_{next(_names)}"
+    return ledger_backends.backend_url(request, tmp_path, sqlite="ledger.db", database=database)
+
+
+@pytest.fixture(autouse=True)
+def _no_recorder_left() -> Iterator[None]:
+    """However a test ends (passed, failed, interrupted), no ``gpufleet record`` child it started runs on."""
+    yield
+    recorder_children.stop_all()

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from tests.ledger.ledger_backends import BACKENDS
 
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgresql", id="postgresql", marks=pytest.mark.xdist_group("postgres")),
-]
+__all__ = ["BACKENDS", "write_kubeconfig"]
 
 
 def write_kubeconfig(path: Path, server: str) -> Path:

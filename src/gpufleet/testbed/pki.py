@@ -3,6 +3,8 @@
 Every component talks TLS as it would in a real cluster, so the API server's client-certificate
 authentication, its calls to admission webhooks and Kueue's webhook server are exercised for real.
 Keys are ECDSA P-256: quick to make, and accepted by every component (service-account tokens too).
+The CA is made as ``gpufleet webhook certs`` makes its own (``webhook.certs.authority``): it signs
+leaf certificates only.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from gpufleet.webhook.certs import authority, private_key_pem
 
 VALIDITY = datetime.timedelta(days=30)
 LOOPBACK_NAMES = ("localhost",)
@@ -39,12 +43,6 @@ def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
     os.replace(tmp, path)
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
 def _name(common_name: str, organization: str | None = None) -> x509.Name:
     attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
     if organization:
@@ -64,24 +62,10 @@ class Authority:
     @classmethod
     def create(cls, folder: Path) -> Authority:
         folder.mkdir(parents=True, exist_ok=True)
-        key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.UTC)
-        name = _name("gpufleet-testbed-ca")
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
-            .sign(key, hashes.SHA256())
-        )
+        cert, key = authority("gpufleet-testbed-ca", VALIDITY.days)
         pair = KeyPair(folder / "ca.crt", folder / "ca.key")
         _write(pair.cert, cert.public_bytes(serialization.Encoding.PEM))
-        _write(pair.key, _key_pem(key), 0o600)
+        _write(pair.key, private_key_pem(key), 0o600)
         return cls(folder, pair, cert, key)
 
     def issue(
@@ -116,7 +100,7 @@ class Authority:
         cert = builder.sign(self._key, hashes.SHA256())
         pair = KeyPair(self.folder / f"{stem}.crt", self.folder / f"{stem}.key")
         _write(pair.cert, cert.public_bytes(serialization.Encoding.PEM))
-        _write(pair.key, _key_pem(key), 0o600)
+        _write(pair.key, private_key_pem(key), 0o600)
         return pair
 
     def serving(
@@ -131,5 +115,5 @@ def signing_key(folder: Path) -> KeyPair:
     pair = KeyPair(folder / "sa.pub", folder / "sa.key")
     public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     _write(pair.cert, public)
-    _write(pair.key, _key_pem(key), 0o600)
+    _write(pair.key, private_key_pem(key), 0o600)
     return pair

@@ -67,13 +67,15 @@ class Issued:
     not_after: datetime.datetime
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def private_key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    """PKCS#8 PEM, unencrypted: the file mode (0600) is what protects it, as for cert-manager's Secret."""
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
 
 
-def _authority(common_name: str, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def authority(common_name: str, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A new self-signed CA that signs leaf certificates only (path length 0); the testbed's CA too."""
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
@@ -252,14 +254,14 @@ def issue(
         kept_configuration = (out / CONFIGURED_FILE).read_bytes()  # its caBundle still holds: same CA
     if renew:
         names = _with_earlier_names(out, names)
-    ca, ca_key = _load_ca(out) if renew else _authority(f"gpufleet-webhook-ca ({namespace})", ca_days)
+    ca, ca_key = _load_ca(out) if renew else authority(f"gpufleet-webhook-ca ({namespace})", ca_days)
     cert, key = _serving(ca, ca_key, names, days)
     ca_pem = ca.public_bytes(serialization.Encoding.PEM)
-    cert_pem, key_pem = cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+    cert_pem, key_pem = cert.public_bytes(serialization.Encoding.PEM), private_key_pem(key)
     with replace_folder(out, COMMAND, force=force or renew) as staging:
         staging.chmod(0o700)
         _write(staging, CA_CERT, ca_pem, 0o644)
-        _write(staging, CA_KEY, _key_pem(ca_key), 0o600)
+        _write(staging, CA_KEY, private_key_pem(ca_key), 0o600)
         _write(staging, TLS_CERT, cert_pem, 0o644)
         _write(staging, TLS_KEY, key_pem, 0o600)
         tls_secret = secret(ca_pem, cert_pem, key_pem, secret_name, namespace)

@@ -139,9 +139,10 @@ def applied(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
     cluster.prepare_namespaces(bundle)
     cluster.kubectl("apply", "--server-side", "--dry-run=server", f"--kustomize={bundle}")
     cluster.kubectl("apply", "--server-side", f"--kustomize={bundle}")
-    for team in cluster.fleet.policy.teams:
-        eventually(
-            lambda team=team: cluster.get("clusterqueue", team.name).get("status", {}).get("conditions"),
-            f"ClusterQueue {team.name} to be reconciled by Kueue",
-        )
+    for name in [team.name for team in cluster.fleet.policy.teams]:
+
+        def reconciled(name: str = name) -> Any:
+            return cluster.get("clusterqueue", name).get("status", {}).get("conditions")
+
+        eventually(reconciled, f"ClusterQueue {name} to be reconciled by Kueue")
     return bundle

@@ -39,7 +39,11 @@ def test_a_job_reclaimed_again_and_again_is_a_preemption_loop() -> None:
     assert f"a/j1 of a, {LOOP_AT}×" in loop.message
     assert "InCohortReclamation 4" in loop.message
     assert loop.evidence[0].startswith(f"a/j1 (a, batch): preempted {LOOP_AT}× by b {LOOP_AT}× (InCohortReclamation)")
-    assert loop.settings == ("queueing.reclaimWithinCohort", "teams[a].quota[train].borrowingLimit")
+    assert loop.settings == (
+        "queueing.reclaimWithinCohort",
+        "queueing.prioritizePreemptorWorkloads",
+        "teams[a].quota[train].borrowingLimit",
+    )
     assert "a/j1" in loop.subjects and "train" in loop.subjects
 
 

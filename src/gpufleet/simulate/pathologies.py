@@ -117,8 +117,9 @@ def _limits_on(fleet: Fleet, pool: str) -> list[str]:
 
 # --- PreemptionLoop ----------------------------------------------------------------------------------
 _LOOP_SETTINGS = {
-    IN_COHORT_RECLAMATION: ("queueing.reclaimWithinCohort",),
-    IN_COHORT_RECLAIM_WHILE_BORROWING: ("queueing.reclaimWithinCohort",),
+    # a lender's reclaim loops when a borrower takes what its victims free: the preemptor gate stops that
+    IN_COHORT_RECLAMATION: ("queueing.reclaimWithinCohort", "queueing.prioritizePreemptorWorkloads"),
+    IN_COHORT_RECLAIM_WHILE_BORROWING: ("queueing.reclaimWithinCohort", "queueing.prioritizePreemptorWorkloads"),
     IN_COHORT_FAIR_SHARING: ("queueing.preemptionStrategies", "queueing.fairSharing"),
     IN_CLUSTER_QUEUE: ("queueing.withinClusterQueue",),
 }
@@ -174,7 +175,8 @@ def preemption_loops(runs: Sequence[JobRun], fleet: Fleet) -> list[Finding]:
     ):
         message += "; a borrower is reclaimed by a lender and preempts back by fair sharing (the cohort-reclaim loop)"
     remedy = (
-        "Break the loop: set queueing.reclaimWithinCohort to Never (lenders give up guaranteed reclaim) or "
+        "Break the loop: set queueing.reclaimWithinCohort to Never (lenders give up guaranteed reclaim), turn "
+        "queueing.prioritizePreemptorWorkloads on (reclaim kept, the reclaimer holds what its victims free), set "
         "queueing.preemptionStrategies to [LessThanOrEqualToFinalShare], or cap the borrowers' borrowingLimit "
         f"on {', '.join(sorted(pools)) or 'the pool'} so they do not borrow what is reclaimed"
     )

@@ -3,10 +3,12 @@
 Only what the policy file can say is searched, so every trial is a policy a user can apply
 (``plan``, ``render``): borrowing and lending limits per team and pool, the fleet's preemption
 policies (``withinClusterQueue``, ``reclaimWithinCohort``; the policy sets them for every
-ClusterQueue at once), fair sharing on or off and its preemption strategies, the MIG layout of each
-MIG pool, the time-slice replicas of each time-sliced pool and the value of each priority class.
-Kueue settings the policy does not carry (``borrowWithinCohort``, ``waitForPodsReady``'s timeout,
-the scheduler's placement scoring) are not searched: a recommendation could not be applied.
+ClusterQueue at once), fair sharing on or off and its preemption strategies, Kueue's
+``PrioritizePreemptorWorkloads`` gate (the remedy for a reclaim loop that keeps reclaim), the MIG
+layout of each MIG pool, the time-slice replicas of each time-sliced pool and the value of each
+priority class. Kueue settings the policy does not carry (``borrowWithinCohort``,
+``waitForPodsReady``'s timeout, the scheduler's placement scoring) are not searched: a
+recommendation could not be applied.
 
 Every value is a string (Optuna stores categorical choices by index; strings keep the study
 readable in any storage). Each knob's choices include the input policy's own value, and a choice

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from gpufleet.cli import app
+from gpufleet.tune.output import policy_yaml
 from gpufleet.tune.remedies import candidates
-from gpufleet.tune.space import build_space, value_of
-from tests.tune.cases import policy
+from gpufleet.tune.space import SpaceError, build_space, value_of
+from tests.support import shared_path
+from tests.tune.cases import LIMITED, policy
+
+runner = CliRunner()
 
 
 @pytest.mark.parametrize(
@@ -39,3 +48,78 @@ def test_a_reasoned_candidate_keeps_reclaim_and_turns_the_preemptor_gate_on() ->
     # The point of that candidate: guaranteed reclaim stays as the input policy has it.
     assert all("queueing.reclaimWithinCohort" not in c for c in gated)
     assert space.apply(gated[0]).queueing.reclaimWithinCohort == policy().queueing.reclaimWithinCohort
+
+
+# The input with classical preemption that may preempt lower priorities of at most 50 while borrowing.
+BORROWING = (
+    LIMITED + "queueing: {fairSharing: false, borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 50}}\n"
+)
+
+# (id, input policy, knob, value, ClusterQueue a's spec.preemption once rendered)
+RENDERED = [
+    (
+        "borrow-lower",
+        LIMITED,
+        "queueing.borrowWithinCohort",
+        "LowerPriority",
+        {
+            "withinClusterQueue": "LowerPriority",
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "LowerPriority"},
+        },
+    ),
+    (
+        "borrow-never-drops-the-threshold",
+        BORROWING,
+        "queueing.borrowWithinCohort",
+        "Never",
+        {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+    ),
+    (
+        "gate",
+        LIMITED,
+        "queueing.prioritizePreemptorWorkloads",
+        "true",
+        {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "value", "preemption"), [c[1:] for c in RENDERED], ids=[c[0] for c in RENDERED]
+)
+def test_a_trial_on_a_knob_is_a_policy_plan_and_render_take(
+    tmp_path: Path, text: str, path: str, value: str, preemption: dict[str, object]
+) -> None:
+    space = build_space(policy(text))
+    knob = space.knob(path)
+    assert value_of(space.base, path) in knob.choices and value in knob.choices
+    tuned = space.apply({path: value})
+    assert value_of(tuned, path) == value
+    file = tmp_path / "tuned.yaml"
+    file.write_text(policy_yaml(tuned))
+    plan = runner.invoke(app, ["plan", str(file)])
+    assert plan.exit_code == 0, plan.output
+    out = tmp_path / "m"
+    crds = shared_path("schemas", "kueue-v0.19.2")
+    rendered = runner.invoke(app, ["render", str(file), "-o", str(out), "--check", "--crds", str(crds)])
+    assert rendered.exit_code == 0 and "all valid" in rendered.output, rendered.output
+    queues = {d["metadata"]["name"]: d for d in yaml.safe_load_all((out / "kueue-clusterqueues.yaml").read_text())}
+    assert queues["a"]["spec"]["preemption"] == preemption
+
+
+def test_the_threshold_stays_when_the_search_keeps_lower_priority() -> None:
+    space = build_space(policy(BORROWING))
+    assert space.knob("queueing.borrowWithinCohort").choices == ("Never", "LowerPriority")
+    kept = space.apply({"queueing.fairSharing": "true", "queueing.borrowWithinCohort": "LowerPriority"})
+    assert kept.queueing.borrowWithinCohort.maxPriorityThreshold == 50
+
+
+def test_reclaim_never_with_borrowing_preemption_is_no_policy_and_no_candidate_asks_for_it() -> None:
+    space = build_space(policy(BORROWING))
+    with pytest.raises(SpaceError, match="needs reclaimWithinCohort other than Never"):
+        space.apply({"queueing.reclaimWithinCohort": "Never"})
+    calm = [c for c in candidates(space) if c.get("queueing.reclaimWithinCohort") == "Never"]
+    assert calm, "a candidate stops reclaim"
+    for c in calm:  # each stops borrowing preemption with it, so each is a policy Kueue takes
+        assert space.apply(c).queueing.borrowWithinCohort.policy == "Never"

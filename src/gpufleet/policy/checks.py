@@ -216,6 +216,18 @@ def _serving(policy: FleetPolicy, capacity: dict[str, PoolCapacity]) -> Iterator
                 )
 
 
+def _preemption(policy: FleetPolicy) -> Iterator[Finding]:
+    """Kueue's ClusterQueue rule (CEL and webhook): a queue that never reclaims may not preempt while
+    borrowing either (``reclaimWithinCohort: Never`` with ``borrowWithinCohort.policy`` not Never)."""
+    q = policy.queueing
+    if q.reclaimWithinCohort == "Never" and q.borrowWithinCohort.policy != "Never":
+        yield (
+            ("queueing", "borrowWithinCohort", "policy"),
+            f"borrowWithinCohort.policy {q.borrowWithinCohort.policy} needs reclaimWithinCohort other than Never "
+            "(Kueue refuses the pair); set reclaimWithinCohort to LowerPriority or Any, or this policy to Never",
+        )
+
+
 def cross_check(policy: FleetPolicy) -> list[Finding]:
     """Every problem that needs more than one field (or the catalogue) to see."""
     findings: list[Finding] = []
@@ -228,4 +240,5 @@ def cross_check(policy: FleetPolicy) -> list[Finding]:
     findings += _teams(policy, capacity)
     findings += _guarantees(policy, capacity)
     findings += _serving(policy, capacity)
+    findings += _preemption(policy)
     return findings

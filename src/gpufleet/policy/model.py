@@ -13,7 +13,16 @@ from enum import StrEnum
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 UNLIMITED: Literal["unlimited"] = "unlimited"
 Limit = NonNegativeInt | Literal["unlimited"]
@@ -215,6 +224,33 @@ FairSharingStrategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialSha
 KUEUE_FAIR_SHARING_STRATEGIES: tuple[FairSharingStrategy, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 
 
+WithinClusterQueue = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+ReclaimWithinCohort = Literal["Never", "LowerPriority", "Any"]
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+
+
+class BorrowWithinCohort(Spec):
+    """Kueue's ClusterQueue ``spec.preemption.borrowWithinCohort``: whether a workload that must borrow
+    may preempt lower-priority workloads of other ClusterQueues in the cohort. Kueue reads it only
+    with classical preemption (``fairSharing: false``); under fair sharing it has no effect."""
+
+    policy: Literal["Never", "LowerPriority"] = Field(
+        default="Never", description="Never (Kueue's default) or LowerPriority: preempt lower priority while borrowing"
+    )
+    maxPriorityThreshold: Int32 | None = Field(
+        default=None,
+        description="With LowerPriority: only workloads of at most this priority may be preempted by a borrower",
+    )
+
+    @field_validator("maxPriorityThreshold")
+    @classmethod
+    def _needs_a_policy(cls, value: int | None, info: ValidationInfo) -> int | None:
+        """Kueue ignores the threshold under Never; a threshold there is a mistake, not a setting."""
+        if value is not None and info.data.get("policy") == "Never":
+            raise ValueError("maxPriorityThreshold applies only with policy LowerPriority")
+        return value
+
+
 class Queueing(Spec):
     """Fleet-wide Kueue behaviour; teams inherit it."""
 
@@ -235,8 +271,13 @@ class Queueing(Spec):
         "together with the manager's --feature-gates flag",
     )
     queueingStrategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
-    withinClusterQueue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
-    reclaimWithinCohort: Literal["Never", "LowerPriority", "Any"] = "Any"
+    withinClusterQueue: WithinClusterQueue = "LowerPriority"
+    reclaimWithinCohort: ReclaimWithinCohort = "Any"
+    borrowWithinCohort: BorrowWithinCohort = Field(
+        default_factory=BorrowWithinCohort,
+        description="Kueue's spec.preemption.borrowWithinCohort of every ClusterQueue (default: policy Never, "
+        "Kueue's own, not rendered). Kueue refuses LowerPriority together with reclaimWithinCohort: Never",
+    )
 
     @field_validator("preemptionStrategies")
     @classmethod

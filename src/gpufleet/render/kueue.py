@@ -14,7 +14,7 @@ from typing import Any
 
 from gpufleet.policy.capacity import PoolCapacity, limit_value, nominal
 from gpufleet.policy.fleet import Fleet
-from gpufleet.policy.model import Team
+from gpufleet.policy.model import BorrowWithinCohort, Team
 from gpufleet.render.common import Obj, meta, obj, tolerations_for
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -92,6 +92,17 @@ def _team_limits(team: Team, cap: PoolCapacity) -> dict[str, dict[str, int | Non
     }
 
 
+def _preemption(within: str, reclaim: str, borrow: BorrowWithinCohort) -> Obj:
+    """A ClusterQueue's ``spec.preemption``; ``borrowWithinCohort`` only when not Kueue's default
+    (``{policy: Never}``), so a policy that does not set it renders what it always did."""
+    out: Obj = {"withinClusterQueue": within, "reclaimWithinCohort": reclaim}
+    if borrow.policy != "Never":
+        out["borrowWithinCohort"] = {"policy": borrow.policy}
+        if borrow.maxPriorityThreshold is not None:
+            out["borrowWithinCohort"]["maxPriorityThreshold"] = borrow.maxPriorityThreshold
+    return out
+
+
 def cluster_queue(fleet: Fleet, team: Team) -> Obj:
     q = fleet.policy.queueing
     reachable = [p for p in fleet.queued_pools() if fleet.reachable(team.name, p.pool)]
@@ -109,10 +120,7 @@ def cluster_queue(fleet: Fleet, team: Team) -> Obj:
         },
         "queueingStrategy": (team.queueingStrategy or q.queueingStrategy).value,
         "resourceGroups": _groups(reachable, amounts, lambda cap: _team_limits(team, cap)),
-        "preemption": {
-            "withinClusterQueue": q.withinClusterQueue,
-            "reclaimWithinCohort": q.reclaimWithinCohort,
-        },
+        "preemption": _preemption(q.withinClusterQueue, q.reclaimWithinCohort, q.borrowWithinCohort),
     }
     if q.fairSharing:
         spec["fairSharing"] = {"weight": str(team.weight.normalize())}

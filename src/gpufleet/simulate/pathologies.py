@@ -119,7 +119,11 @@ def _limits_on(fleet: Fleet, pool: str) -> list[str]:
 _LOOP_SETTINGS = {
     # a lender's reclaim loops when a borrower takes what its victims free: the preemptor gate stops that
     IN_COHORT_RECLAMATION: ("queueing.reclaimWithinCohort", "queueing.prioritizePreemptorWorkloads"),
-    IN_COHORT_RECLAIM_WHILE_BORROWING: ("queueing.reclaimWithinCohort", "queueing.prioritizePreemptorWorkloads"),
+    IN_COHORT_RECLAIM_WHILE_BORROWING: (
+        "queueing.borrowWithinCohort",
+        "queueing.reclaimWithinCohort",
+        "queueing.prioritizePreemptorWorkloads",
+    ),
     IN_COHORT_FAIR_SHARING: ("queueing.preemptionStrategies", "queueing.fairSharing"),
     IN_CLUSTER_QUEUE: ("queueing.withinClusterQueue",),
 }
@@ -177,7 +181,8 @@ def preemption_loops(runs: Sequence[JobRun], fleet: Fleet) -> list[Finding]:
     remedy = (
         "Break the loop: set queueing.reclaimWithinCohort to Never (lenders give up guaranteed reclaim), turn "
         "queueing.prioritizePreemptorWorkloads on (reclaim kept, the reclaimer holds what its victims free), set "
-        "queueing.preemptionStrategies to [LessThanOrEqualToFinalShare], or cap the borrowers' borrowingLimit "
+        "queueing.preemptionStrategies to [LessThanOrEqualToFinalShare], set queueing.borrowWithinCohort to Never "
+        "(no preempting while borrowing), or cap the borrowers' borrowingLimit "
         f"on {', '.join(sorted(pools)) or 'the pool'} so they do not borrow what is reclaimed"
     )
     subjects = (*borrowers, *sorted(pools), *(r.key for r in looping[:EVIDENCE]))

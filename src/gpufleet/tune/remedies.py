@@ -19,7 +19,12 @@ from gpufleet.tune.space import Space
 
 Params = dict[str, str]
 
-_CALM = {"queueing.withinClusterQueue": "Never", "queueing.reclaimWithinCohort": "Never"}
+# Kueue refuses borrowWithinCohort without reclaim, so a candidate that stops reclaim stops both
+_CALM = {
+    "queueing.withinClusterQueue": "Never",
+    "queueing.reclaimWithinCohort": "Never",
+    "queueing.borrowWithinCohort": "Never",
+}
 _PREEMPTOR_FIRST = {"queueing.prioritizePreemptorWorkloads": "true"}
 
 
@@ -30,6 +35,7 @@ def _permissive(path: str, choices: Sequence[str]) -> str | None:
     wanted = {
         "queueing.withinClusterQueue": "Never",
         "queueing.reclaimWithinCohort": "Never",
+        "queueing.borrowWithinCohort": "Never",
         "queueing.preemptionStrategies": "LessThanOrEqualToFinalShare",
     }.get(path)
     return wanted if wanted in choices else None
@@ -67,6 +73,8 @@ def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
                 value = _permissive(knob.path, knob.choices)
                 if value is not None:
                     found[knob.path] = value
+    if found.get("queueing.reclaimWithinCohort") == "Never":
+        found["queueing.borrowWithinCohort"] = "Never"  # Kueue refuses borrowing preemption without reclaim
     options = [
         found,
         {**_limits(space, limited), **_CALM},  # the limited pools without limits, no preemption loop

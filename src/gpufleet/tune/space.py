@@ -2,12 +2,12 @@
 
 Only what the policy file can say is searched, so every trial is a policy a user can apply
 (``plan``, ``render``): borrowing and lending limits per team and pool, the fleet's preemption
-policies (``withinClusterQueue``, ``reclaimWithinCohort``; the policy sets them for every
-ClusterQueue at once), fair sharing on or off and its preemption strategies, Kueue's
-``PrioritizePreemptorWorkloads`` gate (the remedy for a reclaim loop that keeps reclaim), the MIG
-layout of each MIG pool, the time-slice replicas of each time-sliced pool and the value of each
-priority class. Kueue settings the policy does not carry (``borrowWithinCohort``,
-``waitForPodsReady``'s timeout, the scheduler's placement scoring) are not searched: a
+policies (``withinClusterQueue``, ``reclaimWithinCohort``, ``borrowWithinCohort``'s policy with the
+input's threshold kept; the policy sets them for every ClusterQueue at once), fair sharing on or
+off and its preemption strategies, Kueue's ``PrioritizePreemptorWorkloads`` gate (the remedy for a
+reclaim loop that keeps reclaim), the MIG layout of each MIG pool, the time-slice replicas of each
+time-sliced pool and the value of each priority class. Kueue settings the policy does not carry
+(``waitForPodsReady``'s timeout, the scheduler's placement scoring) are not searched: a
 recommendation could not be applied.
 
 Every value is a string (Optuna stores categorical choices by index; strings keep the study
@@ -41,6 +41,7 @@ _STRATEGIES: dict[str, list[str]] = {
 }
 _WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 _RECLAIM = ("Never", "LowerPriority", "Any")
+_BORROW = ("Never", "LowerPriority")
 _REPLICAS = ("2", "4", "8")
 
 
@@ -115,6 +116,8 @@ def value_of(policy: FleetPolicy, path: str) -> str:
         q = policy.queueing
         if field == "preemptionStrategies":
             return BOTH if len(q.preemptionStrategies) == 2 else q.preemptionStrategies[0]
+        if field == "borrowWithinCohort":
+            return q.borrowWithinCohort.policy
         value = getattr(q, field)
         return str(value).lower() if isinstance(value, bool) else str(value)
     if head.startswith("teams["):
@@ -165,7 +168,20 @@ def _queueing_knobs(policy: FleetPolicy) -> list[Knob]:
             ("false", "true"),
             setter("prioritizePreemptorWorkloads", lambda v: v == "true"),
         ),
+        Knob("queueing.borrowWithinCohort", _BORROW, setter("borrowWithinCohort", _borrow(policy))),
     ]
+
+
+def _borrow(policy: FleetPolicy) -> Callable[[str], dict[str, Any]]:
+    """``borrowWithinCohort`` with the policy word searched; the input's threshold stays with LowerPriority."""
+    threshold = policy.queueing.borrowWithinCohort.maxPriorityThreshold
+
+    def block(value: str) -> dict[str, Any]:
+        if value == "Never" or threshold is None:
+            return {"policy": value}
+        return {"policy": value, "maxPriorityThreshold": threshold}
+
+    return block
 
 
 def _ordered(values: list[str]) -> tuple[str, ...]:

@@ -1,0 +1,85 @@
+"""The policy's preemption settings: what parses (with Kueue's defaults) and each mistake, located."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpufleet.errors import InputError
+from gpufleet.policy import parse_policy
+from tests.policy.test_load import BASE
+
+QUEUEING_LINE = 35  # the queueing block is inserted where BASE has its top-level priorityClasses
+
+
+def with_queueing(block: str) -> str:
+    anchor = "priorityClasses: [{name: batch, value: 100}]"
+    assert anchor in BASE
+    return BASE.replace(anchor, f"queueing: {block}\n{anchor}", 1)
+
+
+# (id, queueing block, borrowWithinCohort policy, its maxPriorityThreshold)
+GOOD = [
+    ("default", "{}", "Never", None),
+    ("never", "{borrowWithinCohort: {policy: Never}}", "Never", None),
+    ("lower", "{borrowWithinCohort: {policy: LowerPriority}}", "LowerPriority", None),
+    ("threshold", "{borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}}", "LowerPriority", 100),
+    (
+        "negative-threshold",
+        "{borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: -2147483648}}",
+        "LowerPriority",
+        -(2**31),
+    ),
+    (
+        "lower-reclaim",
+        "{reclaimWithinCohort: LowerPriority, borrowWithinCohort: {policy: LowerPriority}}",
+        "LowerPriority",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("block", "policy", "threshold"), [c[1:] for c in GOOD], ids=[c[0] for c in GOOD])
+def test_borrow_within_cohort_parses(block: str, policy: str, threshold: int | None) -> None:
+    q = parse_policy(with_queueing(block), "fleet.yaml").queueing
+    assert (q.borrowWithinCohort.policy, q.borrowWithinCohort.maxPriorityThreshold) == (policy, threshold)
+
+
+# (id, queueing block, path, fragment of the message)
+BAD = [
+    ("unknown-policy", "{borrowWithinCohort: {policy: Always}}", "queueing.borrowWithinCohort.policy", "'Never'"),
+    (
+        "threshold-without-policy",
+        "{borrowWithinCohort: {maxPriorityThreshold: 10}}",
+        "queueing.borrowWithinCohort.maxPriorityThreshold",
+        "applies only with policy LowerPriority",
+    ),
+    (
+        "threshold-not-int32",
+        "{borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 2147483648}}",
+        "queueing.borrowWithinCohort.maxPriorityThreshold",
+        "less than or equal to 2147483647",
+    ),
+    (
+        "threshold-not-a-number",
+        "{borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: high}}",
+        "queueing.borrowWithinCohort.maxPriorityThreshold",
+        "valid integer",
+    ),
+    ("unknown-field", "{borrowWithinCohort: {polcy: Never}}", "queueing.borrowWithinCohort.polcy", "unknown field"),
+    (
+        "borrow-without-reclaim",
+        "{reclaimWithinCohort: Never, borrowWithinCohort: {policy: LowerPriority}}",
+        "queueing.borrowWithinCohort.policy",
+        "needs reclaimWithinCohort other than Never",
+    ),
+]
+
+
+@pytest.mark.parametrize(("block", "path", "fragment"), [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+def test_each_borrow_within_cohort_mistake_is_located(block: str, path: str, fragment: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_policy(with_queueing(block), "fleet.yaml")
+    matching = [p for p in caught.value.problems if p.path == path]
+    assert matching, f"no problem at {path}; got {[str(p) for p in caught.value.problems]}"
+    assert (matching[0].file, matching[0].line) == ("fleet.yaml", QUEUEING_LINE)
+    assert fragment in matching[0].message

@@ -1,0 +1,80 @@
+"""The policy's preemption settings in each ClusterQueue's ``spec.preemption``, checked against Kueue's CRD."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpufleet.policy import parse_policy, resolve
+from gpufleet.render import Bundle, render
+from gpufleet.render.check import check_bundle
+from gpufleet.validation import load_crds
+from tests.support import EXAMPLES, shared_path
+
+Obj = dict[str, Any]
+CRDS = load_crds(shared_path("schemas", "kueue-v0.19.2"))
+
+
+def fleet_with(queueing: str) -> Bundle:
+    """The example with lines added to its queueing section; borrowWithinCohort is classical
+    preemption's, so a case that sets LowerPriority turns fair sharing off."""
+    text = (EXAMPLES / "fleet.yaml").read_text()
+    assert "queueing:\n  cohort: gpufleet\n  fairSharing: true\n" in text, "the example has a queueing section"
+    if "LowerPriority}" in queueing or "LowerPriority," in queueing:
+        text = text.replace("  fairSharing: true\n", "  fairSharing: false\n", 1)
+    return render(resolve(parse_policy(text.replace("queueing:\n", f"queueing:\n{queueing}", 1), "fleet.yaml")))
+
+
+def cluster_queues(bundle: Bundle) -> dict[str, Obj]:
+    return {o["metadata"]["name"]: o for o in bundle.objects() if o["kind"] == "ClusterQueue"}
+
+
+# (id, lines added to the example's queueing section, every ClusterQueue's spec.preemption)
+CASES = [
+    ("default", "", {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}),
+    (
+        "never-is-kueues-default",
+        "  borrowWithinCohort: {policy: Never}\n",
+        {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+    ),
+    (
+        "lower",
+        "  borrowWithinCohort: {policy: LowerPriority}\n",
+        {
+            "withinClusterQueue": "LowerPriority",
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "LowerPriority"},
+        },
+    ),
+    (
+        "threshold",
+        "  reclaimWithinCohort: LowerPriority\n"
+        "  borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}\n",
+        {
+            "withinClusterQueue": "LowerPriority",
+            "reclaimWithinCohort": "LowerPriority",
+            "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100},
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("queueing", "preemption"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_every_cluster_queue_carries_the_fleets_preemption(queueing: str, preemption: Obj) -> None:
+    bundle = fleet_with(queueing)
+    queues = cluster_queues(bundle)
+    assert sorted(queues) == ["nlp", "research", "vision"]
+    assert {name: q["spec"]["preemption"] for name, q in queues.items()} == dict.fromkeys(queues, preemption)
+    report = check_bundle(bundle, kubernetes="1.34", crds=CRDS)
+    assert report.checked > 0 and report.findings == []
+
+
+def test_the_pair_the_policy_refuses_is_the_pair_kueues_crd_refuses() -> None:
+    """``reclaimWithinCohort: Never`` with ``borrowWithinCohort: LowerPriority`` is refused by the policy
+    check; the same pair written into a rendered ClusterQueue fails Kueue's own CEL rule."""
+    bundle = fleet_with("  borrowWithinCohort: {policy: LowerPriority}\n")
+    queue = cluster_queues(bundle)["nlp"]
+    queue["spec"]["preemption"]["reclaimWithinCohort"] = "Never"
+    report = check_bundle(bundle, kubernetes="1.34", crds=CRDS)
+    assert [f for f in report.findings if "reclaimWithinCohort=Never and borrowWithinCohort" in str(f)], report.findings

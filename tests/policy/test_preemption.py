@@ -83,3 +83,97 @@ def test_each_borrow_within_cohort_mistake_is_located(block: str, path: str, fra
     assert matching, f"no problem at {path}; got {[str(p) for p in caught.value.problems]}"
     assert (matching[0].file, matching[0].line) == ("fleet.yaml", QUEUEING_LINE)
     assert fragment in matching[0].message
+
+
+TEAM_LINE = 24  # team a's preemption block is inserted after its namespaces (line 23)
+
+
+def with_team_preemption(block: str, queueing: str = "{}") -> str:
+    anchor = "    namespaces: [team-a]\n"
+    assert anchor in BASE
+    return with_queueing(queueing).replace(anchor, f"{anchor}    preemption: {block}\n", 1)
+
+
+# (id, team a's preemption block, the fleet's queueing, a's (within, reclaim, borrow policy), b's the same)
+TEAM_GOOD = [
+    ("none", "{}", "{}", ("LowerPriority", "Any", "Never"), ("LowerPriority", "Any", "Never")),
+    ("within", "{withinClusterQueue: Never}", "{}", ("Never", "Any", "Never"), ("LowerPriority", "Any", "Never")),
+    (
+        "reclaim-never-over-fleet-any",
+        "{reclaimWithinCohort: Never}",
+        "{}",
+        ("LowerPriority", "Never", "Never"),
+        ("LowerPriority", "Any", "Never"),
+    ),
+    (
+        "borrow-over-fleet-never",
+        "{borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 5}}",
+        "{}",
+        ("LowerPriority", "Any", "LowerPriority"),
+        ("LowerPriority", "Any", "Never"),
+    ),
+    (
+        "reclaim-back-for-one-team",
+        "{reclaimWithinCohort: LowerPriority, borrowWithinCohort: {policy: LowerPriority}}",
+        "{reclaimWithinCohort: Never}",
+        ("LowerPriority", "LowerPriority", "LowerPriority"),
+        ("LowerPriority", "Never", "Never"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("block", "queueing", "a", "b"), [c[1:] for c in TEAM_GOOD], ids=[c[0] for c in TEAM_GOOD])
+def test_a_teams_preemption_overrides_the_fleets_for_that_team_only(
+    block: str, queueing: str, a: tuple[str, str, str], b: tuple[str, str, str]
+) -> None:
+    policy = parse_policy(with_team_preemption(block, queueing), "fleet.yaml")
+
+    def got(name: str) -> tuple[str, str, str]:
+        team = policy.team(name)
+        assert team is not None
+        p = policy.preemption_of(team)
+        return (p.withinClusterQueue, p.reclaimWithinCohort, p.borrowWithinCohort.policy)
+
+    assert (got("a"), got("b")) == (a, b)
+
+
+# (id, team a's preemption block, the fleet's queueing, path, fragment of the message)
+TEAM_BAD = [
+    ("unknown-value", "{withinClusterQueue: Sometimes}", "{}", "teams[0].preemption.withinClusterQueue", "'Never'"),
+    ("unknown-field", "{fairSharing: false}", "{}", "teams[0].preemption.fairSharing", "unknown field"),
+    (
+        "team-borrow-without-fleet-reclaim",
+        "{borrowWithinCohort: {policy: LowerPriority}}",
+        "{reclaimWithinCohort: Never}",
+        "teams[0].preemption.borrowWithinCohort.policy",
+        "needs reclaimWithinCohort other than Never in team 'a'",
+    ),
+    (
+        "team-reclaim-never-under-fleet-borrow",
+        "{reclaimWithinCohort: Never}",
+        "{borrowWithinCohort: {policy: LowerPriority}}",
+        "teams[0].preemption.reclaimWithinCohort",
+        "needs reclaimWithinCohort other than Never in team 'a'",
+    ),
+    (
+        "team-threshold-without-policy",
+        "{borrowWithinCohort: {maxPriorityThreshold: 1}}",
+        "{}",
+        "teams[0].preemption.borrowWithinCohort.maxPriorityThreshold",
+        "applies only with policy LowerPriority",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("block", "queueing", "path", "fragment"), [c[1:] for c in TEAM_BAD], ids=[c[0] for c in TEAM_BAD]
+)
+def test_each_team_preemption_mistake_is_located(block: str, queueing: str, path: str, fragment: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_policy(with_team_preemption(block, queueing), "fleet.yaml")
+    problems = caught.value.problems
+    matching = [p for p in problems if p.path == path]
+    assert matching, f"no problem at {path}; got {[str(p) for p in problems]}"
+    assert (matching[0].file, matching[0].line) == ("fleet.yaml", TEAM_LINE)
+    assert fragment in matching[0].message
+    assert not [p for p in problems if p.path.startswith("queueing")], "the fleet's own settings are valid"

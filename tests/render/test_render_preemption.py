@@ -16,13 +16,17 @@ Obj = dict[str, Any]
 CRDS = load_crds(shared_path("schemas", "kueue-v0.19.2"))
 
 
-def fleet_with(queueing: str) -> Bundle:
-    """The example with lines added to its queueing section; borrowWithinCohort is classical
-    preemption's, so a case that sets LowerPriority turns fair sharing off."""
+def fleet_with(queueing: str, research: str = "", *, fair: bool = True) -> Bundle:
+    """The example with lines added to its queueing section and a preemption block for team research.
+    borrowWithinCohort is classical preemption's, so the cases that set it turn fair sharing off."""
     text = (EXAMPLES / "fleet.yaml").read_text()
     assert "queueing:\n  cohort: gpufleet\n  fairSharing: true\n" in text, "the example has a queueing section"
-    if "LowerPriority}" in queueing or "LowerPriority," in queueing:
+    if not fair:
         text = text.replace("  fairSharing: true\n", "  fairSharing: false\n", 1)
+    if research:
+        anchor = "    namespaces: [research]\n"
+        assert anchor in text
+        text = text.replace(anchor, f"{anchor}    preemption: {research}\n", 1)
     return render(resolve(parse_policy(text.replace("queueing:\n", f"queueing:\n{queueing}", 1), "fleet.yaml")))
 
 
@@ -62,7 +66,7 @@ CASES = [
 
 @pytest.mark.parametrize(("queueing", "preemption"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_every_cluster_queue_carries_the_fleets_preemption(queueing: str, preemption: Obj) -> None:
-    bundle = fleet_with(queueing)
+    bundle = fleet_with(queueing, fair="policy: LowerPriority" not in queueing)
     queues = cluster_queues(bundle)
     assert sorted(queues) == ["nlp", "research", "vision"]
     assert {name: q["spec"]["preemption"] for name, q in queues.items()} == dict.fromkeys(queues, preemption)
@@ -73,8 +77,48 @@ def test_every_cluster_queue_carries_the_fleets_preemption(queueing: str, preemp
 def test_the_pair_the_policy_refuses_is_the_pair_kueues_crd_refuses() -> None:
     """``reclaimWithinCohort: Never`` with ``borrowWithinCohort: LowerPriority`` is refused by the policy
     check; the same pair written into a rendered ClusterQueue fails Kueue's own CEL rule."""
-    bundle = fleet_with("  borrowWithinCohort: {policy: LowerPriority}\n")
+    bundle = fleet_with("  borrowWithinCohort: {policy: LowerPriority}\n", fair=False)
     queue = cluster_queues(bundle)["nlp"]
     queue["spec"]["preemption"]["reclaimWithinCohort"] = "Never"
     report = check_bundle(bundle, kubernetes="1.34", crds=CRDS)
     assert [f for f in report.findings if "reclaimWithinCohort=Never and borrowWithinCohort" in str(f)], report.findings
+
+
+FLEETS = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+
+# (id, team research's preemption block, the fleet's queueing lines, research's spec.preemption)
+TEAM_CASES = [
+    ("within", "{withinClusterQueue: Never}", "", {**FLEETS, "withinClusterQueue": "Never"}),
+    ("reclaim", "{reclaimWithinCohort: LowerPriority}", "", {**FLEETS, "reclaimWithinCohort": "LowerPriority"}),
+    (
+        "borrow",
+        "{borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}}",
+        "",
+        {**FLEETS, "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100}},
+    ),
+    (
+        "all-three",
+        "{withinClusterQueue: LowerOrNewerEqualPriority, reclaimWithinCohort: Never, borrowWithinCohort: {policy: Never}}",
+        "  borrowWithinCohort: {policy: LowerPriority}\n",
+        {"withinClusterQueue": "LowerOrNewerEqualPriority", "reclaimWithinCohort": "Never"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("research", "queueing", "preemption"), [c[1:] for c in TEAM_CASES], ids=[c[0] for c in TEAM_CASES]
+)
+def test_a_teams_preemption_changes_its_cluster_queue_only(research: str, queueing: str, preemption: Obj) -> None:
+    fleets = dict(FLEETS)
+    if "borrowWithinCohort: {policy: LowerPriority}" in queueing:
+        fleets["borrowWithinCohort"] = {"policy": "LowerPriority"}
+    fair = "policy: LowerPriority" not in queueing + research
+    plain = cluster_queues(fleet_with(queueing, fair=fair))
+    bundle = fleet_with(queueing, research, fair=fair)
+    queues = cluster_queues(bundle)
+    assert queues["research"]["spec"]["preemption"] == preemption
+    for other in ("nlp", "vision"):
+        assert queues[other] == plain[other]  # byte for byte what the fleet alone renders
+        assert queues[other]["spec"]["preemption"] == fleets
+    report = check_bundle(bundle, kubernetes="1.34", crds=CRDS)
+    assert report.checked > 0 and report.findings == []

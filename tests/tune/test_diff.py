@@ -35,6 +35,7 @@ def measures() -> Measures:
     [
         ("queueing.prioritizePreemptorWorkloads", "false", "true", (Reason.PREEMPTION_LOOP,)),
         ("queueing.reclaimWithinCohort", "Any", "Never", (Reason.PREEMPTION_LOOP,)),
+        ("teams[a].preemption.reclaimWithinCohort", "fleet", "Never", (Reason.PREEMPTION_LOOP,)),
         ("queueing.fairSharing", "true", "false", ()),
     ],
 )

@@ -9,6 +9,7 @@ import yaml
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
+from gpufleet.tune.objectives import lost_guarantees
 from gpufleet.tune.output import policy_yaml
 from gpufleet.tune.remedies import candidates
 from gpufleet.tune.space import SpaceError, build_space, value_of
@@ -55,8 +56,36 @@ BORROWING = (
     LIMITED + "queueing: {fairSharing: false, borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 50}}\n"
 )
 
+# The input with team a's ClusterQueue never preempting inside itself.
+OVERRIDDEN = LIMITED.replace(
+    "    namespaces: [a]\n", "    namespaces: [a]\n    preemption: {withinClusterQueue: Never}\n", 1
+)
+FLEETS = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+
 # (id, input policy, knob, value, ClusterQueue a's spec.preemption once rendered)
 RENDERED = [
+    (
+        "team-within",
+        LIMITED,
+        "teams[a].preemption.withinClusterQueue",
+        "Never",
+        {**FLEETS, "withinClusterQueue": "Never"},
+    ),
+    (
+        "team-reclaim",
+        LIMITED,
+        "teams[a].preemption.reclaimWithinCohort",
+        "Never",
+        {**FLEETS, "reclaimWithinCohort": "Never"},
+    ),
+    (
+        "team-borrow",
+        LIMITED,
+        "teams[a].preemption.borrowWithinCohort",
+        "LowerPriority",
+        {**FLEETS, "borrowWithinCohort": {"policy": "LowerPriority"}},
+    ),
+    ("team-back-to-the-fleets", OVERRIDDEN, "teams[a].preemption.withinClusterQueue", "fleet", FLEETS),
     (
         "borrow-lower",
         LIMITED,
@@ -123,3 +152,20 @@ def test_reclaim_never_with_borrowing_preemption_is_no_policy_and_no_candidate_a
     assert calm, "a candidate stops reclaim"
     for c in calm:  # each stops borrowing preemption with it, so each is a policy Kueue takes
         assert space.apply(c).queueing.borrowWithinCohort.policy == "Never"
+
+
+def test_a_team_knob_starts_at_the_fleets_and_changes_that_team_only() -> None:
+    space = build_space(policy(OVERRIDDEN))
+    assert space.base_params()["teams[a].preemption.withinClusterQueue"] == "Never"
+    assert space.base_params()["teams[b].preemption.withinClusterQueue"] == "fleet"
+    assert space.knob("teams[b].preemption.reclaimWithinCohort").choices == ("fleet", "Never", "LowerPriority", "Any")
+    tuned = space.apply({"teams[b].preemption.reclaimWithinCohort": "Never"})
+    a, b = tuned.team("a"), tuned.team("b")
+    assert a is not None and b is not None
+    assert tuned.preemption_of(b).reclaimWithinCohort == "Never"
+    assert tuned.preemption_of(a).reclaimWithinCohort == "Any"  # the fleet's
+    assert tuned.preemption_of(a).withinClusterQueue == "Never"  # a's own, untouched
+    # with the team's reclaim off, b can no longer take back what it lends; a still can
+    assert lost_guarantees(space.base, tuned) == ["b/train"]
+    back = space.apply({"teams[a].preemption.withinClusterQueue": "fleet"}).team("a")
+    assert back is not None and back.preemption is None  # the block goes when nothing in it is left

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpufleet.policy.capacity import PoolCapacity, limit_value, nominal
 from gpufleet.policy.fleet import Fleet
-from gpufleet.policy.model import BorrowWithinCohort, Team
+from gpufleet.policy.model import Preemption, Team
 from gpufleet.render.common import Obj, meta, obj, tolerations_for
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -92,10 +92,11 @@ def _team_limits(team: Team, cap: PoolCapacity) -> dict[str, dict[str, int | Non
     }
 
 
-def _preemption(within: str, reclaim: str, borrow: BorrowWithinCohort) -> Obj:
-    """A ClusterQueue's ``spec.preemption``; ``borrowWithinCohort`` only when not Kueue's default
-    (``{policy: Never}``), so a policy that does not set it renders what it always did."""
-    out: Obj = {"withinClusterQueue": within, "reclaimWithinCohort": reclaim}
+def _preemption(p: Preemption) -> Obj:
+    """A ClusterQueue's ``spec.preemption`` (the team's overrides over the fleet's); ``borrowWithinCohort``
+    only when not Kueue's default (``{policy: Never}``), so a policy without it renders what it always did."""
+    out: Obj = {"withinClusterQueue": p.withinClusterQueue, "reclaimWithinCohort": p.reclaimWithinCohort}
+    borrow = p.borrowWithinCohort
     if borrow.policy != "Never":
         out["borrowWithinCohort"] = {"policy": borrow.policy}
         if borrow.maxPriorityThreshold is not None:
@@ -120,7 +121,7 @@ def cluster_queue(fleet: Fleet, team: Team) -> Obj:
         },
         "queueingStrategy": (team.queueingStrategy or q.queueingStrategy).value,
         "resourceGroups": _groups(reachable, amounts, lambda cap: _team_limits(team, cap)),
-        "preemption": _preemption(q.withinClusterQueue, q.reclaimWithinCohort, q.borrowWithinCohort),
+        "preemption": _preemption(fleet.policy.preemption_of(team)),
     }
     if q.fairSharing:
         spec["fairSharing"] = {"weight": str(team.weight.normalize())}

@@ -15,16 +15,11 @@ from collections.abc import Sequence
 from gpufleet.policy.model import UNLIMITED
 from gpufleet.simulate.pathologies import Finding
 from gpufleet.tune.diff import touches
-from gpufleet.tune.space import Space
+from gpufleet.tune.space import FLEET, Space
 
 Params = dict[str, str]
 
-# Kueue refuses borrowWithinCohort without reclaim, so a candidate that stops reclaim stops both
-_CALM = {
-    "queueing.withinClusterQueue": "Never",
-    "queueing.reclaimWithinCohort": "Never",
-    "queueing.borrowWithinCohort": "Never",
-}
+_CALM = {"queueing.withinClusterQueue": "Never", "queueing.reclaimWithinCohort": "Never"}
 _PREEMPTOR_FIRST = {"queueing.prioritizePreemptorWorkloads": "true"}
 
 
@@ -56,6 +51,23 @@ def _known(space: Space, params: Params) -> Params:
     return {k: v for k, v in params.items() if k in paths and v in paths[k]}
 
 
+def _without_borrowing_preemption(space: Space, params: Params) -> Params:
+    """Kueue refuses borrowWithinCohort without reclaim: where a candidate stops the fleet's reclaim,
+    it stops borrowing preemption too, the fleet's and that of each team that follows the fleet's reclaim."""
+    if params.get("queueing.reclaimWithinCohort") != "Never":
+        return params
+    base = space.base_params()
+    out = {**params, "queueing.borrowWithinCohort": "Never"}
+    for knob in space.knobs:
+        head, _, field = knob.path.rpartition(".")
+        if field != "borrowWithinCohort" or not head.endswith("].preemption"):
+            continue
+        follows = params.get(f"{head}.reclaimWithinCohort", base[f"{head}.reclaimWithinCohort"]) == FLEET
+        if follows and base[knob.path] == "LowerPriority":
+            out[knob.path] = "Never"
+    return out
+
+
 def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
     """Distinct candidates that differ from the input, most targeted first."""
     base = space.base_params()
@@ -73,8 +85,6 @@ def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
                 value = _permissive(knob.path, knob.choices)
                 if value is not None:
                     found[knob.path] = value
-    if found.get("queueing.reclaimWithinCohort") == "Never":
-        found["queueing.borrowWithinCohort"] = "Never"  # Kueue refuses borrowing preemption without reclaim
     options = [
         found,
         {**_limits(space, limited), **_CALM},  # the limited pools without limits, no preemption loop
@@ -85,7 +95,7 @@ def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
     ]
     out: list[Params] = []
     for option in options:
-        params = _known(space, option)
+        params = _known(space, _without_borrowing_preemption(space, option))
         if params and any(base[k] != v for k, v in params.items()) and params not in out:
             out.append(params)
     return out

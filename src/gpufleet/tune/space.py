@@ -35,6 +35,7 @@ from gpufleet.policy.slicing import decide
 Apply = Callable[[dict[str, Any], str], None]  # edits a policy's plain data in place
 
 BOTH = "both"
+FLEET = "fleet"  # a team's preemption field left out: its ClusterQueue follows queueing
 _STRATEGIES: dict[str, list[str]] = {
     BOTH: list(KUEUE_FAIR_SHARING_STRATEGIES),
     **{s: [s] for s in KUEUE_FAIR_SHARING_STRATEGIES},
@@ -120,6 +121,11 @@ def value_of(policy: FleetPolicy, path: str) -> str:
             return q.borrowWithinCohort.policy
         value = getattr(q, field)
         return str(value).lower() if isinstance(value, bool) else str(value)
+    if head.startswith("teams[") and head.endswith("].preemption"):
+        team = policy.team(head[len("teams[") : -len("].preemption")])
+        assert team is not None
+        own = getattr(team.preemption, field, None)
+        return FLEET if own is None else str(own.policy if field == "borrowWithinCohort" else own)
     if head.startswith("teams["):
         team_name, pool_name = head[len("teams[") :].split("].quota[")
         team = policy.team(team_name)
@@ -182,6 +188,46 @@ def _borrow(policy: FleetPolicy) -> Callable[[str], dict[str, Any]]:
         return {"policy": value, "maxPriorityThreshold": threshold}
 
     return block
+
+
+def _team_preemption_knobs(policy: FleetPolicy) -> list[Knob]:
+    """Per team, each preemption field: the fleet's (the field left out) or one of Kueue's values.
+    A team's ``borrowWithinCohort`` keeps the threshold it or the fleet has."""
+    knobs: list[Knob] = []
+    for team in policy.teams:
+
+        def setter(field: str, convert: Callable[[str], Any], name: str = team.name) -> Apply:
+            def apply(data: dict[str, Any], value: str) -> None:
+                item = _item(data["teams"], name)
+                own = dict(item.get("preemption") or {})
+                if value == FLEET:
+                    own.pop(field, None)
+                else:
+                    own[field] = convert(value)
+                if own:
+                    item["preemption"] = own
+                else:
+                    item.pop("preemption", None)
+
+            return apply
+
+        own = team.preemption.borrowWithinCohort if team.preemption else None
+        threshold = (own or policy.queueing.borrowWithinCohort).maxPriorityThreshold
+
+        def borrow(value: str, threshold: int | None = threshold) -> dict[str, Any]:
+            return (
+                {"policy": value}
+                if value == "Never" or threshold is None
+                else {"policy": value, "maxPriorityThreshold": threshold}
+            )
+
+        base = f"teams[{team.name}].preemption"
+        knobs += [
+            Knob(f"{base}.withinClusterQueue", (FLEET, *_WITHIN), setter("withinClusterQueue", str)),
+            Knob(f"{base}.reclaimWithinCohort", (FLEET, *_RECLAIM), setter("reclaimWithinCohort", str)),
+            Knob(f"{base}.borrowWithinCohort", (FLEET, *_BORROW), setter("borrowWithinCohort", borrow)),
+        ]
+    return knobs
 
 
 def _ordered(values: list[str]) -> tuple[str, ...]:
@@ -288,6 +334,7 @@ def build_space(policy: FleetPolicy) -> Space:
     fleet = resolve(policy)
     knobs = [
         *_queueing_knobs(policy),
+        *_team_preemption_knobs(policy),
         *_limit_knobs(policy, fleet),
         *_slicing_knobs(policy, fleet),
         *_priority_knobs(policy),

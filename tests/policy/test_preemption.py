@@ -177,3 +177,34 @@ def test_each_team_preemption_mistake_is_located(block: str, queueing: str, path
     assert (matching[0].file, matching[0].line) == ("fleet.yaml", TEAM_LINE)
     assert fragment in matching[0].message
     assert not [p for p in problems if p.path.startswith("queueing")], "the fleet's own settings are valid"
+
+
+@pytest.mark.parametrize(
+    ("block", "timeout"),
+    [("{}", None), ("{waitForPodsReady: {}}", None), ("{waitForPodsReady: {timeoutSeconds: 600}}", 600)],
+    ids=["unset", "empty", "ten-minutes"],
+)
+def test_the_pods_ready_timeout_parses(block: str, timeout: int | None) -> None:
+    assert parse_policy(with_queueing(block), "fleet.yaml").queueing.waitForPodsReady.timeoutSeconds == timeout
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("0", "greater than or equal to 1"),
+        ("-5", "greater than or equal to 1"),
+        ("9223372037", "less than or equal to 9223372036"),  # past a Go time.Duration
+        ("10m", "valid integer"),
+    ],
+    ids=["zero", "negative", "past-go-duration", "a-duration-text"],
+)
+def test_each_pods_ready_timeout_mistake_is_located(value: str, fragment: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_policy(with_queueing(f"{{waitForPodsReady: {{timeoutSeconds: {value}}}}}"), "fleet.yaml")
+    (problem,) = caught.value.problems
+    assert (problem.file, problem.line, problem.path) == (
+        "fleet.yaml",
+        QUEUEING_LINE,
+        "queueing.waitForPodsReady.timeoutSeconds",
+    )
+    assert fragment in problem.message

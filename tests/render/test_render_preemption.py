@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from gpufleet.policy import parse_policy, resolve
 from gpufleet.render import Bundle, render
 from gpufleet.render.check import check_bundle
+from gpufleet.render.kueue import go_duration
 from gpufleet.validation import load_crds
 from tests.support import EXAMPLES, shared_path
 
@@ -122,3 +124,26 @@ def test_a_teams_preemption_changes_its_cluster_queue_only(research: str, queuei
         assert queues[other]["spec"]["preemption"] == fleets
     report = check_bundle(bundle, kubernetes="1.34", crds=CRDS)
     assert report.checked > 0 and report.findings == []
+
+
+@pytest.mark.parametrize(
+    ("queueing", "expected"),
+    [
+        ("", None),  # Kueue's own 30 minutes: the Configuration is what it always was
+        ("  waitForPodsReady: {timeoutSeconds: 600}\n", {"timeout": "10m"}),
+        ("  waitForPodsReady: {timeoutSeconds: 5430}\n", {"timeout": "1h30m30s"}),
+        ("  waitForPodsReady: {timeoutSeconds: 45}\n", {"timeout": "45s"}),
+    ],
+    ids=["unset", "ten-minutes", "mixed-units", "seconds"],
+)
+def test_the_pods_ready_timeout_is_rendered_into_kueues_configuration(queueing: str, expected: Obj | None) -> None:
+    config = yaml.safe_load(fleet_with(queueing).contents()["kueue-configuration.yaml"])
+    assert config.get("waitForPodsReady") == expected
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2" and config["kind"] == "Configuration"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(1, "1s"), (60, "1m"), (61, "1m1s"), (3600, "1h"), (90000, "25h")], ids=str
+)
+def test_go_duration_text(seconds: int, text: str) -> None:
+    assert go_duration(seconds) == text

@@ -169,3 +169,23 @@ def test_a_team_knob_starts_at_the_fleets_and_changes_that_team_only() -> None:
     assert lost_guarantees(space.base, tuned) == ["b/train"]
     back = space.apply({"teams[a].preemption.withinClusterQueue": "fleet"}).team("a")
     assert back is not None and back.preemption is None  # the block goes when nothing in it is left
+
+
+def test_the_pods_ready_timeout_knob_renders_into_kueues_configuration(tmp_path: Path) -> None:
+    space = build_space(policy())
+    knob = space.knob("queueing.waitForPodsReady.timeoutSeconds")
+    assert space.base_params()[knob.path] == "1800"  # Kueue's default: the input sets none
+    assert knob.choices == ("1800", "300", "600", "3600")
+    tuned = space.apply({knob.path: "600"})
+    assert tuned.queueing.waitForPodsReady.timeoutSeconds == 600
+    file = tmp_path / "tuned.yaml"
+    file.write_text(policy_yaml(tuned))
+    assert runner.invoke(app, ["plan", str(file)]).exit_code == 0
+    out = tmp_path / "m"
+    crds = shared_path("schemas", "kueue-v0.19.2")
+    rendered = runner.invoke(app, ["render", str(file), "-o", str(out), "--check", "--crds", str(crds)])
+    assert rendered.exit_code == 0, rendered.output
+    config = yaml.safe_load((out / "kueue-configuration.yaml").read_text())
+    assert config["waitForPodsReady"] == {"timeout": "10m"}
+    # a policy that says 1800 itself reads as Kueue's default, and the search starts from it
+    assert build_space(tuned).base_params()[knob.path] == "600"

@@ -205,6 +205,20 @@ class BorrowWithinCohort(Spec):
         return value
 
 
+GO_DURATION_MAX_S = (2**63 - 1) // 10**9  # Kueue's timeout is a Go time.Duration (int64 nanoseconds)
+
+
+class WaitForPodsReady(Spec):
+    """Kueue's Configuration ``waitForPodsReady``: an admitted workload whose pods are not all ready
+    within the timeout is evicted and requeued (v1beta2: always on, 30 minutes by default)."""
+
+    timeoutSeconds: Annotated[int, Field(ge=1, le=GO_DURATION_MAX_S)] | None = Field(
+        default=None,
+        description="Kueue's waitForPodsReady.timeout in seconds (unset: Kueue's 30 minutes, not rendered); "
+        "recoveryTimeout follows it, as in Kueue",
+    )
+
+
 class TeamPreemption(Spec):
     """One team's ClusterQueue ``spec.preemption``: each field set overrides the fleet's ``queueing``
     value for this team's ClusterQueue only; a field left out follows the fleet."""
@@ -295,6 +309,10 @@ class Queueing(Spec):
         "together with the manager's --feature-gates flag",
     )
     queueingStrategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
+    waitForPodsReady: WaitForPodsReady = Field(
+        default_factory=WaitForPodsReady,
+        description="Kueue's waitForPodsReady in the manager Configuration; `gpufleet simulate` and `tune` use it",
+    )
     withinClusterQueue: WithinClusterQueue = "LowerPriority"
     reclaimWithinCohort: ReclaimWithinCohort = "Any"
     borrowWithinCohort: BorrowWithinCohort = Field(

@@ -165,6 +165,14 @@ def priority_classes(fleet: Fleet) -> list[Obj]:
     return out
 
 
+def go_duration(seconds: int) -> str:
+    """Seconds as Go's ``time.ParseDuration`` reads them, in the largest units: 600 → ``10m``, 5400 → ``1h30m``."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = "".join(f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (secs, "s")) if n)
+    return text or "0s"
+
+
 def configuration(fleet: Fleet, device_class_mappings: list[Obj]) -> Obj:
     """The fields of Kueue's manager Configuration that gpufleet relies on (merge into kueue-manager-config)."""
     config: Obj = {
@@ -179,6 +187,9 @@ def configuration(fleet: Fleet, device_class_mappings: list[Obj]) -> Obj:
     if fleet.policy.queueing.prioritizePreemptorWorkloads:
         # the API's featureGates map; Kueue refuses it together with the manager's --feature-gates flag
         config["featureGates"] = {"PrioritizePreemptorWorkloads": True}
+    timeout = fleet.policy.queueing.waitForPodsReady.timeoutSeconds
+    if timeout is not None:  # unset: Kueue's own 30 minutes, so the Configuration stays as it was
+        config["waitForPodsReady"] = {"timeout": go_duration(timeout)}
     if fleet.policy.monitoring.enabled:
         # the quota panel and kueue_cluster_queue_nominal_quota exist only with this switch on
         config["metrics"] = {"enableClusterQueueResources": True}

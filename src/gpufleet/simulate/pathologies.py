@@ -5,7 +5,7 @@ Each ``Finding`` carries a PascalCase reason, one sentence a team lead understan
 numbers), the evidence (job names, the preemption chain, hours), the remedy in words and the policy
 field paths it touches (``settings``). Paths read like the policy file: ``queueing.<field>``,
 ``teams[<team>].quota[<pool>].<field>``, ``pools[<pool>].slicing``, ``serving.deployments``; the
-simulation's own knobs are ``simulation.placement`` and ``simulation.podsReady.timeoutSeconds``.
+simulation's own knob is ``simulation.placement`` (the scheduler's scoring, which no policy field sets).
 
 - ``PreemptionLoop``: a job preempted ``LOOP_AT`` times or more; the chain of who preempted it and
   why (Kueue's reasons), and whom it preempted in turn. Reclamation one way and fair sharing the
@@ -258,7 +258,7 @@ def quota_without_node(runs: Sequence[JobRun], end: int) -> list[Finding]:
         "FragmentationAware), or keep quota below what the free nodes hold; a shorter waitForPodsReady timeout "
         "hands the quota back sooner"
     )
-    settings = ("simulation.placement", "simulation.podsReady.timeoutSeconds")
+    settings = ("simulation.placement", "queueing.waitForPodsReady.timeoutSeconds")
     return [
         Finding(
             Reason.QUOTA_WITHOUT_NODE, message, evidence, remedy, settings, (*teams, *(r.key for r in hit[:EVIDENCE]))

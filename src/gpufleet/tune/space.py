@@ -3,11 +3,11 @@
 Only what the policy file can say is searched, so every trial is a policy a user can apply
 (``plan``, ``render``): borrowing and lending limits per team and pool, the fleet's preemption
 policies (``withinClusterQueue``, ``reclaimWithinCohort``, ``borrowWithinCohort``'s policy with the
-input's threshold kept; the policy sets them for every ClusterQueue at once), fair sharing on or
-off and its preemption strategies, Kueue's ``PrioritizePreemptorWorkloads`` gate (the remedy for a
-reclaim loop that keeps reclaim), the MIG layout of each MIG pool, the time-slice replicas of each
-time-sliced pool and the value of each priority class. Kueue settings the policy does not carry
-(``waitForPodsReady``'s timeout, the scheduler's placement scoring) are not searched: a
+input's threshold kept) and each team's override of them (``fleet``: the team follows the fleet),
+fair sharing on or off and its preemption strategies, Kueue's ``PrioritizePreemptorWorkloads`` gate
+(the remedy for a reclaim loop that keeps reclaim), waitForPodsReady's timeout, the MIG layout of
+each MIG pool, the time-slice replicas of each time-sliced pool and the value of each priority
+class. The scheduler's placement scoring is not searched: no policy field sets it, so a
 recommendation could not be applied.
 
 Every value is a string (Optuna stores categorical choices by index; strings keep the study
@@ -31,6 +31,7 @@ from gpufleet.policy.checks import cross_check
 from gpufleet.policy.fleet import facts_for
 from gpufleet.policy.model import KUEUE_FAIR_SHARING_STRATEGIES, UNLIMITED, PoolQuota
 from gpufleet.policy.slicing import decide
+from gpufleet.simulate.config import PodsReady
 
 Apply = Callable[[dict[str, Any], str], None]  # edits a policy's plain data in place
 
@@ -44,6 +45,8 @@ _WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 _RECLAIM = ("Never", "LowerPriority", "Any")
 _BORROW = ("Never", "LowerPriority")
 _REPLICAS = ("2", "4", "8")
+_TIMEOUTS = ("300", "600", "1800", "3600")  # 5 min to an hour; Kueue's default is 30 min
+KUEUE_PODS_READY_TIMEOUT_S = PodsReady().timeout_s  # Kueue's default (simulate.config)
 
 
 class SpaceError(ValueError):
@@ -121,6 +124,8 @@ def value_of(policy: FleetPolicy, path: str) -> str:
             return q.borrowWithinCohort.policy
         value = getattr(q, field)
         return str(value).lower() if isinstance(value, bool) else str(value)
+    if head == "queueing.waitForPodsReady":
+        return str(policy.queueing.waitForPodsReady.timeoutSeconds or KUEUE_PODS_READY_TIMEOUT_S)
     if head.startswith("teams[") and head.endswith("].preemption"):
         team = policy.team(head[len("teams[") : -len("].preemption")])
         assert team is not None
@@ -175,6 +180,11 @@ def _queueing_knobs(policy: FleetPolicy) -> list[Knob]:
             setter("prioritizePreemptorWorkloads", lambda v: v == "true"),
         ),
         Knob("queueing.borrowWithinCohort", _BORROW, setter("borrowWithinCohort", _borrow(policy))),
+        Knob(
+            "queueing.waitForPodsReady.timeoutSeconds",
+            _ordered([value_of(policy, "queueing.waitForPodsReady.timeoutSeconds"), *_TIMEOUTS]),
+            setter("waitForPodsReady", lambda v: {"timeoutSeconds": int(v)}),
+        ),
     ]
 
 

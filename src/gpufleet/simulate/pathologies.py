@@ -178,11 +178,16 @@ def preemption_loops(runs: Sequence[JobRun], fleet: Fleet) -> list[Finding]:
         IN_COHORT_RECLAMATION in reasons or IN_COHORT_RECLAIM_WHILE_BORROWING in reasons
     ):
         message += "; a borrower is reclaimed by a lender and preempts back by fair sharing (the cohort-reclaim loop)"
+    moves = ["set queueing.reclaimWithinCohort to Never (lenders give up guaranteed reclaim)"]
+    if IN_COHORT_RECLAMATION in reasons or IN_COHORT_RECLAIM_WHILE_BORROWING in reasons:
+        moves.append(
+            "turn queueing.prioritizePreemptorWorkloads on (reclaim kept, the reclaimer holds what its victims free)"
+        )
+    moves.append("set queueing.preemptionStrategies to [LessThanOrEqualToFinalShare]")
+    if IN_COHORT_RECLAIM_WHILE_BORROWING in reasons:
+        moves.append("set queueing.borrowWithinCohort to Never (no preempting while borrowing)")
     remedy = (
-        "Break the loop: set queueing.reclaimWithinCohort to Never (lenders give up guaranteed reclaim), turn "
-        "queueing.prioritizePreemptorWorkloads on (reclaim kept, the reclaimer holds what its victims free), set "
-        "queueing.preemptionStrategies to [LessThanOrEqualToFinalShare], set queueing.borrowWithinCohort to Never "
-        "(no preempting while borrowing), or cap the borrowers' borrowingLimit "
+        f"Break the loop: {', '.join(moves)}, or cap the borrowers' borrowingLimit "
         f"on {', '.join(sorted(pools)) or 'the pool'} so they do not borrow what is reclaimed"
     )
     subjects = (*borrowers, *sorted(pools), *(r.key for r in looping[:EVIDENCE]))

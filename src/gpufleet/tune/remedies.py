@@ -4,8 +4,10 @@ A consultant's first moves: lift the borrowing and lending limits that hold quot
 preemptions that feed a reclaim/preempt-back loop, and both together; keep reclaim but let the
 reclaiming workload hold what its victims free (Kueue's PrioritizePreemptorWorkloads gate, the
 remedy that does not give up guaranteed quota); and, where the input
-policy's findings name the settings that drive them, exactly those settings. Each candidate is a
-set of knob values (``Space`` paths); ``seed_study`` enqueues them once per study.
+policy's findings name the settings that drive them, exactly those settings. A candidate that stops
+the fleet's reclaim stops ``borrowWithinCohort`` with it (Kueue refuses the one without the other);
+the per-team preemption knobs and the waitForPodsReady timeout are left to the sampler. Each
+candidate is a set of knob values (``Space`` paths); ``seed_study`` enqueues them once per study.
 """
 
 from __future__ import annotations

@@ -22,6 +22,16 @@ LOOP = Finding(
     ("a",),
 )
 
+# the settings the simulator's QuotaWithoutNode names
+UNPLACED = Finding(
+    Reason.QUOTA_WITHOUT_NODE,
+    "a job got quota but no node",
+    (),
+    "Quota the nodes cannot deliver",
+    ("simulation.placement", "queueing.waitForPodsReady.timeoutSeconds"),
+    ("a", "train"),  # its team and pool
+)
+
 
 @pytest.fixture(scope="module")
 def measures() -> Measures:
@@ -36,6 +46,7 @@ def measures() -> Measures:
         ("queueing.prioritizePreemptorWorkloads", "false", "true", (Reason.PREEMPTION_LOOP,)),
         ("queueing.reclaimWithinCohort", "Any", "Never", (Reason.PREEMPTION_LOOP,)),
         ("teams[a].preemption.reclaimWithinCohort", "fleet", "Never", (Reason.PREEMPTION_LOOP,)),
+        ("queueing.waitForPodsReady.timeoutSeconds", "1800", "600", (Reason.QUOTA_WITHOUT_NODE,)),
         ("queueing.fairSharing", "true", "false", ()),
     ],
 )
@@ -43,11 +54,18 @@ def test_a_changed_knob_names_the_loop_it_removes(
     measures: Measures, knob: str, before: str, after: str, removes: tuple[Reason, ...]
 ) -> None:
     (change,) = diff(
-        base={knob: before}, tuned={knob: after}, before=measures, after=measures, found_before=[LOOP], found_after=[]
+        base={knob: before},
+        tuned={knob: after},
+        before=measures,
+        after=measures,
+        found_before=[LOOP, UNPLACED],
+        found_after=[],
     )
     assert (change.setting, change.before, change.after) == (knob, before, after)
     assert change.removes == removes
-    if removes:
+    if removes == (Reason.PREEMPTION_LOOP,):
         assert [e.measure for e in change.effects] == ["most preemptions of one job"]
+    elif removes:
+        assert [e.measure for e in change.effects] == ["usable idle GPU-h (train)"]
     else:  # no finding points at it: the two objectives instead
         assert [e.measure for e in change.effects] == ["goodput GPU-h", "worst team p95 wait h"]

@@ -261,7 +261,7 @@ def quota_without_node(runs: Sequence[JobRun], end: int) -> list[Finding]:
     remedy = (
         "Quota the nodes cannot deliver: pack nodes so gangs find whole ones (placement MostAllocated or "
         "FragmentationAware), or keep quota below what the free nodes hold; a shorter waitForPodsReady timeout "
-        "hands the quota back sooner"
+        "(queueing.waitForPodsReady.timeoutSeconds) hands the quota back sooner"
     )
     settings = ("simulation.placement", "queueing.waitForPodsReady.timeoutSeconds")
     return [

@@ -9,7 +9,7 @@ from gpufleet.simulate.config import Mode, ServingCurve, SimulationConfig
 from gpufleet.simulate.measures import measure
 from gpufleet.simulate.pathologies import LOOP_AT, Finding, Reason, diagnose
 from gpufleet.simulate.run import simulate
-from gpufleet.trace.job import Job
+from gpufleet.trace.job import Job, JobKind
 from tests.simulate.fleets import FLAT, MIG_SPREAD, SERVING_AT_RISK, TWO_TEAMS, fleet, job, limited
 
 
@@ -39,7 +39,11 @@ def test_a_job_reclaimed_again_and_again_is_a_preemption_loop() -> None:
     assert f"a/j1 of a, {LOOP_AT}×" in loop.message
     assert "InCohortReclamation 4" in loop.message
     assert loop.evidence[0].startswith(f"a/j1 (a, batch): preempted {LOOP_AT}× by b {LOOP_AT}× (InCohortReclamation)")
-    assert loop.settings == ("queueing.reclaimWithinCohort", "teams[a].quota[train].borrowingLimit")
+    assert loop.settings == (
+        "queueing.reclaimWithinCohort",
+        "queueing.prioritizePreemptorWorkloads",
+        "teams[a].quota[train].borrowingLimit",
+    )
     assert "a/j1" in loop.subjects and "train" in loop.subjects
 
 
@@ -73,6 +77,7 @@ def test_quota_no_node_can_place_is_quota_without_node() -> None:
     assert "5 waitForPodsReady eviction(s), 2.5 hours holding quota unplaced" in hit.message
     assert hit.evidence[0].startswith("a/m (a, 1×2 mig-3g.40gb): 5 eviction(s), 2.5 h admitted unplaced")
     assert "Insufficient nvidia.com/mig-3g.40gb" in hit.evidence[0]  # the scheduler's own word
+    assert "queueing.waitForPodsReady.timeoutSeconds" in hit.settings and hit.settings[-1] in hit.remedy
 
 
 def test_pods_one_instance_each_fit_and_are_not_quota_without_node() -> None:
@@ -126,3 +131,38 @@ def test_first_apply_batch_on_the_serving_node_starves_serving() -> None:
 
 def test_a_calm_run_has_no_findings() -> None:
     assert findings(fleet(TWO_TEAMS), [job("j", "a", 0, 600), job("k", "b", 0, 600)]) == []
+
+
+# TWO_TEAMS under classical preemption, b allowed to preempt lower priorities while borrowing.
+BORROWING_PREEMPTS = TWO_TEAMS.replace(
+    "priorityClasses: [{name: batch, value: 100}]",
+    "priorityClasses: [{name: batch, value: 100}, {name: high, value: 1000}]",
+).replace(
+    "priorityClasses: [batch], dataClasses: [internal]}\nserving",
+    "priorityClasses: [batch, high], dataClasses: [internal]}\nserving",
+) + ("queueing: {fairSharing: false, borrowWithinCohort: {policy: LowerPriority}}\n")
+
+
+def test_a_loop_of_preemption_while_borrowing_names_borrow_within_cohort() -> None:
+    """a's j1 (2 GPUs, batch) borrows b's card; every 2000 s b sends a 2-GPU high-priority job of
+    300 s that needs a's card too: it may borrow while preempting (borrowWithinCohort), so it
+    preempts j1 each time (InCohortReclaimWhileBorrowing); j1 is admitted again when it ends."""
+    f = fleet(BORROWING_PREEMPTS)
+    jobs = [job("j1", "a", 0, 36_000, gpus=2)] + [
+        Job(f"b{i}", "b", "b", 600 + 2000 * i, 300, JobKind.TRAINING, gpus=2, priority_class="high")
+        for i in range(LOOP_AT)
+    ]
+    loop = only(findings(f, jobs), Reason.PREEMPTION_LOOP)
+    assert f"InCohortReclaimWhileBorrowing {LOOP_AT}" in loop.message
+    assert loop.settings[:3] == (
+        "queueing.borrowWithinCohort",
+        "queueing.reclaimWithinCohort",
+        "queueing.prioritizePreemptorWorkloads",
+    )
+    assert "set queueing.borrowWithinCohort to Never" in loop.remedy
+
+
+def test_a_reclaim_loop_offers_the_preemptor_gate_and_not_borrow_within_cohort() -> None:
+    loop = only(findings(fleet(TWO_TEAMS), reclaims(LOOP_AT)), Reason.PREEMPTION_LOOP)
+    assert "turn queueing.prioritizePreemptorWorkloads on" in loop.remedy
+    assert "borrowWithinCohort" not in loop.remedy

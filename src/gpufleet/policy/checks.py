@@ -216,6 +216,31 @@ def _serving(policy: FleetPolicy, capacity: dict[str, PoolCapacity]) -> Iterator
                 )
 
 
+def _preemption(policy: FleetPolicy) -> Iterator[Finding]:
+    """Kueue's ClusterQueue rule (CEL and webhook): a queue that never reclaims may not preempt while
+    borrowing either (``reclaimWithinCohort: Never`` with ``borrowWithinCohort.policy`` not Never).
+    Checked on what each ClusterQueue gets; named where the pair is written (the team's override, or
+    ``queueing`` once for every team that inherits both)."""
+    q = policy.queueing
+    if q.reclaimWithinCohort == "Never" and q.borrowWithinCohort.policy != "Never":
+        yield ("queueing", "borrowWithinCohort", "policy"), _pair(q.borrowWithinCohort.policy, "")
+    for i, team in enumerate(policy.teams):
+        own = team.preemption
+        if own is None or (own.reclaimWithinCohort is None and own.borrowWithinCohort is None):
+            continue  # follows the fleet: reported above
+        got = policy.preemption_of(team)
+        if got.reclaimWithinCohort == "Never" and got.borrowWithinCohort.policy != "Never":
+            field = ("borrowWithinCohort", "policy") if own.borrowWithinCohort is not None else ("reclaimWithinCohort",)
+            yield ("teams", i, "preemption", *field), _pair(got.borrowWithinCohort.policy, f" in team {team.name!r}")
+
+
+def _pair(borrow: str, where: str) -> str:
+    return (
+        f"borrowWithinCohort.policy {borrow} needs reclaimWithinCohort other than Never{where} (Kueue refuses "
+        "the pair); set reclaimWithinCohort to LowerPriority or Any, or borrowWithinCohort.policy to Never"
+    )
+
+
 def cross_check(policy: FleetPolicy) -> list[Finding]:
     """Every problem that needs more than one field (or the catalogue) to see."""
     findings: list[Finding] = []
@@ -228,4 +253,5 @@ def cross_check(policy: FleetPolicy) -> list[Finding]:
     findings += _teams(policy, capacity)
     findings += _guarantees(policy, capacity)
     findings += _serving(policy, capacity)
+    findings += _preemption(policy)
     return findings

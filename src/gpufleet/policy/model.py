@@ -8,12 +8,22 @@ Field names are the YAML's camelCase names, so error paths read like the file.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 UNLIMITED: Literal["unlimited"] = "unlimited"
 Limit = NonNegativeInt | Literal["unlimited"]
@@ -168,6 +178,65 @@ class QueueingStrategy(StrEnum):
     STRICT_FIFO = "StrictFIFO"
 
 
+WithinClusterQueue = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+ReclaimWithinCohort = Literal["Never", "LowerPriority", "Any"]
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+
+
+class BorrowWithinCohort(Spec):
+    """Kueue's ClusterQueue ``spec.preemption.borrowWithinCohort``: whether a workload that must borrow
+    may preempt lower-priority workloads of other ClusterQueues in the cohort. Kueue reads it only
+    with classical preemption (``fairSharing: false``); under fair sharing it has no effect."""
+
+    policy: Literal["Never", "LowerPriority"] = Field(
+        default="Never", description="Never (Kueue's default) or LowerPriority: preempt lower priority while borrowing"
+    )
+    maxPriorityThreshold: Int32 | None = Field(
+        default=None,
+        description="With LowerPriority: only workloads of at most this priority may be preempted by a borrower",
+    )
+
+    @field_validator("maxPriorityThreshold")
+    @classmethod
+    def _needs_a_policy(cls, value: int | None, info: ValidationInfo) -> int | None:
+        """Kueue ignores the threshold under Never; a threshold there is a mistake, not a setting."""
+        if value is not None and info.data.get("policy") == "Never":
+            raise ValueError("maxPriorityThreshold applies only with policy LowerPriority")
+        return value
+
+
+GO_DURATION_MAX_S = (2**63 - 1) // 10**9  # Kueue's timeout is a Go time.Duration (int64 nanoseconds)
+
+
+class WaitForPodsReady(Spec):
+    """Kueue's Configuration ``waitForPodsReady``: an admitted workload whose pods are not all ready
+    within the timeout is evicted and requeued (v1beta2: always on, 30 minutes by default)."""
+
+    timeoutSeconds: Annotated[int, Field(ge=1, le=GO_DURATION_MAX_S)] | None = Field(
+        default=None,
+        description="Kueue's waitForPodsReady.timeout in seconds (unset: Kueue's 30 minutes, not rendered); "
+        "recoveryTimeout follows it, as in Kueue",
+    )
+
+
+class TeamPreemption(Spec):
+    """One team's ClusterQueue ``spec.preemption``: each field set overrides the fleet's ``queueing``
+    value for this team's ClusterQueue only; a field left out follows the fleet."""
+
+    withinClusterQueue: WithinClusterQueue | None = None
+    reclaimWithinCohort: ReclaimWithinCohort | None = None
+    borrowWithinCohort: BorrowWithinCohort | None = None
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """A ClusterQueue's preemption as rendered: the team's overrides over the fleet's values."""
+
+    withinClusterQueue: WithinClusterQueue
+    reclaimWithinCohort: ReclaimWithinCohort
+    borrowWithinCohort: BorrowWithinCohort
+
+
 class Team(Spec):
     name: Name
     namespaces: Annotated[list[Name], Field(min_length=1)]
@@ -176,6 +245,11 @@ class Team(Spec):
     priorityClasses: list[Name] = Field(default_factory=list)
     dataClasses: list[Name] = Field(default_factory=list)
     queueingStrategy: QueueingStrategy | None = None
+    preemption: TeamPreemption | None = Field(
+        default=None,
+        description="This team's ClusterQueue preemption (withinClusterQueue, reclaimWithinCohort, "
+        "borrowWithinCohort), each field overriding queueing's for this team only",
+    )
 
 
 class PriorityClass(Spec):
@@ -235,8 +309,17 @@ class Queueing(Spec):
         "together with the manager's --feature-gates flag",
     )
     queueingStrategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
-    withinClusterQueue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "LowerPriority"
-    reclaimWithinCohort: Literal["Never", "LowerPriority", "Any"] = "Any"
+    waitForPodsReady: WaitForPodsReady = Field(
+        default_factory=WaitForPodsReady,
+        description="Kueue's waitForPodsReady in the manager Configuration; `gpufleet simulate` and `tune` use it",
+    )
+    withinClusterQueue: WithinClusterQueue = "LowerPriority"
+    reclaimWithinCohort: ReclaimWithinCohort = "Any"
+    borrowWithinCohort: BorrowWithinCohort = Field(
+        default_factory=BorrowWithinCohort,
+        description="Kueue's spec.preemption.borrowWithinCohort of every ClusterQueue (default: policy Never, "
+        "Kueue's own, not rendered). Kueue refuses LowerPriority together with reclaimWithinCohort: Never",
+    )
 
     @field_validator("preemptionStrategies")
     @classmethod
@@ -346,3 +429,12 @@ class FleetPolicy(Spec):
 
     def team(self, name: str) -> Team | None:
         return next((t for t in self.teams if t.name == name), None)
+
+    def preemption_of(self, team: Team) -> Preemption:
+        """The preemption ``team``'s ClusterQueue gets: its own fields, the fleet's for the rest."""
+        q, own = self.queueing, team.preemption or TeamPreemption()
+        return Preemption(
+            withinClusterQueue=own.withinClusterQueue or q.withinClusterQueue,
+            reclaimWithinCohort=own.reclaimWithinCohort or q.reclaimWithinCohort,
+            borrowWithinCohort=own.borrowWithinCohort or q.borrowWithinCohort,
+        )

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpufleet.policy.capacity import PoolCapacity, limit_value, nominal
 from gpufleet.policy.fleet import Fleet
-from gpufleet.policy.model import Team
+from gpufleet.policy.model import Preemption, Team
 from gpufleet.render.common import Obj, meta, obj, tolerations_for
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -92,6 +92,18 @@ def _team_limits(team: Team, cap: PoolCapacity) -> dict[str, dict[str, int | Non
     }
 
 
+def _preemption(p: Preemption) -> Obj:
+    """A ClusterQueue's ``spec.preemption`` (the team's overrides over the fleet's); ``borrowWithinCohort``
+    only when not Kueue's default (``{policy: Never}``), so a policy without it renders what it always did."""
+    out: Obj = {"withinClusterQueue": p.withinClusterQueue, "reclaimWithinCohort": p.reclaimWithinCohort}
+    borrow = p.borrowWithinCohort
+    if borrow.policy != "Never":
+        out["borrowWithinCohort"] = {"policy": borrow.policy}
+        if borrow.maxPriorityThreshold is not None:
+            out["borrowWithinCohort"]["maxPriorityThreshold"] = borrow.maxPriorityThreshold
+    return out
+
+
 def cluster_queue(fleet: Fleet, team: Team) -> Obj:
     q = fleet.policy.queueing
     reachable = [p for p in fleet.queued_pools() if fleet.reachable(team.name, p.pool)]
@@ -109,10 +121,7 @@ def cluster_queue(fleet: Fleet, team: Team) -> Obj:
         },
         "queueingStrategy": (team.queueingStrategy or q.queueingStrategy).value,
         "resourceGroups": _groups(reachable, amounts, lambda cap: _team_limits(team, cap)),
-        "preemption": {
-            "withinClusterQueue": q.withinClusterQueue,
-            "reclaimWithinCohort": q.reclaimWithinCohort,
-        },
+        "preemption": _preemption(fleet.policy.preemption_of(team)),
     }
     if q.fairSharing:
         spec["fairSharing"] = {"weight": str(team.weight.normalize())}
@@ -156,6 +165,14 @@ def priority_classes(fleet: Fleet) -> list[Obj]:
     return out
 
 
+def go_duration(seconds: int) -> str:
+    """Seconds as Go's ``time.ParseDuration`` reads them, in the largest units: 600 → ``10m``, 5400 → ``1h30m``."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = "".join(f"{n}{unit}" for n, unit in ((hours, "h"), (minutes, "m"), (secs, "s")) if n)
+    return text or "0s"
+
+
 def configuration(fleet: Fleet, device_class_mappings: list[Obj]) -> Obj:
     """The fields of Kueue's manager Configuration that gpufleet relies on (merge into kueue-manager-config)."""
     config: Obj = {
@@ -170,6 +187,9 @@ def configuration(fleet: Fleet, device_class_mappings: list[Obj]) -> Obj:
     if fleet.policy.queueing.prioritizePreemptorWorkloads:
         # the API's featureGates map; Kueue refuses it together with the manager's --feature-gates flag
         config["featureGates"] = {"PrioritizePreemptorWorkloads": True}
+    timeout = fleet.policy.queueing.waitForPodsReady.timeoutSeconds
+    if timeout is not None:  # unset: Kueue's own 30 minutes, so the Configuration stays as it was
+        config["waitForPodsReady"] = {"timeout": go_duration(timeout)}
     if fleet.policy.monitoring.enabled:
         # the quota panel and kueue_cluster_queue_nominal_quota exist only with this switch on
         config["metrics"] = {"enableClusterQueueResources": True}

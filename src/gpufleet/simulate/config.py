@@ -4,14 +4,18 @@ settings, the serving demand curve, and how finely the time series are kept.
 Defaults are Kueue ``v1beta2``'s own (``apis/config/v1beta2/defaults.go``): waitForPodsReady is
 always on with a 30-minute timeout, requeuing by eviction time, a backoff of 60 s doubling per
 requeue up to 3,600 s, and no limit on the number of requeues. Kueue adds a small random jitter to
-the backoff; the twin leaves it out so every run is reproducible.
+the backoff; the twin leaves it out so every run is reproducible. The policy's
+``queueing.waitForPodsReady.timeoutSeconds``, when set, is the timeout Kueue runs with, so
+``for_policy`` puts it in the run's configuration (``simulate`` does, for every caller).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
+
+from gpufleet.policy.model import FleetPolicy
 
 HOUR = 3600
 DAY = 24 * HOUR
@@ -84,3 +88,11 @@ class SimulationConfig:
     until_s: int | None = None  # stop here even if work remains (None: see horizon_after_last_s)
     horizon_after_last_s: int = 7 * DAY  # without until_s: stop this long after the last arrival
     reference_twin: bool = False  # the queue world's Kueue on the twin's reference path (no memo, no streaks)
+
+
+def for_policy(config: SimulationConfig, policy: FleetPolicy) -> SimulationConfig:
+    """``config`` with the waitForPodsReady timeout the policy renders into Kueue's Configuration."""
+    timeout = policy.queueing.waitForPodsReady.timeoutSeconds
+    if timeout is None or timeout == config.pods_ready.timeout_s:
+        return config
+    return replace(config, pods_ready=replace(config.pods_ready, timeout_s=timeout))

@@ -5,7 +5,7 @@ Each ``Finding`` carries a PascalCase reason, one sentence a team lead understan
 numbers), the evidence (job names, the preemption chain, hours), the remedy in words and the policy
 field paths it touches (``settings``). Paths read like the policy file: ``queueing.<field>``,
 ``teams[<team>].quota[<pool>].<field>``, ``pools[<pool>].slicing``, ``serving.deployments``; the
-simulation's own knobs are ``simulation.placement`` and ``simulation.podsReady.timeoutSeconds``.
+simulation's own knob is ``simulation.placement`` (the scheduler's scoring, which no policy field sets).
 
 - ``PreemptionLoop``: a job preempted ``LOOP_AT`` times or more; the chain of who preempted it and
   why (Kueue's reasons), and whom it preempted in turn. Reclamation one way and fair sharing the
@@ -117,8 +117,13 @@ def _limits_on(fleet: Fleet, pool: str) -> list[str]:
 
 # --- PreemptionLoop ----------------------------------------------------------------------------------
 _LOOP_SETTINGS = {
-    IN_COHORT_RECLAMATION: ("queueing.reclaimWithinCohort",),
-    IN_COHORT_RECLAIM_WHILE_BORROWING: ("queueing.reclaimWithinCohort",),
+    # a lender's reclaim loops when a borrower takes what its victims free: the preemptor gate stops that
+    IN_COHORT_RECLAMATION: ("queueing.reclaimWithinCohort", "queueing.prioritizePreemptorWorkloads"),
+    IN_COHORT_RECLAIM_WHILE_BORROWING: (
+        "queueing.borrowWithinCohort",
+        "queueing.reclaimWithinCohort",
+        "queueing.prioritizePreemptorWorkloads",
+    ),
     IN_COHORT_FAIR_SHARING: ("queueing.preemptionStrategies", "queueing.fairSharing"),
     IN_CLUSTER_QUEUE: ("queueing.withinClusterQueue",),
 }
@@ -173,9 +178,16 @@ def preemption_loops(runs: Sequence[JobRun], fleet: Fleet) -> list[Finding]:
         IN_COHORT_RECLAMATION in reasons or IN_COHORT_RECLAIM_WHILE_BORROWING in reasons
     ):
         message += "; a borrower is reclaimed by a lender and preempts back by fair sharing (the cohort-reclaim loop)"
+    moves = ["set queueing.reclaimWithinCohort to Never (lenders give up guaranteed reclaim)"]
+    if IN_COHORT_RECLAMATION in reasons or IN_COHORT_RECLAIM_WHILE_BORROWING in reasons:
+        moves.append(
+            "turn queueing.prioritizePreemptorWorkloads on (reclaim kept, the reclaimer holds what its victims free)"
+        )
+    moves.append("set queueing.preemptionStrategies to [LessThanOrEqualToFinalShare]")
+    if IN_COHORT_RECLAIM_WHILE_BORROWING in reasons:
+        moves.append("set queueing.borrowWithinCohort to Never (no preempting while borrowing)")
     remedy = (
-        "Break the loop: set queueing.reclaimWithinCohort to Never (lenders give up guaranteed reclaim) or "
-        "queueing.preemptionStrategies to [LessThanOrEqualToFinalShare], or cap the borrowers' borrowingLimit "
+        f"Break the loop: {', '.join(moves)}, or cap the borrowers' borrowingLimit "
         f"on {', '.join(sorted(pools)) or 'the pool'} so they do not borrow what is reclaimed"
     )
     subjects = (*borrowers, *sorted(pools), *(r.key for r in looping[:EVIDENCE]))
@@ -249,9 +261,9 @@ def quota_without_node(runs: Sequence[JobRun], end: int) -> list[Finding]:
     remedy = (
         "Quota the nodes cannot deliver: pack nodes so gangs find whole ones (placement MostAllocated or "
         "FragmentationAware), or keep quota below what the free nodes hold; a shorter waitForPodsReady timeout "
-        "hands the quota back sooner"
+        "(queueing.waitForPodsReady.timeoutSeconds) hands the quota back sooner"
     )
-    settings = ("simulation.placement", "simulation.podsReady.timeoutSeconds")
+    settings = ("simulation.placement", "queueing.waitForPodsReady.timeoutSeconds")
     return [
         Finding(
             Reason.QUOTA_WITHOUT_NODE, message, evidence, remedy, settings, (*teams, *(r.key for r in hit[:EVIDENCE]))

@@ -13,7 +13,7 @@ from gpufleet.ledger.records import Record, to_plain
 from gpufleet.outputs import replace_folder
 from gpufleet.policy import Fleet
 from gpufleet.report import ReportFiles, write_report
-from gpufleet.simulate.config import Mode, SimulationConfig
+from gpufleet.simulate.config import Mode, SimulationConfig, for_policy
 from gpufleet.simulate.engine import Outcome, Progress, Simulation
 from gpufleet.simulate.first_apply import FirstApplyWorld
 from gpufleet.simulate.measures import Measures, as_dict, common_window, measure
@@ -41,6 +41,7 @@ WORLDS: dict[Mode, type[Simulation]] = {Mode.QUEUE: QueueWorld, Mode.FIRST_APPLY
 def simulate(
     fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, progress: Progress | None = None
 ) -> RunResult:
+    config = for_policy(config, fleet.policy)  # the timeout Kueue runs with, when the policy sets one
     outcome = WORLDS[config.mode](fleet, jobs, config, progress).run()
     name = config.mode.value
     return RunResult(name, outcome, summarize(outcome), ledger_records(outcome, name), job_rows(outcome, name))

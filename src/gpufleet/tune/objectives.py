@@ -54,12 +54,13 @@ def lost_guarantees(base: FleetPolicy, policy: FleetPolicy) -> list[str]:
     """Team/pool pairs whose nominal quota (in ``base``) the team can no longer be sure to get back.
 
     A team is sure of its nominal quota when it lends none of it (lendingLimit 0) or can reclaim
-    what it lent (reclaimWithinCohort is not Never), and the nominal quota itself is unchanged.
+    what it lent (its ClusterQueue's reclaimWithinCohort, the team's own or the fleet's, is not
+    Never), and the nominal quota itself is unchanged.
     """
-    reclaim = policy.queueing.reclaimWithinCohort != "Never"
     lost = []
     for team in base.teams:
         tuned = policy.team(team.name)
+        reclaim = tuned is not None and policy.preemption_of(tuned).reclaimWithinCohort != "Never"
         for pool, quota in team.quota.items():
             if (quota.gpus or 0) == 0 and not any(quota.mig.values()):
                 continue

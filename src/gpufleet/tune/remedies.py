@@ -4,8 +4,10 @@ A consultant's first moves: lift the borrowing and lending limits that hold quot
 preemptions that feed a reclaim/preempt-back loop, and both together; keep reclaim but let the
 reclaiming workload hold what its victims free (Kueue's PrioritizePreemptorWorkloads gate, the
 remedy that does not give up guaranteed quota); and, where the input
-policy's findings name the settings that drive them, exactly those settings. Each candidate is a
-set of knob values (``Space`` paths); ``seed_study`` enqueues them once per study.
+policy's findings name the settings that drive them, exactly those settings. A candidate that stops
+the fleet's reclaim stops ``borrowWithinCohort`` with it (Kueue refuses the one without the other);
+the per-team preemption knobs and the waitForPodsReady timeout are left to the sampler. Each
+candidate is a set of knob values (``Space`` paths); ``seed_study`` enqueues them once per study.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 from gpufleet.policy.model import UNLIMITED
 from gpufleet.simulate.pathologies import Finding
 from gpufleet.tune.diff import touches
-from gpufleet.tune.space import Space
+from gpufleet.tune.space import FLEET, Space
 
 Params = dict[str, str]
 
@@ -30,6 +32,7 @@ def _permissive(path: str, choices: Sequence[str]) -> str | None:
     wanted = {
         "queueing.withinClusterQueue": "Never",
         "queueing.reclaimWithinCohort": "Never",
+        "queueing.borrowWithinCohort": "Never",
         "queueing.preemptionStrategies": "LessThanOrEqualToFinalShare",
     }.get(path)
     return wanted if wanted in choices else None
@@ -48,6 +51,23 @@ def _limits(space: Space, pools: Sequence[str] | None = None) -> Params:
 def _known(space: Space, params: Params) -> Params:
     paths = {k.path: k.choices for k in space.knobs}
     return {k: v for k, v in params.items() if k in paths and v in paths[k]}
+
+
+def _without_borrowing_preemption(space: Space, params: Params) -> Params:
+    """Kueue refuses borrowWithinCohort without reclaim: where a candidate stops the fleet's reclaim,
+    it stops borrowing preemption too, the fleet's and that of each team that follows the fleet's reclaim."""
+    if params.get("queueing.reclaimWithinCohort") != "Never":
+        return params
+    base = space.base_params()
+    out = {**params, "queueing.borrowWithinCohort": "Never"}
+    for knob in space.knobs:
+        head, _, field = knob.path.rpartition(".")
+        if field != "borrowWithinCohort" or not head.endswith("].preemption"):
+            continue
+        follows = params.get(f"{head}.reclaimWithinCohort", base[f"{head}.reclaimWithinCohort"]) == FLEET
+        if follows and base[knob.path] == "LowerPriority":
+            out[knob.path] = "Never"
+    return out
 
 
 def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
@@ -77,7 +97,7 @@ def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
     ]
     out: list[Params] = []
     for option in options:
-        params = _known(space, option)
+        params = _known(space, _without_borrowing_preemption(space, option))
         if params and any(base[k] != v for k, v in params.items()) and params not in out:
             out.append(params)
     return out

@@ -2,11 +2,13 @@
 
 Only what the policy file can say is searched, so every trial is a policy a user can apply
 (``plan``, ``render``): borrowing and lending limits per team and pool, the fleet's preemption
-policies (``withinClusterQueue``, ``reclaimWithinCohort``; the policy sets them for every
-ClusterQueue at once), fair sharing on or off and its preemption strategies, the MIG layout of each
-MIG pool, the time-slice replicas of each time-sliced pool and the value of each priority class.
-Kueue settings the policy does not carry (``borrowWithinCohort``, ``waitForPodsReady``'s timeout,
-the scheduler's placement scoring) are not searched: a recommendation could not be applied.
+policies (``withinClusterQueue``, ``reclaimWithinCohort``, ``borrowWithinCohort``'s policy with the
+input's threshold kept) and each team's override of them (``fleet``: the team follows the fleet),
+fair sharing on or off and its preemption strategies, Kueue's ``PrioritizePreemptorWorkloads`` gate
+(the remedy for a reclaim loop that keeps reclaim), waitForPodsReady's timeout, the MIG layout of
+each MIG pool, the time-slice replicas of each time-sliced pool and the value of each priority
+class. The scheduler's placement scoring is not searched: no policy field sets it, so a
+recommendation could not be applied.
 
 Every value is a string (Optuna stores categorical choices by index; strings keep the study
 readable in any storage). Each knob's choices include the input policy's own value, and a choice
@@ -29,17 +31,22 @@ from gpufleet.policy.checks import cross_check
 from gpufleet.policy.fleet import facts_for
 from gpufleet.policy.model import KUEUE_FAIR_SHARING_STRATEGIES, UNLIMITED, PoolQuota
 from gpufleet.policy.slicing import decide
+from gpufleet.simulate.config import PodsReady
 
 Apply = Callable[[dict[str, Any], str], None]  # edits a policy's plain data in place
 
 BOTH = "both"
+FLEET = "fleet"  # a team's preemption field left out: its ClusterQueue follows queueing
 _STRATEGIES: dict[str, list[str]] = {
     BOTH: list(KUEUE_FAIR_SHARING_STRATEGIES),
     **{s: [s] for s in KUEUE_FAIR_SHARING_STRATEGIES},
 }
 _WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 _RECLAIM = ("Never", "LowerPriority", "Any")
+_BORROW = ("Never", "LowerPriority")
 _REPLICAS = ("2", "4", "8")
+_TIMEOUTS = ("300", "600", "1800", "3600")  # 5 min to an hour; Kueue's default is 30 min
+KUEUE_PODS_READY_TIMEOUT_S = PodsReady().timeout_s  # Kueue's default (simulate.config)
 
 
 class SpaceError(ValueError):
@@ -113,8 +120,17 @@ def value_of(policy: FleetPolicy, path: str) -> str:
         q = policy.queueing
         if field == "preemptionStrategies":
             return BOTH if len(q.preemptionStrategies) == 2 else q.preemptionStrategies[0]
+        if field == "borrowWithinCohort":
+            return q.borrowWithinCohort.policy
         value = getattr(q, field)
         return str(value).lower() if isinstance(value, bool) else str(value)
+    if head == "queueing.waitForPodsReady":
+        return str(policy.queueing.waitForPodsReady.timeoutSeconds or KUEUE_PODS_READY_TIMEOUT_S)
+    if head.startswith("teams[") and head.endswith("].preemption"):
+        team = policy.team(head[len("teams[") : -len("].preemption")])
+        assert team is not None
+        own = getattr(team.preemption, field, None)
+        return FLEET if own is None else str(own.policy if field == "borrowWithinCohort" else own)
     if head.startswith("teams["):
         team_name, pool_name = head[len("teams[") :].split("].quota[")
         team = policy.team(team_name)
@@ -163,7 +179,65 @@ def _queueing_knobs(policy: FleetPolicy) -> list[Knob]:
             ("false", "true"),
             setter("prioritizePreemptorWorkloads", lambda v: v == "true"),
         ),
+        Knob("queueing.borrowWithinCohort", _BORROW, setter("borrowWithinCohort", _borrow(policy))),
+        Knob(
+            "queueing.waitForPodsReady.timeoutSeconds",
+            _ordered([value_of(policy, "queueing.waitForPodsReady.timeoutSeconds"), *_TIMEOUTS]),
+            setter("waitForPodsReady", lambda v: {"timeoutSeconds": int(v)}),
+        ),
     ]
+
+
+def _borrow(policy: FleetPolicy) -> Callable[[str], dict[str, Any]]:
+    """``borrowWithinCohort`` with the policy word searched; the input's threshold stays with LowerPriority."""
+    threshold = policy.queueing.borrowWithinCohort.maxPriorityThreshold
+
+    def block(value: str) -> dict[str, Any]:
+        if value == "Never" or threshold is None:
+            return {"policy": value}
+        return {"policy": value, "maxPriorityThreshold": threshold}
+
+    return block
+
+
+def _team_preemption_knobs(policy: FleetPolicy) -> list[Knob]:
+    """Per team, each preemption field: the fleet's (the field left out) or one of Kueue's values.
+    A team's ``borrowWithinCohort`` keeps the threshold it or the fleet has."""
+    knobs: list[Knob] = []
+    for team in policy.teams:
+
+        def setter(field: str, convert: Callable[[str], Any], name: str = team.name) -> Apply:
+            def apply(data: dict[str, Any], value: str) -> None:
+                item = _item(data["teams"], name)
+                own = dict(item.get("preemption") or {})
+                if value == FLEET:
+                    own.pop(field, None)
+                else:
+                    own[field] = convert(value)
+                if own:
+                    item["preemption"] = own
+                else:
+                    item.pop("preemption", None)
+
+            return apply
+
+        own = team.preemption.borrowWithinCohort if team.preemption else None
+        threshold = (own or policy.queueing.borrowWithinCohort).maxPriorityThreshold
+
+        def borrow(value: str, threshold: int | None = threshold) -> dict[str, Any]:
+            return (
+                {"policy": value}
+                if value == "Never" or threshold is None
+                else {"policy": value, "maxPriorityThreshold": threshold}
+            )
+
+        base = f"teams[{team.name}].preemption"
+        knobs += [
+            Knob(f"{base}.withinClusterQueue", (FLEET, *_WITHIN), setter("withinClusterQueue", str)),
+            Knob(f"{base}.reclaimWithinCohort", (FLEET, *_RECLAIM), setter("reclaimWithinCohort", str)),
+            Knob(f"{base}.borrowWithinCohort", (FLEET, *_BORROW), setter("borrowWithinCohort", borrow)),
+        ]
+    return knobs
 
 
 def _ordered(values: list[str]) -> tuple[str, ...]:
@@ -270,6 +344,7 @@ def build_space(policy: FleetPolicy) -> Space:
     fleet = resolve(policy)
     knobs = [
         *_queueing_knobs(policy),
+        *_team_preemption_knobs(policy),
         *_limit_knobs(policy, fleet),
         *_slicing_knobs(policy, fleet),
         *_priority_knobs(policy),

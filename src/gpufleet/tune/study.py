@@ -158,17 +158,22 @@ def simplify(study: optuna.Study, problem: Problem, base: Mapping[str, str], poi
     A random trial changes many settings, most of which do nothing on this trace; a policy is easier to
     review, and safer to apply, with only the changes that matter. Each reverted setting is a real trial
     of the study (source "simplify"); ``recommend`` prefers it when its figures are as good, since it
-    changes fewer settings. Greedy: each revert starts from the best so far.
+    changes fewer settings. Greedy: each revert starts from the best so far. When the changes are more
+    than the reverts allowed, the first trial reverts all of them together (kept if it is as good).
     """
     tried: set[str] = set()
-    for _ in range(SIMPLIFY_LIMIT):
+    for attempt in range(SIMPLIFY_LIMIT):
         chosen = recommend(candidates(study), base)
         if chosen is None:
             return
         extra = [k for k, v in chosen.params.items() if base.get(k) != v and k not in pointed and k not in tried]
         if not extra:
             return
-        knob = extra[0]
-        tried.add(knob)
-        study.enqueue_trial({**chosen.params, knob: base[knob]}, user_attrs={"source": "simplify"})
+        if attempt == 0 and len(extra) > SIMPLIFY_LIMIT:
+            # more changes than one-by-one reverts can cover (a sampled trial in a wide space): all at once first
+            reverted = {k: base[k] for k in extra}
+        else:
+            reverted = {extra[0]: base[extra[0]]}
+            tried.add(extra[0])
+        study.enqueue_trial({**chosen.params, **reverted}, user_attrs={"source": "simplify"})
         study.optimize(Objective(problem), n_trials=1)

@@ -41,7 +41,13 @@ def _table_text(args: list[str]) -> str:
     result = runner.invoke(app, args)
     assert result.exit_code in (0, 1), result.output
     assert "…" not in result.output, "rich cropped a cell"
+    for line in result.output.splitlines():
+        if line[:1] in _BOX:  # a table's line: it ends in its right border unless the table was cropped
+            assert line.rstrip()[-1:] in _BOX, f"a table's right edge was cut off: {line!r}"
     return result.output
+
+
+_BOX = set("┏┃┡│├└┓┩┤┘━─╇┼┴┳╋┯┷")
 
 
 def test_plan_tables_keep_pool_names_and_units_whole(width: int) -> None:
@@ -74,7 +80,6 @@ def test_twin_tables_keep_workload_names_whole(width: int, tmp_path: Path) -> No
 
 
 def test_simulate_tables_keep_waits_whole(width: int, tmp_path: Path) -> None:
-    del width
     policy, trace = tmp_path / "fleet.yaml", tmp_path / "trace.csv"
     policy.write_text(SERVING_AT_RISK)
     write_trace([job(f"t{i}", "a", i * 60, 4 * 3600, gpus=2) for i in range(6)], trace)
@@ -87,6 +92,9 @@ def test_simulate_tables_keep_waits_whole(width: int, tmp_path: Path) -> None:
     assert any(re.search(r"\d+ h", w) for w in waits), waits  # a wait with two units, the kind that could wrap
     for wait in waits:
         assert re.search(rf"(?<![\d.]){re.escape(wait)}(?![\d])", text), wait
+    if width >= 100:  # the terminal: side by side, the per-team table would need 150 columns
+        assert "first-apply: per team and job kind" in text and "queue: per team and job kind" in text
+        assert max(len(line) for line in text.splitlines() if line[:1] in _BOX) <= width  # paths may run on
 
 
 @pytest.mark.parametrize("cells", [["a" * 70, "b" * 70], ["short", "x" * 30 + " " + "y" * 30]])

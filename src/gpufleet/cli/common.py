@@ -65,26 +65,52 @@ def pick_output(output: Path | None, legacy: Path | None, default: Path | None =
     return chosen
 
 
-def print_table(table: Table, target: Console | None = None) -> None:
-    """Print ``table`` without cutting a word: rich may wrap a cell at its spaces, never inside a name
-    or a time (nor at all in a ``no_wrap`` column); when even that does not fit the terminal, the
-    lines run longer than it (the terminal wraps them) instead of being cropped with an ellipsis."""
+def table_width(table: Table, target: Console | None = None) -> int:
+    """The narrowest ``table`` can be printed without cutting a word: rich may wrap a cell at its
+    spaces, never inside a name or a time (nor at all in a ``no_wrap`` column)."""
     out = target or console
     for column in table.columns:
         # a no_wrap column (a duration such as "3 d 21 h", a quota) keeps each cell on one line
         sizes = [out.measure(cell) for cell in [column.header, *column.cells]]
         words = [m.maximum if column.no_wrap else m.minimum for m in sizes]
         column.min_width = max([column.min_width or 0, *words])
-    needed = Measurement.get(out, out.options.update_width(1_000_000), table).minimum
-    if needed <= out.width:
-        out.print(table)
-        return
+    return Measurement.get(out, out.options.update_width(1_000_000), table).minimum
+
+
+def print_table(table: Table, target: Console | None = None) -> None:
+    """Print ``table`` without cutting a word, in the terminal's width when it can be; when even
+    that does not fit, the lines run longer than it (the terminal wraps them) instead of being
+    cropped. The column widths are set here: rich's own shrinking can leave a table wider than
+    the terminal once each column keeps its longest word, and then crops the right edge."""
+    out = target or console
+    needed = table_width(table, out)
+    natural = Measurement.get(out, out.options.update_width(1_000_000), table).maximum
+    if natural > out.width:
+        _share_width(table, out, max(0, out.width - needed))
     width = out.width
-    out.width = needed
+    out.width = max(needed, width)  # rich never prints wider than its console: widen it for this table
     try:
-        out.print(table)
+        out.print(table, crop=False)
     finally:
         out.width = width
+
+
+def _share_width(table: Table, out: Console, extra: int) -> None:
+    """Fix each column's width: its longest word, plus a share of ``extra`` in proportion to how
+    much wider its cells would like to be (the remainder to the first columns, for one layout)."""
+    wants = []
+    for column in table.columns:
+        widest = max(out.measure(cell).maximum for cell in [column.header, *column.cells])
+        wants.append(max(0, widest - (column.min_width or 0)))
+    total = sum(wants) or 1
+    shares = [min(want, extra * want // total) for want in wants]
+    left = extra - sum(shares)
+    for i, want in enumerate(wants):
+        more = min(left, want - shares[i])
+        shares[i] += more
+        left -= more
+    for column, share in zip(table.columns, shares, strict=True):
+        column.width = (column.min_width or 0) + share
 
 
 def problem_dict(p: Problem) -> dict[str, Any]:

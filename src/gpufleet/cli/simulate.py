@@ -24,6 +24,7 @@ from gpufleet.cli.common import (
     pick_output,
     print_kept,
     print_table,
+    table_width,
 )
 from gpufleet.durations import human
 from gpufleet.errors import InputError
@@ -53,36 +54,14 @@ def progress_bar(runs: int, *, quiet: bool = False) -> Iterator[ProgressCallback
 
 
 def print_comparison(results: Sequence[RunResult]) -> None:
-    """The before/after table: per team and job kind, each run's figures side by side."""
-    table = Table(title="Before and after, per team and job kind", title_justify="left")
-    table.add_column("team / kind", no_wrap=True)
-    for r in results:
-        for col in ("wait p50", "p95", "max", "GPU-h", "share/weight"):
-            table.add_column(f"{r.name} {col}" if col == "wait p50" else col, justify="right", no_wrap=True)
-
-    def cells(group: dict[str, Any] | None, share: str) -> list[str]:
-        if group is None:
-            return ["–"] * 5
-        w = group["waitSeconds"]
-        return [human(w["p50"]), human(w["p95"]), human(w["max"]), num(group["gpuHours"]), share]
-
-    first = results[0].summary
-    for team in first["teams"]:
-        row = [f"[bold]{team}[/]"]
+    """The before/after table: per team and job kind, each run's figures side by side, or one
+    table per run, one below the other, when side by side would not fit the terminal."""
+    table = _per_team(results, "Before and after, per team and job kind")
+    if len(results) > 1 and table_width(table) > console.width:
         for r in results:
-            t = r.summary["teams"][team]
-            ratio = t["shareOverWeight"]
-            row += cells(t, f"{pct(t['share'])}/{pct(t['weightShare'])}" + ("" if ratio is None else f" ({ratio:.2f})"))
-        table.add_row(*row)
-        kinds = sorted(
-            {k.split("/", 1)[1] for r in results for k in r.summary["teamKinds"] if k.startswith(f"{team}/")}
-        )
-        for kind in kinds:
-            row = [f"  {kind}"]
-            for r in results:
-                row += cells(r.summary["teamKinds"].get(f"{team}/{kind}"), "")
-            table.add_row(*row)
-    print_table(table)
+            print_table(_per_team([r], f"{r.name}: per team and job kind"))
+    else:
+        print_table(table)
 
     fleet = Table(title="The fleet", title_justify="left")
     fleet.add_column("")
@@ -114,6 +93,38 @@ def print_comparison(results: Sequence[RunResult]) -> None:
     for label, value in rows:
         fleet.add_row(label, *[value(r.summary) for r in results])
     print_table(fleet)
+
+
+def _per_team(results: Sequence[RunResult], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("team / kind", no_wrap=True)
+    for r in results:
+        for col in ("wait p50", "p95", "max", "GPU-h", "share/weight"):
+            table.add_column(f"{r.name} {col}" if col == "wait p50" else col, justify="right", no_wrap=True)
+
+    def cells(group: dict[str, Any] | None, share: str) -> list[str]:
+        if group is None:
+            return ["–"] * 5
+        w = group["waitSeconds"]
+        return [human(w["p50"]), human(w["p95"]), human(w["max"]), num(group["gpuHours"]), share]
+
+    first = results[0].summary
+    for team in first["teams"]:
+        row = [f"[bold]{team}[/]"]
+        for r in results:
+            t = r.summary["teams"][team]
+            ratio = t["shareOverWeight"]
+            row += cells(t, f"{pct(t['share'])}/{pct(t['weightShare'])}" + ("" if ratio is None else f" ({ratio:.2f})"))
+        table.add_row(*row)
+        kinds = sorted(
+            {k.split("/", 1)[1] for r in results for k in r.summary["teamKinds"] if k.startswith(f"{team}/")}
+        )
+        for kind in kinds:
+            row = [f"  {kind}"]
+            for r in results:
+                row += cells(r.summary["teamKinds"].get(f"{team}/{kind}"), "")
+            table.add_row(*row)
+    return table
 
 
 @guarded

@@ -93,7 +93,7 @@ def test_simulate_tables_keep_waits_whole(width: int, tmp_path: Path) -> None:
     for wait in waits:
         assert re.search(rf"(?<![\d.]){re.escape(wait)}(?![\d])", text), wait
     if width >= 100:  # the terminal: side by side, the per-team table would need 150 columns
-        assert "first-apply: per team and job kind" in text and "queue: per team and job kind" in text
+        assert "per team and job kind: first-apply" in text and "per team and job kind: queue" in text
         assert max(len(line) for line in text.splitlines() if line[:1] in _BOX) <= width  # paths may run on
 
 

@@ -436,13 +436,15 @@ class Flow:
     def run(self) -> str:
         return self.prefix.rstrip("-")
 
-    def step(self) -> bool:
-        """Create the next wave and delete the long Jobs that hold quota; False once all are created."""
+    def step(self, *, delete: bool = True) -> bool:
+        """Create the next wave and (unless ``delete`` is false) delete the long Jobs that hold quota;
+        False once all are created."""
         if self.created < self.jobs:
             upto = min(self.jobs, self.created + self.wave)
             self.cluster.apply([self.spec(i) for i in range(self.created, upto)])
             self.created = upto
-        self._delete_admitted()
+        if delete:
+            self._delete_admitted()
         return self.created < self.jobs
 
     def _long(self) -> set[str]:

@@ -59,7 +59,7 @@ def print_comparison(results: Sequence[RunResult]) -> None:
     table = _per_team(results, "Before and after, per team and job kind")
     if len(results) > 1 and table_width(table) > console.width:
         for r in results:
-            print_table(_per_team([r], f"{r.name}: per team and job kind"))
+            print_table(_per_team([r], f"Before and after, per team and job kind: {r.name}"))
     else:
         print_table(table)
 

@@ -189,3 +189,29 @@ def test_the_pods_ready_timeout_knob_renders_into_kueues_configuration(tmp_path:
     assert config["waitForPodsReady"] == {"timeout": "10m"}
     # a policy that says 1800 itself reads as Kueue's default, and the search starts from it
     assert build_space(tuned).base_params()[knob.path] == "600"
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "choices", "to", "renders"),
+    [
+        ("", ("LeastAllocated", "MostAllocated"), "MostAllocated", True),
+        ("scheduling: {nodeScoring: MostAllocated}\n", ("MostAllocated", "LeastAllocated"), "LeastAllocated", False),
+    ],
+    ids=["from-the-default", "from-most-allocated"],
+)
+def test_the_node_scoring_knob_starts_at_the_inputs_and_renders_a_scheduler_profile(
+    tmp_path: Path, scheduling: str, choices: tuple[str, ...], to: str, renders: bool
+) -> None:
+    """kube-scheduler's two strategies are searched; gpufleet's own FragmentationAware is not (no cluster runs it)."""
+    space = build_space(policy(LIMITED + scheduling))
+    knob = space.knob("scheduling.nodeScoring")
+    assert knob.choices == choices and space.base_params()[knob.path] == choices[0]
+    tuned = space.apply({knob.path: to})
+    assert tuned.scheduling.nodeScoring == to and value_of(tuned, knob.path) == to
+    file = tmp_path / "tuned.yaml"
+    file.write_text(policy_yaml(tuned))
+    out = tmp_path / "m"
+    crds = shared_path("schemas", "kueue-v0.19.2")
+    rendered = runner.invoke(app, ["render", str(file), "-o", str(out), "--check", "--crds", str(crds)])
+    assert rendered.exit_code == 0, rendered.output
+    assert (out / "kube-scheduler-configuration.yaml").exists() is renders

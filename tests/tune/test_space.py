@@ -15,6 +15,7 @@ from gpufleet.tune.remedies import candidates
 from gpufleet.tune.space import SpaceError, build_space, value_of
 from tests.support import shared_path
 from tests.tune.cases import LIMITED, policy
+from tests.tune.test_diff import UNPLACED
 
 runner = CliRunner()
 
@@ -215,3 +216,20 @@ def test_the_node_scoring_knob_starts_at_the_inputs_and_renders_a_scheduler_prof
     rendered = runner.invoke(app, ["render", str(file), "-o", str(out), "--check", "--crds", str(crds)])
     assert rendered.exit_code == 0, rendered.output
     assert (out / "kube-scheduler-configuration.yaml").exists() is renders
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "asked"),
+    [("", "MostAllocated"), ("scheduling: {nodeScoring: MostAllocated}\n", None)],
+    ids=["spread-input", "already-packed"],
+)
+def test_quota_without_node_asks_for_packed_nodes(scheduling: str, asked: str | None) -> None:
+    """QuotaWithoutNode names scheduling.nodeScoring; its candidate packs nodes unless the input already does."""
+    space = build_space(policy(LIMITED + scheduling))
+    found = candidates(space, [UNPLACED])
+    asking = [c for c in found if "scheduling.nodeScoring" in c]
+    assert [c["scheduling.nodeScoring"] for c in asking] == ([asked] if asked else [])
+    if asked:
+        assert asking[0] is found[0]  # the finding's own candidate, tried first
+        assert space.apply(asking[0]).scheduling.nodeScoring == asked
+    assert not [c for c in candidates(space) if "scheduling.nodeScoring" in c]  # only where the finding asks

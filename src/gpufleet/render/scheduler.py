@@ -15,10 +15,10 @@ from gpufleet.render.common import Obj
 
 API = "kubescheduler.config.k8s.io/v1"
 DEFAULT_SCHEDULER = "default-scheduler"
-# GPU allocation decides where a pod packs; cpu and memory (weight 1) only break ties between nodes
-# whose cards are equally full. kube-scheduler accepts weights 1 to 100.
-GPU_WEIGHT = 10
-HOST_WEIGHT = 1
+# Weight 1 each, the GPU resources and cpu and memory: the scoring the simulator models
+# (gpufleet.placement.scoring), so the cluster packs as the simulated runs did. kube-scheduler takes
+# a resource the node lacks out of the mean, so a MIG profile scores only on the nodes that offer it.
+WEIGHT = 1
 
 HEADER = """kube-scheduler's node scoring the policy asks for (scheduling.nodeScoring: MostAllocated). This is not
 an API object and not in kustomization.yaml: it is the file kube-scheduler reads with --config (merge the
@@ -36,8 +36,7 @@ def scheduler_configuration(fleet: Fleet) -> list[Obj]:
     scoring = fleet.policy.scheduling.nodeScoring
     if scoring == "LeastAllocated":
         return []
-    resources = [{"name": r, "weight": GPU_WEIGHT} for r in gpu_resources(fleet)]
-    resources += [{"name": r, "weight": HOST_WEIGHT} for r in ("cpu", "memory")]
+    resources = [{"name": r, "weight": WEIGHT} for r in [*gpu_resources(fleet), "cpu", "memory"]]
     fit = {"scoringStrategy": {"type": scoring, "resources": resources}}
     return [
         {

@@ -233,3 +233,18 @@ def test_quota_without_node_asks_for_packed_nodes(scheduling: str, asked: str | 
         assert asking[0] is found[0]  # the finding's own candidate, tried first
         assert space.apply(asking[0]).scheduling.nodeScoring == asked
     assert not [c for c in candidates(space) if "scheduling.nodeScoring" in c]  # only where the finding asks
+
+
+@pytest.mark.parametrize(
+    ("reclaim", "lost"),
+    [("Any", []), ("LowerPriority", ["a/train", "b/train"]), ("Never", ["a/train", "b/train"])],
+    ids=["any", "lower-priority", "never"],
+)
+def test_only_reclaiming_from_any_borrower_keeps_a_lent_guarantee(reclaim: str, lost: list[str]) -> None:
+    """LIMITED's teams lend without limit and run one priority class: Kueue's LowerPriority reclaim
+    cannot take back what a borrower of the same priority holds, so only Any keeps the guarantee."""
+    space = build_space(policy())
+    tuned = space.apply({"queueing.reclaimWithinCohort": reclaim})
+    assert lost_guarantees(space.base, tuned) == lost
+    kept = space.apply({"queueing.reclaimWithinCohort": reclaim, "teams[b].quota[train].lendingLimit": "0"})
+    assert "b/train" not in lost_guarantees(space.base, kept)  # lending nothing keeps it whatever the reclaim

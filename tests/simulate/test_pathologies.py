@@ -77,7 +77,8 @@ def test_quota_no_node_can_place_is_quota_without_node() -> None:
     assert "5 waitForPodsReady eviction(s), 2.5 hours holding quota unplaced" in hit.message
     assert hit.evidence[0].startswith("a/m (a, 1×2 mig-3g.40gb): 5 eviction(s), 2.5 h admitted unplaced")
     assert "Insufficient nvidia.com/mig-3g.40gb" in hit.evidence[0]  # the scheduler's own word
-    assert "queueing.waitForPodsReady.timeoutSeconds" in hit.settings and hit.settings[-1] in hit.remedy
+    assert hit.settings == ("scheduling.nodeScoring", "queueing.waitForPodsReady.timeoutSeconds")
+    assert all(setting in hit.remedy for setting in hit.settings)  # the remedy names each policy path
 
 
 def test_pods_one_instance_each_fit_and_are_not_quota_without_node() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet.simulate.config import Mode, PodsReady, SimulationConfig, for_policy
+from gpufleet.simulate.config import Mode, PlacementPolicy, PodsReady, SimulationConfig, for_policy
 from gpufleet.simulate.run import simulate
 from tests.simulate.fleets import MIG_SPREAD, fleet, job
 
@@ -41,5 +41,8 @@ def test_an_unplaceable_job_is_evicted_by_the_policys_timeout(
 
 
 def test_without_a_timeout_in_the_policy_the_configuration_is_unchanged() -> None:
-    config = SimulationConfig(mode=Mode.QUEUE, pods_ready=PodsReady(timeout_s=42))
+    """A configuration that names its placement (as ``simulate --placement`` does) keeps it too."""
+    config = SimulationConfig(
+        mode=Mode.QUEUE, placement=PlacementPolicy.MOST_ALLOCATED, pods_ready=PodsReady(timeout_s=42)
+    )
     assert for_policy(config, fleet(MIG_SPREAD).policy) is config

@@ -28,7 +28,7 @@ UNPLACED = Finding(
     "a job got quota but no node",
     (),
     "Quota the nodes cannot deliver",
-    ("simulation.placement", "queueing.waitForPodsReady.timeoutSeconds"),
+    ("scheduling.nodeScoring", "queueing.waitForPodsReady.timeoutSeconds"),
     ("a", "train"),  # its team and pool
 )
 
@@ -47,6 +47,7 @@ def measures() -> Measures:
         ("queueing.reclaimWithinCohort", "Any", "Never", (Reason.PREEMPTION_LOOP,)),
         ("teams[a].preemption.reclaimWithinCohort", "fleet", "Never", (Reason.PREEMPTION_LOOP,)),
         ("queueing.waitForPodsReady.timeoutSeconds", "1800", "600", (Reason.QUOTA_WITHOUT_NODE,)),
+        ("scheduling.nodeScoring", "LeastAllocated", "MostAllocated", (Reason.QUOTA_WITHOUT_NODE,)),
         ("queueing.fairSharing", "true", "false", ()),
     ],
 )

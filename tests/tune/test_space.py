@@ -15,6 +15,7 @@ from gpufleet.tune.remedies import candidates
 from gpufleet.tune.space import SpaceError, build_space, value_of
 from tests.support import shared_path
 from tests.tune.cases import LIMITED, policy
+from tests.tune.test_diff import UNPLACED
 
 runner = CliRunner()
 
@@ -189,3 +190,61 @@ def test_the_pods_ready_timeout_knob_renders_into_kueues_configuration(tmp_path:
     assert config["waitForPodsReady"] == {"timeout": "10m"}
     # a policy that says 1800 itself reads as Kueue's default, and the search starts from it
     assert build_space(tuned).base_params()[knob.path] == "600"
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "choices", "to", "renders"),
+    [
+        ("", ("LeastAllocated", "MostAllocated"), "MostAllocated", True),
+        ("scheduling: {nodeScoring: MostAllocated}\n", ("MostAllocated", "LeastAllocated"), "LeastAllocated", False),
+    ],
+    ids=["from-the-default", "from-most-allocated"],
+)
+def test_the_node_scoring_knob_starts_at_the_inputs_and_renders_a_scheduler_profile(
+    tmp_path: Path, scheduling: str, choices: tuple[str, ...], to: str, renders: bool
+) -> None:
+    """kube-scheduler's two strategies are searched; gpufleet's own FragmentationAware is not (no cluster runs it)."""
+    space = build_space(policy(LIMITED + scheduling))
+    knob = space.knob("scheduling.nodeScoring")
+    assert knob.choices == choices and space.base_params()[knob.path] == choices[0]
+    tuned = space.apply({knob.path: to})
+    assert tuned.scheduling.nodeScoring == to and value_of(tuned, knob.path) == to
+    file = tmp_path / "tuned.yaml"
+    file.write_text(policy_yaml(tuned))
+    out = tmp_path / "m"
+    crds = shared_path("schemas", "kueue-v0.19.2")
+    rendered = runner.invoke(app, ["render", str(file), "-o", str(out), "--check", "--crds", str(crds)])
+    assert rendered.exit_code == 0, rendered.output
+    assert (out / "kube-scheduler-configuration.yaml").exists() is renders
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "asked"),
+    [("", "MostAllocated"), ("scheduling: {nodeScoring: MostAllocated}\n", None)],
+    ids=["spread-input", "already-packed"],
+)
+def test_quota_without_node_asks_for_packed_nodes(scheduling: str, asked: str | None) -> None:
+    """QuotaWithoutNode names scheduling.nodeScoring; its candidate packs nodes unless the input already does."""
+    space = build_space(policy(LIMITED + scheduling))
+    found = candidates(space, [UNPLACED])
+    asking = [c for c in found if "scheduling.nodeScoring" in c]
+    assert [c["scheduling.nodeScoring"] for c in asking] == ([asked] if asked else [])
+    if asked:
+        assert asking[0] is found[0]  # the finding's own candidate, tried first
+        assert space.apply(asking[0]).scheduling.nodeScoring == asked
+    assert not [c for c in candidates(space) if "scheduling.nodeScoring" in c]  # only where the finding asks
+
+
+@pytest.mark.parametrize(
+    ("reclaim", "lost"),
+    [("Any", []), ("LowerPriority", ["a/train", "b/train"]), ("Never", ["a/train", "b/train"])],
+    ids=["any", "lower-priority", "never"],
+)
+def test_only_reclaiming_from_any_borrower_keeps_a_lent_guarantee(reclaim: str, lost: list[str]) -> None:
+    """LIMITED's teams lend without limit and run one priority class: Kueue's LowerPriority reclaim
+    cannot take back what a borrower of the same priority holds, so only Any keeps the guarantee."""
+    space = build_space(policy())
+    tuned = space.apply({"queueing.reclaimWithinCohort": reclaim})
+    assert lost_guarantees(space.base, tuned) == lost
+    kept = space.apply({"queueing.reclaimWithinCohort": reclaim, "teams[b].quota[train].lendingLimit": "0"})
+    assert "b/train" not in lost_guarantees(space.base, kept)  # lending nothing keeps it whatever the reclaim

@@ -179,8 +179,18 @@ def _deployment(webhook_image: str) -> Obj:
     }
 
 
+def _policy_copy(fleet: Fleet) -> Obj:
+    """The policy the webhook loads. Scheduling is kube-scheduler's, not the webhook's; left at its default
+    it stays out, so the ConfigMap reads as it did before the field existed (and a webhook of that
+    release, which refuses unknown fields, still loads it)."""
+    policy = fleet.policy
+    default = policy.scheduling == type(policy.scheduling)()
+    dumped: Obj = policy.model_dump(mode="json", exclude_none=True, exclude={"scheduling"} if default else None)
+    return dumped
+
+
 def webhook_objects(fleet: Fleet, webhook_image: str = DEFAULT_IMAGE) -> list[Obj]:
-    policy_text = yaml.safe_dump(fleet.policy.model_dump(mode="json", exclude_none=True), sort_keys=False)
+    policy_text = yaml.safe_dump(_policy_copy(fleet), sort_keys=False)
     inject = {"cert-manager.io/inject-ca-from": f"{NAMESPACE}/{WEBHOOK}"}
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(NAMESPACE)},

@@ -139,8 +139,13 @@ def simulate(
         Path | None, output_option("Folder for results.json, tables, charts, report [default: simulation]")
     ] = None,
     placement: Annotated[
-        PlacementPolicy, typer.Option("--placement", help="The scheduler's scoring")
-    ] = PlacementPolicy.LEAST_ALLOCATED,
+        PlacementPolicy | None,
+        typer.Option(
+            "--placement",
+            help="The scheduler's scoring [default: the policy's scheduling.nodeScoring]; FragmentationAware "
+            "is gpufleet's own model, for simulation only",
+        ),
+    ] = None,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
     legacy_out: LegacyOut = None,

@@ -333,6 +333,21 @@ class Queueing(Spec):
         )
 
 
+NodeScoring = Literal["LeastAllocated", "MostAllocated"]
+
+
+class Scheduling(Spec):
+    """How kube-scheduler scores the nodes a pod fits (NodeResourcesFit's ``scoringStrategy.type``)."""
+
+    nodeScoring: NodeScoring = Field(
+        default="LeastAllocated",
+        description="kube-scheduler's NodeResourcesFit scoring strategy for the GPU pods: LeastAllocated "
+        "(kube-scheduler's default: spread, nothing rendered) or MostAllocated (pack nodes so gangs find whole "
+        "ones; render writes kube-scheduler-configuration.yaml for the scheduler's --config). "
+        "`gpufleet simulate` and `tune` use it",
+    )
+
+
 class Recorder(Spec):
     """Where the recorder keeps the ledger: a SQLite file on a volume, or PostgreSQL (its URL in a Secret)."""
 
@@ -420,6 +435,7 @@ class FleetPolicy(Spec):
     priorityClasses: list[PriorityClass] = Field(default_factory=list)
     dataClasses: list[DataClass] = Field(default_factory=list)
     queueing: Queueing = Queueing()
+    scheduling: Scheduling = Scheduling()
     serving: Serving | None = None
     recorder: Recorder = Recorder()
     monitoring: Monitoring = Monitoring()

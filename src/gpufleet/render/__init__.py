@@ -6,7 +6,7 @@ from gpufleet.check.manifests import DEFAULT_IMAGE as DEFAULT_WEBHOOK_IMAGE
 from gpufleet.check.manifests import NAMESPACE, validating_admission_policy, webhook_objects
 from gpufleet.policy.fleet import Fleet
 from gpufleet.recorder.manifests import recorder_objects as recorder_manifests
-from gpufleet.render import dra, gpu_operator, kueue, nodes, serving
+from gpufleet.render import dra, gpu_operator, kueue, nodes, scheduler, serving
 from gpufleet.render.bundle import Bundle, RenderedFile, describe, write_bundle
 from gpufleet.render.common import Obj, meta, obj
 from gpufleet.render.monitoring import monitoring_files
@@ -98,6 +98,16 @@ def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundl
             [kueue.configuration(fleet, mappings)],
             resource=False,
             header=CONFIG_HEADER,
+            api=False,
+        )
+    )
+    # kube-scheduler's --config file (MostAllocated only): no API object, so neither kustomize nor --check
+    files.append(
+        RenderedFile(
+            "kube-scheduler-configuration.yaml",
+            scheduler.scheduler_configuration(fleet),
+            resource=False,
+            header=scheduler.HEADER,
             api=False,
         )
     )

@@ -6,7 +6,9 @@ always on with a 30-minute timeout, requeuing by eviction time, a backoff of 60 
 requeue up to 3,600 s, and no limit on the number of requeues. Kueue adds a small random jitter to
 the backoff; the twin leaves it out so every run is reproducible. The policy's
 ``queueing.waitForPodsReady.timeoutSeconds``, when set, is the timeout Kueue runs with, so
-``for_policy`` puts it in the run's configuration (``simulate`` does, for every caller).
+``for_policy`` puts it in the run's configuration (``simulate`` does, for every caller). The
+scheduler's node scoring is the policy's ``scheduling.nodeScoring`` unless the configuration names
+one (``simulate --placement``; FragmentationAware is gpufleet's own model, which no policy can say).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ class Mode(StrEnum):
 
 
 class PlacementPolicy(StrEnum):
+    """The scheduler's node scoring: kube-scheduler's two NodeResourcesFit strategies, and gpufleet's
+    fragmentation model (simulate only)."""
+
     LEAST_ALLOCATED = "LeastAllocated"
     MOST_ALLOCATED = "MostAllocated"
     FRAGMENTATION_AWARE = "FragmentationAware"
@@ -79,7 +84,7 @@ class ServingCurve:
 @dataclass(frozen=True)
 class SimulationConfig:
     mode: Mode = Mode.QUEUE
-    placement: PlacementPolicy = PlacementPolicy.LEAST_ALLOCATED
+    placement: PlacementPolicy | None = None  # None: the policy's scheduling.nodeScoring (for_policy)
     pods_ready: PodsReady = field(default_factory=PodsReady)
     serving: ServingCurve = field(default_factory=ServingCurve)
     termination_grace_s: int = 30  # a preempted pod's grace period before its Workload requeues
@@ -91,7 +96,10 @@ class SimulationConfig:
 
 
 def for_policy(config: SimulationConfig, policy: FleetPolicy) -> SimulationConfig:
-    """``config`` with the waitForPodsReady timeout the policy renders into Kueue's Configuration."""
+    """``config`` with the waitForPodsReady timeout the policy renders into Kueue's Configuration, and
+    the policy's node scoring where ``config`` names none (an explicit placement wins)."""
+    if config.placement is None:
+        config = replace(config, placement=PlacementPolicy(policy.scheduling.nodeScoring))
     timeout = policy.queueing.waitForPodsReady.timeoutSeconds
     if timeout is None or timeout == config.pods_ready.timeout_s:
         return config

@@ -64,7 +64,7 @@ from gpufleet.placement import (
 )
 from gpufleet.policy import Fleet
 from gpufleet.render.common import tolerations_for
-from gpufleet.simulate.config import DAY, HOUR, PlacementPolicy, SimulationConfig
+from gpufleet.simulate.config import DAY, HOUR, PlacementPolicy, SimulationConfig, for_policy
 from gpufleet.simulate.idle import IdleWatch
 from gpufleet.simulate.jobs import Hold, JobRun, State
 from gpufleet.simulate.meter import Meter
@@ -104,7 +104,8 @@ class Outcome:
     watch: IdleWatch | None = None  # what the idle series were computed with (the pathologies ask it again)
 
 
-def placement_policy(choice: PlacementPolicy, jobs: Sequence[Job]) -> Policy:
+def placement_policy(choice: PlacementPolicy | None, jobs: Sequence[Job]) -> Policy:
+    """The scorer for ``choice``; None (a configuration not yet given its policy's) is kube-scheduler's default."""
     if choice is PlacementPolicy.MOST_ALLOCATED:
         return MostAllocated()
     if choice is PlacementPolicy.FRAGMENTATION_AWARE:
@@ -129,7 +130,8 @@ class Simulation:
     def __init__(
         self, fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, progress: Progress | None = None
     ) -> None:
-        self.config = config
+        # the policy's node scoring and timeout, whoever built the configuration (simulate does too)
+        self.config = config = for_policy(config, fleet.policy)
         self.progress = progress
         self.pools = fleet_nodes(fleet, tainted=self.tainted)
         self.pool_of_node = {n.name: p for p in self.pools.values() for n in p.nodes}

@@ -171,7 +171,7 @@ def summarize(outcome: Outcome) -> dict[str, Any]:
     }
     return {
         "mode": outcome.config.mode.value,
-        "placement": outcome.config.placement.value,
+        "placement": str(outcome.config.placement),  # the engine resolved it: the CLI's or the policy's
         "endSeconds": end,
         "fleet": fleet,
         "teams": teams,

@@ -4,8 +4,8 @@ removes it.
 Each ``Finding`` carries a PascalCase reason, one sentence a team lead understands (with the
 numbers), the evidence (job names, the preemption chain, hours), the remedy in words and the policy
 field paths it touches (``settings``). Paths read like the policy file: ``queueing.<field>``,
-``teams[<team>].quota[<pool>].<field>``, ``pools[<pool>].slicing``, ``serving.deployments``; the
-simulation's own knob is ``simulation.placement`` (the scheduler's scoring, which no policy field sets).
+``teams[<team>].quota[<pool>].<field>``, ``pools[<pool>].slicing``, ``serving.deployments``,
+``scheduling.nodeScoring`` (kube-scheduler's scoring; ``simulate --placement`` overrides it in a run).
 
 - ``PreemptionLoop``: a job preempted ``LOOP_AT`` times or more; the chain of who preempted it and
   why (Kueue's reasons), and whom it preempted in turn. Reclamation one way and fair sharing the
@@ -259,11 +259,12 @@ def quota_without_node(runs: Sequence[JobRun], end: int) -> list[Finding]:
         f"{evictions} waitForPodsReady eviction(s), {_h(unplaced)} hours holding quota unplaced."
     )
     remedy = (
-        "Quota the nodes cannot deliver: pack nodes so gangs find whole ones (placement MostAllocated or "
-        "FragmentationAware), or keep quota below what the free nodes hold; a shorter waitForPodsReady timeout "
-        "(queueing.waitForPodsReady.timeoutSeconds) hands the quota back sooner"
+        "Quota the nodes cannot deliver: pack nodes so gangs find whole ones (scheduling.nodeScoring: "
+        "MostAllocated, which render writes as a kube-scheduler profile), or keep quota below what the free "
+        "nodes hold; a shorter waitForPodsReady timeout (queueing.waitForPodsReady.timeoutSeconds) hands the "
+        "quota back sooner"
     )
-    settings = ("simulation.placement", "queueing.waitForPodsReady.timeoutSeconds")
+    settings = ("scheduling.nodeScoring", "queueing.waitForPodsReady.timeoutSeconds")
     return [
         Finding(
             Reason.QUOTA_WITHOUT_NODE, message, evidence, remedy, settings, (*teams, *(r.key for r in hit[:EVIDENCE]))

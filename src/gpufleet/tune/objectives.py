@@ -54,13 +54,14 @@ def lost_guarantees(base: FleetPolicy, policy: FleetPolicy) -> list[str]:
     """Team/pool pairs whose nominal quota (in ``base``) the team can no longer be sure to get back.
 
     A team is sure of its nominal quota when it lends none of it (lendingLimit 0) or can reclaim
-    what it lent (its ClusterQueue's reclaimWithinCohort, the team's own or the fleet's, is not
-    Never), and the nominal quota itself is unchanged.
+    what it lent from any borrower (its ClusterQueue's reclaimWithinCohort, the team's own or the
+    fleet's, is Any: Kueue's LowerPriority reclaims only from borrowers of lower priority, so a
+    borrower of the same priority keeps the lent quota), and the nominal quota itself is unchanged.
     """
     lost = []
     for team in base.teams:
         tuned = policy.team(team.name)
-        reclaim = tuned is not None and policy.preemption_of(tuned).reclaimWithinCohort != "Never"
+        reclaim = tuned is not None and policy.preemption_of(tuned).reclaimWithinCohort == "Any"
         for pool, quota in team.quota.items():
             if (quota.gpus or 0) == 0 and not any(quota.mig.values()):
                 continue

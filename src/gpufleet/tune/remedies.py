@@ -6,6 +6,7 @@ reclaiming workload hold what its victims free (Kueue's PrioritizePreemptorWorkl
 remedy that does not give up guaranteed quota); and, where the input
 policy's findings name the settings that drive them, exactly those settings. A candidate that stops
 the fleet's reclaim stops ``borrowWithinCohort`` with it (Kueue refuses the one without the other);
+a ``QuotaWithoutNode`` finding asks for ``scheduling.nodeScoring: MostAllocated`` (packed nodes);
 the per-team preemption knobs and the waitForPodsReady timeout are left to the sampler. Each
 candidate is a set of knob values (``Space`` paths); ``seed_study`` enqueues them once per study.
 """
@@ -26,7 +27,8 @@ _PREEMPTOR_FIRST = {"queueing.prioritizePreemptorWorkloads": "true"}
 
 
 def _permissive(path: str, choices: Sequence[str]) -> str | None:
-    """The value of a knob that holds nothing back and preempts least."""
+    """The value of a knob that holds nothing back, preempts least, or packs nodes (QuotaWithoutNode's
+    remedy: gangs find whole nodes)."""
     if path.endswith(("borrowingLimit", "lendingLimit")):
         return UNLIMITED if UNLIMITED in choices else None
     wanted = {
@@ -34,6 +36,7 @@ def _permissive(path: str, choices: Sequence[str]) -> str | None:
         "queueing.reclaimWithinCohort": "Never",
         "queueing.borrowWithinCohort": "Never",
         "queueing.preemptionStrategies": "LessThanOrEqualToFinalShare",
+        "scheduling.nodeScoring": "MostAllocated",
     }.get(path)
     return wanted if wanted in choices else None
 

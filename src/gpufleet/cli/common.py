@@ -96,19 +96,17 @@ def print_table(table: Table, target: Console | None = None) -> None:
 
 
 def _share_width(table: Table, out: Console, extra: int) -> None:
-    """Fix each column's width: its longest word, plus a share of ``extra`` in proportion to how
-    much wider its cells would like to be (the remainder to the first columns, for one layout)."""
+    """Fix each column's width: its longest word, plus a share of ``extra``. The columns that need
+    the least to show every cell on one line get it first (ties: left to right), so short cells
+    such as a decision or a quantity stay whole and only long prose wraps."""
     wants = []
     for column in table.columns:
         widest = max(out.measure(cell).maximum for cell in [column.header, *column.cells])
         wants.append(max(0, widest - (column.min_width or 0)))
-    total = sum(wants) or 1
-    shares = [min(want, extra * want // total) for want in wants]
-    left = extra - sum(shares)
-    for i, want in enumerate(wants):
-        more = min(left, want - shares[i])
-        shares[i] += more
-        left -= more
+    shares = [0] * len(wants)
+    for i in sorted(range(len(wants)), key=lambda i: (wants[i], i)):
+        shares[i] = min(wants[i], extra)
+        extra -= shares[i]
     for column, share in zip(table.columns, shares, strict=True):
         column.width = (column.min_width or 0) + share
 

@@ -1,8 +1,8 @@
 """``gpufleet record`` as a test's child process, started so that it never outlives the test.
 
 A recorder left running by a failed or killed test run keeps writing, holds its Lease and once
-stalled a later run. So every recorder child a test starts (``tests/recorder``'s chaos, the e2e
-``RecorderProcess``):
+stalled a later run. So every recorder child the e2e ``RecorderProcess`` starts (not the emulator
+chaos of ``tests/recorder``: with these guards its fake Kueue's requests to kmock timed out):
 
 - leads a process group of its own (``process_group=0``, for ``subprocess.Popen`` and
   ``asyncio.create_subprocess_exec`` alike), and is stopped by SIGKILL to the whole group, then waited for

@@ -11,14 +11,16 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
+import gpufleet
 from gpufleet.ledger.store import Ledger
-from tests.recorder import recorder_children
 from tests.recorder.recorder_cluster import FakeKueue
 from tests.recorder.recorder_emulator import RVEmulator
 from tests.recorder.recorder_support import BACKENDS, write_kubeconfig
@@ -30,11 +32,24 @@ class Chaos:
     """Starts ``gpufleet record``, kills it with SIGKILL after a random while, and starts it again."""
 
     def __init__(self, ledger: str, kubeconfig: Path, log: Path, seed: int) -> None:
-        self.argv = recorder_children.command(
-            "--ledger", ledger, "--kubeconfig", str(kubeconfig), "--identity", "recorder-0", "--lease-seconds", "3",
-            "--metrics-port", "0",
-        )  # fmt: skip
-        self.env = recorder_children.environment()
+        self.argv = [
+            sys.executable,
+            "-m",
+            "gpufleet",
+            "record",
+            "--ledger",
+            ledger,
+            "--kubeconfig",
+            str(kubeconfig),
+            "--identity",
+            "recorder-0",
+            "--lease-seconds",
+            "3",
+            "--metrics-port",
+            "0",
+        ]
+        src = str(Path(gpufleet.__file__).resolve().parents[1])
+        self.env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
         self.log = log
         self.rng = random.Random(seed)
         self.kills = 0
@@ -42,16 +57,12 @@ class Chaos:
 
     async def start(self) -> None:
         with self.log.open("a") as log:
-            self.process = await asyncio.create_subprocess_exec(
-                *self.argv, env=self.env, stdout=log, stderr=log, process_group=0
-            )
-        recorder_children.register(self.process.pid)
+            self.process = await asyncio.create_subprocess_exec(*self.argv, env=self.env, stdout=log, stderr=log)
 
     async def kill(self) -> None:
-        """SIGKILL its process group (the autouse fixture stops one a failed test left running)."""
         assert self.process is not None
         if self.process.returncode is None:
-            recorder_children.stop(self.process.pid)
+            self.process.send_signal(signal.SIGKILL)
             self.kills += 1
         await self.process.wait()
 

@@ -510,6 +510,11 @@ def outcomes_from_api(workloads: list[dict[str, Any]], deleted: dict[str, tuple[
             for e in evictions
             for _ in range(int(e.get("count", 0)))
         )
+        evicted = conds.get("Evicted")
+        if evicted is not None and evicted["status"] == "True":
+            # Kueue began to evict it and counted that, but the Job finished first (Kueue's job reconciler handles
+            # a finished Job before an eviction): that count ended no attempt
+            earlier.remove(str(EndReason.PREEMPTED if evicted["reason"] == "Preempted" else EndReason.EVICTED))
         finished = conds["Finished"]
         last = finished_as(finished["reason"])
         found[uid] = Outcome(

@@ -20,6 +20,7 @@ import pytest
 
 from gpufleet.ledger.records import parse_time
 from gpufleet.ledger.store import Ledger
+from gpufleet.recorder import derive
 from tests.e2e import recorder_live
 from tests.e2e.conftest import Cluster, eventually
 from tests.e2e.recorder_live import (
@@ -74,6 +75,7 @@ def _settle(flow: Flow, ledger_url: str, recorder: RecorderProcess, what: str) -
         compared = sum(len(o.earlier) + 1 for o in want.values())
         entries = sum(1 for _ in ledger.entries())
         guessed = inferred_attempts(ledger)
+        raced = sum(1 for a in ledger.allocations() if derive.BEGAN_TO_EVICT in a.end_message)
     assert twice == 0, f"{what}: {twice} records stored twice"
     code, output = audit_verify(ledger_url)
     assert code == 0, output
@@ -81,6 +83,7 @@ def _settle(flow: Flow, ledger_url: str, recorder: RecorderProcess, what: str) -
         "workloads": len(want),
         "attempts compared": compared,
         "of them inferred from Kueue's count": guessed,
+        "finished while Kueue was evicting them": raced,
         "entries": entries,
         "lost": 0,
         "duplicated": twice,
@@ -103,19 +106,6 @@ def _report(what: str, counts: dict[str, int | float]) -> None:
     print(f"\nchaos {what}: " + ", ".join(f"{k} {v:g}" for k, v in counts.items()))
 
 
-# Seen once in CI on PostgreSQL (2026-12-01), after the inference from Kueue's count was added: a
-# Job preempted and readmitted within one second while the recorder was down was recorded as one
-# finished attempt. For one shape that gives that ledger (the next version seen is finished, its quota
-# released) the recorder now closes the attempt as preempted and records the finish as the next
-# attempt (tests/recorder/test_recorder_inference.py), but that attempt's reservation time, never
-# seen, stays unknown, which this comparison counts as a difference. Not strict: most runs lose nothing.
-OPEN_FINISHED_AFTER_UNSEEN_EVICTION = pytest.mark.xfail(
-    strict=False,
-    reason="open: an attempt readmitted and finished while the recorder was down has no reservation time on record",
-)
-
-
-@OPEN_FINISHED_AFTER_UNSEEN_EVICTION
 @pytest.mark.parametrize("ledger_url", BACKENDS, indirect=True)
 def test_a_recorder_sigkilled_at_random_moments_loses_and_duplicates_nothing(
     lease_namespace: Cluster, ledger_url: str, tmp_path: Path
@@ -178,19 +168,6 @@ def test_kube_apiserver_and_kueue_restarted_under_the_recorder(
     )  # fmt: skip
 
 
-# Seen once in CI on PostgreSQL (2026-12-01, /work/ci-l), once this test stopped deleting Jobs while
-# its recorder is down: a Job preempted and readmitted in the down window, then finished, is in the
-# ledger as one finished attempt (with the readmission's reservation time) where Kueue counts one
-# preemption before it (API: earlier=('Preempted',)). Kueue's count was not turned into an inferred
-# attempt on this path (the relist after 410 Gone): a lost record, open in issue 16. Not strict: most
-# runs lose nothing.
-OPEN_PREEMPTION_LOST_ACROSS_RELIST = pytest.mark.xfail(
-    strict=False,
-    reason="open: a preemption and readmission while the recorder was down, relisted after 410 Gone, can be recorded as one attempt",
-)
-
-
-@OPEN_PREEMPTION_LOST_ACROSS_RELIST
 @pytest.mark.parametrize("ledger_url", BACKENDS, indirect=True)
 def test_a_watch_resuming_after_etcd_compaction_gets_410_gone_and_relists(
     lease_namespace: Cluster, ledger_url: str, tmp_path: Path

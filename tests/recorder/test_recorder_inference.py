@@ -131,6 +131,18 @@ CASES = {
         [observed(1, 5, P, "InCohortReclamation", 10)], workload(RESERVED, evictions={"Preempted": 1}),
         [(2, None, "")], {},
     ),
+    # finished while being evicted (Kueue finishes a Job before it handles an eviction): the count
+    # includes an eviction that ended no attempt, so nothing is inferred and the attempt finished
+    "finished-while-being-evicted": Case(
+        [observed(1, 15)],
+        workload(cond("QuotaReserved", True, "QuotaReserved", 15), PREEMPTED_NOW, FINISHED, evictions={"Preempted": 1}),
+        [(1, F, "Succeeded")], {},
+    ),
+    # the same version first seen after a relist, one earlier preemption unseen too
+    "relist-finished-while-being-evicted": Case(
+        [], workload(RESERVED, PREEMPTED_NOW, FINISHED, evictions={"Preempted": 2}),
+        [(2, F, "Succeeded"), (1, P, INF)], {1: (at(0), at(30))},
+    ),
     # a Kueue without schedulingStats: nothing can be inferred
     "no-counts": Case([observed(1, 5, P, "InCohortReclamation", 10)], workload(RESERVED), [(2, None, "")], {}),
 }  # fmt: skip
@@ -172,6 +184,16 @@ def test_the_shown_eviction_gives_its_reason_and_message() -> None:
     assert "evicted as PodsReadyTimeout or Preempted" in inferred_one.end_message  # the order is not known
 
 
+def test_a_finish_during_an_eviction_says_so_with_kueues_message() -> None:
+    (finished_attempt,) = derive.allocation_records(
+        CASES["finished-while-being-evicted"].version, None, [], {}, CASES["finished-while-being-evicted"].known,
+        keys=KEYS, now=NOW,
+    )  # fmt: skip
+    assert finished_attempt.finished == T0 + timedelta(minutes=40)
+    assert f"Kueue began to evict it (Preempted) at {at(20)}" in finished_attempt.end_message
+    assert "due to reclamation" in finished_attempt.end_message  # Kueue's own message
+
+
 def test_a_deleted_workload_whose_last_version_shows_an_unseen_readmission() -> None:
     # seen: attempt 1 reserved; missed: its preemption and readmission; then the Job is deleted
     tracker = Tracker(lambda uid: ([observed(1, 5)], []), KEYS, lambda: NOW)
@@ -191,9 +213,11 @@ def test_a_deleted_workload_whose_last_version_shows_an_unseen_readmission() -> 
 REASONS = ("Preempted", "PodsReadyTimeout")
 
 
-def _history(steps: list[tuple[str, int]]) -> list[dict[str, Any]]:
+def _history(steps: list[tuple[str, int]], finished_while_evicted: str | None = None) -> list[dict[str, Any]]:
     """Kueue's versions of one workload: admitted, then per step evicted (counted while still
-    reserved, then released) and readmitted 0 or 1 seconds later, then finished."""
+    reserved, then released) and readmitted 0 or 1 seconds later, then finished; with
+    ``finished_while_evicted``, Kueue begins one more eviction (counted) and the Job finishes before
+    its quota is released, so the last version shows ``Evicted=True`` beside ``Finished=True``."""
     versions: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
     t = T0
@@ -217,7 +241,13 @@ def _history(steps: list[tuple[str, int]]) -> list[dict[str, Any]]:
         reserved = c("QuotaReserved", True, "QuotaReserved", t)
         versions.append(version(reserved, c("Evicted", False, "QuotaReserved", t, "Previously: x")))
     t += timedelta(seconds=5)
-    versions.append(version(reserved, c("Finished", True, "Succeeded", t)))
+    if finished_while_evicted is None:
+        versions.append(version(reserved, c("Finished", True, "Succeeded", t)))
+        return versions
+    counts[finished_while_evicted] += 1
+    evicted = c("Evicted", True, finished_while_evicted, t, f"evicted: {finished_while_evicted}")
+    versions.append(version(reserved, evicted))
+    versions.append(version(reserved, evicted, c("Finished", True, "Succeeded", t + timedelta(seconds=1))))
     return versions
 
 
@@ -226,11 +256,12 @@ def _history(steps: list[tuple[str, int]]) -> list[dict[str, Any]]:
     steps=st.lists(st.tuples(st.sampled_from(REASONS), st.integers(0, 3)), max_size=6),
     seen=st.lists(st.booleans(), min_size=30, max_size=30),
     restart_at=st.integers(0, 30),
+    race=st.one_of(st.none(), st.sampled_from(REASONS)),
 )
 def test_any_history_seen_in_part_ends_with_every_attempt_once(
-    steps: list[tuple[str, int]], seen: list[bool], restart_at: int
+    steps: list[tuple[str, int]], seen: list[bool], restart_at: int, race: str | None
 ) -> None:
-    versions = _history(steps)
+    versions = _history(steps, race)
     ledger: dict[str, Allocation] = {}  # key -> newest version, as the ledger's current view
     written: list[Allocation] = []
     for i, version in enumerate(versions):
@@ -251,6 +282,7 @@ def test_any_history_seen_in_part_ends_with_every_attempt_once(
     kinds = Counter(str(P if r == "Preempted" else E) for r, _ in steps)
     assert Counter(str(a.end_reason) for a in attempts[:-1]) == kinds
     assert attempts[-1].end_reason == F and attempts[-1].quota_reserved is not None
+    assert (derive.BEGAN_TO_EVICT in attempts[-1].end_message) == (race is not None)
     for a in attempts:
         assert inferred(a) == (a.quota_reserved is None)  # an observed attempt always has its reservation
     # each inferred attempt written once (no second version of its key)

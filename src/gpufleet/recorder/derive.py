@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from gpufleet.ledger.records import Allocation, EndReason, parse_time
+from gpufleet.ledger.records import Allocation, EndReason, format_time, parse_time
 from gpufleet.recorder import inference
 from gpufleet.recorder.pods import GPU_PREFIX, merge_placements, placements, quantity, settle
 
@@ -116,6 +116,9 @@ def _attempt(workload: Mapping[str, Any], latest: Allocation | None) -> int:
 #: while the workload held quota, or a prebuilt workload no longer matches its job. The real Kueue sets
 #: ``OwnerNotFound`` on every running Job that is deleted, before the Workload itself goes.
 NOT_RUN_TO_END = frozenset({"OwnerNotFound", "OutOfSync"})
+
+#: How the message of an attempt that finished while Kueue was evicting it begins its account of that.
+BEGAN_TO_EVICT = "Kueue began to evict it"
 
 
 def _finished_as(reason: str) -> EndReason:
@@ -246,7 +249,8 @@ def allocation_records(
                 placements=merge_placements(current.placements, found), started=current.started or started,
             )  # fmt: skip
         if end is not None and finished(conds) and (current is None or current.end_reason is None):
-            fields.update(end_reason=end[0], end_detail=end[1], end_message=end[2], finished=end[3])
+            message = _finished_while_evicted(end[2], evicted_cond) if in_progress else end[2]
+            fields.update(end_reason=end[0], end_detail=end[1], end_message=message, finished=end[3])
         updated = _template(workload, job, keys, **fields) if current is None else replace(current, **fields)
         updated = settle(updated, pods, node_models)
         if updated != current:
@@ -276,6 +280,24 @@ def allocation_records(
         left = inference.unaccounted(workload, now_known, shown if in_progress else None)
         changed += inference.inferred(_template(workload, job, keys), now_known, left, seen)
     return changed
+
+
+def _finished_while_evicted(message: str, evicted: Condition | None) -> str:
+    """A Job that ran to its end after Kueue began to evict it, before its quota was released: Kueue's
+    job reconciler handles a finished Job before an eviction (``jobframework`` steps 3 and 6), so the
+    Workload finishes with ``Evicted=True`` still set and the eviction counted in
+    ``schedulingStats.evictions``. The attempt did finish; the eviction that never ended it is told
+    here, so that the count Kueue keeps and the ledger's attempts can be reconciled."""
+    if evicted is None:
+        return message
+    when = format_time(evicted.time) if evicted.time is not None else "an unknown time"
+    told = (
+        f"{BEGAN_TO_EVICT} ({evicted.reason}) at {when} and counted that eviction, but it finished"
+        " before its quota was released"
+    )
+    if evicted.message:
+        told += f" (Kueue's message: {evicted.message})"
+    return f"{message}; {told}" if message else told
 
 
 def _finished_unseen(

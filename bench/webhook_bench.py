@@ -3,7 +3,8 @@
 Run: ``PYTHONPATH=src python bench/webhook_bench.py [--seconds 5] [--repeat 3] [--servers ...] [--clients go,python]``
 
 Each candidate (``bench/webhook_servers.py``) serves gpufleet's own webhook app as its own process, logs
-at info level to /dev/null; ``gpufleet webhook serve`` itself is the ``shipped`` row. Two load
+at info level to /dev/null; ``gpufleet webhook serve`` itself is the ``shipped`` row, and with
+``--workers 2`` (two review processes behind the port) the ``shipped-2w`` row. Two load
 generators drive it, each row saying which: ``go`` (``bench/webhook_load``, built on first use, see
 ``go_client``) and ``python`` (this process, asyncio on uvloop). Both keep HTTPS connections alive
 (as the API server keeps them), each client sending the next review as soon as the last answer
@@ -47,6 +48,8 @@ BASELINE_CPU_US = 433.0
 CLIENTS = 16
 LOAD = ROOT / "bench" / "webhook_load"  # the Go load generator's source
 GO_FALLBACK = Path("/usr/local/go/bin/go")
+# ``gpufleet webhook serve`` itself, as shipped (one process) and with two review processes
+SHIPPED = {"shipped": [], "shipped-2w": ["--workers", "2"]}
 MODULES = {
     "uvicorn": "uvicorn",
     "uvicorn-h11": "h11",
@@ -285,11 +288,11 @@ class Serving:
         self.name, self.port = name, _free_port()
         env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'bench'}"}
         tls = [str(certs / "tls.crt"), str(certs / "tls.key")] if certs else []
-        if name == "shipped":
+        if name in SHIPPED:
             if not certs:
                 raise ValueError("gpufleet webhook serve always serves TLS")
             command = [sys.executable, "-m", "gpufleet", "webhook", "serve", str(POLICY), "--cert", tls[0]]
-            command += ["--key", tls[1], "--host", "127.0.0.1", "--port", str(self.port)]
+            command += ["--key", tls[1], "--host", "127.0.0.1", "--port", str(self.port), *SHIPPED[name]]
         else:
             command = [sys.executable, str(ROOT / "bench" / "webhook_servers.py"), name, str(POLICY), str(self.port)]
             command += tls
@@ -409,7 +412,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="rounds over the candidates (the table keeps each)")
     parser.add_argument(
         "--servers",
-        default="shipped,granian-asgi-embedded,uvicorn,uvicorn-h11,granian,granian-tuned,hypercorn",
+        default="shipped,shipped-2w,granian-asgi-embedded,uvicorn,uvicorn-h11,granian,granian-tuned,hypercorn",
         help="candidates, comma-separated",
     )
     parser.add_argument(
@@ -460,7 +463,7 @@ def main() -> None:
                     for n in (1, 64):
                         rows.append((name, kinds[0], level(kinds[0], s, n)))
                     rows.append((f"{name}, handshake/review", kinds[0], level(kinds[0], s, CLIENTS, fresh=True)))
-        for name in [n for n in names if n != "shipped"]:
+        for name in [n for n in names if n not in SHIPPED]:
             with Serving(name, None) as s:
                 rows.append((f"{name}, plain HTTP", kinds[0], level(kinds[0], s, CLIENTS, tls=False)))
     parts = _parts()
@@ -508,11 +511,12 @@ def _medians(rows: list[Row], repeat: int) -> None:
             f" {m['server_cpu_us'] / BASELINE_CPU_US:>6.2f}x {m['client_cpu_us']:>10.0f}"
         )
     for (name, kind), m in medians.items():
-        if name != "shipped":
+        if name not in SHIPPED:
             continue
         verdict = "meets" if m["p99_ms"] < TARGET_P99_MS else "misses"
+        command = " ".join(["gpufleet webhook serve", *SHIPPED[name]])
         print(
-            f"shipped (gpufleet webhook serve), {kind} client: p99 {m['p99_ms']:.2f} ms = "
+            f"{name} ({command}), {kind} client: p99 {m['p99_ms']:.2f} ms = "
             f"{m['p99_ms'] / TARGET_P99_MS:.2f}x the 5 ms target ({verdict} it), {m['p99_ms'] / BASELINE_P99_MS:.2f}x"
             f" the 14.4 ms baseline; server CPU {m['server_cpu_us']:.0f} µs per review = "
             f"{m['server_cpu_us'] / BASELINE_CPU_US:.2f}x the 433 µs baseline"

@@ -5,11 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
-import socket
-import ssl
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,11 +12,10 @@ from typing import Any
 import httpx2
 import pytest
 import trustme
-from cryptography import x509
 
 from gpufleet.check.facts import AdmissionFacts
 from gpufleet.webhook.telemetry import LOGGER, JsonFormatter
-from tests.webhook.tls_server import start, wait_until, write_pair
+from tests.webhook.tls_server import ServeCommand, served_serial, start, wait_until, write_pair
 
 
 def review(obj: dict[str, Any] | None, namespace: str = "research", operation: str = "CREATE") -> dict[str, Any]:
@@ -149,25 +143,15 @@ def test_each_review_is_one_json_log_line(client: httpx2.Client, caplog: pytest.
     assert line["details"][-1] == "MissingQueueName"
 
 
-def _served_serial(port: int, context: ssl.SSLContext) -> int:
-    with (
-        socket.create_connection(("127.0.0.1", port)) as raw,
-        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
-    ):
-        der = tls.getpeercert(binary_form=True)
-    assert der is not None
-    return x509.load_der_x509_certificate(der).serial_number
-
-
 def test_a_renewed_certificate_is_served_without_restart(facts: AdmissionFacts, ca: trustme.CA, tmp_path: Path) -> None:
     running = start(facts, ca, tmp_path, reload_seconds=0.05)
     try:
         port = int(running.url.rsplit(":", 1)[1])
-        before = _served_serial(port, running.client_context)
+        before = served_serial(port, running.client_context)
         write_pair(ca, tmp_path)  # a new certificate from the same CA, as cert-manager renews it
         # granian respawns its worker on a reload: new handshakes get the new certificate once it is up
         wait_until(
-            lambda: _served_serial(port, running.client_context) != before,
+            lambda: served_serial(port, running.client_context) != before,
             "the renewed certificate to be served",
             alive=running.thread.is_alive,
             poll_s=0.1,
@@ -192,47 +176,10 @@ def test_a_broken_renewal_keeps_the_old_certificate(facts: AdmissionFacts, ca: t
         running.thread.join(timeout=10)
 
 
-def _stderr_so_far(server: subprocess.Popen[bytes]) -> str:
-    """A dead server's log, for the failure message (a live one's would block the read)."""
-    if server.poll() is None or server.stderr is None:
-        return ""
-    return server.stderr.read().decode(errors="replace")
-
-
 def test_the_serve_command_answers_over_tls(ca: trustme.CA, tmp_path: Path) -> None:
-    cert, key = write_pair(ca, tmp_path)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    root = Path(__file__).resolve().parents[2]
-    command = [sys.executable, "-m", "gpufleet", "webhook", "serve", str(root / "examples" / "fleet.yaml")]
-    command += ["--cert", str(cert), "--key", str(key), "--host", "127.0.0.1", "--port", str(port)]
-    env = {**os.environ, "PYTHONPATH": str(root / "src")}
-    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    context = ssl.create_default_context()
-    ca.configure_trust(context)
-    try:
-        with httpx2.Client(base_url=f"https://127.0.0.1:{port}", verify=context, timeout=5) as c:
-
-            def healthy() -> bool:
-                try:
-                    return c.get("/healthz").status_code == 200
-                except httpx2.ConnectError:
-                    return False
-
-            wait_until(
-                healthy,
-                "`gpufleet webhook serve` to answer /healthz",
-                alive=lambda: server.poll() is None,
-                log=lambda: _stderr_so_far(server),
-                poll_s=0.1,
-            )
-            c.post("/validate", json=review(job({})))
-    finally:
-        server.terminate()
-        _, stderr = server.communicate(timeout=10)
-    lines = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
-    assert any(line.get("msg") == "review" and line.get("outcome") == "denied" for line in lines)
+    with ServeCommand(ca, tmp_path) as served, served.client() as c:
+        c.post("/validate", json=review(job({})))
+    assert any(line.get("msg") == "review" and line.get("outcome") == "denied" for line in served.lines)
 
 
 def test_a_lone_surrogate_in_a_label_is_answered_not_failed(client: httpx2.Client) -> None:

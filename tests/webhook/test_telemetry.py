@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Iterator
@@ -85,3 +86,51 @@ def test_reconfiguring_closes_the_old_writer_with_its_lines(logged: tuple[loggin
     log.handlers[0].close()
     assert [json.loads(line)["msg"] for line in first.getvalue().splitlines()] == ["before"]
     assert [json.loads(line)["msg"] for line in second.getvalue().splitlines()] == ["after"]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "writes"),
+    [
+        ([100] * 10, 1),  # 1,000 bytes: one write
+        ([1000] * 9, 3),  # 9,000 bytes: writes of four, four and one line, each within PIPE_BUF
+        ([5000, 10, 10], 2),  # a line longer than PIPE_BUF goes whole, alone
+    ],
+)
+def test_several_workers_lines_never_share_a_write_beyond_pipe_buf(sizes: list[int], writes: int) -> None:
+    """Writes of at most PIPE_BUF (4,096 bytes on Linux) bytes to a pipe are atomic, so two worker
+    processes' lines on one stderr never interleave within a line."""
+    import select
+
+    from gpufleet.webhook.telemetry import _chunks
+
+    lines = [f"{'x' * (n - 1)}\n" for n in sizes]
+    chunks = _chunks(lines)
+    assert "".join(chunks) == "".join(lines)
+    assert len(chunks) == writes
+    assert all(len(c.encode()) <= select.PIPE_BUF or c.count("\n") == 1 for c in chunks)
+
+
+def test_a_worker_line_says_which_process_wrote_it() -> None:
+    stream = io.StringIO()
+    logger = logging.getLogger(LOGGER)
+    saved = (logger.handlers, logger.level, logger.propagate)
+    configure_logging("info", stream, pid=True)
+    try:
+        logger.info("review", extra={"fields": {"uid": "u"}})
+        writer = logger.handlers[0]
+        assert isinstance(writer, LineWriter)
+        writer.flush()
+    finally:
+        writer.stop()
+        logger.handlers, logger.level, logger.propagate = saved
+    (line,) = [json.loads(x) for x in stream.getvalue().splitlines()]
+    assert line["pid"] == os.getpid() and line["uid"] == "u"
+
+
+def test_multiprocess_metrics_refuse_a_prometheus_client_imported_without_its_directory() -> None:
+    """Here prometheus_client was imported with no PROMETHEUS_MULTIPROC_DIR: a worker's counts would
+    stay in its own process, so building a worker's metrics fails loudly instead."""
+    from gpufleet.webhook.telemetry import Metrics
+
+    with pytest.raises(RuntimeError, match="PROMETHEUS_MULTIPROC_DIR"):
+        Metrics(multiprocess_dir="/nonexistent")

@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
 import trustme
+from cryptography import x509
 
 from gpufleet.check.facts import AdmissionFacts
 from gpufleet.webhook.app import create_app
 from gpufleet.webhook.server import WebhookServer
 
+ROOT = Path(__file__).resolve().parents[2]
 HANG_GUARD_S = 120.0  # how long a wait may last before the test fails: a hang guard, not a speed claim
 
 
@@ -87,3 +94,83 @@ def start(facts: AdmissionFacts, ca: trustme.CA, folder: Path, reload_seconds: f
     context = ssl.create_default_context()
     ca.configure_trust(context)
     return Running(server, f"https://127.0.0.1:{port}", thread, context)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def served_serial(port: int, context: ssl.SSLContext) -> int:
+    """The serial number of the certificate a new TLS handshake gets."""
+    with (
+        socket.create_connection(("127.0.0.1", port)) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).serial_number
+
+
+@dataclass
+class ServeCommand:
+    """``gpufleet webhook serve`` on examples/fleet.yaml as a user runs it, healthy once entered; its
+    JSON log lines (stderr) in ``lines`` once left (it is stopped with SIGTERM, as Kubernetes does)."""
+
+    ca: trustme.CA
+    folder: Path
+    args: tuple[str, ...] = ()
+    port: int = field(default_factory=free_port)
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    returncode: int | None = None
+
+    def __post_init__(self) -> None:
+        self.cert, self.key = write_pair(self.ca, self.folder)
+        self.context = ssl.create_default_context()
+        self.ca.configure_trust(self.context)
+
+    def client(self, **kwargs: Any) -> httpx2.Client:
+        return httpx2.Client(base_url=f"https://127.0.0.1:{self.port}", verify=self.context, timeout=10, **kwargs)
+
+    def _log_if_dead(self) -> str:
+        return "" if self.alive() else self.log.read_text(errors="replace")
+
+    def lines_so_far(self) -> list[dict[str, Any]]:
+        """The JSON log lines written so far (a line being written is left for the next look)."""
+        text = self.log.read_text(errors="replace")
+        return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line.startswith("{")]
+
+    def __enter__(self) -> ServeCommand:
+        command = [sys.executable, "-m", "gpufleet", "webhook", "serve", str(ROOT / "examples" / "fleet.yaml")]
+        command += ["--cert", str(self.cert), "--key", str(self.key), "--host", "127.0.0.1"]
+        command += ["--port", str(self.port), *self.args]
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        self.log = self.folder / "serve.log"
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=out)
+        with self.client() as c:
+
+            def healthy() -> bool:
+                try:
+                    return c.get("/healthz").status_code == 200
+                except httpx2.TransportError:
+                    return False
+
+            wait_until(
+                healthy, "`gpufleet webhook serve` to answer /healthz", alive=self.alive, log=self._log_if_dead,
+                poll_s=0.1,
+            )  # fmt: skip
+        return self
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        try:
+            self.returncode = self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.returncode = self.process.wait()
+        self.lines = self.lines_so_far()

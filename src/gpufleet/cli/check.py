@@ -102,6 +102,15 @@ def serve(
         float, typer.Option("--reload-seconds", help="How often to look for a renewed certificate")
     ] = RELOAD_SECONDS,
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")] = "info",
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Review processes behind the port (granian's workers; metrics added up across them)."
+            " 1 serves from this process",
+        ),
+    ] = 1,
 ) -> None:
     """Serve /validate, /mutate, /healthz and /metrics over HTTPS."""
     for path, what in ((cert, "certificate"), (key, "key")):
@@ -110,8 +119,17 @@ def serve(
     problem = loads(cert, key)
     if problem is not None:
         raise InputError.one(f"is not a PEM certificate and matching key: {problem}", file=str(cert))
-    facts = admission_facts(resolve(load_policy(policy)))
+    facts = admission_facts(resolve(load_policy(policy)))  # each worker loads it again; a bad policy stops here
     configure_logging(log_level)
+    if workers > 1:
+        from gpufleet.webhook.workers import WorkerPool
+
+        pool = WorkerPool(
+            policy, cert=cert, key=key, workers=workers, host=host, port=port, reload_seconds=reload_seconds,
+            log_level=log_level,
+        )  # fmt: skip
+        pool.run()
+        return
     server = WebhookServer(create_app(facts), cert=cert, key=key, host=host, port=port, reload_seconds=reload_seconds)
     server.run()
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from granian._granian import RSGIProtocolClosed, RSGIProtocolError
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, Counter
 
 from gpufleet.check.facts import AdmissionFacts
 from gpufleet.check.mutation import patch
@@ -154,7 +154,7 @@ class WebhookApp:
             return self.get_only
         if path == "/healthz":
             return self.healthz
-        return Reply(200, generate_latest(self.metrics.registry), CONTENT_TYPE_LATEST)
+        return Reply(200, self.metrics.exposition(), CONTENT_TYPE_LATEST)
 
     # granian's RSGI
     async def __rsgi__(self, scope: Any, proto: RSGIProtocol) -> None:

@@ -35,7 +35,8 @@ log = logging.getLogger(LOGGER)
 RELOAD_SECONDS = 10.0
 
 
-def _stamp(*paths: Path) -> tuple[tuple[int, int], ...]:
+def file_stamp(*paths: Path) -> tuple[tuple[int, int], ...]:
+    """What tells a renewed file: its modification time and size ((-1, -1) while it is missing)."""
     out = []
     for path in paths:
         try:
@@ -105,10 +106,10 @@ class WebhookServer:
         return True
 
     async def _watch(self) -> None:
-        seen = _stamp(self.cert, self.key)
+        seen = file_stamp(self.cert, self.key)
         while True:
             await asyncio.sleep(self.reload_seconds)
-            now = _stamp(self.cert, self.key)
+            now = file_stamp(self.cert, self.key)
             if now != seen and self.reload_certificate():
                 seen = now
 

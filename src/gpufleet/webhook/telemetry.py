@@ -5,7 +5,9 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
 import queue
+import select
 import sys
 import threading
 import time
@@ -13,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import msgspec
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, values
+from prometheus_client.multiprocess import MultiProcessCollector
 
 LOGGER = "gpufleet.webhook"
 _ENCODER = msgspec.json.Encoder(enc_hook=str)  # what JSON has no type for is written as its text
@@ -30,9 +33,10 @@ class JsonFormatter(logging.Formatter):
     seconds are formatted once per second, not once per line.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, pid: bool = False) -> None:
         super().__init__()
         self._stamp: tuple[int, str] = (-1, "")
+        self._pid = {"pid": os.getpid()} if pid else {}  # which of several worker processes wrote the line
 
     def _time(self, record: logging.LogRecord) -> str:
         second = int(record.created)
@@ -46,6 +50,7 @@ class JsonFormatter(logging.Formatter):
             "ts": self._time(record),
             "level": record.levelname.lower(),
             "msg": record.getMessage(),
+            **self._pid,
         }
         entry.update(getattr(record, "fields", {}))
         if record.exc_info:
@@ -95,12 +100,12 @@ class LineWriter(logging.Handler):
                         lines.append(self.format(item) + "\n")
                     except Exception:
                         self.handleError(item)
-            if lines:
-                try:
-                    self.stream.write("".join(lines))
+            try:
+                for chunk in _chunks(lines):
+                    self.stream.write(chunk)
                     self.stream.flush()
-                except Exception:  # a closed or broken stream: nothing to write the failure to either
-                    pass
+            except Exception:  # a closed or broken stream: nothing to write the failure to either
+                pass
             for item in batch:
                 if isinstance(item, threading.Event):
                     item.set()
@@ -127,10 +132,29 @@ class LineWriter(logging.Handler):
         self.close()
 
 
-def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
-    """JSON lines on ``stream`` (stderr) for the webhook's logger and granian's, written by a LineWriter."""
+def _chunks(lines: list[str]) -> list[str]:
+    """Whole lines joined into writes of at most PIPE_BUF bytes where they fit: a write that size to a
+    pipe is atomic, so the lines of several worker processes sharing one stderr never interleave."""
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in lines:
+        n = len(line.encode())
+        if current and size + n > select.PIPE_BUF:
+            chunks.append("".join(current))
+            size, current = 0, []
+        current.append(line)
+        size += n
+    if current:
+        chunks.append("".join(current))
+    return chunks
+
+
+def configure_logging(level: str = "info", stream: TextIO | None = None, *, pid: bool = False) -> None:
+    """JSON lines on ``stream`` (stderr) for the webhook's logger and granian's, written by a LineWriter
+    (``pid``: each line says which process wrote it, for several workers)."""
     handler = LineWriter(stream)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(JsonFormatter(pid))
     previous = {h for name in (LOGGER, "_granian") for h in logging.getLogger(name).handlers}
     for name in (LOGGER, "_granian"):
         logger = logging.getLogger(name)
@@ -149,8 +173,14 @@ class Metrics:
     """Per-app metrics on a registry of their own, so several apps (tests) never collide."""
 
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    # a worker of several (``webhook.workers``): the values live in this directory's files, shared by all
+    multiprocess_dir: str | None = None
 
     def __post_init__(self) -> None:
+        if self.multiprocess_dir is not None and values.ValueClass is values.MutexValue:
+            raise RuntimeError(
+                "prometheus_client was imported before PROMETHEUS_MULTIPROC_DIR was set: counts would stay in this process"
+            )
         self.reviews = Counter(
             "gpufleet_webhook_reviews", "AdmissionReviews answered", ["endpoint", "outcome"], registry=self.registry
         )
@@ -164,3 +194,11 @@ class Metrics:
             buckets=BUCKETS,
             registry=self.registry,
         )
+
+    def exposition(self) -> bytes:
+        """The text a scrape of ``/metrics`` gets: this app's metrics, or every worker's added up."""
+        if self.multiprocess_dir is None:
+            return generate_latest(self.registry)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -123,6 +124,15 @@ def serve(
     configure_logging(log_level)
     if workers > 1:
         from gpufleet.webhook.workers import WorkerPool
+
+        try:
+            tempfile.gettempdir()  # the first writable of $TMPDIR, /tmp, /var/tmp, /usr/tmp and here
+        except FileNotFoundError:  # a pod with readOnlyRootFilesystem and no emptyDir
+            raise InputError.one(
+                "no writable temporary folder, and --workers above 1 keeps the workers' metrics in one:"
+                " mount an emptyDir at /tmp or set TMPDIR",
+                file="/tmp",
+            ) from None
 
         pool = WorkerPool(
             policy, cert=cert, key=key, workers=workers, host=host, port=port, reload_seconds=reload_seconds,

@@ -141,6 +141,37 @@ def _finished(ledger: str) -> int:
         return 0
 
 
+def _succeeded(bed: Testbed) -> int:
+    """Bench Jobs the API server shows as succeeded."""
+    out = bed.kubectl(
+        "get", "jobs", "--all-namespaces", "--selector=bench.gpufleet.io/run=recorder",
+        "--output=jsonpath={range .items[*]}{.status.succeeded}{'\\n'}{end}",
+    ).stdout  # fmt: skip
+    return sum(1 for line in out.split() if line == "1")
+
+
+def _recorded(bed: Testbed, ledger: str, jobs: int, what: str, timeout_s: float = 3600) -> int:
+    """Wait until the ledger holds a finished attempt of every Job; or, once the API server shows
+    every Job succeeded, until the ledger's count has not moved for a minute, then say which Jobs
+    the ledger lacks a finish for (a finding, not a hang). Returns the ledger's finished count."""
+    deadline, last, still_since = time.monotonic() + timeout_s, -1, time.monotonic()
+    while (finished := _finished(ledger)) < jobs:
+        now = time.monotonic()
+        if finished != last:
+            last, still_since = finished, now
+        elif now - still_since > 60 and _succeeded(bed) >= jobs:
+            with Ledger.read(ledger) as opened:
+                done = {a.name for a in opened.allocations() if a.end_reason == EndReason.FINISHED}
+                lacking = sorted({a.name for a in opened.allocations()} - done)
+            print(f"{what}: the API server shows all {jobs} Jobs succeeded; the ledger has {finished}"
+                  f" finished attempts; no finish for {', '.join(lacking) or 'Jobs never recorded'}", flush=True)  # fmt: skip
+            return finished
+        if now > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(1.0)
+    return finished
+
+
 def _wait(what: str, check: Any, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not check():
@@ -166,30 +197,16 @@ def _apply(bed: Testbed, objects: list[dict[str, Any]]) -> None:
     bed.kubectl("apply", "--server-side", "--field-manager=bench", "--filename=-", stdin=yaml.safe_dump_all(objects))
 
 
-def run(
+def _live(
     bed: Testbed,
     kubeconfig: str,
     jobs: int,
-    ledger_url: str | None,
+    ledgers: dict[str, str],
+    codes: dict[str, Path | None],
     work: Path,
-    compare: Path | None,
-    profile: Path | None = None,
-) -> None:
-    from typer.testing import CliRunner
-
-    bundle = work / "bundle"
-    result = CliRunner().invoke(app, ["render", str(POLICY), "--out", str(bundle)])
-    assert result.exit_code == 0, result.output
-    bed.kubectl("apply", "--server-side", f"--filename={bundle / 'namespaces.yaml'}")
-    bed.kubectl("apply", "--server-side", f"--kustomize={bundle}")
-    bed.kubectl("create", "namespace", "gpufleet-system", check=False)
-    time.sleep(3)  # Kueue reconciles the ClusterQueues
-
-    codes: dict[str, Path | None] = {"this": None}
-    if compare is not None:
-        codes["compared"] = compare
-    ledgers = {name: (ledger_url if name == "this" and ledger_url else str(work / f"live-{name}.db")) for name in codes}
-    # live: every recorder watches the same flow at once, each on its own ledger and Lease
+    profile: Path | None,
+) -> dict[str, dict[str, Any]]:
+    """Every recorder watches the same flow at once, each on its own ledger and Lease."""
     live = {name: Recorder(ledgers[name], kubeconfig, work / f"live-{name}.log", f"bench-live-{name}", src,
                            profile / f"live-{name}.prof" if profile else None)
             for name, src in codes.items()}  # fmt: skip
@@ -200,22 +217,50 @@ def run(
     for first in range(0, jobs, BATCH):
         _apply(bed, [_job(i) for i in range(first, min(jobs, first + BATCH))])
     print(f"{jobs:,} Jobs created in {time.monotonic() - began:.1f} s", flush=True)
-    results: dict[str, dict[str, Any]] = {name: {} for name in codes}
     for name in live:
-        _wait(
-            f"{jobs} finished attempts in the live ledger ({name})", lambda n=name: _finished(ledgers[n]) >= jobs, 3600
-        )
+        _recorded(bed, ledgers[name], jobs, f"the live ledger ({name})")
     wall_live = time.monotonic() - began
+    results: dict[str, dict[str, Any]] = {}
     for name, rec in live.items():
         cpu, events = rec.cpu_s() - start[name][0], rec.events() - start[name][1]
         rec.stop()
-        results[name]["live"] = {"events": events, "wall_s": round(wall_live, 1), "cpu_s": round(cpu, 2),
-                                 "cpu_us_per_event": round(cpu / events * 1e6, 1)}  # fmt: skip
+        results[name] = {"events": events, "wall_s": round(wall_live, 1), "cpu_s": round(cpu, 2),
+                         "cpu_us_per_event": round(cpu / events * 1e6, 1)}  # fmt: skip
         print(
             f"live      [{name}] {events:>9,.0f} events in {wall_live:7.1f} s wall: {events / wall_live:8,.0f} events/s"
             f" (the cluster's pace); recorder CPU {cpu:6.1f} s = {cpu / events * 1e6:7.1f} µs per event",
             flush=True,
         )
+    return results
+
+
+def run(
+    bed: Testbed,
+    kubeconfig: str,
+    jobs: int,
+    ledger_url: str | None,
+    work: Path,
+    compare: Path | None,
+    profile: Path | None = None,
+    catch_up_only: bool = False,
+) -> None:
+    from typer.testing import CliRunner
+
+    codes: dict[str, Path | None] = {"this": None}
+    if compare is not None:
+        codes["compared"] = compare
+    ledgers = {name: (ledger_url if name == "this" and ledger_url else str(work / f"live-{name}.db")) for name in codes}
+    results: dict[str, dict[str, Any]] = {name: {} for name in codes}
+    if not catch_up_only:
+        bundle = work / "bundle"
+        result = CliRunner().invoke(app, ["render", str(POLICY), "--out", str(bundle)])
+        assert result.exit_code == 0, result.output
+        bed.kubectl("apply", "--server-side", f"--filename={bundle / 'namespaces.yaml'}")
+        bed.kubectl("apply", "--server-side", f"--kustomize={bundle}")
+        bed.kubectl("create", "namespace", "gpufleet-system", check=False)
+        time.sleep(3)  # Kueue reconciles the ClusterQueues
+        for name, figures in _live(bed, kubeconfig, jobs, ledgers, codes, work, profile).items():
+            results[name]["live"] = figures
     # catch-up: one recorder at a time on an empty ledger, recording the whole history from its listing
     for name, src in codes.items():
         catch_ledger = str(work / f"catch-up-{name}.db")
@@ -223,11 +268,13 @@ def run(
                          profile / f"catch-up-{name}.prof" if profile else None)  # fmt: skip
         _wait("the catch-up recorder to start", catch.up, 120)
         began, cpu0 = time.monotonic(), catch.cpu_s()
-        _wait(f"the catch-up recorder to record {jobs} attempts", lambda c=catch_ledger: _finished(c) >= jobs, 3600)
+        _recorded(bed, catch_ledger, jobs, f"the catch-up ledger ({name})")
         figures = _phase(f"catch-up [{name}]", catch, began, cpu0)
         catch.stop()
         results[name]["catch_up"] = {**{k: round(v, 2) for k, v in figures.items()},
                                      "cpu_us_per_event": round(figures["cpu_s"] / figures["events"] * 1e6, 1)}  # fmt: skip
+        if catch_up_only:
+            continue
         with Ledger.read(ledgers[name]) as a, Ledger.read(catch_ledger) as b:
             same = {(x.workload_uid, x.attempt, x.end_reason) for x in a.allocations()} == {
                 (x.workload_uid, x.attempt, x.end_reason) for x in b.allocations()
@@ -237,7 +284,7 @@ def run(
             f"[{name}] ledger entries {results[name]['entries']}; the catch-up ledger holds the live one's attempts: {same}"
         )
     if compare is not None:
-        for phase in ("live", "catch_up"):
+        for phase in ("catch_up",) if catch_up_only else ("live", "catch_up"):
             ratio = results["compared"][phase]["cpu_us_per_event"] / results["this"][phase]["cpu_us_per_event"]
             print(f"{phase}: CPU per event {ratio:.2f}x less than the compared code's", flush=True)
     print(json.dumps({"jobs": jobs, **results, "baseline": None}))
@@ -261,7 +308,14 @@ def main() -> None:
         help="run the recorders under cProfile and write DIR/<phase>-<code>.prof (the CPU figures then include"
         " the profiler's overhead: not comparable with a run without it)",
     )
+    parser.add_argument(
+        "--catch-up-only",
+        action="store_true",
+        help="with --run-dir: only the catch-up phase, on the Jobs the testbed already ran (no new Jobs)",
+    )
     args = parser.parse_args()
+    if args.catch_up_only and args.run_dir is None:
+        parser.error("--catch-up-only needs --run-dir (a testbed whose bench Jobs ran)")
     binaries = ensure(HERE.parent)
     with tempfile.TemporaryDirectory(prefix="gpufleet-recorder-bench-") as tmp:
         work = Path(tmp)
@@ -270,7 +324,7 @@ def main() -> None:
             state = bed.state()
             if state is None:
                 raise SystemExit(f"no testbed runs from {args.run_dir}")
-            run(bed, state.kubeconfig, args.jobs, args.ledger, work, args.compare_src, args.profile)
+            run(bed, state.kubeconfig, args.jobs, args.ledger, work, args.compare_src, args.profile, args.catch_up_only)
             return
         bed = Testbed(work / "testbed", binaries)
         state = bed.up(resolve(load_policy(POLICY)))

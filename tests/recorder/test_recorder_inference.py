@@ -143,6 +143,19 @@ CASES = {
         [], workload(RESERVED, PREEMPTED_NOW, FINISHED, evictions={"Preempted": 2}),
         [(2, F, "Succeeded"), (1, P, INF)], {1: (at(0), at(30))},
     ),
+    # preempted (released, as the ledger holds), then readmitted from a stale copy: the first admission's
+    # time is back and the count is gone (recorder_bench, 5,000 Jobs); the readmission is a new attempt
+    "readmitted-with-the-first-admissions-time": Case(
+        [observed(1, 15, P, "InCohortReclamation", 15)],
+        workload(cond("QuotaReserved", True, "QuotaReserved", 15), FINISHED),
+        [(2, F, "Succeeded")], {},
+    ),
+    # the eviction's own version again (the reservation still held): the ended attempt, nothing new
+    "eviction-version-of-an-ended-attempt": Case(
+        [observed(1, 15, P, "InCohortReclamation", 20)],
+        workload(cond("QuotaReserved", True, "QuotaReserved", 15), PREEMPTED_NOW, evictions={"Preempted": 1}),
+        [], {},
+    ),
     # a Kueue without schedulingStats: nothing can be inferred
     "no-counts": Case([observed(1, 5, P, "InCohortReclamation", 10)], workload(RESERVED), [(2, None, "")], {}),
 }  # fmt: skip

@@ -220,7 +220,11 @@ def allocation_records(
         # Times have one-second resolution: an attempt preempted and readmitted within that second
         # carries its predecessor's time, and only Kueue's eviction count tells them apart
         evicted = _evicted(workload)
-        same = [a for a in known if a.quota_reserved == reserved.time and (evicted is None or a.attempt > evicted)]
+        same = [
+            a for a in known
+            if a.quota_reserved == reserved.time and (evicted is None or a.attempt > evicted)
+            and (in_progress or a.end_reason not in _EVICTED_ENDS)
+        ]  # fmt: skip
         if not same and latest is not None and latest.end_reason is None:
             # an eviction we never saw (while no recorder ran, or lost to a relist): close it without a time
             left = inference.unaccounted(workload, known, shown if in_progress else None)
@@ -280,6 +284,16 @@ def allocation_records(
         left = inference.unaccounted(workload, now_known, shown if in_progress else None)
         changed += inference.inferred(_template(workload, job, keys), now_known, left, seen)
     return changed
+
+
+#: How an attempt ends when it is evicted: a reservation held after one of these is a readmission.
+#: Watch events arrive in order, so once the ledger holds the release, a version that holds a
+#: reservation again is newer, whatever its time says: Kueue v0.19.2 can readmit a workload from a
+#: copy of it from before the eviction (kueue#15504 describes such stale writes), which puts back
+#: the first admission's ``QuotaReserved`` time and drops ``Evicted`` and the eviction's count
+#: (seen in recorder_bench at 5,000 Jobs: Kueue's events show the preemption and readmission half
+#: a second apart, its final status one admission and no eviction).
+_EVICTED_ENDS = frozenset({EndReason.PREEMPTED, EndReason.EVICTED})
 
 
 def _finished_while_evicted(message: str, evicted: Condition | None) -> str:

@@ -1,7 +1,8 @@
 """Attempts the recorder never saw, from Kueue's own count of evictions.
 
 Kueue v0.19.2 increments ``status.schedulingStats.evictions[(reason, underlyingCause)].count`` in the
-same status patch that sets ``Evicted=True`` (``pkg/workload/evict``), and never resets it. So a
+same status patch that sets ``Evicted=True`` (``pkg/workload/evict``), and never resets it on purpose
+(a readmission written from a stale copy can drop it: ``derive._EVICTED_ENDS``). So a
 Workload version with a total count of E proves that E attempts were admitted and evicted, even when
 the recorder saw none of them: one evicted and readmitted within a second, or wholly inside a window
 where the recorder was down or its watch got 410 Gone. This module writes each such attempt once.

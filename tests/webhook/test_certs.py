@@ -23,6 +23,7 @@ from gpufleet.outputs import KEPT_SUFFIX
 from gpufleet.policy import Fleet
 from gpufleet.webhook.app import create_app
 from gpufleet.webhook.server import WebhookServer
+from gpufleet.webhook.tls import Listen
 from tests.webhook.tls_server import serve_in_thread
 
 runner = CliRunner()
@@ -206,7 +207,7 @@ def test_the_webhook_serves_the_pair_and_a_client_trusting_only_the_ca_connects(
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = WebhookServer(create_app(facts), cert=out / "tls.crt", key=out / "tls.key", host="127.0.0.1", port=port)
+    server = WebhookServer(create_app(facts), Listen(out / "tls.crt", out / "tls.key", "127.0.0.1", port))
     thread = serve_in_thread(server)
     try:
         context = ssl.create_default_context(cafile=str(out / "ca.crt"))

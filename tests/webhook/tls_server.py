@@ -24,6 +24,7 @@ from cryptography import x509
 from gpufleet.check.facts import AdmissionFacts
 from gpufleet.webhook.app import create_app
 from gpufleet.webhook.server import WebhookServer
+from gpufleet.webhook.tls import Listen
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG_GUARD_S = 120.0  # how long a wait may last before the test fails: a hang guard, not a speed claim
@@ -87,9 +88,7 @@ def start(facts: AdmissionFacts, ca: trustme.CA, folder: Path, reload_seconds: f
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = WebhookServer(
-        create_app(facts), cert=cert, key=key, host="127.0.0.1", port=port, reload_seconds=reload_seconds
-    )
+    server = WebhookServer(create_app(facts), Listen(cert, key, "127.0.0.1", port, reload_seconds))
     thread = serve_in_thread(server)
     context = ssl.create_default_context()
     ca.configure_trust(context)

@@ -20,8 +20,9 @@ from gpufleet.errors import InputError
 from gpufleet.policy import load_policy, resolve
 from gpufleet.webhook import certs as webhook_certs
 from gpufleet.webhook.app import create_app
-from gpufleet.webhook.server import RELOAD_SECONDS, WebhookServer, loads
+from gpufleet.webhook.server import WebhookServer
 from gpufleet.webhook.telemetry import configure_logging
+from gpufleet.webhook.tls import RELOAD_SECONDS, Listen, loads
 
 EXIT_DENIED = 1
 PolicyArg = Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)]
@@ -122,6 +123,7 @@ def serve(
         raise InputError.one(f"is not a PEM certificate and matching key: {problem}", file=str(cert))
     facts = admission_facts(resolve(load_policy(policy)))  # each worker loads it again; a bad policy stops here
     configure_logging(log_level)
+    listen = Listen(cert, key, host, port, reload_seconds)
     if workers > 1:
         from gpufleet.webhook.workers import WorkerPool
 
@@ -134,14 +136,9 @@ def serve(
                 file="/tmp",
             ) from None
 
-        pool = WorkerPool(
-            policy, cert=cert, key=key, workers=workers, host=host, port=port, reload_seconds=reload_seconds,
-            log_level=log_level,
-        )  # fmt: skip
-        pool.run()
+        WorkerPool(policy, listen, workers=workers, log_level=log_level).run()
         return
-    server = WebhookServer(create_app(facts), cert=cert, key=key, host=host, port=port, reload_seconds=reload_seconds)
-    server.run()
+    WebhookServer(create_app(facts), listen).run()
 
 
 @webhook_app.command("certs")

@@ -19,7 +19,6 @@ each running the same app in its own interpreter.
 from __future__ import annotations
 
 import gc
-import logging
 import multiprocessing
 import os
 import tempfile
@@ -30,10 +29,8 @@ from granian.constants import HTTPModes, Interfaces, Loops
 from granian.server.mp import MPServer
 
 from gpufleet.webhook.app import WebhookApp
-from gpufleet.webhook.server import RELOAD_SECONDS, file_stamp, loads
-from gpufleet.webhook.telemetry import LOGGER
+from gpufleet.webhook.tls import Listen, Renewal
 
-log = logging.getLogger(LOGGER)
 ENV_POLICY = "GPUFLEET_WEBHOOK_POLICY"
 ENV_LOG_LEVEL = "GPUFLEET_WEBHOOK_LOG_LEVEL"
 ENV_METRICS = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own name for it
@@ -59,37 +56,16 @@ def worker_app() -> WebhookApp:
 class WorkerPool:
     """granian's main process over ``workers`` RSGI worker processes, plus the certificate watcher."""
 
-    def __init__(
-        self,
-        policy: Path,
-        *,
-        cert: Path,
-        key: Path,
-        workers: int,
-        host: str = "127.0.0.1",
-        port: int = 8443,
-        reload_seconds: float = RELOAD_SECONDS,
-        log_level: str = "info",
-    ) -> None:
-        self.policy, self.cert, self.key, self.workers = policy.resolve(), cert, key, workers
-        self.host, self.port, self.reload_seconds, self.log_level = host, port, reload_seconds, log_level
-        self.reloads = 0
+    def __init__(self, policy: Path, listen: Listen, *, workers: int, log_level: str = "info") -> None:
+        self.policy, self.listen, self.workers, self.log_level = policy.resolve(), listen, workers, log_level
+        self.renewal = Renewal(listen.cert, listen.key)
         self._stopped = threading.Event()
 
     def _watch(self, server: MPServer) -> None:
-        seen = file_stamp(self.cert, self.key)
-        while not self._stopped.wait(self.reload_seconds):
-            now = file_stamp(self.cert, self.key)
-            if now == seen:
-                continue
-            error = loads(self.cert, self.key)
-            if error is not None:  # half-written: the old pair keeps serving, the next tick tries again
-                log.warning("certificate not reloaded", extra={"fields": {"cert": str(self.cert), "error": error}})
-                continue
-            seen = now
-            self.reloads += 1
-            log.info("certificate reloaded", extra={"fields": {"cert": str(self.cert), "reloads": self.reloads}})
-            server.signal_handler_reload()  # type: ignore[no-untyped-call]  # as granian's SIGHUP: respawn the workers
+        while not self._stopped.wait(self.listen.reload_seconds):
+            if self.renewal.renewed():
+                server.signal_handler_reload()  # type: ignore[no-untyped-call]  # as granian's SIGHUP: respawn the workers
+                self.renewal.reloaded()
 
     def run(self) -> None:
         """Serve until SIGTERM or SIGINT (granian's main process handles both)."""
@@ -98,8 +74,8 @@ class WorkerPool:
             os.environ.update({ENV_POLICY: str(self.policy), ENV_LOG_LEVEL: self.log_level, ENV_METRICS: metrics})
             server = MPServer(
                 f"{__name__}:worker_app",
-                address=self.host,
-                port=self.port,
+                address=self.listen.host,
+                port=self.listen.port,
                 interface=Interfaces.RSGI,
                 factory=True,
                 workers=self.workers,
@@ -107,8 +83,8 @@ class WorkerPool:
                 http=HTTPModes.auto,
                 websockets=False,
                 log_enabled=False,
-                ssl_cert=self.cert,
-                ssl_key=self.key,
+                ssl_cert=self.listen.cert,
+                ssl_key=self.listen.key,
             )
             watcher = threading.Thread(target=self._watch, args=(server,), name="gpufleet-webhook-certs", daemon=True)
             watcher.start()
@@ -116,4 +92,4 @@ class WorkerPool:
                 server.serve()
             finally:
                 self._stopped.set()
-                watcher.join(timeout=self.reload_seconds + 1)
+                watcher.join(timeout=self.listen.reload_seconds + 1)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from gpufleet.errors import InputError
+from gpufleet.twin.admission_fairsharing import UsageLedger
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cycle import schedule
 from gpufleet.twin.equivalence import EquivalenceClasses, bypassed
@@ -109,10 +110,32 @@ class Twin:
         latest = max((max(w.created, w.reserved_at) for w in spec.workloads), default=0)
         self._per_cycle = reservations_per_cycle
         self._epoch = latest if reservations_per_cycle else (latest // 1000 + 1) * 1000
+        # AdmissionFairSharing's "now": the newest timestamp of the input (the twin has no clock)
+        now = max([latest, *(lq.last_update or 0 for lq in spec.local_queues.values())])
+        self.afs = self._admission_fair_sharing(now)
         self._built = False
         for wl in spec.workloads:
             self.add_workload(wl)
         self._built = True
+        self.sample_usage(now)
+
+    def _admission_fair_sharing(self, now: int) -> UsageLedger | None:
+        """AdmissionFairSharing's ledger, and its heap key on the ClusterQueues it orders; None
+        (nothing changes) when no ClusterQueue uses it."""
+        ledger = UsageLedger(self.spec, now) if self.spec.config.admission_fair_sharing else None
+        if not ledger:
+            return None
+        for name in ledger.cluster_queues:
+            self.queues.by_cq[name].usage_of = lambda wl, usage=ledger.usage: usage(_lq(wl))
+        return ledger
+
+    def sample_usage(self, now: int) -> None:
+        """AdmissionFairSharing's sampling up to ``now`` (epoch ms; the hook for a clock): each
+        LocalQueue's usage decays towards its admitted usage once per ``usageSamplingInterval``
+        elapsed since its last update, and the heaps of the changed ones are rebuilt."""
+        if self.afs is not None and self.afs.sample(now):
+            for name in self.afs.cluster_queues:
+                self.queues.by_cq[name].rekey()
 
     def _later(self) -> None:
         """An input after construction is a later moment: later reservations get a later second."""
@@ -278,8 +301,12 @@ class Twin:
 
     def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
         admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
-        self._reserve(wl, cq, admission, self._epoch + self.cycle + 1 if self._per_cycle else self._epoch)
+        at = self._epoch + self.cycle + 1 if self._per_cycle else self._epoch
+        self._reserve(wl, cq, admission, at)
         self.last_status.pop(wl.key, None)
+        if self.afs is not None and cq.name in self.afs.cluster_queues:  # the entry penalty
+            self.afs.charge(_lq(wl), self._by_resource(admission), at)
+            self.queues.by_cq[cq.name].rekey()
 
     def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted | None:
         """Evict a victim: free its quota, requeue it, and wake parked workloads of its tree; or,
@@ -401,11 +428,15 @@ class Twin:
         self.memo.clear()
         for fr, q in admission.usage:
             add_usage(cq.node, fr, q)
+        if self.afs is not None:
+            self.afs.admitted(_lq(wl), self._by_resource(admission))
 
     def _release(self, wl: Workload, cq: ClusterQueue) -> None:
         assert wl.admission is not None
         for fr, q in wl.admission.usage:
             remove_usage(cq.node, fr, q)
+        if self.afs is not None:
+            self.afs.admitted(_lq(wl), self._by_resource(wl.admission), -1)
         cq.drop(wl)
         wl.admission = None
         wl.uses = frozenset()
@@ -413,6 +444,15 @@ class Twin:
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
         self.queues.capacity_changed(_root_key(cq))
+
+    def _by_resource(self, admission: Admission) -> list[tuple[str, int]]:
+        """An admission's usage per resource name, flavors summed (Kueue's ``FlattenFlavors``)."""
+        keys = self.tree.frs.keys
+        return [(keys[fr].resource, q) for fr, q in admission.usage]
+
+
+def _lq(wl: Workload) -> str:
+    return f"{wl.spec.namespace}/{wl.spec.queue_name}"
 
 
 def _root_key(cq: ClusterQueue) -> str:

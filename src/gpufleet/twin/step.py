@@ -25,12 +25,18 @@ def step(sources: Iterable[tuple[str, str]], cycles: int | None = None) -> dict[
     except InputError as exc:  # a problem across objects: name where the object was written
         raise located(exc, spec) from None
     out_cycles = [cycle_json(result, twin) for result in twin.run(cycles)]
-    return {
+    report = {
         "version": REPORT_VERSION,
         "fairSharing": twin.fair is not None,
         "cycles": out_cycles,
         "clusterQueues": {st.name: status_json(st) for st in twin.statuses()},
     }
+    if twin.afs is not None:  # AdmissionFairSharing: each LocalQueue's usage after the last cycle
+        report["localQueues"] = {
+            key: {"admissionFairSharingUsage": twin.afs.usage(key), "consumedResources": dict(entry.consumed)}
+            for key, entry in sorted(twin.afs.entries.items())
+        }
+    return report
 
 
 def cycle_json(result: CycleResult, twin: Twin) -> dict[str, Any]:

@@ -126,7 +126,9 @@ class Twin:
         if not ledger:
             return None
         for name in ledger.cluster_queues:
-            self.queues.by_cq[name].usage_of = lambda wl, usage=ledger.usage: usage(_lq(wl))
+            self.queues.by_cq[name].usage_of = self.tree.cluster_queues[name].afs_usage = (
+                lambda wl, usage=ledger.usage: usage(_lq(wl))
+            )
         return ledger
 
     def sample_usage(self, now: int) -> None:
@@ -134,8 +136,10 @@ class Twin:
         LocalQueue's usage decays towards its admitted usage once per ``usageSamplingInterval``
         elapsed since its last update, and the heaps of the changed ones are rebuilt."""
         if self.afs is not None and self.afs.sample(now):
+            self.memo.clear()  # preemption's candidate order reads the usage
             for name in self.afs.cluster_queues:
                 self.queues.by_cq[name].rekey()
+                self.tree.cluster_queues[name].ordered.clear()
 
     def _later(self) -> None:
         """An input after construction is a later moment: later reservations get a later second."""

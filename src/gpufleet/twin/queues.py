@@ -103,7 +103,8 @@ class ClusterQueueQueue:
         if heap is None:
             heap = self._classes[cls] = []
         self._pushes += 1
-        entry = (self._key(wl), self._pushes, wl)
+        usage_of = self.usage_of  # inlined: a call per push would cost the queues without AdmissionFairSharing
+        entry = (wl.order if usage_of is None else (usage_of(wl), *wl.order), self._pushes, wl)
         heapq.heappush(heap, entry)
         wl.heaped = True
         if (heap[0] is entry or cls not in self._announced) and (cls not in self.bulk or wl.key in self.active):

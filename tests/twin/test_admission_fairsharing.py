@@ -312,7 +312,8 @@ def test_sampling_moves_usage_towards_what_the_local_queue_runs() -> None:
     assert twin.afs.usage("ns/lq-a") == pytest.approx(2.0, abs=1e-8)
 
 
-def test_preemption_picks_the_victim_of_the_busier_local_queue() -> None:
+@pytest.mark.parametrize("memo", [False, True], ids=["reference", "fast"])
+def test_preemption_picks_the_victim_of_the_busier_local_queue(memo: bool) -> None:
     """Kueue's CandidatesOrdering step 2: within a usage-based ClusterQueue, a candidate of a
     LocalQueue with more usage goes before priority and reservation time. Without it the victim is
     the one admitted more recently (old-b)."""
@@ -324,6 +325,6 @@ def test_preemption_picks_the_victim_of_the_busier_local_queue() -> None:
     text = cluster_queue(cpu=8, preemption=preemption) + queues + running + workload("new", "lq-c", 3, priority=10)
     for afs, victim in ((True, "ns/old-a"), (False, "ns/old-b")):
         gates = "" if afs else "featureGates: {AdmissionFairSharing: false}\n"
-        twin = Twin(parse_cluster([("cluster.yaml", config(gates=gates) + text)]))
+        twin = Twin(parse_cluster([("cluster.yaml", config(gates=gates) + text)]), memo=memo)
         (result,) = list(twin.run(cycles=1))
         assert [p.workload for p in result.preempted] == [victim], afs

@@ -99,10 +99,11 @@ def usage(consumed: Mapping[str, int], weight: float, resource_weights: Mapping[
     return total / weight
 
 
-def merged(a: Mapping[str, int], b: Mapping[str, int], sign: int = 1) -> dict[str, int]:
+def merged(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    """``MergeResourceListKeepSum``: per resource, the sum."""
     out = dict(a)
     for r, q in b.items():
-        out[r] = out.get(r, 0) + sign * q
+        out[r] = out.get(r, 0) + q
     return out
 
 
@@ -118,9 +119,10 @@ class LedgerEntry:
 class UsageLedger:
     """Kueue's ``AfsUsageLedger`` for the LocalQueues whose ClusterQueue uses AdmissionFairSharing.
 
-    ``key(wl)`` is the heap key of such a ClusterQueue's workloads: (usage, then the usual key).
-    ``admitted``/``released`` keep each LocalQueue's live admitted usage, and an admission
-    charges the entry penalty (``charge``); both change the usage only of that LocalQueue.
+    ``usage(lq)`` leads the heap key of such a ClusterQueue's workloads (queues.py) and orders
+    its preemption candidates. ``admitted`` keeps each LocalQueue's live admitted usage (what
+    sampling moves towards), ``charge`` is an admission's entry penalty and ``sample`` the
+    LocalQueue controller's decay; each changes the usage of the LocalQueues it names only.
     """
 
     def __init__(self, spec: ClusterSpec, now: int) -> None:
@@ -167,7 +169,7 @@ class UsageLedger:
         its last update, then add the entry penalty."""
         config = self.config
         entry = self.entries.get(lq)
-        if entry is None:  # a LocalQueue Kueue has not reconciled yet: the penalty starts its ledger
+        if entry is None:  # a LocalQueue the input lacks (deleted): PushPenalty starts its entry
             entry = self.entries[lq] = LedgerEntry({}, at)
         total: dict[str, int] = {}
         for resource, amount in requests:

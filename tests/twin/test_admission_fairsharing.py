@@ -328,3 +328,32 @@ def test_preemption_picks_the_victim_of_the_busier_local_queue(memo: bool) -> No
         twin = Twin(parse_cluster([("cluster.yaml", config(gates=gates) + text)]), memo=memo)
         (result,) = list(twin.run(cycles=1))
         assert [p.workload for p in result.preempted] == [victim], afs
+
+
+def test_the_objects_as_kubectl_prints_them() -> None:
+    """The Configuration's section, the ClusterQueue's admissionScope, and a LocalQueue's weight and
+    status as ``kubectl get -o yaml`` prints them (Kueue writes consumedResources in nano-units)."""
+    text = (
+        config("usageHalfLifeTime: 168h, usageSamplingInterval: 90s, resourceWeights: {cpu: 0.5, nvidia.com/gpu: 4}")
+        + cluster_queue()
+        + local_queue("lq-a", "cpu: 5333333333n, memory: 1Gi, nvidia.com/gpu: '2'", weight="0.5")
+        + local_queue("lq-b")
+    )
+    spec = parse_cluster([("cluster.yaml", text)])
+    afs = spec.config.admission_fair_sharing
+    assert afs == AdmissionFairSharingSpec(168 * HOUR, 90 * NANO, (("cpu", 0.5), ("nvidia.com/gpu", 4.0)))
+    assert spec.cluster_queues["cq"].admission_mode == "UsageBasedAdmissionFairSharing"
+    lq = spec.local_queues["ns/lq-a"]
+    assert lq.fair_weight == 0.5
+    assert lq.consumed == (("cpu", 5_333_333_333), ("memory", 2**30 * NANO), ("nvidia.com/gpu", 2 * NANO))
+    assert lq.last_update == 1_735_689_600_000  # 2025-01-01T00:00:00Z in epoch ms
+    assert spec.local_queues["ns/lq-b"].last_update is None
+    twin = Twin(spec)
+    assert twin.afs is not None
+    # (0.5 * 5.333333333 + 1 * 2^30 + 4 * 2) / 0.5: cpu in cores, memory in bytes, weighted
+    assert twin.afs.usage("ns/lq-a") == pytest.approx((0.5 * 5.333333333 + 2**30 + 8) / 0.5)
+
+
+def test_sampling_interval_defaults_to_five_minutes() -> None:
+    spec = parse_cluster([("cluster.yaml", config("usageHalfLifeTime: 1h") + cluster_queue())])
+    assert spec.config.admission_fair_sharing == AdmissionFairSharingSpec(HOUR, 5 * MINUTE, ())

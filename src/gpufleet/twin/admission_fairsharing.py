@@ -33,12 +33,15 @@ clock calls.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from gpufleet.twin.cohort import CohortTree
+from gpufleet.twin.queues import Queues
 from gpufleet.twin.resources import MILLI_RESOURCES
 from gpufleet.twin.specs import AdmissionFairSharingSpec, ClusterSpec
+from gpufleet.twin.workload import Admission, Workload
 
 NANO = 10**9
 SECOND_NS = 10**9
@@ -99,6 +102,11 @@ def usage(consumed: Mapping[str, int], weight: float, resource_weights: Mapping[
     return total / weight
 
 
+def local_queue_of(wl: Workload) -> str:
+    """The ``namespace/name`` of a workload's LocalQueue, the ledger's key."""
+    return f"{wl.spec.namespace}/{wl.spec.queue_name}"
+
+
 def merged(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
     """``MergeResourceListKeepSum``: per resource, the sum."""
     out = dict(a)
@@ -125,7 +133,8 @@ class UsageLedger:
     LocalQueue controller's decay; each changes the usage of the LocalQueues it names only.
     """
 
-    def __init__(self, spec: ClusterSpec, now: int) -> None:
+    def __init__(self, spec: ClusterSpec, now: int, resource_of: Sequence[str]) -> None:
+        self.resource_of = resource_of  # flavor-resource index -> resource name
         self.config = spec.config.admission_fair_sharing or AdmissionFairSharingSpec()
         # the ClusterQueues it applies to; all share the Configuration's one section
         self.cluster_queues = frozenset(
@@ -156,29 +165,47 @@ class UsageLedger:
             found = self._cached[lq] = usage(consumed, self.weights.get(lq, 1.0), self.resource_weights)
         return found
 
-    def admitted(self, lq: str, requests: Iterable[tuple[str, int]], sign: int = 1) -> None:
-        """A workload of ``lq`` took (sign 1) or released (-1) quota: the live admitted usage."""
-        entry = self.entries.get(lq)
-        if entry is not None:
-            for resource, amount in requests:
-                entry.live[resource] = entry.live.get(resource, 0) + sign * to_nano(amount, resource)
+    def attach(self, queues: Queues, tree: CohortTree) -> UsageLedger:
+        """Give each usage-based ClusterQueue's heap and preemption candidates the usage to order by."""
+        for name in self.cluster_queues:
+            queues.by_cq[name].usage_of = tree.cluster_queues[name].afs_usage = self.usage_of
+        return self
 
-    def charge(self, lq: str, requests: Iterable[tuple[str, int]], at: int) -> None:
-        """An admission in an AdmissionFairSharing ClusterQueue at ``at`` (epoch ms): decay ``lq``'s
-        consumed towards its live usage (which holds the workload already) over the time since
-        its last update, then add the entry penalty."""
-        config = self.config
+    def usage_of(self, wl: Workload) -> float:
+        return self.usage(local_queue_of(wl))
+
+    def by_resource(self, admission: Admission) -> dict[str, int]:
+        """An admission's usage per resource name in nano-units, flavors summed (``FlattenFlavors``)."""
+        total: dict[str, int] = {}
+        for fr, amount in admission.usage:
+            resource = self.resource_of[fr]
+            total[resource] = total.get(resource, 0) + to_nano(amount, resource)
+        return total
+
+    def admitted(self, wl: Workload, admission: Admission, sign: int = 1) -> None:
+        """``wl`` took (sign 1) or released (-1) quota: its LocalQueue's live admitted usage."""
+        entry = self.entries.get(local_queue_of(wl))
+        if entry is not None:
+            for resource, amount in self.by_resource(admission).items():
+                entry.live[resource] = entry.live.get(resource, 0) + sign * amount
+
+    def charge(self, wl: Workload, admission: Admission, at: int) -> bool:
+        """``wl`` was admitted at ``at`` (epoch ms). In a usage-based ClusterQueue: decay its
+        LocalQueue's consumed towards its live usage (which holds ``wl`` already) over the time since
+        the last update, then add the entry penalty; True. Elsewhere nothing happens; False."""
+        if admission.cluster_queue not in self.cluster_queues:
+            return False
+        config, lq = self.config, local_queue_of(wl)
         entry = self.entries.get(lq)
         if entry is None:  # a LocalQueue the input lacks (deleted): PushPenalty starts its entry
             entry = self.entries[lq] = LedgerEntry({}, at)
-        total: dict[str, int] = {}
-        for resource, amount in requests:
-            total[resource] = total.get(resource, 0) + to_nano(amount, resource)
+        total = self.by_resource(admission)
         elapsed = seconds(max(0, at - entry.last_update) * MILLISECOND_NS)
         half_life = seconds(config.usage_half_life_ns)
         entry.consumed = merged(decayed(entry.consumed, entry.live, elapsed, half_life), entry_penalty(total, config))
         entry.last_update = max(entry.last_update, at)
         self._cached.pop(lq, None)
+        return True
 
     def sample(self, now: int) -> set[str]:
         """The LocalQueue controller's sampling up to ``now`` (epoch ms): every whole

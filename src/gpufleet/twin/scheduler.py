@@ -120,16 +120,12 @@ class Twin:
         self.sample_usage(now)
 
     def _admission_fair_sharing(self, now: int) -> UsageLedger | None:
-        """AdmissionFairSharing's ledger, and its heap key on the ClusterQueues it orders; None
-        (nothing changes) when no ClusterQueue uses it."""
-        ledger = UsageLedger(self.spec, now) if self.spec.config.admission_fair_sharing else None
-        if not ledger:
+        """AdmissionFairSharing's ledger, attached to the ClusterQueues it orders; None (nothing
+        changes, nothing is computed) when no ClusterQueue uses it."""
+        if self.spec.config.admission_fair_sharing is None:
             return None
-        for name in ledger.cluster_queues:
-            self.queues.by_cq[name].usage_of = self.tree.cluster_queues[name].afs_usage = (
-                lambda wl, usage=ledger.usage: usage(_lq(wl))
-            )
-        return ledger
+        ledger = UsageLedger(self.spec, now, [k.resource for k in self.tree.frs.keys])
+        return ledger.attach(self.queues, self.tree) if ledger else None
 
     def sample_usage(self, now: int) -> None:
         """AdmissionFairSharing's sampling up to ``now`` (epoch ms; the hook for a clock): each
@@ -308,8 +304,7 @@ class Twin:
         at = self._epoch + self.cycle + 1 if self._per_cycle else self._epoch
         self._reserve(wl, cq, admission, at)
         self.last_status.pop(wl.key, None)
-        if self.afs is not None and cq.name in self.afs.cluster_queues:  # the entry penalty
-            self.afs.charge(_lq(wl), self._by_resource(admission), at)
+        if self.afs is not None and self.afs.charge(wl, admission, at):  # the entry penalty
             self.queues.by_cq[cq.name].rekey()
 
     def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted | None:
@@ -433,14 +428,14 @@ class Twin:
         for fr, q in admission.usage:
             add_usage(cq.node, fr, q)
         if self.afs is not None:
-            self.afs.admitted(_lq(wl), self._by_resource(admission))
+            self.afs.admitted(wl, admission)
 
     def _release(self, wl: Workload, cq: ClusterQueue) -> None:
         assert wl.admission is not None
         for fr, q in wl.admission.usage:
             remove_usage(cq.node, fr, q)
         if self.afs is not None:
-            self.afs.admitted(_lq(wl), self._by_resource(wl.admission), -1)
+            self.afs.admitted(wl, wl.admission, -1)
         cq.drop(wl)
         wl.admission = None
         wl.uses = frozenset()
@@ -448,15 +443,6 @@ class Twin:
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
         self.queues.capacity_changed(_root_key(cq))
-
-    def _by_resource(self, admission: Admission) -> list[tuple[str, int]]:
-        """An admission's usage per resource name, flavors summed (Kueue's ``FlattenFlavors``)."""
-        keys = self.tree.frs.keys
-        return [(keys[fr].resource, q) for fr, q in admission.usage]
-
-
-def _lq(wl: Workload) -> str:
-    return f"{wl.spec.namespace}/{wl.spec.queue_name}"
 
 
 def _root_key(cq: ClusterQueue) -> str:

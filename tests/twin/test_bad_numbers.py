@@ -50,6 +50,17 @@ def workload(pod_set: str = "count: 1", requests: str = "{nvidia.com/gpu: 8}", s
     )
 
 
+AFS_CONFIG = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nadmissionFairSharing: {{{}}}\n---\n"
+
+
+def local_queue(spec: str, status: str) -> str:
+    """A second LocalQueue (q2) with AdmissionFairSharing's weight or status."""
+    fields = f"spec: {{clusterQueue: cq, {spec}}}\n" if spec else "spec: {clusterQueue: cq}\n"
+    if status:
+        fields += f"status: {{fairSharing: {{weightedShare: 0, admissionFairSharingStatus: {{{status}}}}}}}\n"
+    return f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {{namespace: ns, name: q2}}\n{fields}---\n"
+
+
 # id -> (objects after HEADER, line where the object starts (the ClusterQueue or Configuration at 10, the
 # Workload after a plain ClusterQueue at 18), field path, message fragment)
 CASES = {
@@ -151,6 +162,81 @@ CASES = {
         "featureGates.PartialAdmission",
         "the twin models Kueue with PartialAdmission at its default (true) only",
     ),
+    **{
+        f"admission fair sharing: {name}": (AFS_CONFIG.format(section) + queue() + workload(), 10, path, message)
+        for name, (section, path, message) in {
+            "half-life not a duration": (
+                "usageHalfLifeTime: 10 minutes",
+                "admissionFairSharing.usageHalfLifeTime",
+                "Configuration: malformed duration '10 minutes'",
+            ),
+            "half-life as a bare number": (
+                "usageHalfLifeTime: 600",
+                "admissionFairSharing.usageHalfLifeTime",
+                "expected a duration such as 5m or 1h30m, got int 600",
+            ),
+            "negative half-life": (
+                "usageHalfLifeTime: -1m",
+                "admissionFairSharing.usageHalfLifeTime",
+                "must be 0 or more, got -1m",
+            ),
+            "negative sampling interval": (
+                "usageHalfLifeTime: 1h, usageSamplingInterval: -5m",
+                "admissionFairSharing.usageSamplingInterval",
+                "must be greater than 0, got -5m",
+            ),
+            "negative resource weight": (
+                "usageHalfLifeTime: 1h, resourceWeights: {nvidia.com/gpu: -1}",
+                "admissionFairSharing.resourceWeights.nvidia.com/gpu",
+                "expected a weight of 0 or more, got -1",
+            ),
+            "resource weight as a string": (
+                "usageHalfLifeTime: 1h, resourceWeights: {cpu: 'high'}",
+                "admissionFairSharing.resourceWeights.cpu",
+                "expected a number, got str 'high'",
+            ),
+        }.items()
+    },
+    "admission fair sharing: unknown admission mode": (
+        queue(extra="  admissionScope: {admissionMode: UsageBased}\n") + workload(),
+        10,
+        "spec.admissionScope.admissionMode",
+        "expected one of UsageBasedAdmissionFairSharing, NoAdmissionFairSharing, got 'UsageBased'",
+    ),
+    **{
+        f"admission fair sharing: LocalQueue {name}": (
+            local_queue(spec, status) + queue() + workload(),
+            10,
+            path,
+            message,
+        )
+        for name, (spec, status, path, message) in {
+            "negative weight": (
+                "fairSharing: {weight: '-1'}",
+                "",
+                "spec.fairSharing.weight",
+                "LocalQueue q2: weight '-1' must be between 0",
+            ),
+            "malformed consumed resources": (
+                "",
+                "consumedResources: {cpu: 1xyz}, lastUpdate: '2025-01-01T00:00:00Z'",
+                "status.fairSharing.admissionFairSharingStatus.consumedResources.cpu",
+                "malformed quantity '1xyz'",
+            ),
+            "negative consumed resources": (
+                "",
+                "consumedResources: {nvidia.com/gpu: '-2'}, lastUpdate: '2025-01-01T00:00:00Z'",
+                "status.fairSharing.admissionFairSharingStatus.consumedResources.nvidia.com/gpu",
+                "expected a quantity between 0 and 9223372036854775807, got '-2'",
+            ),
+            "lastUpdate not a time": (
+                "",
+                "consumedResources: {cpu: '1'}, lastUpdate: yesterday",
+                "status.fairSharing.admissionFairSharingStatus.lastUpdate",
+                "not an RFC 3339 timestamp: 'yesterday'",
+            ),
+        }.items()
+    },
 }
 
 

@@ -62,3 +62,4 @@ def test_scenario(path: Path) -> None:
             pending = {p["workload"]: p for p in got["pending"]}
             _subset(want["pending"], pending, f"{where}.pending")
     _subset(expect.get("clusterQueues", {}), report["clusterQueues"], "clusterQueues")
+    _subset(expect.get("localQueues", {}), report.get("localQueues", {}), "localQueues")

@@ -2,7 +2,8 @@
 
 Differential property test through the public API: random clusters (one or two cohorts, nested or
 not, two to four ClusterQueues, one or two flavors, nominal quota with borrowing and lending
-limits, each preemption policy, fair sharing on or off, BestEffortFIFO and StrictFIFO) and random
+limits, each preemption policy, fair sharing on or off, BestEffortFIFO and StrictFIFO,
+AdmissionFairSharing on or off per ClusterQueue with two LocalQueues of drawn usage) and random
 streams of arrivals (drawn from a few shapes, so backlogs of scheduling equivalents form),
 completions and finished evictions run through three twins:
 
@@ -16,7 +17,7 @@ completions and finished evictions run through three twins:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -41,6 +42,8 @@ class Queue:
     borrow_within: str
     within: str
     weight: int
+    afs: bool  # admissionScope UsageBasedAdmissionFairSharing (when the Configuration has the section)
+    consumed: tuple[int, int]  # status consumedResources (GPUs) of its two LocalQueues
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class Cluster:
     flavors: int
     nested: bool  # cohort 1 is a child of cohort 0
     fair: bool
+    afs: bool  # the Configuration's admissionFairSharing section
     queues: tuple[Queue, ...]
 
 
@@ -58,8 +62,11 @@ def quantity(value: int | None, name: str) -> str:
 def cluster_yaml(c: Cluster) -> str:
     docs = [f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {{name: {f}}}" for f in FLAVORS]
     docs.append("apiVersion: v1\nkind: Namespace\nmetadata: {name: team}")
-    if c.fair:
-        docs.append("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfairSharing: {}")
+    if c.fair or c.afs:
+        sections = ("fairSharing: {}\n" if c.fair else "") + (
+            "admissionFairSharing: {usageHalfLifeTime: 10m, usageSamplingInterval: 5m}\n" if c.afs else ""
+        )
+        docs.append(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n{sections}")
     docs.append("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: c0}\nspec: {}")
     parent = "{parentName: c0}" if c.nested else "{}"
     docs.append(f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: c1}}\nspec: {parent}")
@@ -70,12 +77,24 @@ def cluster_yaml(c: Cluster) -> str:
             for f in range(c.flavors)
         )
         cohort = f"  cohortName: c{q.cohort}\n" if q.cohort >= 0 else ""
+        scope = "  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}\n" if q.afs else ""
+        local_queues = "\n---\n".join(
+            f"""apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{namespace: team, name: q{i}{suffix}}}
+spec: {{clusterQueue: q{i}, fairSharing: {{weight: '{1 + j}'}}}}
+status:
+  fairSharing:
+    weightedShare: 0
+    admissionFairSharingStatus: {{consumedResources: {{gpu: '{used}'}}, lastUpdate: '1970-01-01T00:00:00Z'}}"""
+            for j, (suffix, used) in enumerate(zip(("", "b"), q.consumed, strict=True))
+        )
         docs.append(
             f"""apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {{name: q{i}}}
 spec:
-{cohort}  namespaceSelector: {{}}
+{cohort}{scope}  namespaceSelector: {{}}
   queueingStrategy: {q.strategy}
   fairSharing: {{weight: '{q.weight}'}}
   preemption:
@@ -87,10 +106,7 @@ spec:
     flavors:
 {flavors}
 ---
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{namespace: team, name: q{i}}}
-spec: {{clusterQueue: q{i}}}"""
+{local_queues}"""
         )
     return "\n---\n".join(docs)
 
@@ -106,12 +122,15 @@ queues = st.builds(
     borrow_within=st.sampled_from(["Never", "LowerPriority"]),
     within=st.sampled_from(WITHIN),
     weight=st.sampled_from([0, 1, 1, 2]),
+    afs=st.booleans(),
+    consumed=st.tuples(st.sampled_from([0, 0, 2, 5]), st.sampled_from([0, 2, 5])),
 )
 clusters = st.builds(
     Cluster,
     flavors=st.integers(1, 2),
     nested=st.booleans(),
     fair=st.booleans(),
+    afs=st.booleans(),
     queues=st.lists(queues, min_size=2, max_size=4).map(tuple),
 )
 SHAPES = [(1, 1), (1, 2), (2, 2), (1, 4), (3, 3)]  # (pods, GPUs per pod): few, so look-alikes repeat
@@ -123,6 +142,7 @@ class Arrive:
     shape: int
     priority: int
     copies: int = 1  # look-alikes arriving together: a backlog of scheduling equivalents
+    second: bool = False  # to the ClusterQueue's second LocalQueue (AdmissionFairSharing tells them apart)
 
 
 @dataclass(frozen=True)
@@ -136,7 +156,12 @@ class Gone:
 
 
 arrivals = st.builds(
-    Arrive, st.integers(0, 3), st.integers(0, len(SHAPES) - 1), st.sampled_from([0, 0, 10]), st.integers(1, 3)
+    Arrive,
+    st.integers(0, 3),
+    st.integers(0, len(SHAPES) - 1),
+    st.sampled_from([0, 0, 10]),
+    st.integers(1, 3),
+    st.booleans(),
 )
 events = st.lists(
     st.one_of(
@@ -158,7 +183,7 @@ def play(twin: Twin, stream: list[Any], queue_count: int) -> list[tuple[Any, ...
         if isinstance(event, Arrive):
             pods, gpus = SHAPES[event.shape]
             pod_sets = (PodSetSpec("main", pods, (("gpu", gpus),)),)
-            queue = f"q{event.queue % queue_count}"
+            queue = f"q{event.queue % queue_count}" + ("b" if event.second else "")
             for c in range(event.copies):
                 name = f"w{t:03}-{c}"
                 twin.add_workload(
@@ -185,9 +210,44 @@ def flat(log: list[tuple[Any, ...]]) -> tuple[list[Any], list[Any], list[Any]]:
     return [a for c in log for a in c[1]], [p for c in log for p in c[2]], [p for c in log for p in c[3]]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@settings(SETTINGS, max_examples=200)
 @given(clusters, events)
 def test_reference_and_fast_paths_agree(cluster: Cluster, stream: list[Any]) -> None:
+    agree(cluster, stream)
+
+
+afs_clusters = st.builds(
+    Cluster,
+    flavors=st.integers(1, 2),
+    nested=st.booleans(),
+    fair=st.booleans(),
+    afs=st.just(True),
+    queues=st.lists(
+        st.builds(
+            replace,
+            queues,
+            afs=st.just(True),
+            within=st.sampled_from(WITHIN[1:]),  # preemption within the queue: candidates of both LocalQueues
+            consumed=st.sampled_from([(0, 5), (5, 0), (2, 2)]),
+        ),
+        min_size=2,
+        max_size=3,
+    ).map(tuple),
+)
+
+
+@settings(SETTINGS, max_examples=80)
+@given(afs_clusters, events)
+def test_reference_and_fast_paths_agree_under_admission_fair_sharing(cluster: Cluster, stream: list[Any]) -> None:
+    """Every ClusterQueue usage-based: LocalQueue usage orders the heaps and preemption's candidates,
+    and each admission's entry penalty changes both."""
+    agree(cluster, stream)
+
+
+def agree(cluster: Cluster, stream: list[Any]) -> None:
     spec = parse_cluster([("cluster.yaml", cluster_yaml(cluster))])
     count = len(cluster.queues)
     reference = Twin(spec, hold_evicted_quota=True, memo=False)

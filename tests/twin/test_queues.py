@@ -7,6 +7,7 @@ random operation sequences run on two queues, one of which peeks before every op
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import given, settings
@@ -89,8 +90,9 @@ def test_peek_prefers_the_waiting_preemptor() -> None:
 class ModelQueue:
     """What the queue must do, written the slow and obvious way: dictionaries and a sort."""
 
-    def __init__(self, strict: bool) -> None:
+    def __init__(self, strict: bool, usage_of: Callable[[Workload], float] | None = None) -> None:
         self.strict = strict
+        self.usage_of = usage_of  # AdmissionFairSharing: usage first, the sticky head only among the lowest
         self.active: dict[str, Workload] = {}
         self.inadmissible: dict[str, Workload] = {}
         self.bulk: set[int | None] = set()
@@ -111,11 +113,13 @@ class ModelQueue:
 
     def pop(self) -> Workload | None:
         sticky, self.sticky = self.sticky, None
-        if sticky is not None and sticky in self.active:
+        usage = self.usage_of or (lambda w: 0.0)
+        lowest = min((usage(w) for w in self.active.values()), default=0.0)
+        if sticky is not None and sticky in self.active and usage(self.active[sticky]) <= lowest:
             return self.active.pop(sticky)
         if not self.active:
             return None
-        wl = min(self.active.values(), key=lambda w: w.order)
+        wl = min(self.active.values(), key=lambda w: (usage(w), w.order))
         return self.active.pop(wl.key)
 
     def requeue(self, wl: Workload, *, immediate: bool, preempting: bool) -> bool:
@@ -208,6 +212,64 @@ def test_the_class_heaps_pop_as_one_heap_would(steps: list[tuple[str, int]], str
             model.inadmissible.pop(wl.key, None)
         assert queue.active == model.active
         assert queue.inadmissible == model.inadmissible
+    while (left := model.pop()) is not None:
+        assert queue.pop() is left
+    assert queue.pop() is None
+
+
+afs_ops = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["push", "push", "park", "pop", "pop", "requeue", "requeue-preempting", "flush", "bulk", "charge"]
+        ),
+        st.integers(0, 11),
+        st.sampled_from([0.0, 0.5, 1.0, 2.0]),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=300)
+@given(afs_ops)
+def test_admission_fair_sharing_pops_the_lowest_usage_as_one_sort_would(steps: list[tuple[str, int, float]]) -> None:
+    """AdmissionFairSharing's heap key (usage, then the usual key) against the obvious model while
+    usages change between operations (an admission's entry penalty, then ``rekey``): workloads in
+    four LocalQueues (index mod 4) and three equivalence classes, so usages tie and classes span
+    LocalQueues."""
+    pool = classed(12)
+    usage = dict.fromkeys(range(4), 0.0)
+    local_queue = {wl.key: i % 4 for i, wl in enumerate(pool)}
+
+    def usage_of(wl: Workload) -> float:
+        return usage[local_queue[wl.key]]
+
+    queue = ClusterQueueQueue("cq", BEST_EFFORT_FIFO, set())
+    queue.usage_of = usage_of
+    model = ModelQueue(False, usage_of)
+    for op, i, value in steps:
+        wl = pool[i]
+        if op == "push":
+            queue.push(wl)
+            model.push(wl)
+        elif op == "park":
+            queue.park(wl)
+            model.park(wl)
+        elif op == "pop":
+            assert queue.pop() is model.pop()
+        elif op.startswith("requeue"):
+            now, preempting = op != "requeue", op.endswith("preempting")
+            queue.requeue(wl, immediate=now, preempting=preempting)
+            model.requeue(wl, immediate=now, preempting=preempting)
+        elif op == "flush":
+            queue.flush_inadmissible()
+            model.flush()
+        elif op == "bulk":
+            queue.bulk_move(wl, "WaitingForQuota")
+            model.bulk_move(wl)
+        else:
+            usage[i % 4] = value
+            queue.rekey()
+        assert queue.active == model.active
     while (left := model.pop()) is not None:
         assert queue.pop() is left
     assert queue.pop() is None

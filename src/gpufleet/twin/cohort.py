@@ -7,7 +7,7 @@ the parent chain disables every ClusterQueue under it until it is fixed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from gpufleet.twin.quota import QuotaNode, recompute_subtree
@@ -34,8 +34,8 @@ class ClusterQueue:
     """A ClusterQueue: its frozen spec, its quota node, and the workloads holding its quota."""
 
     __slots__ = (
-        "group_of", "groups", "ignore_undeclared", "inactive_reason", "name", "node", "ordered", "spec", "using",
-        "workloads",
+        "afs_usage", "group_of", "groups", "ignore_undeclared", "inactive_reason", "name", "node", "ordered", "spec",
+        "using", "workloads",
     )  # fmt: skip
 
     def __init__(self, spec: ClusterQueueSpec, node: QuotaNode, groups: tuple[ResourceGroup, ...]) -> None:
@@ -51,6 +51,9 @@ class ClusterQueue:
         # until a workload is held, dropped or marked evicted here.
         self.ordered: dict[frozenset[int], list[Workload]] = {}
         self.inactive_reason = "" if spec.stop_policy == "None" else "Stopped"
+        # AdmissionFairSharing on this ClusterQueue: a workload's LocalQueue usage, which orders its
+        # preemption candidates from different LocalQueues (higher usage first) before priority
+        self.afs_usage: Callable[[Workload], float] | None = None
         # resources.quotaCheckStrategy: IgnoreUndeclared (QuotaCheckStrategy gate): requests of
         # resources no resource group covers are left out instead of failing the workload
         self.ignore_undeclared = False

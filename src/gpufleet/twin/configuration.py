@@ -1,6 +1,6 @@
 """Kueue's manager ``Configuration`` (``config.kueue.x-k8s.io``): the fields that change admission.
 
-Fair sharing and its preemption strategies, ``resources.excludeResourcePrefixes`` and
+Fair sharing and its preemption strategies, ``admissionFairSharing``, ``resources.excludeResourcePrefixes`` and
 ``resources.quotaCheckStrategy``, and ``featureGates`` (the API's alternative to the manager's
 ``--feature-gates`` flag).
 """
@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpufleet.twin import specs as s
+from gpufleet.twin.admission_fairsharing_fields import read_admission_fair_sharing
 from gpufleet.twin.fields import Doc, choice, type_name
 from gpufleet.twin.gates import DEFAULTS, unmodelled
 
@@ -31,6 +32,7 @@ def read_configuration(doc: Doc, obj: dict[str, Any]) -> s.ConfigSpec:
         excluded_prefixes=excluded,
         feature_gates=_feature_gates(doc, obj.get("featureGates")),
         quota_check_strategy=strategy,
+        admission_fair_sharing=read_admission_fair_sharing(doc, obj.get("admissionFairSharing")),
     )
     if obj.get("fairSharing") is None:
         return base

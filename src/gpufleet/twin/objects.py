@@ -18,6 +18,7 @@ from typing import Any
 
 from gpufleet.errors import InputError, Problem
 from gpufleet.twin import specs as s
+from gpufleet.twin.admission_fairsharing_fields import admission_mode, consumed_resources
 from gpufleet.twin.configuration import read_configuration
 from gpufleet.twin.fields import (
     MAX_INT32,
@@ -137,9 +138,11 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
         if not cq:
             doc.fail("spec.clusterQueue", "spec.clusterQueue is required")
             return
+        consumed, last_update = consumed_resources(doc, doc.mapping("status", obj.get("status")))
         st.local_queues[f"{ns}/{name}"] = s.LocalQueueSpec(
-            ns, name, str(cq), choice(doc, "spec.stopPolicy", spec.get("stopPolicy"), _STOP, "None")
-        )
+            ns, name, str(cq), choice(doc, "spec.stopPolicy", spec.get("stopPolicy"), _STOP, "None"),
+            _weight(doc, spec), consumed, last_update,
+        )  # fmt: skip
     elif kind in ("WorkloadPriorityClass", "PriorityClass"):
         group = KUEUE_GROUP if kind == "WorkloadPriorityClass" else "scheduling.k8s.io"
         st.priority_classes[(group, name)] = integer(
@@ -278,6 +281,7 @@ def _cluster_queue(doc: Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueSp
         ),
         fair_weight=_weight(doc, spec),
         stop_policy=choice(doc, "spec.stopPolicy", spec.get("stopPolicy"), _STOP, "None"),
+        admission_mode=admission_mode(doc, spec),
     )
 
 

@@ -7,7 +7,10 @@ that use a contested flavor-resource count.
 
 Candidate order (``CandidatesOrdering``) is ONE key: workloads already being evicted first (their
 quota is about to free anyway); other ClusterQueues before the preemptor's own; lower priority
-first; admitted more recently first; uid or ``namespace/name`` last.
+first; admitted more recently first; uid or ``namespace/name`` last. Under AdmissionFairSharing,
+two candidates of one usage-based ClusterQueue from different LocalQueues go by their LocalQueue's
+usage, higher first, before priority (``ordering.go`` step 2): each ClusterQueue's part is sorted
+with it, and the other queues' parts are merged as sorted runs.
 
 Selection (``minimalPreemptions``): remove candidates in order, skipping a cohort candidate whose
 ClusterQueue stopped borrowing, until the preemptor fits; then walk the chosen ones backwards and
@@ -18,7 +21,8 @@ is simulated on the live quota tree and undone before returning.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+from collections.abc import Callable, Iterable
 from operator import attrgetter
 
 from gpufleet.twin import reasons
@@ -43,9 +47,13 @@ VICTIM_KEY = attrgetter("victim_key")  # the candidate order's tail (see Workloa
 EVICTED = attrgetter("evicted")
 
 
-def in_candidate_order(part: list[Workload]) -> list[Workload]:
-    """Sort one ClusterQueue's candidates in place: evicted first, then ``victim_key``."""
-    part.sort(key=VICTIM_KEY)
+def in_candidate_order(part: list[Workload], usage: Callable[[Workload], float] | None = None) -> list[Workload]:
+    """Sort one ClusterQueue's candidates in place: evicted first, then (AdmissionFairSharing's
+    ``usage``) the LocalQueue with more usage, then ``victim_key``."""
+    if usage is None:
+        part.sort(key=VICTIM_KEY)
+    else:
+        part.sort(key=lambda c: (-usage(c), c.victim_key))
     if any(map(EVICTED, part)):
         part[:] = [c for c in part if c.evicted] + [c for c in part if not c.evicted]
     return part
@@ -59,20 +67,27 @@ class Candidates:
     other queues' parts (a sort over sorted runs), so no per-candidate key function runs in Python.
     """
 
-    __slots__ = ("by_queue", "own_queue")
+    __slots__ = ("by_queue", "by_usage", "own_queue")
 
-    def __init__(self, by_queue: dict[str, list[Workload]], own_queue: str, *, ordered: bool = False) -> None:
+    def __init__(
+        self, by_queue: dict[str, list[Workload]], own_queue: str, *, ordered: bool = False, by_usage: bool = False
+    ) -> None:
         if not ordered:  # else each part is already in candidate order (the fast path's cache)
             for part in by_queue.values():
                 in_candidate_order(part)
         self.by_queue = by_queue
         self.own_queue = own_queue
+        self.by_usage = by_usage  # some part is in AdmissionFairSharing's order: merge, do not re-sort
 
     def ordered(self) -> list[Workload]:
         """Evicted first, other queues before the own one, then ``victim_key``."""
-        others = sorted(
-            (c for name, part in self.by_queue.items() if name != self.own_queue for c in part), key=VICTIM_KEY
-        )
+        if self.by_usage:
+            parts = [part for name, part in self.by_queue.items() if name != self.own_queue]
+            others = list(heapq.merge(*parts, key=VICTIM_KEY))
+        else:
+            others = sorted(
+                (c for name, part in self.by_queue.items() if name != self.own_queue for c in part), key=VICTIM_KEY
+            )
         own = self.by_queue.get(self.own_queue, [])
         evicted = [c for c in others if c.evicted] + [c for c in own if c.evicted]
         return evicted + [c for c in others if not c.evicted] + [c for c in own if not c.evicted]
@@ -177,7 +192,12 @@ class Preemptor:
             ]
             if own:
                 by_queue[cq.name] = own
-        return Candidates(by_queue, cq.name, ordered=self.bounded)
+        queues = self.tree.cluster_queues
+        by_usage = any(queues[name].afs_usage is not None for name in by_queue)
+        if by_usage and not self.bounded:
+            for name, part in by_queue.items():
+                in_candidate_order(part, queues[name].afs_usage)
+        return Candidates(by_queue, cq.name, ordered=self.bounded or by_usage, by_usage=by_usage)
 
     @staticmethod
     def _in_order(cq: ClusterQueue, frs: frozenset[int]) -> list[Workload]:
@@ -185,7 +205,7 @@ class Preemptor:
         workloads change (filtering a sorted list keeps it sorted: the same parts as sorting after)."""
         found = cq.ordered.get(frs)
         if found is None:
-            found = cq.ordered[frs] = in_candidate_order(list(cq.using_any(frs)))
+            found = cq.ordered[frs] = in_candidate_order(list(cq.using_any(frs)), cq.afs_usage)
         return found
 
     def borrow_threshold(self, wl: Workload, cq: ClusterQueue) -> int | None:

@@ -30,17 +30,24 @@ Sticky head (BestEffortFIFO, kubernetes-sigs/kueue#7157): a head requeued becaus
 the workloads it preempted stays the head for the next pop, ahead of parked workloads that the
 evictions flushed back. Without it, an older workload that cannot fit becomes head, the preemptor
 misses the quota it freed, another queue's borrower takes it, and preemption repeats.
+
+AdmissionFairSharing (admission_fairsharing.py): a ClusterQueue whose workloads Kueue orders by
+their LocalQueue's usage first has a ``usage_of``, and its heap key is (usage, then ``Workload.order``). A usage
+changes when a workload of its LocalQueue is admitted; ``rekey`` then rebuilds the heap, as Kueue's
+``Pop`` rebuilds it (``rebuildAll``) while an entry penalty is pending. The sticky head goes first
+only among the workloads of the lowest usage: Kueue compares usage before the sticky flag.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from gpufleet.twin.specs import STRICT_FIFO
 from gpufleet.twin.workload import Workload
 
-Entry = tuple[tuple[int, int, str], int, Workload]
+Key = tuple[float | int | str, ...]  # Workload.order, or (usage, *Workload.order) under AdmissionFairSharing
+Entry = tuple[Key, int, Workload]
 
 
 class ClusterQueueQueue:
@@ -48,14 +55,14 @@ class ClusterQueueQueue:
 
     __slots__ = (
         "_announced", "_classes", "_parked", "_pushes", "_tops",
-        "active", "bulk", "inadmissible", "name", "sticky", "strict",
+        "active", "bulk", "inadmissible", "name", "sticky", "strict", "usage_of",
     )  # fmt: skip
 
     def __init__(self, name: str, strategy: str, parked: set[str]) -> None:
         self.name = name
         self.strict = strategy == STRICT_FIFO
         self._classes: dict[int | None, list[Entry]] = {}  # equivalence class -> its heap
-        self._tops: list[tuple[tuple[int, int, str], int, int | None]] = []  # classes by best entry
+        self._tops: list[tuple[Key, int, int | None]] = []  # classes by best entry
         self._announced: dict[int | None, int] = {}  # class -> push number of its valid top entry
         self._pushes = 0
         self.active: dict[str, Workload] = {}
@@ -65,6 +72,7 @@ class ClusterQueueQueue:
         # Equivalence classes bulk-moved since the last flush: (the reason Kueue stores, the head
         # whose failure moved them).
         self.bulk: dict[int | None, tuple[str, str]] = {}
+        self.usage_of: Callable[[Workload], float] | None = None  # AdmissionFairSharing's usage
 
     def push(self, wl: Workload) -> bool:
         """Kueue's ``PushOrUpdate``: into the heap, or parked at once when an equivalent workload
@@ -95,7 +103,8 @@ class ClusterQueueQueue:
         if heap is None:
             heap = self._classes[cls] = []
         self._pushes += 1
-        entry = (wl.order, self._pushes, wl)
+        usage_of = self.usage_of  # inlined: a call per push would cost the queues without AdmissionFairSharing
+        entry = (wl.order if usage_of is None else (usage_of(wl), *wl.order), self._pushes, wl)
         heapq.heappush(heap, entry)
         wl.heaped = True
         if (heap[0] is entry or cls not in self._announced) and (cls not in self.bulk or wl.key in self.active):
@@ -137,9 +146,22 @@ class ClusterQueueQueue:
             return heap[0][2]
         return None
 
+    def _key(self, wl: Workload) -> Key:
+        return wl.order if self.usage_of is None else (self.usage_of(wl), *wl.order)
+
+    def _sticky_first(self, sticky: str | None) -> bool:
+        """Whether the sticky head goes first: always, unless AdmissionFairSharing finds a
+        LocalQueue with less usage (Kueue compares usage before the sticky flag)."""
+        if sticky is None or sticky not in self.active:
+            return False
+        if self.usage_of is None:
+            return True
+        best = self._best()
+        return best is None or self.usage_of(best) >= self.usage_of(self.active[sticky])
+
     def pop(self) -> Workload | None:
         sticky, self.sticky = self.sticky, None
-        if sticky is not None and sticky in self.active:
+        if sticky is not None and self._sticky_first(sticky):
             return self.active.pop(sticky)  # its heap entry is now stale and skipped later
         wl = self._best()
         if wl is None:
@@ -161,7 +183,7 @@ class ClusterQueueQueue:
     def peek(self) -> Workload | None:
         """The workload ``pop`` would return, left in place."""
         sticky = self.sticky
-        if sticky is not None and sticky in self.active:
+        if sticky is not None and self._sticky_first(sticky):
             return self.active[sticky]
         return self._best()
 
@@ -221,6 +243,9 @@ class ClusterQueueQueue:
                 active[wl.key] = wl
                 if not wl.heaped:
                     self._insert(wl)
+        self._announce_all()
+
+    def _announce_all(self) -> None:
         self._tops = []
         self._announced = {}
         for cls, heap in self._classes.items():
@@ -231,13 +256,24 @@ class ClusterQueueQueue:
             self._tops.append((heap[0][0], self._pushes, cls))
         heapq.heapify(self._tops)
 
+    def rekey(self) -> None:
+        """AdmissionFairSharing: a LocalQueue's usage changed, so every entry gets its key again and
+        every heap is rebuilt (Kueue's ``rebuildAll``). Entries of parked workloads stay."""
+        if self.usage_of is None:
+            return
+        for heap in self._classes.values():
+            heap[:] = [(self._key(wl), number, wl) for _, number, wl in heap]
+            heapq.heapify(heap)
+        self._announce_all()
+
     def __len__(self) -> int:
         return len(self.active) + len(self.inadmissible)
 
     def in_order(self) -> Iterator[Workload]:
         """Pending workloads in heap order (active first), for positions in reports."""
-        yield from sorted(self.active.values(), key=lambda w: w.order)
-        yield from sorted(self.inadmissible.values(), key=lambda w: w.order)
+        key = self._key
+        yield from sorted(self.active.values(), key=key)
+        yield from sorted(self.inadmissible.values(), key=key)
 
 
 class Queues:

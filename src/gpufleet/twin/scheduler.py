@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from gpufleet.errors import InputError
+from gpufleet.twin.admission_fairsharing import UsageLedger
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cycle import schedule
 from gpufleet.twin.equivalence import EquivalenceClasses, bypassed
@@ -109,10 +110,32 @@ class Twin:
         latest = max((max(w.created, w.reserved_at) for w in spec.workloads), default=0)
         self._per_cycle = reservations_per_cycle
         self._epoch = latest if reservations_per_cycle else (latest // 1000 + 1) * 1000
+        # AdmissionFairSharing's "now": the newest timestamp of the input (the twin has no clock)
+        now = max([latest, *(lq.last_update or 0 for lq in spec.local_queues.values())])
+        self.afs = self._admission_fair_sharing(now)
         self._built = False
         for wl in spec.workloads:
             self.add_workload(wl)
         self._built = True
+        self.sample_usage(now)
+
+    def _admission_fair_sharing(self, now: int) -> UsageLedger | None:
+        """AdmissionFairSharing's ledger, attached to the ClusterQueues it orders; None (nothing
+        changes, nothing is computed) when no ClusterQueue uses it."""
+        if self.spec.config.admission_fair_sharing is None:
+            return None
+        ledger = UsageLedger(self.spec, now, [k.resource for k in self.tree.frs.keys])
+        return ledger.attach(self.queues, self.tree) if ledger else None
+
+    def sample_usage(self, now: int) -> None:
+        """AdmissionFairSharing's sampling up to ``now`` (epoch ms; the hook for a clock): each
+        LocalQueue's usage decays towards its admitted usage once per ``usageSamplingInterval``
+        elapsed since its last update, and the heaps of the changed ones are rebuilt."""
+        if self.afs is not None and self.afs.sample(now):
+            self.memo.clear()  # preemption's candidate order reads the usage
+            for name in self.afs.cluster_queues:
+                self.queues.by_cq[name].rekey()
+                self.tree.cluster_queues[name].ordered.clear()
 
     def _later(self) -> None:
         """An input after construction is a later moment: later reservations get a later second."""
@@ -278,8 +301,11 @@ class Twin:
 
     def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
         admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
-        self._reserve(wl, cq, admission, self._epoch + self.cycle + 1 if self._per_cycle else self._epoch)
+        at = self._epoch + self.cycle + 1 if self._per_cycle else self._epoch
+        self._reserve(wl, cq, admission, at)
         self.last_status.pop(wl.key, None)
+        if self.afs is not None and self.afs.charge(wl, admission, at):  # the entry penalty
+            self.queues.by_cq[cq.name].rekey()
 
     def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted | None:
         """Evict a victim: free its quota, requeue it, and wake parked workloads of its tree; or,
@@ -401,11 +427,15 @@ class Twin:
         self.memo.clear()
         for fr, q in admission.usage:
             add_usage(cq.node, fr, q)
+        if self.afs is not None:
+            self.afs.admitted(wl, admission)
 
     def _release(self, wl: Workload, cq: ClusterQueue) -> None:
         assert wl.admission is not None
         for fr, q in wl.admission.usage:
             remove_usage(cq.node, fr, q)
+        if self.afs is not None:
+            self.afs.admitted(wl, wl.admission, -1)
         cq.drop(wl)
         wl.admission = None
         wl.uses = frozenset()

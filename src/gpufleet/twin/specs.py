@@ -25,6 +25,8 @@ BEST_EFFORT_FIFO = "BestEffortFIFO"
 STRICT_FIFO = "StrictFIFO"
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+USAGE_BASED_ADMISSION_FAIR_SHARING = "UsageBasedAdmissionFairSharing"
+NO_ADMISSION_FAIR_SHARING = "NoAdmissionFairSharing"
 BLOCK_UNDECLARED = "BlockUndeclared"
 IGNORE_UNDECLARED = "IgnoreUndeclared"
 
@@ -83,6 +85,8 @@ class ClusterQueueSpec:
     preemption: PreemptionSpec = field(default_factory=PreemptionSpec)
     fair_weight: float = 1.0
     stop_policy: str = "None"
+    # spec.admissionScope.admissionMode (None: no admissionScope, which Kueue treats as NoAdmissionFairSharing)
+    admission_mode: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,12 @@ class LocalQueueSpec:
     name: str
     cluster_queue: str
     stop_policy: str = "None"
+    # AdmissionFairSharing: spec.fairSharing.weight, and status.fairSharing.admissionFairSharingStatus as
+    # Kueue last wrote it: consumedResources in nano-units of each resource's base unit (cpu in
+    # nano-cores, so 1 core is 10**9), lastUpdate in epoch milliseconds (None: no status yet).
+    fair_weight: float = 1.0
+    consumed: tuple[tuple[str, int], ...] = ()
+    last_update: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +165,16 @@ class NamespaceSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class AdmissionFairSharingSpec:
+    """The Configuration's ``admissionFairSharing``: durations in integer nanoseconds, as Go's
+    ``time.Duration`` holds them; ``resource_weights`` sorted by resource (unlisted ones weigh 1)."""
+
+    usage_half_life_ns: int = 0
+    usage_sampling_interval_ns: int = 300 * 10**9  # Kueue's default: 5 minutes
+    resource_weights: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigSpec:
     """The parts of Kueue's ``Configuration`` the twin models."""
 
@@ -171,12 +191,23 @@ class ConfigSpec:
     # resources.quotaCheckStrategy: BlockUndeclared (Kueue's default) or IgnoreUndeclared
     quota_check_strategy: str = BLOCK_UNDECLARED
 
+    # admissionFairSharing (None: absent, so no ClusterQueue orders by LocalQueue usage)
+    admission_fair_sharing: AdmissionFairSharingSpec | None = None
+
     def gate(self, name: str) -> bool:
         return gates.enabled(self.feature_gates, name)
 
     def ignores_undeclared(self) -> bool:
         """Kueue's ``IgnoreUndeclaredResources``: the strategy, and its gate (on by default)."""
         return self.quota_check_strategy == IGNORE_UNDECLARED and self.gate("QuotaCheckStrategy")
+
+    def admission_fair_sharing_for(self, cq: ClusterQueueSpec) -> AdmissionFairSharingSpec | None:
+        """Kueue's ``afs.ResourceWeights``: the configuration when AdmissionFairSharing applies to
+        ``cq`` (the gate on, the Configuration's section present, the ClusterQueue usage-based)."""
+        afs = self.admission_fair_sharing
+        if afs is None or cq.admission_mode != USAGE_BASED_ADMISSION_FAIR_SHARING:
+            return None
+        return afs if self.gate("AdmissionFairSharing") else None
 
     def counts(self, resource: str) -> bool:
         return not resource.startswith(self.excluded_prefixes) if self.excluded_prefixes else True

@@ -6,6 +6,7 @@ The report's keys are documented in docs/twin.md and kept stable for other tools
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,12 +26,23 @@ def step(sources: Iterable[tuple[str, str]], cycles: int | None = None) -> dict[
     except InputError as exc:  # a problem across objects: name where the object was written
         raise located(exc, spec) from None
     out_cycles = [cycle_json(result, twin) for result in twin.run(cycles)]
-    return {
+    report = {
         "version": REPORT_VERSION,
         "fairSharing": twin.fair is not None,
         "cycles": out_cycles,
         "clusterQueues": {st.name: status_json(st) for st in twin.statuses()},
     }
+    if twin.afs is not None:  # AdmissionFairSharing: each LocalQueue's usage after the last cycle
+        report["localQueues"] = {
+            key: {"admissionFairSharingUsage": _finite(twin.afs.usage(key)), "consumedResources": dict(entry.consumed)}
+            for key, entry in sorted(twin.afs.entries.items())
+        }
+    return report
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: a zero-weight LocalQueue's +Inf usage is written as null."""
+    return None if math.isinf(value) else value
 
 
 def cycle_json(result: CycleResult, twin: Twin) -> dict[str, Any]:

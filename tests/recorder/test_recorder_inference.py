@@ -156,6 +156,13 @@ CASES = {
         workload(cond("QuotaReserved", True, "QuotaReserved", 15), PREEMPTED_NOW, evictions={"Preempted": 1}),
         [], {},
     ),
+    # its Job deleted while running: Kueue finishes it (OwnerNotFound) with the reservation still shown
+    # in every version until it is gone; those versions are the ended attempt, not readmissions
+    "deleted-while-running-seen-again": Case(
+        [observed(1, 15, E, "OwnerNotFound", 40)],
+        workload(cond("QuotaReserved", True, "QuotaReserved", 15), cond("Finished", True, "OwnerNotFound", 40)),
+        [], {},
+    ),
     # a Kueue without schedulingStats: nothing can be inferred
     "no-counts": Case([observed(1, 5, P, "InCohortReclamation", 10)], workload(RESERVED), [(2, None, "")], {}),
 }  # fmt: skip

@@ -223,7 +223,7 @@ def allocation_records(
         same = [
             a for a in known
             if a.quota_reserved == reserved.time and (evicted is None or a.attempt > evicted)
-            and (in_progress or a.end_reason not in _EVICTED_ENDS)
+            and (in_progress or not _released_by_eviction(a))
         ]  # fmt: skip
         if not same and latest is not None and latest.end_reason is None:
             # an eviction we never saw (while no recorder ran, or lost to a relist): close it without a time
@@ -294,6 +294,13 @@ def allocation_records(
 #: (seen in recorder_bench at 5,000 Jobs: Kueue's events show the preemption and readmission half
 #: a second apart, its final status one admission and no eviction).
 _EVICTED_ENDS = frozenset({EndReason.PREEMPTED, EndReason.EVICTED})
+
+
+def _released_by_eviction(a: Allocation) -> bool:
+    """The attempt ended by an eviction that releases its quota. Not one ended by Kueue's ``Finished``
+    (``OwnerNotFound`` when its Job is deleted while running, ``OutOfSync``): a finished Workload is never
+    admitted again, and it keeps showing its reservation in every version until it is gone."""
+    return a.end_reason in _EVICTED_ENDS and a.end_detail not in NOT_RUN_TO_END
 
 
 def _finished_while_evicted(message: str, evicted: Condition | None) -> str:

@@ -26,10 +26,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from gpufleet.errors import InputError
+from gpufleet.twin.clocks import RELEASE, Clock, ClockSettings
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cycle import schedule
 from gpufleet.twin.equivalence import EquivalenceClasses, bypassed
 from gpufleet.twin.fairshare import FairShare
+from gpufleet.twin.loops import Loop, LoopWatch
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
 from gpufleet.twin.memo import Verdict, VerdictMemo
 from gpufleet.twin.preemption import Preemptor, Target
@@ -71,6 +73,7 @@ class Twin:
         streaks: bool = False,
         equivalence_hashing: bool = True,
         reservations_per_cycle: bool = False,
+        clocks: ClockSettings | None = None,
     ) -> None:
 
         self.spec = spec
@@ -109,6 +112,11 @@ class Twin:
         latest = max((max(w.created, w.reserved_at) for w in spec.workloads), default=0)
         self._per_cycle = reservations_per_cycle
         self._epoch = latest if reservations_per_cycle else (latest // 1000 + 1) * 1000
+        # Kueue's clocks (clocks.py): None is the unit-test world, where a cycle is a function call,
+        # victims free at the end of their cycle and parked workloads wake before the next one.
+        self.clock = Clock((latest // 1000 + 1) * 1000, clocks) if clocks is not None else None
+        self.loop: Loop | None = None  # what ``run(loops=True)`` found repeating
+        self._until: int | None = None  # timers due later wait (run's ``until``)
         self._built = False
         for wl in spec.workloads:
             self.add_workload(wl)
@@ -116,8 +124,8 @@ class Twin:
 
     def _later(self) -> None:
         """An input after construction is a later moment: later reservations get a later second."""
-        if self._built and not self._per_cycle:
-            self._epoch += 1000
+        if self._built and not self._per_cycle and self.clock is None:
+            self._epoch += 1000  # with clocks, a later input happens at the clock's now
 
     # --- inputs ----------------------------------------------------------------------------------
     def _without_excluded(self, spec: WorkloadSpec) -> WorkloadSpec:
@@ -191,19 +199,46 @@ class Twin:
             return run_streak(self, previous)
         return schedule(self, previous)
 
-    def run(self, cycles: int | None = None, *, limit: int = 1000) -> Iterator[CycleResult]:
+    def run(
+        self, cycles: int | None = None, *, limit: int = 1000, wait: bool = True,
+        until: int | None = None, loops: bool = False,
+    ) -> Iterator[CycleResult]:  # fmt: skip
         """Yield ``cycles`` cycles, or (None) cycles until stable: no heads left, or a cycle that
         admitted and preempted nothing and repeated the previous cycle's verdicts. The caller may
-        read the twin's state between cycles."""
+        read the twin's state between cycles.
+
+        With clocks, a stable run waits for Kueue's timers (``wait``): the cycles that would only
+        repeat the stable one until the next timer fires are counted but not run
+        (``Clock.repeat_until``), and a loop without heads sleeps until the next timer. ``until``
+        (ms): fire no timer due later, so a run that never settles still ends. ``loops``: stop at
+        the first state that repeats an earlier one (``self.loop`` says what repeats)."""
         previous: tuple[Pending, ...] | None = None
+        watch = LoopWatch() if loops and self.clock is not None else None
         for number in range(cycles if cycles is not None else limit):
-            if cycles is None and number > 0 and not self.has_heads():
+            if cycles is None and number > 0 and not self.has_heads() and not self._waits(wait, until):
                 return
+            self._until = until
             result = self.run_cycle(previous)
             yield result
+            if watch is not None:
+                self.loop = watch.see(self, result)
+                if self.loop is not None:
+                    return
             if cycles is None and result.stable:
-                return
+                if not self._waits(wait, until):
+                    return
+                assert self.clock is not None
+                due = self.clock.due()
+                assert due is not None
+                self.cycle += self.clock.repeat_until(due)
             previous = result.last
+
+    def _waits(self, wait: bool, until: int | None) -> bool:
+        """Whether a settled run goes on: a timer of Kueue's will fire (within ``until``)."""
+        if not wait or self.clock is None:
+            return False
+        due = self.clock.due()
+        return due is not None and (until is None or due <= until)
 
     def has_heads(self) -> bool:
         """Whether a cycle now would find work (parked workloads of changed trees count)."""
@@ -211,6 +246,56 @@ class Twin:
         if queues.dirty_parked():
             return True
         return any(q.active for q in queues.serving)
+
+    # --- Kueue's clocks (clocks.py) --------------------------------------------------------------
+    def begin_cycle(self) -> None:
+        """The scheduling loop starts a cycle: timers due by then fire first; without heads the
+        loop blocks (``Manager.Heads``) until a timer gives it some."""
+        clock = self.clock
+        if clock is None:
+            return
+        start = clock.next_start
+        self._fire(start)
+        while not self.has_heads():
+            due = clock.due()
+            if due is None or not self._may_fire(due):
+                break
+            start = max(start, due)
+            self._fire(start)
+        clock.begin(start)
+
+    def end_cycle(self, productive: bool) -> None:
+        """The cycle is over: Kueue's backoff after it (``KeepGoing`` only when it admitted)."""
+        if self.clock is not None:
+            self.clock.end(productive)
+
+    def quiet_next(self) -> bool:
+        """Whether the next cycle starts before any timer fires (a streak may run it as quiet)."""
+        clock = self.clock
+        if clock is None:
+            return True
+        due = clock.due()
+        return due is None or due > clock.next_start or not self._may_fire(due)
+
+    def _may_fire(self, due: int) -> bool:
+        return self._until is None or due <= self._until
+
+    def _fire(self, until: int) -> None:
+        assert self.clock is not None
+        if self._until is not None:
+            until = min(until, self._until)
+        while (timer := self.clock.pop_due(until)) is not None:
+            kind, subject = timer
+            if kind == RELEASE:
+                self._release_evicted(subject)
+            else:  # the requeue batch of a root: its parked workloads go back before the next heads
+                self.queues.capacity_changed(subject)
+
+    def advance_to(self, t: int) -> None:
+        """The caller's time (ms) moved on, as the simulator's instants do; timers due by then
+        fire before the next cycle."""
+        if self.clock is not None:
+            self.clock.advance_to(t)
 
     # --- what the cycle calls --------------------------------------------------------------------
     def get_assignments(self, wl: Workload, cq: ClusterQueue) -> Verdict:
@@ -278,7 +363,13 @@ class Twin:
 
     def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
         admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
-        self._reserve(wl, cq, admission, self._epoch + self.cycle + 1 if self._per_cycle else self._epoch)
+        if self._per_cycle:
+            at = self._epoch + self.cycle + 1
+        elif self.clock is not None:
+            at = self.clock.now // 1000 * 1000  # QuotaReserved's lastTransitionTime: whole seconds
+        else:
+            at = self._epoch
+        self._reserve(wl, cq, admission, at)
         self.last_status.pop(wl.key, None)
 
     def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted | None:
@@ -292,9 +383,12 @@ class Twin:
         if preemptor.spec.job_uid:
             who += f", JobUID: {preemptor.spec.job_uid}"
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
-        if self.hold_evicted_quota:
+        if self.hold_evicted_quota or self.clock is not None:
             cq.mark_evicted(wl, True)
             self.memo.clear()
+            if not self.hold_evicted_quota:
+                assert self.clock is not None
+                self.clock.release_later(wl.key)
         else:
             self._requeue_evicted(wl, cq)
         return Preempted(wl.key, cq.name, preemptor.key, reason, message)
@@ -306,6 +400,15 @@ class Twin:
         wl = self.workloads[key]
         if not wl.evicted:
             raise ValueError(f"Workload {key} is not being evicted")
+        cq = self.tree.cluster_queues[wl.cluster_queue]
+        cq.mark_evicted(wl, False)
+        self._requeue_evicted(wl, cq)
+
+    def _release_evicted(self, key: str) -> None:
+        """The release timer of a victim fired: Kueue's job reconciler cleared QuotaReserved."""
+        wl = self.workloads.get(key)
+        if wl is None or not wl.evicted:
+            return  # finished meanwhile
         cq = self.tree.cluster_queues[wl.cluster_queue]
         cq.mark_evicted(wl, False)
         self._requeue_evicted(wl, cq)
@@ -412,7 +515,12 @@ class Twin:
         self.memo.clear()
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
-        self.queues.capacity_changed(_root_key(cq))
+        """Parked workloads of the tree wake: before the next cycle, or with clocks one requeue
+        batch later (``Clock.batch``)."""
+        if self.clock is not None:
+            self.clock.batch(_root_key(cq))
+        else:
+            self.queues.capacity_changed(_root_key(cq))
 
 
 def _root_key(cq: ClusterQueue) -> str:

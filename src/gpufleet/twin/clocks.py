@@ -116,10 +116,8 @@ class Clock:
 
     def advance_to(self, t: int) -> None:
         """The caller's time moved on (the simulator's next instant); timers are not fired here."""
-        if t > self.now:
-            self.now = t
-        if self.next_start < self.now:
-            self.next_start = self.now
+        self.now = max(self.now, t)
+        self.next_start = max(self.next_start, self.now)
 
     # --- the scheduling loop --------------------------------------------------------------------
     def begin(self, start: int) -> None:

@@ -31,8 +31,8 @@ from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cycle import schedule
 from gpufleet.twin.equivalence import EquivalenceClasses, bypassed
 from gpufleet.twin.fairshare import FairShare
-from gpufleet.twin.loops import Loop, LoopWatch
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
+from gpufleet.twin.loops import Loop, LoopWatch
 from gpufleet.twin.memo import Verdict, VerdictMemo
 from gpufleet.twin.preemption import Preemptor, Target
 from gpufleet.twin.preemptors import PRIORITIZE_PREEMPTOR_WORKLOADS

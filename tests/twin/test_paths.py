@@ -12,6 +12,11 @@ completions and finished evictions run through three twins:
 * the full fast path of the simulator (``memo=True, streaks=True``), which returns a streak of
   quiet cycles as one result: the same admissions, evictions and verdicts in the same order, the
   same number of cycles, and the same pending workloads with the same reasons.
+
+Half the examples run on Kueue's clocks (twin/clocks.py), with a drawn release delay, the victims'
+quota released by the twin's timer or (as the simulator does) by the caller: the same cycles at
+the same milliseconds on every path. A run that never settles is cut at a horizon of Kueue's time
+(``run(until=...)``), which every path honours at the same timer.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpufleet.twin import Twin, parse_cluster
+from gpufleet.twin.clocks import ClockSettings
 from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
 
 POLICIES = ["Never", "LowerPriority", "Any"]
@@ -177,25 +183,44 @@ def play(twin: Twin, stream: list[Any], queue_count: int) -> list[tuple[Any, ...
                 twin.evicted_gone(key)
             else:
                 twin.finish(key)
-        log += [(r.number, r.admitted, r.preempted, r.pending, r.stable) for r in twin.run(None)]
+        until = twin.clock.now + HORIZON_MS if twin.clock is not None else None
+        log += [
+            (r.number, r.admitted, r.preempted, r.pending, r.stable, _now(twin)) for r in twin.run(None, until=until)
+        ]
     return log
+
+
+HORIZON_MS = 20_000  # of Kueue's time per event: preempt-back loops go round a few times, then stop
+
+
+def _now(twin: Twin) -> int:
+    return twin.clock.now if twin.clock is not None else 0
 
 
 def flat(log: list[tuple[Any, ...]]) -> tuple[list[Any], list[Any], list[Any]]:
     return [a for c in log for a in c[1]], [p for c in log for p in c[2]], [p for c in log for p in c[3]]
 
 
+clock_settings = st.one_of(
+    st.none(), st.builds(ClockSettings, release_delay_ms=st.sampled_from([0, 1, 1000, 2500])), st.just(ClockSettings())
+)
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(clusters, events)
-def test_reference_and_fast_paths_agree(cluster: Cluster, stream: list[Any]) -> None:
+@given(clusters, events, clock_settings, st.booleans())
+def test_reference_and_fast_paths_agree(
+    cluster: Cluster, stream: list[Any], clocks: ClockSettings | None, hold: bool
+) -> None:
     spec = parse_cluster([("cluster.yaml", cluster_yaml(cluster))])
     count = len(cluster.queues)
-    reference = Twin(spec, hold_evicted_quota=True, memo=False)
-    memo = Twin(spec, hold_evicted_quota=True)
-    fast = Twin(spec, hold_evicted_quota=True, streaks=True)
+    hold = hold or clocks is None  # without clocks the caller always releases (the simulator's way)
+    reference = Twin(spec, hold_evicted_quota=hold, memo=False, clocks=clocks)
+    memo = Twin(spec, hold_evicted_quota=hold, clocks=clocks)
+    fast = Twin(spec, hold_evicted_quota=hold, streaks=True, clocks=clocks)
     expected = play(reference, stream, count)
     assert play(memo, stream, count) == expected
     assert flat(play(fast, stream, count)) == flat(expected)
     assert fast.cycle == reference.cycle == memo.cycle
+    assert _now(fast) == _now(reference) == _now(memo)
     assert fast.pending() == reference.pending() == memo.pending()
     assert fast.statuses() == reference.statuses()

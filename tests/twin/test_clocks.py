@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from gpufleet.twin import Twin, parse_cluster
-from gpufleet.twin.clocks import BATCH, ClockSettings, Clock
+from gpufleet.twin.clocks import BATCH, Clock, ClockSettings
 from gpufleet.twin.loops import PREEMPT_BACK_LOOP
 from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
 from gpufleet.twin.step import step

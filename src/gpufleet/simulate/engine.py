@@ -73,7 +73,7 @@ from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.requests import Catalog
 from gpufleet.trace.job import Job
 
-ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE = range(6)
+ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE = range(7)  # KUEUE: a timer of Kueue's fires
 SERVING = "serving"  # the team name serving replicas are counted under
 
 Progress = Callable[[int, int], None]

@@ -214,10 +214,12 @@ class Twin:
         the first state that repeats an earlier one (``self.loop`` says what repeats)."""
         previous: tuple[Pending, ...] | None = None
         watch = LoopWatch() if loops and self.clock is not None else None
+        if not wait and self.clock is not None:
+            until = self.clock.next_start  # not waiting: only timers due by the first cycle fire
+        self._until = until
         for number in range(cycles if cycles is not None else limit):
             if cycles is None and number > 0 and not self.has_heads() and not self._waits(wait, until):
                 return
-            self._until = until
             result = self.run_cycle(previous)
             yield result
             if watch is not None:

@@ -102,7 +102,11 @@ class Queue:
 
     def wake(self) -> int | None:
         """The instant (whole seconds, rounded up) at which Kueue's next timer fires, if any: a
-        requeue batch that wakes parked workloads a second after a capacity change."""
+        requeue batch that wakes parked workloads a second after a capacity change. Parking
+        happens only in cycles, which run only at instants, so a batch with nothing parked at the
+        end of an instant is left to fire unseen at a later one."""
         clock = self.twin.clock
         due = clock.due() if clock is not None else None
-        return None if due is None else -(-due // 1000)
+        if due is None or not self.twin.queues.parked():
+            return None  # nothing parked: the batch wakes no one, so no instant is booked for it
+        return -(-due // 1000)

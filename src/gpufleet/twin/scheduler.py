@@ -2,8 +2,11 @@
 
 ``Twin`` holds the quota tree, the queues and the admitted workloads. A caller (the CLI, the
 event loop of the simulator, a benchmark) adds workloads, runs cycles, finishes workloads, and
-reads per-ClusterQueue figures. There is no clock: time is whatever integer the caller puts in
-``WorkloadSpec.created``, and a cycle is a function call.
+reads per-ClusterQueue figures. Without ``clocks`` (Kueue's unit-test world) a cycle is a
+function call and time is whatever integer the caller puts in ``WorkloadSpec.created``. With
+``clocks`` (``clocks.py``, ``timing.py``) cycles run on a virtual millisecond clock: Kueue's
+backoff between cycles, a victim's quota held for a release delay, parked workloads woken one
+requeue batch after a capacity change; reservations are stamped with the clock's second.
 
 Evictions: by default a victim's quota frees the moment it is preempted (its pods vanish at once,
 as Kueue's scheduler tests assume). With ``hold_evicted_quota`` the victim keeps its quota, marked
@@ -26,13 +29,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from gpufleet.errors import InputError
-from gpufleet.twin.clocks import RELEASE, Clock, ClockSettings
+from gpufleet.twin import timing
+from gpufleet.twin.clocks import Clock, ClockSettings
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cycle import schedule
 from gpufleet.twin.equivalence import EquivalenceClasses, bypassed
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
-from gpufleet.twin.loops import Loop, LoopWatch
+from gpufleet.twin.loops import Loop
 from gpufleet.twin.memo import Verdict, VerdictMemo
 from gpufleet.twin.preemption import Preemptor, Target
 from gpufleet.twin.preemptors import PRIORITIZE_PREEMPTOR_WORKLOADS
@@ -58,6 +62,7 @@ from gpufleet.twin.results import (
 )
 from gpufleet.twin.specs import ClusterSpec, WorkloadSpec
 from gpufleet.twin.streaks import run_streak
+from gpufleet.twin.timing import KueueTime
 from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
 
 
@@ -115,8 +120,12 @@ class Twin:
         # Kueue's clocks (clocks.py): None is the unit-test world, where a cycle is a function call,
         # victims free at the end of their cycle and parked workloads wake before the next one.
         self.clock = Clock((latest // 1000 + 1) * 1000, clocks) if clocks is not None else None
+        self.time = (
+            KueueTime(self.clock, self.has_heads, self._release_evicted, self.queues.capacity_changed)
+            if self.clock is not None
+            else None
+        )
         self.loop: Loop | None = None  # what ``run(loops=True)`` found repeating
-        self._until: int | None = None  # timers due later wait (run's ``until``)
         self._built = False
         for wl in spec.workloads:
             self.add_workload(wl)
@@ -212,35 +221,7 @@ class Twin:
         (``Clock.repeat_until``), and a loop without heads sleeps until the next timer. ``until``
         (ms): fire no timer due later, so a run that never settles still ends. ``loops``: stop at
         the first state that repeats an earlier one (``self.loop`` says what repeats)."""
-        previous: tuple[Pending, ...] | None = None
-        watch = LoopWatch() if loops and self.clock is not None else None
-        if not wait and self.clock is not None:
-            until = self.clock.next_start  # not waiting: only timers due by the first cycle fire
-        self._until = until
-        for number in range(cycles if cycles is not None else limit):
-            if cycles is None and number > 0 and not self.has_heads() and not self._waits(wait, until):
-                return
-            result = self.run_cycle(previous)
-            yield result
-            if watch is not None:
-                self.loop = watch.see(self, result)
-                if self.loop is not None:
-                    return
-            if cycles is None and result.stable:
-                if not self._waits(wait, until):
-                    return
-                assert self.clock is not None
-                due = self.clock.due()
-                assert due is not None
-                self.cycle += self.clock.repeat_until(due)
-            previous = result.last
-
-    def _waits(self, wait: bool, until: int | None) -> bool:
-        """Whether a settled run goes on: a timer of Kueue's will fire (within ``until``)."""
-        if not wait or self.clock is None:
-            return False
-        due = self.clock.due()
-        return due is not None and (until is None or due <= until)
+        return timing.run(self, cycles, limit=limit, wait=wait, until=until, loops=loops)
 
     def has_heads(self) -> bool:
         """Whether a cycle now would find work (parked workloads of changed trees count)."""
@@ -249,22 +230,11 @@ class Twin:
             return True
         return any(q.active for q in queues.serving)
 
-    # --- Kueue's clocks (clocks.py) --------------------------------------------------------------
+    # --- Kueue's clocks (clocks.py, timing.py) --------------------------------------------------
     def begin_cycle(self) -> None:
-        """The scheduling loop starts a cycle: timers due by then fire first; without heads the
-        loop blocks (``Manager.Heads``) until a timer gives it some."""
-        clock = self.clock
-        if clock is None:
-            return
-        start = clock.next_start
-        self._fire(start)
-        while not self.has_heads():
-            due = clock.due()
-            if due is None or not self._may_fire(due):
-                break
-            start = max(start, due)
-            self._fire(start)
-        clock.begin(start)
+        """Before a cycle takes heads: Kueue's timers due by its start fire (timing.py)."""
+        if self.time is not None:
+            self.time.begin()
 
     def end_cycle(self, productive: bool) -> None:
         """The cycle is over: Kueue's backoff after it (``KeepGoing`` only when it admitted)."""
@@ -273,25 +243,7 @@ class Twin:
 
     def quiet_next(self) -> bool:
         """Whether the next cycle starts before any timer fires (a streak may run it as quiet)."""
-        clock = self.clock
-        if clock is None:
-            return True
-        due = clock.due()
-        return due is None or due > clock.next_start or not self._may_fire(due)
-
-    def _may_fire(self, due: int) -> bool:
-        return self._until is None or due <= self._until
-
-    def _fire(self, until: int) -> None:
-        assert self.clock is not None
-        if self._until is not None:
-            until = min(until, self._until)
-        while (timer := self.clock.pop_due(until)) is not None:
-            kind, subject = timer
-            if kind == RELEASE:
-                self._release_evicted(subject)
-            else:  # the requeue batch of a root: its parked workloads go back before the next heads
-                self.queues.capacity_changed(subject)
+        return self.time is None or self.time.quiet_next()
 
     def advance_to(self, t: int) -> None:
         """The caller's time (ms) moved on, as the simulator's instants do; timers due by then

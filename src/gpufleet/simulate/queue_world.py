@@ -6,6 +6,12 @@ get pods carrying their flavor's node labels and tolerations, preempted victims'
 the grace period (holding their GPUs and quota), waitForPodsReady evicts what is not running in
 time and requeues it after Kueue's backoff. Only those events free quota, so with nothing left to
 happen the run stops at once (``waits_out_serving`` is off). The nodes carry the pools' taints.
+
+Kueue's clocks (``twin/clocks.py``) run with the instants: the twin's millisecond clock is moved to
+every event's second before the event is handled, and a capacity change that leaves workloads
+parked books a ``KUEUE`` instant for the requeue batch one second later (rounded up), when they
+wake. So a parked job is admitted a second after the quota frees, and a head still in its heap
+(a new arrival, a requeued victim, the job behind a preemptor) may take the quota first.
 """
 
 from __future__ import annotations

@@ -201,8 +201,15 @@ def flat(log: list[tuple[Any, ...]]) -> tuple[list[Any], list[Any], list[Any]]:
     return [a for c in log for a in c[1]], [p for c in log for p in c[2]], [p for c in log for p in c[3]]
 
 
+# Kueue's figures, and short ones so that timers fall inside streaks and bulk rotations.
 clock_settings = st.one_of(
-    st.none(), st.builds(ClockSettings, release_delay_ms=st.sampled_from([0, 1, 1000, 2500])), st.just(ClockSettings())
+    st.none(),
+    st.just(ClockSettings()),
+    st.builds(
+        ClockSettings,
+        release_delay_ms=st.sampled_from([0, 1, 5, 20, 1000, 2500]),
+        requeue_batch_ms=st.sampled_from([1, 7, 30, 1000]),
+    ),
 )
 
 
@@ -211,6 +218,25 @@ clock_settings = st.one_of(
 def test_reference_and_fast_paths_agree(
     cluster: Cluster, stream: list[Any], clocks: ClockSettings | None, hold: bool
 ) -> None:
+    _agree(cluster, stream, clocks, hold)
+
+
+short_clocks = st.builds(
+    ClockSettings, release_delay_ms=st.sampled_from([1, 5, 20, 60]), requeue_batch_ms=st.sampled_from([3, 7, 30])
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(clusters, events, short_clocks, st.booleans())
+def test_paths_agree_when_timers_fall_inside_streaks(
+    cluster: Cluster, stream: list[Any], clocks: ClockSettings, hold: bool
+) -> None:
+    """Timers of a few milliseconds fire between the cycles of a quiet streak or a bulk rotation
+    (whose backoff steps are 1 to 10 ms): the fast path must end them there (``Twin.quiet_next``)."""
+    _agree(cluster, stream, clocks, hold)
+
+
+def _agree(cluster: Cluster, stream: list[Any], clocks: ClockSettings | None, hold: bool) -> None:
     spec = parse_cluster([("cluster.yaml", cluster_yaml(cluster))])
     count = len(cluster.queues)
     hold = hold or clocks is None  # without clocks the caller always releases (the simulator's way)
@@ -224,3 +250,37 @@ def test_reference_and_fast_paths_agree(
     assert _now(fast) == _now(reference) == _now(memo)
     assert fast.pending() == reference.pending() == memo.pending()
     assert fast.statuses() == reference.statuses()
+
+
+def test_a_bulk_rotation_stops_where_a_release_timer_fires() -> None:
+    """q1's hi preempts low and waits for its release (20 ms); meanwhile q2's backlog of fifteen
+    heads that can never fit (no quota, each its own equivalence class) rotates in quiet cycles
+    1, 2, 4, 8, 10 ms apart. The release falls inside that rotation: the fast path must stop
+    rotating there, so hi is admitted in the same cycle, at the same millisecond, on both paths."""
+    text = cluster_yaml(
+        Cluster(
+            flavors=1,
+            nested=False,
+            fair=False,
+            queues=(
+                Queue(-1, "BestEffortFIFO", (4, 0), None, None, "Never", "Never", "LowerPriority", 1),
+                Queue(-1, "BestEffortFIFO", (0, 0), None, None, "Never", "Never", "Never", 1),
+            ),
+        )
+    )
+    spec = parse_cluster([("cluster.yaml", text)])
+    gpu = (PodSetSpec("main", 1, (("gpu", 4),)),)
+    clocks = ClockSettings(release_delay_ms=20)
+    logs = []
+    for twin in (Twin(spec, memo=False, clocks=clocks), Twin(spec, streaks=True, clocks=clocks)):
+        twin.add_workload(WorkloadSpec("team", "low", "q0", gpu, priority=0, created=0, uid="low"))
+        list(twin.run(None))
+        twin.add_workload(WorkloadSpec("team", "hi", "q0", gpu, priority=10, created=1, uid="hi"))
+        for i in range(15):
+            twin.add_workload(WorkloadSpec("team", f"b{i:02}", "q1", gpu, priority=i, created=2 + i, uid=f"b{i:02}"))
+        log = [(r.admitted, r.preempted, r.pending, _now(twin), twin.cycle) for r in twin.run(None)]
+        admitted_at = next((now, cycle) for adm, _, _, now, cycle in log if adm)
+        logs.append((flat([(0, a, p, q) for a, p, q, _, _ in log]), admitted_at, twin.cycle, _now(twin)))
+    reference, fast = logs
+    assert fast == reference
+    assert reference[1][1] > 5  # hi was admitted after the rotation had run a few cycles

@@ -9,7 +9,7 @@ backoff between cycles, a victim's quota held for a release delay, parked worklo
 requeue batch after a capacity change; reservations are stamped with the clock's second.
 
 Evictions: by default a victim's quota frees the moment it is preempted (its pods vanish at once,
-as Kueue's scheduler tests assume). With ``hold_evicted_quota`` the victim keeps its quota, marked
+as Kueue's scheduler tests assume); on Kueue's clocks it frees one release delay later. With ``hold_evicted_quota`` the victim keeps its quota, marked
 evicted, until the caller says its pods are gone (``evicted_gone``), as in a real cluster where the
 job controller releases the reservation only once the job has stopped. Meanwhile Kueue's candidate
 order puts evicted workloads first, so a waiting preemptor picks its own victims again and issues
@@ -328,7 +328,8 @@ class Twin:
 
     def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted | None:
         """Evict a victim: free its quota, requeue it, and wake parked workloads of its tree; or,
-        holding evicted quota, only mark it evicted. ``None``: it was already being evicted (Kueue's
+        holding evicted quota, only mark it evicted; or, on Kueue's clocks, mark it evicted and
+        free it one release delay later (``Clock.release_later``). ``None``: it was already being evicted (Kueue's
         "preemption ongoing"), so nothing new is issued."""
         if wl.evicted:
             return None

@@ -35,31 +35,33 @@ def test_first_apply_counts_a_partial_gang_as_held_idle() -> None:
 
 
 def test_the_queue_holds_the_gang_back_and_the_free_node_is_usable_idle() -> None:
-    """Queue: quota 4; A holds 2, so B (4) waits unadmitted until 3600 and binds both pods at once: no
-    GPU held idle. n2 sat free 0–3600 while B waited, and one B pod (2 GPUs) fits n2: 2 GPU-h usable
-    idle on train."""
+    """Queue: quota 4; A holds 2, so B (4) is parked until A ends at 3600, wakes with Kueue's requeue
+    batch at 3601 and binds both pods at once: no GPU held idle. Goodput in the window: A 2 × 3600 +
+    B 4 × 1799 (3601–5400) = 14,396 GPU-s = 3.999 GPU-h. n2 sat free 0–3601 while B waited, and one
+    B pod (2 GPUs) fits n2: 2 × 3601 GPU-s = 2.001 GPU-h usable idle on train."""
     f, jobs = gang()
     m = measure(run(f, jobs), f, (0, 5400))
-    assert (m.goodput_gpu_h, m.held_idle_gpu_h, m.usable_idle_gpu_h) == (4.0, 0.0, {"train": 2.0})
+    assert (m.goodput_gpu_h, m.held_idle_gpu_h, m.usable_idle_gpu_h) == (3.999, 0.0, {"train": 2.001})
     team = m.team("a")
     assert team is not None
-    assert (team.wait_p50_s, team.wait_p95_s) == (0, 3600)  # A 0 s, B 3600 s
-    assert (team.completion_p50_s, team.completion_p95_s) == (3600, 5400)
+    assert (team.wait_p50_s, team.wait_p95_s) == (0, 3601)  # A 0 s, B 3601 s
+    assert (team.completion_p50_s, team.completion_p95_s) == (3600, 5401)
 
 
 def reclaimed() -> tuple[Fleet, RunResult]:
     """TWO_TEAMS (test_metrics.two_teams_queue): j1 (a, 2 GPUs) runs 0–630 and is preempted at 600
-    (gone at 630), runs again 2430–6030; j2 (b, 1 GPU) 630–2430; j3 (a, 1 GPU) 700–1300."""
+    (gone at 630), runs again 2431–6031 (parked, it wakes one requeue batch after j2's end); j2 (b,
+    1 GPU) 630–2430; j3 (a, 1 GPU) 700–1300."""
     f = fleet(TWO_TEAMS)
     return f, run(f, [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a", 700, 600)])
 
 
 def test_goodput_lost_waits_and_jain_by_hand() -> None:
-    """Over the whole run (0–6030): goodput j1 2 × 3600 + j2 1800 + j3 600 = 9600 GPU-s; lost: j1's
+    """Over the whole run (0–6031): goodput j1 2 × 3600 + j2 1800 + j3 600 = 9600 GPU-s; lost: j1's
     first run, 2 GPUs × 630 s = 1260 GPU-s = 0.35 GPU-h. Goodput share a 7800/9600, b 1800/9600 over
     weight shares ½ each: x = (1.625, 0.375), Jain = 2² / (2 · (1.625² + 0.375²)) = 0.7191."""
     f, result = reclaimed()
-    m = measure(result, f, (0, 6030))
+    m = measure(result, f, (0, 6031))
     assert m.goodput_gpu_h == pytest.approx(9600 / 3600, abs=1e-3)
     assert m.lost_gpu_h == 0.35
     assert m.held_idle_gpu_h == 0.0
@@ -67,16 +69,16 @@ def test_goodput_lost_waits_and_jain_by_hand() -> None:
     assert (m.preemptions_max, m.preemptions_p95) == (1, 1)  # counts [0, 0, 1]: p95 is the 3rd
     a, b = m.team("a"), m.team("b")
     assert a is not None and b is not None
-    assert (a.wait_p50_s, a.wait_p95_s, a.completion_p50_s, a.completion_p95_s) == (0, 1830, 600, 6030)
+    assert (a.wait_p50_s, a.wait_p95_s, a.completion_p50_s, a.completion_p95_s) == (0, 1831, 600, 6031)
     assert (b.wait_p50_s, b.completion_p50_s) == (30, 1830)
     assert (a.lost_gpu_h, b.lost_gpu_h, a.preemptions) == (0.35, 0.0, 1)
-    assert m.serving_gpu_h == pytest.approx(6030 / 3600, abs=1e-3)  # one replica all along
+    assert m.serving_gpu_h == pytest.approx(6031 / 3600, abs=1e-3)  # one replica all along
 
 
 @pytest.mark.parametrize(
     ("window", "goodput_s", "lost_s", "capacity_h"),
     [
-        ((0, 3000), 1800 + 600 + 2 * 570, 1260, 2.5),  # j1's second run counts 2430–3000
+        ((0, 3000), 1800 + 600 + 2 * 569, 1260, 2.5),  # j1's second run counts 2431–3000
         ((0, 600), 0, 2 * 600, 0.5),  # nothing completed yet; j1's first run is lost up to 600
         ((1000, 2000), 1000 + 300, 0, 0.833),  # j2 1000–2000, j3 1000–1300
     ],
@@ -96,13 +98,14 @@ def test_every_figure_is_clipped_to_the_window(
 
 def test_usable_idle_leaves_out_cards_no_waiting_job_can_use() -> None:
     """LIMITED with a's borrowing limit 0: a1 and a2 (1 GPU, 3600 s) at 0; a2 may not borrow b's idle
-    card, so it waits until 3600. That card is usable idle (1 GPU-h); the MIG card, idle all along, is
-    not: nobody waits for a MIG instance. With no limit a2 borrows the card and nothing is idle."""
+    card, so it is parked until a1 ends at 3600 and wakes with the requeue batch at 3601. That card is
+    usable idle (1 GPU × 3601 s = 1.001 GPU-h); the MIG card, idle all along, is not: nobody waits for
+    a MIG instance. With no limit a2 borrows the card and nothing is idle."""
     jobs = [job("a1", "a", 0, 3600), job("a2", "a", 0, 3600)]
     capped = limited("0")
     m = measure(run(capped, jobs), capped, (0, 7200))
-    assert m.usable_idle_gpu_h == {"train": 1.0, "mig": 0.0}
-    assert m.makespan_s == 7200
+    assert m.usable_idle_gpu_h == {"train": 1.001, "mig": 0.0}
+    assert m.makespan_s == 7201  # a2 ends at 7201
     free = limited("unlimited")
     m = measure(run(free, jobs), free, (0, 3600))
     assert m.usable_idle_gpu_h == {"train": 0.0, "mig": 0.0}
@@ -122,11 +125,11 @@ def test_never_admissible_jobs_are_counted_apart_from_the_waits() -> None:
 
 def test_the_common_window_ends_with_the_shortest_run_and_both_worlds_share_it() -> None:
     """The gang case: both worlds end at 5400. TWO_TEAMS: first apply ends at 5400 (j1 0–3600,
-    then j2 and j3), the queue at 6030: the window is [0, 5400] and capacity is the same."""
+    then j2 and j3), the queue at 6031: the window is [0, 5400] and capacity is the same."""
     f = fleet(TWO_TEAMS)
     jobs = [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a", 700, 600)]
     results = [run(f, jobs, Mode.FIRST_APPLY), run(f, jobs)]
-    assert [r.outcome.end for r in results] == [5400, 6030]
+    assert [r.outcome.end for r in results] == [5400, 6031]
     assert common_window(results) == (0, 5400)
     judged = assess(f, results)
     assert [a.measures.capacity_gpu_h for a in judged] == [4.5, 4.5]
@@ -139,10 +142,10 @@ def test_the_common_window_ends_with_the_shortest_run_and_both_worlds_share_it()
 
 def test_as_dict_keeps_seconds_as_integers() -> None:
     f, result = reclaimed()
-    d = as_dict(measure(result, f, (0, 6030)))
-    assert d["windowSeconds"] == [0, 6030]
-    assert d["makespanSeconds"] == 6030 and isinstance(d["makespanSeconds"], int)
-    assert d["teams"]["a"]["waitSeconds"] == {"p50": 0, "p95": 1830}
+    d = as_dict(measure(result, f, (0, 6031)))
+    assert d["windowSeconds"] == [0, 6031]
+    assert d["makespanSeconds"] == 6031 and isinstance(d["makespanSeconds"], int)
+    assert d["teams"]["a"]["waitSeconds"] == {"p50": 0, "p95": 1831}
     assert d["preemptionsPerJob"] == {"max": 1, "p95": 1}
 
 

@@ -59,7 +59,8 @@ def two_teams_queue() -> dict:
       630–2430.
     - j3 (a, 1 GPU, 600 s) at 700 fits a's own card: runs 700–1300 (j1, back in the queue at
       630 and ahead of it, needs two).
-    - j1 is admitted again when j2 finishes: runs 2430–6030. The run ends at 6030.
+    - j1 is admitted again one requeue batch (1 s) after j2 finishes: runs 2431–6031. The run ends
+      at 6031.
     """
     result = simulate(
         fleet(TWO_TEAMS),
@@ -71,11 +72,11 @@ def two_teams_queue() -> dict:
 
 def test_waits_per_team_by_hand() -> None:
     s = two_teams_queue()
-    # j1 waited 600 → 2430 after its preemption, j2 the 30 s grace period, j3 not at all.
-    assert s["teams"]["a"]["waitSeconds"] == {"p50": 0, "p95": 1830, "max": 1830}
+    # j1 waited 600 → 2431 after its preemption, j2 the 30 s grace period, j3 not at all.
+    assert s["teams"]["a"]["waitSeconds"] == {"p50": 0, "p95": 1831, "max": 1831}
     assert s["teams"]["b"]["waitSeconds"] == {"p50": 30, "p95": 30, "max": 30}
-    # [0, 30, 1830]: p50 is the ceil(1.5) = 2nd, p95 the ceil(2.85) = 3rd.
-    assert s["kinds"]["training"]["waitSeconds"] == {"p50": 30, "p95": 1830, "max": 1830}
+    # [0, 30, 1831]: p50 is the ceil(1.5) = 2nd, p95 the ceil(2.85) = 3rd.
+    assert s["kinds"]["training"]["waitSeconds"] == {"p50": 30, "p95": 1831, "max": 1831}
 
 
 def test_gpu_hours_share_and_jain_by_hand() -> None:
@@ -93,11 +94,11 @@ def test_gpu_hours_share_and_jain_by_hand() -> None:
 def test_utilization_and_idle_while_waiting_by_hand() -> None:
     s = two_teams_queue()
     f = s["fleet"]
-    assert s["endSeconds"] == 6030
-    # 3 cards × 6030 s; held: 9060 + 1800 (b) + 6030 (the serving replica) = 16890 s.
-    assert f["capacityGpuHours"] == pytest.approx(3 * 6030 / 3600, abs=1e-3)
-    assert f["allocatedGpuHours"] == pytest.approx(16890 / 3600, abs=1e-3)
-    assert f["utilization"] == pytest.approx(16890 / 18090, abs=1e-4)
+    assert s["endSeconds"] == 6031
+    # 3 cards × 6031 s; held: 9060 + 1800 (b) + 6031 (the serving replica) = 16891 s.
+    assert f["capacityGpuHours"] == pytest.approx(3 * 6031 / 3600, abs=1e-3)
+    assert f["allocatedGpuHours"] == pytest.approx(16891 / 3600, abs=1e-3)
+    assert f["utilization"] == pytest.approx(16891 / 18093, abs=1e-4)
     # Work waits 600–2430: no card idle 600–630 (j1's pods terminate on two), one 630–700, none
     # 700–1300, one 1300–2430: 70 + 1130 = 1200 GPU-seconds.
     assert f["idleGpuHoursWhileWaiting"] == pytest.approx(1200 / 3600, abs=1e-3)

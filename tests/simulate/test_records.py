@@ -18,11 +18,12 @@ def records() -> list[Allocation | WaitInterval]:
 
 
 def test_each_admission_attempt_is_one_allocation() -> None:
-    """j1 (see test_metrics): admitted at 0 and preempted at 600; admitted again at 2430, done at 6030."""
+    """j1 (see test_metrics): admitted at 0 and preempted at 600; admitted again at 2431 (one requeue
+    batch after j2's end), done at 6031."""
     j1 = [r for r in records() if isinstance(r, Allocation) and r.name == "j1"]
     assert [(r.attempt, r.end_reason, r.started, r.finished) for r in j1] == [
         (1, EndReason.PREEMPTED, START, START + timedelta(seconds=600)),
-        (2, EndReason.FINISHED, START + timedelta(seconds=2430), START + timedelta(seconds=6030)),
+        (2, EndReason.FINISHED, START + timedelta(seconds=2431), START + timedelta(seconds=6031)),
     ]
     first = j1[0]
     assert first.workload_uid == "sim:queue:a/j1"
@@ -37,9 +38,9 @@ def test_each_admission_attempt_is_one_allocation() -> None:
 
 def test_waits_carry_kueue_s_reason() -> None:
     waits = {(r.name, r.index): r for r in records() if isinstance(r, WaitInterval)}
-    # j1's second wait ran from its preemption (600) to its admission (2430).
+    # j1's second wait ran from its preemption (600) to its admission (2431).
     second = waits[("j1", 2)]
-    assert (second.start, second.end) == (START + timedelta(seconds=600), START + timedelta(seconds=2430))
+    assert (second.start, second.end) == (START + timedelta(seconds=600), START + timedelta(seconds=2431))
     assert second.reason == "WaitingForQuota"
 
 

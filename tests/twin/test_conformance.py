@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gpufleet.twin.clocks import ClockSettings
 from gpufleet.twin.step import step
 
 SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.yaml"))
@@ -39,12 +40,25 @@ def test_at_least_25_scenarios() -> None:
     assert len(SCENARIOS) >= 25
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
-def test_scenario(path: Path) -> None:
+def _worlds() -> list[tuple[Path, bool]]:
+    """Every scenario in Kueue's unit-test world (no clocks), and on Kueue's clocks too unless it
+    says ``clocks: false`` (its fact needs a victim freed, or parked workloads woken, at once)."""
+    return [
+        (p, clocked)
+        for p in SCENARIOS
+        for clocked in (False, True)
+        if clocked is False or _load(p)[1].get("clocks", True)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "clocked"), _worlds(), ids=[f"{p.stem}-{'clocks' if c else 'unit'}" for p, c in _worlds()]
+)
+def test_scenario(path: Path, clocked: bool) -> None:
     text, meta = _load(path)
     restates = meta["restates"]
     assert restates["file"].startswith("pkg/") and restates["test"] and restates["case"]
-    report = step([(path.name, text)], meta.get("cycles"))
+    report = step([(path.name, text)], meta.get("cycles"), ClockSettings() if clocked else None)
     expect = meta["expect"]
     for i, want in enumerate(expect.get("cycles", [])):
         assert i < len(report["cycles"]), f"only {len(report['cycles'])} cycle(s) ran"

@@ -13,6 +13,11 @@ completions and finished evictions run through three twins:
 * the full fast path of the simulator (``memo=True, streaks=True``), which returns a streak of
   quiet cycles as one result: the same admissions, evictions and verdicts in the same order, the
   same number of cycles, and the same pending workloads with the same reasons.
+
+Half the examples run on Kueue's clocks (twin/clocks.py), with a drawn release delay, the victims'
+quota released by the twin's timer or (as the simulator does) by the caller: the same cycles at
+the same milliseconds on every path. A run that never settles is cut at a horizon of Kueue's time
+(``run(until=...)``), which every path honours at the same timer.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpufleet.twin import Twin, parse_cluster
+from gpufleet.twin.clocks import ClockSettings
 from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
 
 POLICIES = ["Never", "LowerPriority", "Any"]
@@ -202,8 +208,18 @@ def play(twin: Twin, stream: list[Any], queue_count: int) -> list[tuple[Any, ...
                 twin.evicted_gone(key)
             else:
                 twin.finish(key)
-        log += [(r.number, r.admitted, r.preempted, r.pending, r.stable) for r in twin.run(None)]
+        until = twin.clock.now + HORIZON_MS if twin.clock is not None else None
+        log += [
+            (r.number, r.admitted, r.preempted, r.pending, r.stable, _now(twin)) for r in twin.run(None, until=until)
+        ]
     return log
+
+
+HORIZON_MS = 20_000  # of Kueue's time per event: preempt-back loops go round a few times, then stop
+
+
+def _now(twin: Twin) -> int:
+    return twin.clock.now if twin.clock is not None else 0
 
 
 def flat(log: list[tuple[Any, ...]]) -> tuple[list[Any], list[Any], list[Any]]:
@@ -212,11 +228,39 @@ def flat(log: list[tuple[Any, ...]]) -> tuple[list[Any], list[Any], list[Any]]:
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
+# Kueue's figures, and short ones so that timers fall inside streaks and bulk rotations.
+clock_settings = st.one_of(
+    st.none(),
+    st.just(ClockSettings()),
+    st.builds(
+        ClockSettings,
+        release_delay_ms=st.sampled_from([0, 1, 5, 20, 1000, 2500]),
+        requeue_batch_ms=st.sampled_from([1, 7, 30, 1000]),
+    ),
+)
+
 
 @settings(SETTINGS, max_examples=200)
-@given(clusters, events)
-def test_reference_and_fast_paths_agree(cluster: Cluster, stream: list[Any]) -> None:
-    agree(cluster, stream)
+@given(clusters, events, clock_settings, st.booleans())
+def test_reference_and_fast_paths_agree(
+    cluster: Cluster, stream: list[Any], clocks: ClockSettings | None, hold: bool
+) -> None:
+    _agree(cluster, stream, clocks, hold)
+
+
+short_clocks = st.builds(
+    ClockSettings, release_delay_ms=st.sampled_from([1, 5, 20, 60]), requeue_batch_ms=st.sampled_from([3, 7, 30])
+)
+
+
+@settings(SETTINGS, max_examples=200)
+@given(clusters, events, short_clocks, st.booleans())
+def test_paths_agree_when_timers_fall_inside_streaks(
+    cluster: Cluster, stream: list[Any], clocks: ClockSettings, hold: bool
+) -> None:
+    """Timers of a few milliseconds fire between the cycles of a quiet streak or a bulk rotation
+    (whose backoff steps are 1 to 10 ms): the fast path must end them there (``Twin.quiet_next``)."""
+    _agree(cluster, stream, clocks, hold)
 
 
 afs_clusters = st.builds(
@@ -240,22 +284,61 @@ afs_clusters = st.builds(
 
 
 @settings(SETTINGS, max_examples=80)
-@given(afs_clusters, events)
-def test_reference_and_fast_paths_agree_under_admission_fair_sharing(cluster: Cluster, stream: list[Any]) -> None:
+@given(afs_clusters, events, clock_settings, st.booleans())
+def test_reference_and_fast_paths_agree_under_admission_fair_sharing(
+    cluster: Cluster, stream: list[Any], clocks: ClockSettings | None, hold: bool
+) -> None:
     """Every ClusterQueue usage-based: LocalQueue usage orders the heaps and preemption's candidates,
-    and each admission's entry penalty changes both."""
-    agree(cluster, stream)
+    and each admission's entry penalty changes both (on Kueue's clocks the usage is sampled too)."""
+    _agree(cluster, stream, clocks, hold)
 
 
-def agree(cluster: Cluster, stream: list[Any]) -> None:
+def _agree(cluster: Cluster, stream: list[Any], clocks: ClockSettings | None, hold: bool) -> None:
     spec = parse_cluster([("cluster.yaml", cluster_yaml(cluster))])
     count = len(cluster.queues)
-    reference = Twin(spec, hold_evicted_quota=True, memo=False)
-    memo = Twin(spec, hold_evicted_quota=True)
-    fast = Twin(spec, hold_evicted_quota=True, streaks=True)
+    hold = hold or clocks is None  # without clocks the caller always releases (the simulator's way)
+    reference = Twin(spec, hold_evicted_quota=hold, memo=False, clocks=clocks)
+    memo = Twin(spec, hold_evicted_quota=hold, clocks=clocks)
+    fast = Twin(spec, hold_evicted_quota=hold, streaks=True, clocks=clocks)
     expected = play(reference, stream, count)
     assert play(memo, stream, count) == expected
     assert flat(play(fast, stream, count)) == flat(expected)
     assert fast.cycle == reference.cycle == memo.cycle
+    assert _now(fast) == _now(reference) == _now(memo)
     assert fast.pending() == reference.pending() == memo.pending()
     assert fast.statuses() == reference.statuses()
+
+
+def test_a_bulk_rotation_stops_where_a_release_timer_fires() -> None:
+    """q1's hi preempts low and waits for its release (20 ms); meanwhile q2's backlog of fifteen
+    heads that can never fit (no quota, each its own equivalence class) rotates in quiet cycles
+    1, 2, 4, 8, 10 ms apart. The release falls inside that rotation: the fast path must stop
+    rotating there, so hi is admitted in the same cycle, at the same millisecond, on both paths."""
+    text = cluster_yaml(
+        Cluster(
+            flavors=1,
+            nested=False,
+            fair=False,
+            afs=False,
+            queues=(
+                Queue(-1, "BestEffortFIFO", (4, 0), None, None, "Never", "Never", "LowerPriority", 1, False, (0, 0)),
+                Queue(-1, "BestEffortFIFO", (0, 0), None, None, "Never", "Never", "Never", 1, False, (0, 0)),
+            ),
+        )
+    )
+    spec = parse_cluster([("cluster.yaml", text)])
+    gpu = (PodSetSpec("main", 1, (("gpu", 4),)),)
+    clocks = ClockSettings(release_delay_ms=20)
+    logs = []
+    for twin in (Twin(spec, memo=False, clocks=clocks), Twin(spec, streaks=True, clocks=clocks)):
+        twin.add_workload(WorkloadSpec("team", "low", "q0", gpu, priority=0, created=0, uid="low"))
+        list(twin.run(None))
+        twin.add_workload(WorkloadSpec("team", "hi", "q0", gpu, priority=10, created=1, uid="hi"))
+        for i in range(15):
+            twin.add_workload(WorkloadSpec("team", f"b{i:02}", "q1", gpu, priority=i, created=2 + i, uid=f"b{i:02}"))
+        log = [(r.admitted, r.preempted, r.pending, _now(twin), twin.cycle) for r in twin.run(None)]
+        admitted_at = next((now, cycle) for adm, _, _, now, cycle in log if adm)
+        logs.append((flat([(0, a, p, q) for a, p, q, _, _ in log]), admitted_at, twin.cycle, _now(twin)))
+    reference, fast = logs
+    assert fast == reference
+    assert reference[1][1] > 5  # hi was admitted after the rotation had run a few cycles

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from gpufleet.cli.common import guarded, print_table
 from gpufleet.errors import InputError, Problem
+from gpufleet.twin.clocks import RELEASE_DELAY_MS, ClockSettings
 from gpufleet.twin.resources import format_quantity
 from gpufleet.twin.step import step as twin_step
 
@@ -21,16 +22,35 @@ app = typer.Typer(help="Simulate Kueue's admission on real Kueue objects.", no_a
 @guarded
 def step(
     files: Annotated[list[Path], typer.Argument(help="YAML streams of Kueue objects ('-' for stdin).")],
+    *,
     cycles: Annotated[int | None, typer.Option("--cycles", min=1, help="Run exactly N scheduling cycles.")] = None,
     until_stable: Annotated[
         bool, typer.Option("--until-stable", help="Run until a cycle changes nothing (the default).")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the stable JSON report.")] = False,
+    release_delay_ms: Annotated[
+        int,
+        typer.Option(
+            "--release-delay-ms",
+            min=0,
+            help="How long a preempted victim keeps its quota (eviction to QuotaReserved=False; "
+            "about a second for a batch Job on a test cluster).",
+        ),
+    ] = RELEASE_DELAY_MS,
+    no_clocks: Annotated[
+        bool,
+        typer.Option(
+            "--no-clocks",
+            help="Kueue's unit-test world: victims free at the end of their cycle and parked "
+            "workloads wake before the next, with no backoff or requeue batch.",
+        ),
+    ] = False,
 ) -> None:
     """Run scheduling cycles and show admissions, preemptions, pending reasons and quota use."""
     if cycles is not None and until_stable:
         raise InputError([Problem("use either --cycles or --until-stable, not both", "command line", "--until-stable")])
-    report = twin_step([_read(f) for f in files], cycles)
+    clocks = None if no_clocks else ClockSettings(release_delay_ms=release_delay_ms)
+    report = twin_step([_read(f) for f in files], cycles, clocks)
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
@@ -49,8 +69,10 @@ def _read(path: Path) -> tuple[str, str]:
 
 
 def _print_human(report: dict[str, Any]) -> None:
+    timed = report.get("clocks") is not None
     for cycle in report["cycles"]:
-        table = Table(title=f"cycle {cycle['cycle']}", show_lines=False)
+        title = f"cycle {cycle['cycle']}" + (f" at {cycle['atMs']} ms" if timed else "")
+        table = Table(title=title, show_lines=False)
         for column in ("workload", "decision", "clusterQueue", "detail"):
             table.add_column(column)
         for a in cycle["admitted"]:
@@ -72,6 +94,9 @@ def _print_human(report: dict[str, Any]) -> None:
         if own:
             table.caption = "\N{DAGGER} the twin's own explanation: Kueue writes no condition on this workload"
         print_table(table)
+    loop = report.get("loop")
+    if loop is not None:
+        typer.echo(f"{loop['reason']}: {loop['message']}")
     queues = Table(title="ClusterQueues")
     for column in ("clusterQueue", "usage", "borrowed", "weightedShare", "admitted", "pending"):
         queues.add_column(column)

@@ -21,6 +21,9 @@ waitForPodsReady: an admitted job not running ``timeout`` seconds after its admi
 (its pods and quota released) and requeued after Kueue's backoff, with the eviction time as its new
 queue-order timestamp. Pods are ready the moment they are bound (no image pulls, no failures).
 
+Kueue's own clocks (the queue world): a parked workload wakes one requeue batch (1 s) after the
+capacity change that frees it, at an instant booked for it (``KUEUE``).
+
 Preemption is Kueue's graceful eviction: the victim's pods terminate for ``termination_grace_s``
 (Kubernetes' default grace period), holding their GPUs, and the victim keeps its quota, marked
 evicted, until they are gone; then its quota frees and it queues again with its creation timestamp.
@@ -73,7 +76,7 @@ from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.requests import Catalog
 from gpufleet.trace.job import Job
 
-ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE = range(6)
+ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE = range(7)  # KUEUE: a timer of Kueue's fires
 SERVING = "serving"  # the team name serving replicas are counted under
 
 Progress = Callable[[int, int], None]

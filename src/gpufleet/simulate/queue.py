@@ -16,6 +16,7 @@ from gpufleet.render import kueue_objects
 from gpufleet.simulate.requests import Ask, workload_spec
 from gpufleet.trace.job import Job
 from gpufleet.twin import CycleResult, Twin
+from gpufleet.twin.clocks import ClockSettings
 from gpufleet.twin.objects import parse_objects
 from gpufleet.twin.specs import ClusterSpec, ResourceFlavorSpec
 
@@ -32,7 +33,13 @@ class Queue:
     def __init__(self, fleet: Fleet, *, fast: bool = True) -> None:
         """``fast``: the twin's verdict memo and quiet-cycle streaks; off, its reference path."""
         self.spec = cluster_spec(fleet)
-        self.twin = Twin(self.spec, hold_evicted_quota=True, memo=fast, streaks=fast, reservations_per_cycle=True)
+        # Kueue's clocks (twin/clocks.py): the backoff between cycles and the 1 s inadmissible
+        # requeue batch. The victims' quota is the simulator's to release (hold_evicted_quota):
+        # it frees when their pods are gone, after the termination grace period.
+        self.twin = Twin(
+            self.spec, hold_evicted_quota=True, memo=fast, streaks=fast, reservations_per_cycle=True,
+            clocks=ClockSettings(),
+        )  # fmt: skip
         self.priorities = {pc.name: pc.value for pc in fleet.policy.priorityClasses}
         self.queues = {lq.namespace: lq.name for _, lq in sorted(self.spec.local_queues.items())}
 
@@ -80,8 +87,26 @@ class Queue:
         """A preempted workload's pods are gone: Kueue frees its quota and queues it again."""
         self.twin.evicted_gone(key)
 
-    def cycles(self) -> Iterator[CycleResult]:
-        """Kueue's scheduling loop at one instant: cycles while active heads remain, until a cycle
-        changes nothing and repeats the previous verdicts (the twin's "until stable"). Each result
-        is yielded before the next cycle runs, so the caller can act on it first."""
-        return self.twin.run(None, limit=MAX_CYCLES_PER_INSTANT)
+    def at(self, t: int) -> None:
+        """The simulation reached instant ``t`` (seconds): Kueue's clock (ms) moves with it."""
+        self.twin.advance_to(t * 1000)
+
+    def cycles(self, t: int) -> Iterator[CycleResult]:
+        """Kueue's scheduling loop at instant ``t`` (seconds): Kueue's timers due by then fire,
+        then cycles while active heads remain, until a cycle changes nothing and repeats the
+        previous verdicts (the twin's "until stable"). Timers due later wait for their own
+        instant (``wake``). Each result is yielded before the next cycle runs, so the caller can
+        act on it first."""
+        self.twin.advance_to(t * 1000)
+        return self.twin.run(None, limit=MAX_CYCLES_PER_INSTANT, wait=False)
+
+    def wake(self) -> int | None:
+        """The instant (whole seconds, rounded up) at which Kueue's next timer fires, if any: a
+        requeue batch that wakes parked workloads a second after a capacity change. Parking
+        happens only in cycles, which run only at instants, so a batch with nothing parked at the
+        end of an instant is left to fire unseen at a later one."""
+        clock = self.twin.clock
+        due = clock.due() if clock is not None else None
+        if due is None or not self.twin.queues.parked():
+            return None  # nothing parked: the batch wakes no one, so no instant is booked for it
+        return -(-due // 1000)

@@ -6,6 +6,12 @@ get pods carrying their flavor's node labels and tolerations, preempted victims'
 the grace period (holding their GPUs and quota), waitForPodsReady evicts what is not running in
 time and requeues it after Kueue's backoff. Only those events free quota, so with nothing left to
 happen the run stops at once (``waits_out_serving`` is off). The nodes carry the pools' taints.
+
+Kueue's clocks (``twin/clocks.py``) run with the instants: the twin's millisecond clock is moved to
+every event's second before the event is handled, and a capacity change that leaves workloads
+parked books a ``KUEUE`` instant for the requeue batch one second later (rounded up), when they
+wake. So a parked job is admitted a second after the quota frees, and a head still in its heap
+(a new arrival, a requeued victim, the job behind a preemptor) may take the quota first.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Any
 
 from gpufleet.placement import Unschedulable
 from gpufleet.policy import Fleet
-from gpufleet.simulate.engine import GONE, REQUEUE, TIMEOUT, Simulation
+from gpufleet.simulate.engine import GONE, KUEUE, REQUEUE, TIMEOUT, Simulation
 from gpufleet.simulate.jobs import JobRun, State
 from gpufleet.simulate.queue import Queue
 from gpufleet.simulate.reach import Reaches
@@ -29,11 +35,18 @@ class QueueWorld(Simulation):
     def prepare(self, fleet: Fleet) -> Reaches:
         self.queue = Queue(fleet, fast=not self.config.reference_twin)
         self.kueue_dirty = False
+        self.kueue_wake: int | None = None  # the instant already booked for Kueue's next timer
         self.queue.check([(r.job, r.ask) for r in self.runs])
         reaches = Reaches(fleet)
         for r in self.runs:
             r.never = reaches.never_admissible(r.job, r.ask)
         return reaches
+
+    def handle(self, t: int, kind: int, subject: Any) -> None:
+        """Kueue's clock reaches the instant first: what the event changes happens at ``t``, and the
+        requeue batch it asks for fires a second after ``t``."""
+        self.queue.at(t)
+        super().handle(t, kind, subject)
 
     def enter(self, t: int, run: JobRun) -> None:
         self.queue.submit(run.job, run.ask, t)
@@ -48,7 +61,7 @@ class QueueWorld(Simulation):
         if not self.kueue_dirty:
             return
         self.kueue_dirty = False
-        for result in self.queue.cycles():
+        for result in self.queue.cycles(t):
             for victim in result.preempted:
                 self.preempted(t, victim)
             for admitted in result.admitted:
@@ -57,6 +70,10 @@ class QueueWorld(Simulation):
                 run = self.by_key.get(pending.workload)
                 if run is not None:
                     run.attempt.reason, run.attempt.message = pending.reason, pending.message
+        wake = self.queue.wake()
+        if wake is not None and (self.kueue_wake is None or self.kueue_wake <= t or wake < self.kueue_wake):
+            self.kueue_wake = max(wake, t + 1)
+            self.push(self.kueue_wake, KUEUE, None)
 
     def handle_world(self, t: int, kind: int, subject: Any) -> None:
         if kind == TIMEOUT:
@@ -67,6 +84,8 @@ class QueueWorld(Simulation):
             self.requeue(t, *subject)
         elif kind == GONE:
             self.pods_gone(t, subject)
+        elif kind == KUEUE:
+            self.kueue_dirty = True  # Kueue's timer: the parked workloads of a tree wake
         else:
             super().handle_world(t, kind, subject)
 

@@ -4,8 +4,11 @@
 Kueue YAML into the frozen specs it takes. See docs/twin.md.
 """
 
+from gpufleet.twin.clocks import ClockSettings
 from gpufleet.twin.objects import parse_cluster
 from gpufleet.twin.results import Admitted, ClusterQueueStatus, CycleResult, Pending, Preempted
 from gpufleet.twin.scheduler import Twin
 
-__all__ = ["Admitted", "ClusterQueueStatus", "CycleResult", "Pending", "Preempted", "Twin", "parse_cluster"]
+__all__ = [
+    "Admitted", "ClockSettings", "ClusterQueueStatus", "CycleResult", "Pending", "Preempted", "Twin", "parse_cluster",
+]  # fmt: skip

@@ -62,6 +62,12 @@ class Cluster(Protocol):
 
     def admitted_record(self, wl: Workload) -> Admitted: ...
 
+    def begin_cycle(self) -> None: ...
+
+    def end_cycle(self, productive: bool) -> None: ...
+
+    def quiet_next(self) -> bool: ...
+
 
 class Entry:
     """A head under consideration this cycle: its verdict and decision record."""
@@ -107,11 +113,14 @@ class Entry:
 
 
 def schedule(k: Cluster, previous: tuple[Pending, ...] | None = None) -> CycleResult:
-    """One cycle. ``previous``: the verdicts of the cycle before, if any, for the stop rule."""
+    """One cycle. ``previous``: the verdicts of the cycle before, if any, for the stop rule.
+    ``begin_cycle``/``end_cycle`` are Kueue's clocks around it (clocks.py; no-ops without them)."""
+    k.begin_cycle()
     entries, rejected = nominate(k, k.queues.heads())  # steps 1 and 3
     victims: dict[str, tuple[Target, Entry]] = {}
     admitted = decide(k, entries, victims)  # steps 2, 4 and 5
     pending, preempted = conclude(k, entries, rejected, victims)  # step 6
+    k.end_cycle(bool(admitted))
     return CycleResult(
         k.cycle,
         tuple(k.admitted_record(e.wl) for e in admitted),

@@ -50,6 +50,10 @@ class PreemptorWorkloads:
         """``wl`` was requeued waiting for its victims: its ClusterQueue's preemptor now."""
         self._marked[wl.cluster_queue] = (wl.key, wl.reserved_at)
 
+    def marked(self) -> tuple[tuple[str, str], ...]:
+        """(ClusterQueue, workload) of every mark, for a fingerprint of the state (loops.py)."""
+        return tuple(sorted((cq, key) for cq, (key, _) in self._marked.items()))
+
     def is_preemptor(self, wl: Workload) -> bool:
         return wl.admission is None and self._marked.get(wl.cluster_queue) == (wl.key, wl.reserved_at)
 

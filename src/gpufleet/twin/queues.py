@@ -298,6 +298,10 @@ class Queues:
     def capacity_changed(self, root: str) -> None:
         self._dirty.add(root)
 
+    def parked(self) -> bool:
+        """Whether any queue holds parked (inadmissible) workloads."""
+        return bool(self._parked)
+
     def dirty_parked(self) -> bool:
         return bool(self._dirty) and any(self.root_of[n] in self._dirty for n in self._parked)
 

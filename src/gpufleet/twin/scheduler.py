@@ -2,11 +2,14 @@
 
 ``Twin`` holds the quota tree, the queues and the admitted workloads. A caller (the CLI, the
 event loop of the simulator, a benchmark) adds workloads, runs cycles, finishes workloads, and
-reads per-ClusterQueue figures. There is no clock: time is whatever integer the caller puts in
-``WorkloadSpec.created``, and a cycle is a function call.
+reads per-ClusterQueue figures. Without ``clocks`` (Kueue's unit-test world) a cycle is a
+function call and time is whatever integer the caller puts in ``WorkloadSpec.created``. With
+``clocks`` (``clocks.py``, ``timing.py``) cycles run on a virtual millisecond clock: Kueue's
+backoff between cycles, a victim's quota held for a release delay, parked workloads woken one
+requeue batch after a capacity change; reservations are stamped with the clock's second.
 
 Evictions: by default a victim's quota frees the moment it is preempted (its pods vanish at once,
-as Kueue's scheduler tests assume). With ``hold_evicted_quota`` the victim keeps its quota, marked
+as Kueue's scheduler tests assume); on Kueue's clocks it frees one release delay later. With ``hold_evicted_quota`` the victim keeps its quota, marked
 evicted, until the caller says its pods are gone (``evicted_gone``), as in a real cluster where the
 job controller releases the reservation only once the job has stopped. Meanwhile Kueue's candidate
 order puts evicted workloads first, so a waiting preemptor picks its own victims again and issues
@@ -26,12 +29,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from gpufleet.errors import InputError
+from gpufleet.twin import pending, timing
 from gpufleet.twin.admission_fairsharing import UsageLedger
+from gpufleet.twin.clocks import Clock, ClockSettings
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cycle import schedule
-from gpufleet.twin.equivalence import EquivalenceClasses, bypassed
+from gpufleet.twin.equivalence import EquivalenceClasses
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
+from gpufleet.twin.loops import Loop
 from gpufleet.twin.memo import Verdict, VerdictMemo
 from gpufleet.twin.preemption import Preemptor, Target
 from gpufleet.twin.preemptors import PRIORITIZE_PREEMPTOR_WORKLOADS
@@ -40,24 +46,22 @@ from gpufleet.twin.quota import add_usage, remove_usage
 from gpufleet.twin.reasons import (
     MISCONFIGURED,
     SUSPENDED,
-    cluster_queue_inactive,
     cluster_queue_not_found,
     local_queue_stopped,
     preempted_message,
 )
 from gpufleet.twin.results import (
-    ACTIVE,
     INADMISSIBLE,
     Admitted,
     ClusterQueueStatus,
     CycleResult,
     Pending,
     Preempted,
-    waiting_position,
 )
 from gpufleet.twin.specs import ClusterSpec, WorkloadSpec
 from gpufleet.twin.streaks import run_streak
-from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
+from gpufleet.twin.timing import KueueTime
+from gpufleet.twin.workload import Admission, Workload, admission_from_status
 
 
 class Twin:
@@ -72,6 +76,7 @@ class Twin:
         streaks: bool = False,
         equivalence_hashing: bool = True,
         reservations_per_cycle: bool = False,
+        clocks: ClockSettings | None = None,
     ) -> None:
 
         self.spec = spec
@@ -110,9 +115,21 @@ class Twin:
         latest = max((max(w.created, w.reserved_at) for w in spec.workloads), default=0)
         self._per_cycle = reservations_per_cycle
         self._epoch = latest if reservations_per_cycle else (latest // 1000 + 1) * 1000
-        # AdmissionFairSharing's "now": the newest timestamp of the input (the twin has no clock)
+        # Kueue's clocks (clocks.py): None is the unit-test world, where a cycle is a function call,
+        # victims free at the end of their cycle and parked workloads wake before the next one.
+        self.clock = Clock((latest // 1000 + 1) * 1000, clocks) if clocks is not None else None
+        self.time = (
+            KueueTime(self.clock, self.has_heads, self._release_evicted, self.queues.capacity_changed)
+            if self.clock is not None
+            else None
+        )
+        self.loop: Loop | None = None  # what ``run(loops=True)`` found repeating
+        # AdmissionFairSharing's usage as of the newest timestamp of the input; on Kueue's clocks it
+        # is sampled again as the clock passes each sampling interval (``KueueTime.sample``)
         now = max([latest, *(lq.last_update or 0 for lq in spec.local_queues.values())])
         self.afs = self._admission_fair_sharing(now)
+        if self.afs is not None and self.time is not None:
+            self.time.sample = self.sample_usage
         self._built = False
         for wl in spec.workloads:
             self.add_workload(wl)
@@ -139,8 +156,8 @@ class Twin:
 
     def _later(self) -> None:
         """An input after construction is a later moment: later reservations get a later second."""
-        if self._built and not self._per_cycle:
-            self._epoch += 1000
+        if self._built and not self._per_cycle and self.clock is None:
+            self._epoch += 1000  # with clocks, a later input happens at the clock's now
 
     # --- inputs ----------------------------------------------------------------------------------
     def _without_excluded(self, spec: WorkloadSpec) -> WorkloadSpec:
@@ -176,7 +193,7 @@ class Twin:
                     f"Workload {spec.key} is admitted to ClusterQueue {cq_name}, which does not exist",
                     path=f"Workload/{spec.key}.status.admission.clusterQueue",
                 )
-            self._reserve(wl, cq, self._admission_from_status(wl, cq), spec.reserved_at)
+            self._reserve(wl, cq, admission_from_status(wl, cq.name, self.tree.frs), spec.reserved_at)
             return wl
         queue = self.queues.by_cq.get(cq_name)
         if queue is None:
@@ -214,19 +231,20 @@ class Twin:
             return run_streak(self, previous)
         return schedule(self, previous)
 
-    def run(self, cycles: int | None = None, *, limit: int = 1000) -> Iterator[CycleResult]:
+    def run(
+        self, cycles: int | None = None, *, limit: int = 1000, wait: bool = True,
+        until: int | None = None, loops: bool = False,
+    ) -> Iterator[CycleResult]:  # fmt: skip
         """Yield ``cycles`` cycles, or (None) cycles until stable: no heads left, or a cycle that
         admitted and preempted nothing and repeated the previous cycle's verdicts. The caller may
-        read the twin's state between cycles."""
-        previous: tuple[Pending, ...] | None = None
-        for number in range(cycles if cycles is not None else limit):
-            if cycles is None and number > 0 and not self.has_heads():
-                return
-            result = self.run_cycle(previous)
-            yield result
-            if cycles is None and result.stable:
-                return
-            previous = result.last
+        read the twin's state between cycles.
+
+        With clocks, a stable run waits for Kueue's timers (``wait``): the cycles that would only
+        repeat the stable one until the next timer fires are counted but not run
+        (``Clock.repeat_until``), and a loop without heads sleeps until the next timer. ``until``
+        (ms): fire no timer due later, so a run that never settles still ends. ``loops``: stop at
+        the first state that repeats an earlier one (``self.loop`` says what repeats)."""
+        return timing.run(self, cycles, limit=limit, wait=wait, until=until, loops=loops)
 
     def has_heads(self) -> bool:
         """Whether a cycle now would find work (parked workloads of changed trees count)."""
@@ -234,6 +252,27 @@ class Twin:
         if queues.dirty_parked():
             return True
         return any(q.active for q in queues.serving)
+
+    # --- Kueue's clocks (clocks.py, timing.py) --------------------------------------------------
+    def begin_cycle(self) -> None:
+        """Before a cycle takes heads: Kueue's timers due by its start fire (timing.py)."""
+        if self.time is not None:
+            self.time.begin()
+
+    def end_cycle(self, productive: bool) -> None:
+        """The cycle is over: Kueue's backoff after it (``KeepGoing`` only when it admitted)."""
+        if self.clock is not None:
+            self.clock.end(productive)
+
+    def quiet_next(self) -> bool:
+        """Whether the next cycle starts before any timer fires (a streak may run it as quiet)."""
+        return self.time is None or self.time.quiet_next()
+
+    def advance_to(self, t: int) -> None:
+        """The caller's time (ms) moved on, as the simulator's instants do; timers due by then
+        fire before the next cycle."""
+        if self.clock is not None:
+            self.clock.advance_to(t)
 
     # --- what the cycle calls --------------------------------------------------------------------
     def get_assignments(self, wl: Workload, cq: ClusterQueue) -> Verdict:
@@ -301,7 +340,12 @@ class Twin:
 
     def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
         admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
-        at = self._epoch + self.cycle + 1 if self._per_cycle else self._epoch
+        if self._per_cycle:
+            at = self._epoch + self.cycle + 1
+        elif self.clock is not None:
+            at = self.clock.now // 1000 * 1000  # QuotaReserved's lastTransitionTime: whole seconds
+        else:
+            at = self._epoch
         self._reserve(wl, cq, admission, at)
         self.last_status.pop(wl.key, None)
         if self.afs is not None and self.afs.charge(wl, admission, at):  # the entry penalty
@@ -309,7 +353,8 @@ class Twin:
 
     def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted | None:
         """Evict a victim: free its quota, requeue it, and wake parked workloads of its tree; or,
-        holding evicted quota, only mark it evicted. ``None``: it was already being evicted (Kueue's
+        holding evicted quota, only mark it evicted; or, on Kueue's clocks, mark it evicted and
+        free it one release delay later (``Clock.release_later``). ``None``: it was already being evicted (Kueue's
         "preemption ongoing"), so nothing new is issued."""
         if wl.evicted:
             return None
@@ -318,9 +363,12 @@ class Twin:
         if preemptor.spec.job_uid:
             who += f", JobUID: {preemptor.spec.job_uid}"
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
-        if self.hold_evicted_quota:
+        if self.hold_evicted_quota or self.clock is not None:
             cq.mark_evicted(wl, True)
             self.memo.clear()
+            if not self.hold_evicted_quota:
+                assert self.clock is not None
+                self.clock.release_later(wl.key)
         else:
             self._requeue_evicted(wl, cq)
         return Preempted(wl.key, cq.name, preemptor.key, reason, message)
@@ -332,6 +380,15 @@ class Twin:
         wl = self.workloads[key]
         if not wl.evicted:
             raise ValueError(f"Workload {key} is not being evicted")
+        cq = self.tree.cluster_queues[wl.cluster_queue]
+        cq.mark_evicted(wl, False)
+        self._requeue_evicted(wl, cq)
+
+    def _release_evicted(self, key: str) -> None:
+        """The release timer of a victim fired: Kueue's job reconciler cleared QuotaReserved."""
+        wl = self.workloads.get(key)
+        if wl is None or not wl.evicted:
+            return  # finished meanwhile
         cq = self.tree.cluster_queues[wl.cluster_queue]
         cq.mark_evicted(wl, False)
         self._requeue_evicted(wl, cq)
@@ -364,59 +421,9 @@ class Twin:
 
     def pending(self) -> list[Pending]:
         """Every workload without quota, with its latest verdict (``Pending`` if never considered)."""
-        result = []
-        for name, queue in self.queues.by_cq.items():
-            cq = self.tree.cluster_queues[name]
-            head = None
-            for position, wl in enumerate(queue.in_order(), start=1):
-                known = self.last_status.get(wl.key)
-                state = ACTIVE if wl.key in queue.active else INADMISSIBLE
-                head = head or wl.key
-                moved = queue.bypassed(wl)
-                if moved is not None:  # parked with an equivalent's failure: Kueue writes nothing
-                    result.append(bypassed(wl, moved))
-                elif known is not None:
-                    result.append(replace(known, cluster_queue=name, queue=state))
-                elif not cq.active:
-                    stopped = cq.spec.stop_policy != "None"  # Kueue's workload controller writes only then
-                    result.append(Pending(wl.key, name, SUSPENDED, cluster_queue_inactive(name), state, stopped))
-                else:
-                    behind = head if queue.strict and head != wl.key else None
-                    result.append(waiting_position(wl.key, name, position, state, behind))
-        orphans = [
-            p for key, p in self.last_status.items() if p.cluster_queue not in self.queues.by_cq or key in self.held
-        ]
-        return sorted(result + orphans, key=lambda p: p.workload)
+        return pending.of(self)
 
     # --- internals -------------------------------------------------------------------------------
-    def _admission_from_status(self, wl: Workload, cq: ClusterQueue) -> Admission:
-        assert wl.spec.admission is not None
-        usage: dict[int, int] = {}
-        pod_sets = []
-        assigned = {a.name: a for a in wl.spec.admission.pod_set_assignments}
-        for ps in wl.pod_sets:
-            a = assigned.get(ps.name)
-            if a is None:
-                raise InputError.one(
-                    f"Workload {wl.key} is admitted without an assignment for pod set {ps.name}",
-                    path=f"Workload/{wl.key}.status.admission.podSetAssignments",
-                )
-            flavors = dict(a.flavors)
-            for resource, per_pod in ps.requests:
-                flavor = flavors.get(resource)
-                fr = self.tree.frs.get(flavor, resource) if flavor else None
-                if fr is None:
-                    if per_pod:
-                        raise InputError.one(
-                            f"Workload {wl.key} is admitted with {resource} in flavor {flavor}, "
-                            f"which ClusterQueue {cq.name} does not define",
-                            path=f"Workload/{wl.key}.status.admission.podSetAssignments",
-                        )
-                    continue
-                usage[fr] = usage.get(fr, 0) + per_pod * a.count
-            pod_sets.append(PodSetAdmission(ps.name, a.count, a.flavors))
-        return Admission(cq.name, tuple(pod_sets), tuple(usage.items()))
-
     def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission, at: int) -> None:
         wl.admission = admission
         wl.uses = frozenset(fr for fr, _ in admission.usage)
@@ -442,7 +449,12 @@ class Twin:
         self.memo.clear()
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
-        self.queues.capacity_changed(_root_key(cq))
+        """Parked workloads of the tree wake: before the next cycle, or with clocks one requeue
+        batch later (``Clock.batch``)."""
+        if self.clock is not None:
+            self.clock.batch(_root_key(cq))
+        else:
+            self.queues.capacity_changed(_root_key(cq))
 
 
 def _root_key(cq: ClusterQueue) -> str:

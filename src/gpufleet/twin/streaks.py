@@ -49,13 +49,15 @@ def run_streak(k: Cluster, previous: tuple[Pending, ...] | None = None) -> Cycle
     streak: list[Pending] = []
     decided: Decided = {}  # quiet cycles change no quota: the same waiting preemptors, the same outcome
     while True:
+        k.begin_cycle()
         entries, rejected = nominate(k, k.queues.heads())
         waiting = None if rejected else quiet(k, entries)
         victims: dict[str, tuple[Target, Entry]] = {}
         admitted = decide(k, entries, victims) if waiting is None else _wait(k, waiting, decided)
         pending, preempted = conclude(k, entries, rejected, victims)
+        k.end_cycle(bool(admitted))
         stable = not admitted and not preempted and pending == previous
-        if waiting is None or stable or not any(q.active for q in k.queues.serving):
+        if waiting is None or stable or not any(q.active for q in k.queues.serving) or not k.quiet_next():
             return CycleResult(
                 k.cycle,
                 tuple(k.admitted_record(e.wl) for e in admitted),
@@ -158,6 +160,8 @@ def _rotate(
     last = {e.wl.cluster_queue: (e.wl, p) for e, p in zip(entries, pending, strict=True)}
     rotated = None
     while True:
+        if not k.quiet_next():
+            return rotated  # a timer of Kueue's fires first (clocks.py): the full path runs it
         cycle: list[Pending] = []
         moves: list[tuple[ClusterQueueQueue, Workload, Pending]] = []
         for queue in k.queues.serving:
@@ -177,6 +181,7 @@ def _rotate(
             cycle.append(calm)
         if not moves:
             return rotated  # only repeated heads: the full path finds the cycle stable
+        k.begin_cycle()  # no timer is due by its start (quiet_next), so none fires
         for queue, wl, calm in moves:
             queue.pop()
             queue.park(wl)
@@ -184,6 +189,7 @@ def _rotate(
             bulk_move(k, queue, wl, calm.reason)  # every calm head is NoFit or without candidates
             last[queue.name] = (wl, calm)
         k.cycle += 1
+        k.end_cycle(False)
         streak += cycle
         rotated = tuple(cycle)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpufleet.errors import InputError
+from gpufleet.twin.resources import FlavorResources
 from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
 
 
@@ -77,3 +79,34 @@ class Workload:
 
     def can_be_partially_admitted(self) -> bool:
         return any(ps.min_count is not None and ps.min_count < ps.count for ps in self.pod_sets)
+
+
+def admission_from_status(wl: Workload, cluster_queue: str, frs: FlavorResources) -> Admission:
+    """The Admission a Workload already holds in the input (``status.admission``), in the twin's
+    flavor-resource indices; a pod set or flavor the ClusterQueue cannot account for is an input error."""
+    assert wl.spec.admission is not None
+    usage: dict[int, int] = {}
+    pod_sets = []
+    assigned = {a.name: a for a in wl.spec.admission.pod_set_assignments}
+    for ps in wl.pod_sets:
+        a = assigned.get(ps.name)
+        if a is None:
+            raise InputError.one(
+                f"Workload {wl.key} is admitted without an assignment for pod set {ps.name}",
+                path=f"Workload/{wl.key}.status.admission.podSetAssignments",
+            )
+        flavors = dict(a.flavors)
+        for resource, per_pod in ps.requests:
+            flavor = flavors.get(resource)
+            fr = frs.get(flavor, resource) if flavor else None
+            if fr is None:
+                if per_pod:
+                    raise InputError.one(
+                        f"Workload {wl.key} is admitted with {resource} in flavor {flavor}, "
+                        f"which ClusterQueue {cluster_queue} does not define",
+                        path=f"Workload/{wl.key}.status.admission.podSetAssignments",
+                    )
+                continue
+            usage[fr] = usage.get(fr, 0) + per_pod * a.count
+        pod_sets.append(PodSetAdmission(ps.name, a.count, a.flavors))
+    return Admission(cluster_queue, tuple(pod_sets), tuple(usage.items()))

@@ -1,0 +1,158 @@
+"""Kueue's clocks inside the twin: the scheduler's backoff, the inadmissible requeue batch and the
+release of a preempted victim's quota, on one virtual clock in integer milliseconds.
+
+Without them a cycle is a function call and everything it causes happens before the next one.
+Kueue v0.19.2 runs on three clocks that change *who* is admitted, not only when:
+
+* **The scheduling loop's speedy backoff** (``pkg/util/wait/backoff.go``: ``UntilWithBackoff``,
+  ``speedyBackoffManager``, ``initialBackoff = time.Millisecond``, ``maxBackoff = 10 *
+  time.Millisecond``; ``pkg/scheduler/scheduler.go`` ``schedule()`` returns ``KeepGoing`` only when
+  an entry was assumed, i.e. admitted, and ``SlowDown`` otherwise, even when it issued
+  preemptions). ``BackoffUntil`` runs with ``sliding=false``: the timer is armed *before* the
+  cycle with the state the previous cycles left, so the waits between cycle starts after a run of
+  unproductive cycles are 0, 1, 2, 4, 8, 10, 10, ... ms, and 0 again after a productive one.
+  (The comment on ``UntilWithBackoff`` says 100 ms; the constant says 10 ms, and the constant
+  is what runs.) A cycle blocks in ``Manager.Heads`` while no ClusterQueue has a head; the armed
+  timer runs meanwhile.
+* **The inadmissible requeue batch** (``pkg/cache/queue/inadmissible_workloads.go``:
+  ``requeueBatchPeriod = 1 * time.Second``; ``notifyClusterQueue``/``notifyCohort`` call the
+  delaying work queue's ``AddAfter``, which keeps the *earlier* ready time of a request already
+  waiting, so one batch per root cohort fires one period after the first capacity change that
+  asked for it). The workload controller asks for it when a workload finishes or goes back to
+  pending (``QueueAssociatedInadmissibleWorkloadsAfter`` in ``workload_controller.go``
+  ``Update``), after deleting it from the cache: the quota frees at once, the parked workloads
+  of the tree come back a second later, and the heads still active are tried first meanwhile.
+* **The release of a victim's quota.** The scheduler only sets ``Evicted``; the job reconciler
+  (``pkg/controller/jobframework/reconciler.go``, "6. handle eviction") suspends the Job and
+  clears ``QuotaReserved`` once ``job.IsActive()`` is false; the workload controller's update
+  from QuotaReserved to Pending then deletes it from the cache (its quota frees), pushes it back
+  into its heap at once (no requeue backoff for a preemption) and asks for the batch above. How
+  long that takes is the API server's and the Job controller's; issue 18's testbed measured
+  about one second (``RELEASE_DELAY_MS``). Meanwhile the victim counts as evicted (first in
+  Kueue's candidate order) and a waiting preemptor picks it again without a new eviction.
+
+Cycles take no time of their own here: a cycle starts when the armed timer has run out, or when
+the next timer wakes a loop blocked without heads.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+BACKOFF_INITIAL_MS = 1  # backoff.go initialBackoff
+BACKOFF_CAP_MS = 10  # backoff.go maxBackoff
+REQUEUE_BATCH_MS = 1000  # inadmissible_workloads.go requeueBatchPeriod
+RELEASE_DELAY_MS = 1000  # issue 18's testbed: eviction to QuotaReserved=False for a batch Job
+
+RELEASE, BATCH = "release", "batch"  # timer kinds: a victim's quota frees; a tree's parked wake
+
+
+@dataclass(frozen=True, slots=True)
+class ClockSettings:
+    """How long Kueue takes, in milliseconds. ``release_delay_ms`` is the cluster's (API server,
+    Job controller); ``requeue_batch_ms`` is Kueue's constant (10 s with the
+    ``SchedulerLongRequeueInterval`` gate, which the twin does not read)."""
+
+    release_delay_ms: int = RELEASE_DELAY_MS
+    requeue_batch_ms: int = REQUEUE_BATCH_MS
+
+    def __post_init__(self) -> None:
+        if self.release_delay_ms < 0 or self.requeue_batch_ms < 0:
+            raise ValueError("Kueue's clocks cannot run backwards: delays must be >= 0 ms")
+
+
+class Clock:
+    """The virtual clock: now, the scheduling loop's backoff, and timers waiting to fire.
+
+    Timers are (due, sequence, kind, subject); the sequence keeps same-millisecond timers in the
+    order they were set. A requeue batch is kept once per root (``batches``), as the delaying
+    queue keeps one request per item.
+    """
+
+    __slots__ = ("_armed", "_backoff", "_seq", "_started", "batches", "next_start", "now", "settings", "timers")
+
+    def __init__(self, origin: int, settings: ClockSettings) -> None:
+        self.settings = settings
+        self.now = origin
+        self.next_start = origin  # when the scheduling loop's next iteration begins
+        self._backoff: int | None = None  # the speedy backoff's next step; None after KeepGoing
+        self._armed = 0  # the wait armed before the running cycle
+        self._started = origin  # the running iteration's start (the armed timer counts from it)
+        self._seq = 0
+        self.timers: list[tuple[int, int, str, str]] = []
+        self.batches: dict[str, int] = {}  # root -> due of its waiting requeue batch
+
+    # --- timers ---------------------------------------------------------------------------------
+    def release_later(self, key: str) -> None:
+        """A victim was evicted now: its quota frees ``release_delay_ms`` later."""
+        self._set(self.now + self.settings.release_delay_ms, RELEASE, key)
+
+    def batch(self, root: str) -> None:
+        """Capacity changed in ``root``'s tree now: its parked workloads wake one batch period
+        later, or with the batch already waiting (``AddAfter`` keeps the earlier time)."""
+        if root not in self.batches:
+            due = self.now + self.settings.requeue_batch_ms
+            self.batches[root] = due
+            self._set(due, BATCH, root)
+
+    def _set(self, due: int, kind: str, subject: str) -> None:
+        self._seq += 1
+        heapq.heappush(self.timers, (due, self._seq, kind, subject))
+
+    def due(self) -> int | None:
+        """When the next timer fires (None: none waits)."""
+        return self.timers[0][0] if self.timers else None
+
+    def pop_due(self, until: int) -> tuple[str, str] | None:
+        """The next timer due at or before ``until``, removed (the clock moves to it), or None."""
+        if not self.timers or self.timers[0][0] > until:
+            return None
+        due, _, kind, subject = heapq.heappop(self.timers)
+        self.now = max(self.now, due)
+        if kind == BATCH:
+            del self.batches[subject]
+        return kind, subject
+
+    def advance_to(self, t: int) -> None:
+        """The caller's time moved on (the simulator's next instant); timers are not fired here."""
+        self.now = max(self.now, t)
+        self.next_start = max(self.next_start, self.now)
+
+    # --- the scheduling loop --------------------------------------------------------------------
+    def begin(self, start: int) -> None:
+        """An iteration of ``UntilWithBackoff`` begins at ``start``: the timer is armed with the
+        backoff the previous cycles left (``Backoff()`` before ``f``, sliding off)."""
+        self._started = start
+        self.now = max(self.now, start)
+        self._armed = self._step()
+
+    def end(self, productive: bool) -> None:
+        """The cycle ended at ``now`` (it takes no time): ``KeepGoing`` when it admitted, else
+        ``SlowDown``; the next iteration begins when the armed timer runs out."""
+        self._backoff = None if productive else (self._backoff or BACKOFF_INITIAL_MS)
+        self.next_start = max(self.now, self._started + self._armed)
+
+    def _step(self) -> int:
+        """``wait.Backoff.Step`` on the speedy backoff: 0 when reset, else double up to the cap."""
+        current = self._backoff
+        if current is None:
+            return 0
+        self._backoff = min(current * 2, BACKOFF_CAP_MS)
+        return current
+
+    def repeat_until(self, due: int) -> int:
+        """Unproductive cycles that only repeat the last one run until the timer due at ``due``
+        fires: move through them (each ``SlowDown``) and return how many there were."""
+        count = 0
+        while self.next_start < due:
+            self.begin(self.next_start)
+            self.end(False)
+            count += 1
+        return count
+
+    def state(self) -> tuple[object, ...]:
+        """What the clock adds to the twin's state, relative to now (for loop detection)."""
+        now = self.now
+        timers = tuple(sorted((due - now, kind, subject) for due, _, kind, subject in self.timers))
+        return (timers, self._backoff, self.next_start - now)

@@ -1,0 +1,204 @@
+"""Kueue's clocks in the twin (twin/clocks.py): backoff, requeue batch, release delay, loops.
+
+Each case here fails without the clocks: the twin frees a victim at the end of its cycle and wakes
+parked workloads before the next, so the parked workload wins quota an active head takes on a
+cluster (issue 18, seed 150), and a preempt-back loop converges instead of going round.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli import app
+from gpufleet.twin import Twin, parse_cluster
+from gpufleet.twin.clocks import BATCH, Clock, ClockSettings
+from gpufleet.twin.loops import PREEMPT_BACK_LOOP
+from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
+from gpufleet.twin.step import step
+from tests.twin.clock_cluster import CQ, WL, cluster
+from tests.twin.test_paths import Cluster, Queue, cluster_yaml
+
+# Seed 150's shape: r (ClusterQueue a, within nominal) reclaims 4 GPUs from d's borrower v; r needs 2.
+# p (b, within nominal) was parked when the cohort was full; r2 waits behind r in a's heap.
+SEED_150 = cluster(
+    [CQ("a", 2, reclaim="Any"), CQ("b", 2), CQ("d", 0)],
+    [WL("v", "d", 4, 0, admitted=True), WL("p", "b", 2, 1), WL("r", "a", 2, 2), WL("r2", "a", 2, 3)],
+)
+
+
+@pytest.mark.parametrize(
+    ("productive", "starts"),
+    [
+        # unproductive cycles: the wait armed before a cycle is the backoff the cycles before it left
+        ([False] * 8, [0, 0, 1, 3, 7, 15, 25, 35]),
+        # an admission resets it; the wait armed before the productive cycle still runs out first
+        ([False, False, False, True, False, False], [0, 0, 1, 3, 7, 7]),
+        ([True, True, True], [0, 0, 0]),
+    ],
+)
+def test_backoff_schedule(productive: list[bool], starts: list[int]) -> None:
+    clock = Clock(0, ClockSettings())
+    seen = []
+    for flag in productive:
+        clock.begin(clock.next_start)
+        seen.append(clock.now)
+        clock.end(flag)
+    assert seen == starts
+
+
+def test_a_requeue_batch_fires_one_period_after_the_first_change() -> None:
+    clock = Clock(0, ClockSettings())
+    clock.batch("cohort/all")
+    clock.advance_to(600)
+    clock.batch("cohort/all")  # AddAfter keeps the earlier ready time
+    assert clock.pop_due(999) is None
+    assert clock.pop_due(1000) == (BATCH, "cohort/all")
+    assert clock.due() is None
+
+
+def _decisions(report: dict) -> list[tuple[int, list[str], list[str]]]:
+    return [
+        (c["atMs"], [a["workload"] for a in c["admitted"]], [p["workload"] for p in c["preempted"]])
+        for c in report["cycles"]
+        if c["admitted"] or c["preempted"]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("clocks", "decisions", "pending"),
+    [
+        # Kueue: v keeps its quota for the release delay; r is admitted when it frees; r2, active
+        # behind r, takes the rest at once; p wakes with the requeue batch a second later: too late.
+        (ClockSettings(), [(0, [], ["ns/v"]), (1005, ["ns/r"], []), (1015, ["ns/r2"], [])], {"ns/p", "ns/v"}),
+        # the unit-test world: v frees at the end of cycle 1 and p wakes before cycle 2
+        (None, [(0, [], ["ns/v"]), (0, ["ns/p", "ns/r"], [])], {"ns/r2", "ns/v"}),
+    ],
+)
+def test_seed_150_an_active_head_takes_the_quota_before_the_parked_workload_wakes(
+    clocks: ClockSettings | None, decisions: list[tuple[int, list[str], list[str]]], pending: set[str]
+) -> None:
+    report = step([("seed150.yaml", SEED_150)], None, clocks)
+    assert _decisions(report) == decisions
+    assert {p["workload"] for p in report["cycles"][-1]["pending"]} == pending
+    assert report["loop"] is None
+
+
+@pytest.mark.parametrize(("delay", "admitted_at"), [(0, 0), (1000, 1005), (2500, 2505)])
+def test_the_victim_keeps_its_quota_for_the_release_delay(delay: int, admitted_at: int) -> None:
+    twin = Twin(parse_cluster([("seed150.yaml", SEED_150)]), clocks=ClockSettings(release_delay_ms=delay))
+    origin = twin.clock.now if twin.clock else 0
+    for result in twin.run(None):
+        if any(a.workload == "ns/r" for a in result.admitted):
+            assert twin.clock is not None
+            assert twin.clock.now - origin == admitted_at
+            return
+        # until then v is evicted but counted: d still uses its 4 GPUs
+        assert twin.workloads["ns/v"].evicted == (result.number > 1 or bool(result.preempted))
+        assert twin.status("d").usage["gpu/nvidia.com/gpu"] == 4
+    pytest.fail("r was never admitted")
+
+
+# Found by the twin on random clusters: w0 (q1) preempts w5 and w6 (q2) by fair sharing; when their
+# quota frees a second later they are requeued at once, win it back in the tournament, and w0 is
+# parked until the requeue batch wakes it to preempt them again.
+LOOP_CLUSTER = Cluster(
+    flavors=2,
+    nested=False,
+    fair=True,
+    afs=False,
+    queues=(
+        Queue(0, "BestEffortFIFO", (3, 4), None, None, "LowerPriority", "Never", "LowerPriority", 2, False, (0, 0)),
+        Queue(0, "BestEffortFIFO", (0, 2), None, None, "Any", "Never", "Never", 1, False, (0, 0)),
+        Queue(0, "BestEffortFIFO", (4, 4), None, None, "LowerPriority", "Never", "Never", 0, False, (0, 0)),
+    ),
+)
+LOOP_JOBS = [
+    ("q1", 3, 3, 0),
+    ("q2", 1, 4, 10),
+    ("q2", 3, 3, 10),
+    ("q1", 1, 2, 10),
+    ("q2", 1, 1, 0),
+    ("q2", 1, 4, 0),
+    ("q2", 1, 4, 10),
+]
+
+
+def _loop_twin(clocks: ClockSettings | None) -> Twin:
+    """The first three jobs settle; then the rest arrive (as the e2e differential runs them)."""
+    twin = Twin(parse_cluster([("loop.yaml", cluster_yaml(LOOP_CLUSTER))]), clocks=clocks)
+    specs = [
+        WorkloadSpec(
+            "team",
+            f"w{i}",
+            q,
+            (PodSetSpec("main", pods, (("gpu", gpus),)),),
+            priority=prio,
+            created=i * 1000,
+            uid=f"w{i}",
+        )
+        for i, (q, pods, gpus, prio) in enumerate(LOOP_JOBS)
+    ]
+    for spec in specs[:3]:
+        twin.add_workload(spec)
+    list(twin.run(None))
+    for spec in specs[3:]:
+        twin.add_workload(spec)
+    return twin
+
+
+def test_a_preempt_back_loop_is_reported() -> None:
+    twin = _loop_twin(ClockSettings())
+    results = list(twin.run(None, loops=True))
+    loop = twin.loop
+    assert loop is not None and loop.reason == PREEMPT_BACK_LOOP
+    assert loop.period_ms == 2000
+    assert sorted((p.preemptor, p.workload) for p in loop.preempted) == [("team/w0", "team/w5"), ("team/w0", "team/w6")]
+    assert len(results) < 50  # stopped at the first repeat, not at the cycle limit
+    assert "team/w0 evicts team/w5" in loop.message
+
+
+def test_without_clocks_the_same_cluster_converges() -> None:
+    twin = _loop_twin(None)
+    results = list(twin.run(None, loops=True))
+    assert twin.loop is None
+    assert sum(len(r.preempted) for r in results) == 1
+    assert {"team/w5", "team/w6"} <= {a.workload for r in results for a in r.admitted}
+
+
+def test_until_stable_ends_a_preempt_back_loop_on_the_command_line(tmp_path: Path) -> None:
+    """A Kueue that never settles must not make ``twin step`` spin: it stops and says what loops."""
+    path = tmp_path / "loop.yaml"
+    path.write_text(_loop_yaml(), encoding="utf-8")
+    result = CliRunner().invoke(app, ["twin", "step", str(path), "--until-stable", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["loop"]["reason"] == PREEMPT_BACK_LOOP
+    assert report["clocks"] == {"releaseDelayMs": 1000, "requeueBatchMs": 1000}
+
+
+def _loop_yaml() -> str:
+    """The loop's cluster as objects a user exports: w0 and w1 admitted where the first run put them."""
+    admitted = {"w0": ("q1", "f1"), "w1": ("q2", "f0")}
+    docs = [cluster_yaml(LOOP_CLUSTER)]
+    for i, (q, pods, gpus, prio) in enumerate(LOOP_JOBS):
+        name = f"w{i}"
+        status = ""
+        if name in admitted:
+            cq, flavor = admitted[name]
+            status = (
+                f"\nstatus:\n  admission:\n    clusterQueue: {cq}\n    podSetAssignments:\n"
+                f"    - {{name: main, count: {pods}, flavors: {{gpu: {flavor}}}}}\n"
+                f"  conditions:\n  - {{type: QuotaReserved, status: 'True', reason: QuotaReserved, "
+                f"lastTransitionTime: '2025-01-01T00:00:1{i}Z'}}"
+            )
+        docs.append(
+            f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {{namespace: team, name: {name}, "
+            f"uid: {name}, creationTimestamp: '2025-01-01T00:00:0{i}Z'}}\nspec:\n  queueName: {q}\n  priority: {prio}\n"
+            f"  podSets:\n  - name: main\n    count: {pods}\n    template:\n      spec:\n        containers:\n"
+            f"        - name: c\n          resources:\n            requests: {{gpu: '{gpus}'}}{status}"
+        )
+    return "\n---\n".join(docs)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, FlavorChoice
+from gpufleet.twin.flavor_plans import UNPLANNED, Plan, make_plan
 from gpufleet.twin.quota import available, borrowing_level, potential_available
 from gpufleet.twin.specs import (
     NEVER,
@@ -91,11 +92,17 @@ class _Layout:
 class FlavorAssigner:
     """Assigns flavors for workloads of one configuration (flavors, fair-sharing flag, oracle)."""
 
-    def __init__(self, flavors: dict[str, ResourceFlavorSpec], oracle: Oracle, fair_sharing: bool) -> None:
+    def __init__(
+        self, flavors: dict[str, ResourceFlavorSpec], oracle: Oracle, fair_sharing: bool, *, plans: bool = False
+    ) -> None:
         self.flavors = flavors
+        self.plans = plans  # the fast path: a plain Fit checked against a plan (see ``_plan``)
         self.oracle = oracle
         self.fair_sharing = fair_sharing
         self._layouts: dict[tuple[str, PodSetSpec], _Layout] = {}
+        # Per (ClusterQueue, pod sets, counts): what a plain Fit within the queue's own quota
+        # would assign (see ``_plain_fit``); None where the first flavor can never give one.
+        self._plans: dict[tuple[str, tuple[PodSetSpec, ...], tuple[int, ...]], Plan | None] = {}
 
     def layout(self, cq: ClusterQueue, ps: PodSetSpec) -> _Layout:
         key = (cq.name, ps)
@@ -117,6 +124,24 @@ class FlavorAssigner:
         return found
 
     def assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
+        """The assignment at ``counts``: with ``plans``, a plain Fit is read off the pod sets'
+        plan for this queue (most admissions in a busy cluster) instead of trying each flavor."""
+        if not self.plans:
+            return self._assign(wl, cq, counts)
+        key = (cq.name, wl.pod_sets, counts)
+        plan = self._plans.get(key, UNPLANNED)
+        if plan is UNPLANNED:
+            plan = self._plans[key] = make_plan(self.layout, cq, wl.pod_sets, counts)
+        if plan is not None:
+            level = plan.level(cq.node)
+            if level >= 0:
+                result = Assignment()
+                result.borrowing, result.usage, result.pod_sets = level, dict(plan.usage), list(plan.pod_sets)
+                return result
+        return self._assign(wl, cq, counts)
+
+    def _assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
+        """Every flavor of every group tried in order, with the failures of those that do not fit."""
         result = Assignment()
         usage = result.usage
         for ps, count in zip(wl.pod_sets, counts, strict=True):

@@ -86,7 +86,7 @@ class Twin:
             self.tree, self.fair, spec.config.preemption_strategies,
             prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS), bounded=memo,
         )  # fmt: skip
-        self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing)
+        self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing, plans=memo)
         self.queues = Queues()
         for name in sorted(self.tree.cluster_queues):
             cq = self.tree.cluster_queues[name]

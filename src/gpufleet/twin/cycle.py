@@ -177,7 +177,7 @@ def process(
                 snapshot.add_transient(cq.node, reserve(e.assignment, cq))
             yield e
             continue
-        if any(t.workload.key in victims for t in e.targets):
+        if e.targets and any(t.workload.key in victims for t in e.targets):
             _skip(e, reasons.OVERLAPPING_TARGETS)
         elif not _fits_without(k, cq, e.assignment.usage, [t for t, _ in victims.values()] + e.targets):
             _skip(e, reasons.NO_LONGER_FITS)

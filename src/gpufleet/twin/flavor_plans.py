@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 
 class Plan:
-    """What a plain Fit assigns, and the requests whose room decides whether it is one.
+    """What a plain Fit assigns, and the requests whose room decides whether it is one. Its
+    usage and pod sets are shared by the assignments it gives (which nothing changes).
 
     ``checks``: (flavor-resource, quantity with the earlier pod sets' usage of it), in the order
     ``_assign`` checks them; ``alone``: a Fit that borrows is the assignment too, because every
@@ -39,7 +40,7 @@ class Plan:
         self,
         checks: tuple[tuple[int, int], ...],
         usage: dict[int, int],
-        pod_sets: tuple[PodSetAdmission, ...],
+        pod_sets: list[PodSetAdmission],
         alone: bool,
     ) -> None:
         self.checks = checks
@@ -62,7 +63,7 @@ class Plan:
         return level
 
 
-UNPLANNED = Plan((), {}, (), alone=False)  # a cache miss (None is a plan: "never a plain Fit")
+UNPLANNED = Plan((), {}, [], alone=False)  # a cache miss (None is a plan: "never a plain Fit")
 
 
 def make_plan(
@@ -99,4 +100,4 @@ def make_plan(
                 flavors_of_ps.append((resource, flavor.flavor))
         admissions.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
     stops = cq.spec.flavor_fungibility.when_can_borrow != TRY_NEXT_FLAVOR
-    return Plan(tuple(checks), usage, tuple(admissions), alone or stops)
+    return Plan(tuple(checks), usage, admissions, alone or stops)

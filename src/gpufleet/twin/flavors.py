@@ -57,6 +57,15 @@ class Assignment:
         self.reason = ""
         self.message = ""
 
+    @classmethod
+    def fit(cls, borrowing: int, usage: dict[int, int], pod_sets: list[PodSetAdmission]) -> Assignment:
+        """A plain Fit (``flavor_plans``), sharing the plan's usage and pod sets: an assignment is
+        never changed once made, and a head's assignment costs no copies."""
+        result = cls.__new__(cls)
+        result.pod_sets, result.mode, result.borrowing, result.usage = pod_sets, FIT, borrowing, usage
+        result.contested, result.reason, result.message = set(), "", ""
+        return result
+
 
 def matches(ps: PodSetSpec, flavor: ResourceFlavorSpec) -> str:
     """Why ``flavor`` cannot host ``ps`` (empty when it can): taints, then node labels."""
@@ -102,7 +111,7 @@ class FlavorAssigner:
         self._layouts: dict[tuple[str, PodSetSpec], _Layout] = {}
         # Per (ClusterQueue, pod sets, counts): what a plain Fit within the queue's own quota
         # would assign (see ``_plain_fit``); None where the first flavor can never give one.
-        self._plans: dict[tuple[str, tuple[PodSetSpec, ...], tuple[int, ...]], Plan | None] = {}
+        self._plans: dict[tuple[object, ...], Plan | None] = {}
 
     def layout(self, cq: ClusterQueue, ps: PodSetSpec) -> _Layout:
         key = (cq.name, ps)
@@ -128,16 +137,15 @@ class FlavorAssigner:
         plan for this queue (most admissions in a busy cluster) instead of trying each flavor."""
         if not self.plans:
             return self._assign(wl, cq, counts)
-        key = (cq.name, wl.pod_sets, counts)
+        shape = wl.shape  # the memo's number for (ClusterQueue, pod sets, ...): cheaper to hash
+        key = (shape, counts) if shape is not None and shape[0] == cq.name else (cq.name, wl.pod_sets, counts)
         plan = self._plans.get(key, UNPLANNED)
         if plan is UNPLANNED:
             plan = self._plans[key] = make_plan(self.layout, cq, wl.pod_sets, counts)
         if plan is not None:
             level = plan.level(cq.node)
             if level >= 0:
-                result = Assignment()
-                result.borrowing, result.usage, result.pod_sets = level, dict(plan.usage), list(plan.pod_sets)
-                return result
+                return Assignment.fit(level, plan.usage, plan.pod_sets)
         return self._assign(wl, cq, counts)
 
     def _assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:

@@ -419,7 +419,7 @@ class Twin:
 
     def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission, at: int) -> None:
         wl.admission = admission
-        wl.uses = frozenset(fr for fr, _ in admission.usage)
+        wl.uses = frozenset([fr for fr, _ in admission.usage])
         wl.cluster_queue = cq.name
         wl.reserved_at = at
         wl.victim_key = (wl.priority, -at, wl.order[2])

@@ -159,7 +159,11 @@ def tournament(fs: FairShare, entries: Sequence[E], first: Callable[[E], bool] |
         if e.node.parent is None:
             lone.append(e)
         else:
-            by_root.setdefault(e.node.root.name, []).append(e)
+            name = e.node.root.name
+            group = by_root.get(name)  # not setdefault: no new list per entry
+            if group is None:
+                group = by_root[name] = []
+            group.append(e)
     yield from sorted(lone, key=lambda e: e.order if first is None else (not first(e), *e.order))
     for name in sorted(by_root):
         group = by_root[name]

@@ -168,6 +168,7 @@ class Twin:
             spec = self._without_excluded(spec)
         wl = Workload(spec, cq_name)
         wl.equivalence = equivalence
+        wl.looks = None if self.spec.config.excluded_prefixes else equivalence  # memo.py's key
         self.workloads[wl.key] = wl
         if spec.admission is not None:
             cq = self.tree.cluster_queues.get(cq_name)
@@ -244,8 +245,9 @@ class Twin:
     def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
         """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest
         reduced size that fits or can preempt, found by binary search (Kueue's partial admission)."""
-        self._trials.clear()
-        full = tuple(ps.count for ps in wl.pod_sets)
+        if self._trials:
+            self._trials.clear()
+        full = tuple([ps.count for ps in wl.pod_sets])
         assignment, targets = self._try(wl, cq, full)
         if assignment.mode == FIT or targets or not wl.can_be_partially_admitted():
             return assignment, targets
@@ -442,7 +444,7 @@ class Twin:
         self.memo.clear()
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
-        self.queues.capacity_changed(_root_key(cq))
+        self.queues.capacity_changed(self.queues.root_of[cq.name])
 
 
 def _root_key(cq: ClusterQueue) -> str:

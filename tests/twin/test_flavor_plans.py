@@ -30,16 +30,11 @@ def fields(a: Assignment) -> tuple[Any, ...]:
 
 
 @settings(SETTINGS, max_examples=150)
-@given(clusters, events, st.lists(pod_sets, min_size=1, max_size=4), st.booleans())
+@given(clusters, events, st.lists(pod_sets, min_size=1, max_size=4))
 def test_plans_agree_with_the_flavor_search(
-    cluster: Cluster, stream: list[Any], shapes: list[list[tuple[int, int]]], try_next: bool
+    cluster: Cluster, stream: list[Any], shapes: list[list[tuple[int, int]]]
 ) -> None:
-    text = cluster_yaml(cluster)
-    if try_next:  # a Fit that borrows in the first flavor is then not the answer when there are two
-        text = text.replace(
-            "  queueingStrategy:", "  flavorFungibility: {whenCanBorrow: TryNextFlavor}\n  queueingStrategy:"
-        )
-    twin = Twin(parse_cluster([("cluster.yaml", text)]), hold_evicted_quota=True)
+    twin = Twin(parse_cluster([("cluster.yaml", cluster_yaml(cluster))]), hold_evicted_quota=True)
     play(twin, stream, len(cluster.queues))
     assigner = twin.assigner
     assert assigner.plans
@@ -76,13 +71,10 @@ def test_a_borrowing_fit_is_planned_only_where_the_search_stops_there() -> None:
     ``whenCanBorrow: MayStopSearch`` takes f0; ``TryNextFlavor`` goes on to f1, which fits."""
     q0 = Queue(0, "BestEffortFIFO", (1, 4), None, None, "Never", "Never", "Never", 1, afs=False, consumed=(0, 0))
     q1 = replace(q0, nominal=(4, 0))
-    text = cluster_yaml(Cluster(2, nested=False, fair=False, afs=False, queues=(q0, q1)))
     chosen = []
-    for yaml in (
-        text,
-        text.replace("  queueingStrategy:", "  flavorFungibility: {whenCanBorrow: TryNextFlavor}\n  queueingStrategy:"),
-    ):
-        twin = Twin(parse_cluster([("cluster.yaml", yaml)]))
+    for try_next in (False, True):
+        c = Cluster(2, nested=False, fair=False, afs=False, queues=(q0, q1), try_next=try_next)
+        twin = Twin(parse_cluster([("cluster.yaml", cluster_yaml(c))]))
         cq = twin.tree.cluster_queues["q0"]
         wl = Workload(WorkloadSpec("team", "probe", "q0", (PodSetSpec("main", 1, (("gpu", 2),)),)), "q0")
         planned = twin.assigner.assign(wl, cq, (1,))

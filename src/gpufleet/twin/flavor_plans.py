@@ -21,7 +21,7 @@ from gpufleet.twin.specs import TRY_NEXT_FLAVOR, PodSetSpec
 from gpufleet.twin.workload import PodSetAdmission
 
 if TYPE_CHECKING:
-    from gpufleet.twin.flavors import _Layout
+    from gpufleet.twin.flavors import Assignment, _Layout
 
 
 class Plan:
@@ -34,19 +34,20 @@ class Plan:
     ``TryNextFlavor`` (``_choose`` stops at it).
     """
 
-    __slots__ = ("alone", "checks", "pod_sets", "usage")
+    __slots__ = ("alone", "checks", "fits", "pod_sets", "usage")
 
     def __init__(
         self,
         checks: tuple[tuple[int, int], ...],
         usage: dict[int, int],
-        pod_sets: list[PodSetAdmission],
+        pod_sets: tuple[PodSetAdmission, ...],
         alone: bool,
     ) -> None:
         self.checks = checks
         self.usage = usage
         self.pod_sets = pod_sets
         self.alone = alone
+        self.fits: dict[int, Assignment] = {}  # by borrowing level: one shared assignment each
 
     def level(self, node: QuotaNode) -> int:
         """The borrowing level of a Fit for every request (``_fits``: within ``available``, at
@@ -62,8 +63,17 @@ class Plan:
                 level = max(level, borrowing_level(node, fr, val))
         return level
 
+    def assignment(
+        self, level: int, make: Callable[[int, dict[int, int], tuple[PodSetAdmission, ...]], Assignment]
+    ) -> Assignment:
+        """The plain Fit at ``level``, made once (assignments are never changed once made)."""
+        found = self.fits.get(level)
+        if found is None:
+            found = self.fits[level] = make(level, self.usage, self.pod_sets)
+        return found
 
-UNPLANNED = Plan((), {}, [], alone=False)  # a cache miss (None is a plan: "never a plain Fit")
+
+UNPLANNED = Plan((), {}, (), alone=False)  # a cache miss (None is a plan: "never a plain Fit")
 
 
 def make_plan(
@@ -100,4 +110,4 @@ def make_plan(
                 flavors_of_ps.append((resource, flavor.flavor))
         admissions.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
     stops = cq.spec.flavor_fungibility.when_can_borrow != TRY_NEXT_FLAVOR
-    return Plan(tuple(checks), usage, admissions, alone or stops)
+    return Plan(tuple(checks), usage, tuple(admissions), alone or stops)

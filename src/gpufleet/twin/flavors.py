@@ -16,7 +16,7 @@ queue's order (Kueue's ``flavorassigner.go``):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpufleet.twin import reasons
@@ -30,7 +30,7 @@ from gpufleet.twin.specs import (
     PodSetSpec,
     ResourceFlavorSpec,
 )
-from gpufleet.twin.workload import PodSetAdmission, Workload
+from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
 
 # Modes, ordered from worst to best (Kueue's granular ranks).
 NO_FIT = 0
@@ -44,26 +44,28 @@ Oracle = Callable[[Workload, ClusterQueue, int, int], int]
 
 
 class Assignment:
-    """The outcome of flavor assignment for one workload at given pod counts."""
+    """The outcome of flavor assignment for one workload at given pod counts. Never changed once
+    made, so heads may share one (the memo's look-alikes, a plan's plain Fit)."""
 
-    __slots__ = ("borrowing", "contested", "message", "mode", "pod_sets", "reason", "usage")
+    __slots__ = ("admission", "borrowing", "contested", "message", "mode", "pod_sets", "reason", "usage")
 
     def __init__(self, mode: int = FIT) -> None:
-        self.pod_sets: list[PodSetAdmission] = []
+        self.pod_sets: Sequence[PodSetAdmission] = ()
         self.mode = mode
         self.borrowing = 0  # the deepest borrowing level over the assigned flavor-resources
         self.usage: dict[int, int] = {}  # flavor-resource index -> quantity
         self.contested: set[int] = set()  # flavor-resources that need preemption
         self.reason = ""
         self.message = ""
+        # The quota reservation it makes, built at the first admission and shared by the next
+        # ones (``Twin.admit``): an immutable value, and one object fewer per running workload.
+        self.admission: Admission | None = None
 
     @classmethod
-    def fit(cls, borrowing: int, usage: dict[int, int], pod_sets: list[PodSetAdmission]) -> Assignment:
-        """A plain Fit (``flavor_plans``), sharing the plan's usage and pod sets: an assignment is
-        never changed once made, and a head's assignment costs no copies."""
-        result = cls.__new__(cls)
-        result.pod_sets, result.mode, result.borrowing, result.usage = pod_sets, FIT, borrowing, usage
-        result.contested, result.reason, result.message = set(), "", ""
+    def fit(cls, borrowing: int, usage: dict[int, int], pod_sets: tuple[PodSetAdmission, ...]) -> Assignment:
+        """A plain Fit (``flavor_plans``) with the plan's usage and pod sets."""
+        result = cls()
+        result.pod_sets, result.borrowing, result.usage = pod_sets, borrowing, usage
         return result
 
 
@@ -145,13 +147,15 @@ class FlavorAssigner:
         if plan is not None:
             level = plan.level(cq.node)
             if level >= 0:
-                return Assignment.fit(level, plan.usage, plan.pod_sets)
+                return plan.assignment(level, Assignment.fit)
         return self._assign(wl, cq, counts)
 
     def _assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
         """Every flavor of every group tried in order, with the failures of those that do not fit."""
         result = Assignment()
         usage = result.usage
+        pod_sets: list[PodSetAdmission] = []
+        result.pod_sets = pod_sets
         for ps, count in zip(wl.pod_sets, counts, strict=True):
             layout = self.layout(cq, ps)
             failures: list[str] = []
@@ -181,7 +185,7 @@ class FlavorAssigner:
                     self._note(result, ps.name, failures, failure_reasons)
                 if failures:
                     failures, failure_reasons = [], set()
-            result.pod_sets.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
+            pod_sets.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
         return result
 
     @staticmethod

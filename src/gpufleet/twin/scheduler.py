@@ -96,6 +96,7 @@ class Twin:
         self.last_status: dict[str, Pending] = {}
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
+        self._uses: dict[frozenset[int], frozenset[int]] = {}  # Workload.uses, interned
         self.memo = VerdictMemo(self._assign, remember=memo)
         # Preemption trials of the workload being assigned (see _targets).
         self._trials: dict[tuple[object, ...], list[Target]] = {}
@@ -302,7 +303,10 @@ class Twin:
         return found
 
     def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
-        admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
+        admission = assignment.admission
+        if admission is None or admission.cluster_queue != cq.name:
+            admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
+            assignment.admission = admission  # an immutable value: the next head with it shares it
         at = self._epoch + self.cycle + 1 if self._per_cycle else self._epoch
         self._reserve(wl, cq, admission, at)
         self.last_status.pop(wl.key, None)
@@ -421,7 +425,8 @@ class Twin:
 
     def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission, at: int) -> None:
         wl.admission = admission
-        wl.uses = frozenset([fr for fr, _ in admission.usage])
+        uses = frozenset([fr for fr, _ in admission.usage])
+        wl.uses = self._uses.setdefault(uses, uses)  # one set per combination: fewer objects for the collector
         wl.cluster_queue = cq.name
         wl.reserved_at = at
         wl.victim_key = (wl.priority, -at, wl.order[2])

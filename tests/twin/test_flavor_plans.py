@@ -26,7 +26,7 @@ pod_sets = st.lists(st.tuples(st.integers(1, 3), st.integers(0, 4)), min_size=1,
 
 
 def fields(a: Assignment) -> tuple[Any, ...]:
-    return (a.mode, a.borrowing, list(a.usage.items()), a.pod_sets, a.contested, a.reason, a.message)
+    return (a.mode, a.borrowing, list(a.usage.items()), tuple(a.pod_sets), a.contested, a.reason, a.message)
 
 
 @settings(SETTINGS, max_examples=150)

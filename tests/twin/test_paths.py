@@ -2,8 +2,8 @@
 
 Differential property test through the public API: random clusters (one or two cohorts, nested or
 not, two to four ClusterQueues, one or two flavors, nominal quota with borrowing and lending
-limits, each preemption policy, fair sharing on or off, BestEffortFIFO and StrictFIFO,
-AdmissionFairSharing on or off per ClusterQueue with two LocalQueues of drawn usage) and random
+limits, whenCanBorrow MayStopSearch or TryNextFlavor, each preemption policy, fair sharing on or
+off, BestEffortFIFO and StrictFIFO, AdmissionFairSharing on or off per ClusterQueue with two LocalQueues of drawn usage) and random
 streams of arrivals (drawn from a few shapes, so backlogs of scheduling equivalents form),
 completions and finished evictions run through three twins:
 
@@ -59,6 +59,7 @@ class Cluster:
     fair: bool
     afs: bool  # the Configuration's admissionFairSharing section
     queues: tuple[Queue, ...]
+    try_next: bool = False  # flavorFungibility whenCanBorrow: TryNextFlavor (plain-Fit plans must not stop)
 
 
 def quantity(value: int | None, name: str) -> str:
@@ -83,6 +84,7 @@ def cluster_yaml(c: Cluster) -> str:
             for f in range(c.flavors)
         )
         cohort = f"  cohortName: c{q.cohort}\n" if q.cohort >= 0 else ""
+        fungibility = "  flavorFungibility: {whenCanBorrow: TryNextFlavor}\n" if c.try_next else ""
         scope = "  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}\n" if q.afs else ""
         local_queues = "\n---\n".join(
             f"""apiVersion: kueue.x-k8s.io/v1beta2
@@ -101,7 +103,7 @@ kind: ClusterQueue
 metadata: {{name: q{i}}}
 spec:
 {cohort}{scope}  namespaceSelector: {{}}
-  queueingStrategy: {q.strategy}
+{fungibility}  queueingStrategy: {q.strategy}
   fairSharing: {{weight: '{q.weight}'}}
   preemption:
     reclaimWithinCohort: {q.reclaim}
@@ -138,6 +140,7 @@ clusters = st.builds(
     fair=st.booleans(),
     afs=st.booleans(),
     queues=st.lists(queues, min_size=2, max_size=4).map(tuple),
+    try_next=st.booleans(),
 )
 SHAPES = [(1, 1), (1, 2), (2, 2), (1, 4), (3, 3)]  # (pods, GPUs per pod): few, so look-alikes repeat
 

@@ -65,8 +65,12 @@ class ClusterQueue:
     def hold(self, wl: Workload) -> None:
         """``wl`` now holds quota here (its admission is set)."""
         self.workloads[wl.key] = wl
+        using = self.using
         for fr in wl.uses:
-            self.using.setdefault(fr, {})[wl.key] = wl
+            holders = using.get(fr)  # not setdefault: no new dict per call
+            if holders is None:
+                holders = using[fr] = {}
+            holders[wl.key] = wl
         self.ordered.clear()
 
     def drop(self, wl: Workload) -> None:

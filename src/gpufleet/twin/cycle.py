@@ -186,7 +186,7 @@ def process(
                 snapshot.add_transient(cq.node, reserve(e.assignment, cq))
             yield e
             continue
-        if any(t.workload.key in victims for t in e.targets):
+        if e.targets and any(t.workload.key in victims for t in e.targets):
             _skip(e, reasons.OVERLAPPING_TARGETS)
         elif not _fits_without(k, cq, e.assignment.usage, [t for t, _ in victims.values()] + e.targets):
             _skip(e, reasons.NO_LONGER_FITS)
@@ -211,7 +211,10 @@ def _skip(e: Entry, message: str) -> None:
 def _fits_without(k: Cluster, cq: ClusterQueue, usage: dict[int, int], gone: list[Target]) -> bool:
     if not gone:
         node = cq.node
-        return all(q <= available(node, fr) for fr, q in usage.items())
+        for fr, q in usage.items():  # noqa: SIM110 (a loop: no generator per admission)
+            if q > available(node, fr):
+                return False
+        return True
     for t in gone:
         k.preemptor.remove(t.workload)
     try:

@@ -159,7 +159,11 @@ def tournament(fs: FairShare, entries: Sequence[E], first: Callable[[E], bool] |
         if e.node.parent is None:
             lone.append(e)
         else:
-            by_root.setdefault(e.node.root.name, []).append(e)
+            name = e.node.root.name
+            group = by_root.get(name)  # not setdefault: no new list per entry
+            if group is None:
+                group = by_root[name] = []
+            group.append(e)
     yield from sorted(lone, key=lambda e: e.order if first is None else (not first(e), *e.order))
     for name in sorted(by_root):
         group = by_root[name]
@@ -173,13 +177,29 @@ def tournament(fs: FairShare, entries: Sequence[E], first: Callable[[E], bool] |
             yield from _run_root(fs, group, first)
 
 
+WITHIN_QUOTA: tuple[bool, tuple[int, float]] = (False, (0, 0.0))  # no borrowing: share 0, whatever the weight
+
+
 def _standing(fs: FairShare, e: Candidate) -> tuple[bool, tuple[int, float]]:
     """Borrowing on its flavor-resources and DRS of ``e``'s ClusterQueue with ``e`` admitted."""
     standing = e.standing
     if standing is None:
-        share = fs.drs(e.node, e.usage)
-        standing = e.standing = (share.borrowing_on(tuple(e.usage)), share.key())
+        if fs.cache and _within_quota(e.node, e.usage):
+            standing = e.standing = WITHIN_QUOTA
+        else:
+            share = fs.drs(e.node, e.usage)
+            standing = e.standing = (share.borrowing_on(tuple(e.usage)), share.key())
     return standing
+
+
+def _within_quota(node: QuotaNode, usage: dict[int, int]) -> bool:
+    """Whether ``drs(node, usage)`` finds nothing borrowed (then the share is 0 whatever the
+    weight): ``drs``'s own test, without building the share (the fast path)."""
+    used, subtree = node.usage, node.subtree
+    for fr in node.defined:  # noqa: SIM110 (a loop: no generator per call on the hot path)
+        if used[fr] + usage.get(fr, 0) > subtree[fr]:
+            return False
+    return True
 
 
 def _run_root(fs: FairShare, entries: list[E], first: Callable[[E], bool] | None = None) -> Iterator[E]:

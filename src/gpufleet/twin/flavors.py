@@ -16,11 +16,12 @@ queue's order (Kueue's ``flavorassigner.go``):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, FlavorChoice
+from gpufleet.twin.flavor_plans import UNPLANNED, Plan, make_plan
 from gpufleet.twin.quota import available, borrowing_level, potential_available
 from gpufleet.twin.specs import (
     NEVER,
@@ -29,7 +30,7 @@ from gpufleet.twin.specs import (
     PodSetSpec,
     ResourceFlavorSpec,
 )
-from gpufleet.twin.workload import PodSetAdmission, Workload
+from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
 
 # Modes, ordered from worst to best (Kueue's granular ranks).
 NO_FIT = 0
@@ -43,18 +44,29 @@ Oracle = Callable[[Workload, ClusterQueue, int, int], int]
 
 
 class Assignment:
-    """The outcome of flavor assignment for one workload at given pod counts."""
+    """The outcome of flavor assignment for one workload at given pod counts. Never changed once
+    made, so heads may share one (the memo's look-alikes, a plan's plain Fit)."""
 
-    __slots__ = ("borrowing", "contested", "message", "mode", "pod_sets", "reason", "usage")
+    __slots__ = ("admission", "borrowing", "contested", "message", "mode", "pod_sets", "reason", "usage")
 
     def __init__(self, mode: int = FIT) -> None:
-        self.pod_sets: list[PodSetAdmission] = []
+        self.pod_sets: Sequence[PodSetAdmission] = ()
         self.mode = mode
         self.borrowing = 0  # the deepest borrowing level over the assigned flavor-resources
         self.usage: dict[int, int] = {}  # flavor-resource index -> quantity
         self.contested: set[int] = set()  # flavor-resources that need preemption
         self.reason = ""
         self.message = ""
+        # The quota reservation it makes, built at the first admission and shared by the next
+        # ones (``Twin.admit``): an immutable value, and one object fewer per running workload.
+        self.admission: Admission | None = None
+
+    @classmethod
+    def fit(cls, borrowing: int, usage: dict[int, int], pod_sets: tuple[PodSetAdmission, ...]) -> Assignment:
+        """A plain Fit (``flavor_plans``) with the plan's usage and pod sets."""
+        result = cls()
+        result.pod_sets, result.borrowing, result.usage = pod_sets, borrowing, usage
+        return result
 
 
 def matches(ps: PodSetSpec, flavor: ResourceFlavorSpec) -> str:
@@ -91,11 +103,17 @@ class _Layout:
 class FlavorAssigner:
     """Assigns flavors for workloads of one configuration (flavors, fair-sharing flag, oracle)."""
 
-    def __init__(self, flavors: dict[str, ResourceFlavorSpec], oracle: Oracle, fair_sharing: bool) -> None:
+    def __init__(
+        self, flavors: dict[str, ResourceFlavorSpec], oracle: Oracle, fair_sharing: bool, *, plans: bool = False
+    ) -> None:
         self.flavors = flavors
+        self.plans = plans  # the fast path: a plain Fit checked against a plan (see ``_plan``)
         self.oracle = oracle
         self.fair_sharing = fair_sharing
         self._layouts: dict[tuple[str, PodSetSpec], _Layout] = {}
+        # Per (ClusterQueue, pod sets, counts): what a plain Fit within the queue's own quota
+        # would assign (see ``_plain_fit``); None where the first flavor can never give one.
+        self._plans: dict[tuple[object, ...], Plan | None] = {}
 
     def layout(self, cq: ClusterQueue, ps: PodSetSpec) -> _Layout:
         key = (cq.name, ps)
@@ -117,8 +135,27 @@ class FlavorAssigner:
         return found
 
     def assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
+        """The assignment at ``counts``: with ``plans``, a plain Fit is read off the pod sets'
+        plan for this queue (most admissions in a busy cluster) instead of trying each flavor."""
+        if not self.plans:
+            return self._assign(wl, cq, counts)
+        shape = wl.shape  # the memo's number for (ClusterQueue, pod sets, ...): cheaper to hash
+        key = (shape, counts) if shape is not None and shape[0] == cq.name else (cq.name, wl.pod_sets, counts)
+        plan = self._plans.get(key, UNPLANNED)
+        if plan is UNPLANNED:
+            plan = self._plans[key] = make_plan(self.layout, cq, wl.pod_sets, counts)
+        if plan is not None:
+            level = plan.level(cq.node)
+            if level >= 0:
+                return plan.assignment(level, Assignment.fit)
+        return self._assign(wl, cq, counts)
+
+    def _assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
+        """Every flavor of every group tried in order, with the failures of those that do not fit."""
         result = Assignment()
         usage = result.usage
+        pod_sets: list[PodSetAdmission] = []
+        result.pod_sets = pod_sets
         for ps, count in zip(wl.pod_sets, counts, strict=True):
             layout = self.layout(cq, ps)
             failures: list[str] = []
@@ -148,7 +185,7 @@ class FlavorAssigner:
                     self._note(result, ps.name, failures, failure_reasons)
                 if failures:
                     failures, failure_reasons = [], set()
-            result.pod_sets.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
+            pod_sets.append(PodSetAdmission(ps.name, count, tuple(flavors_of_ps)))
         return result
 
     @staticmethod

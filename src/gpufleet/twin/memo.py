@@ -63,7 +63,8 @@ class VerdictMemo:
         shape = wl.shape
         if shape is None or shape[0] != cq.name:
             newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
-            looks = (cq.name, wl.pod_sets, wl.priority, wl.created if newer_equal else 0)
+            kind = (wl.pod_sets, wl.priority) if wl.looks is None else wl.looks  # never equal: int, tuple
+            looks = (cq.name, kind, wl.created if newer_equal else 0)
             shape = wl.shape = (cq.name, self._shapes.setdefault(looks, len(self._shapes)))
         return shape
 

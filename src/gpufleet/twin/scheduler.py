@@ -91,7 +91,7 @@ class Twin:
             self.tree, self.fair, spec.config.preemption_strategies,
             prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS), bounded=memo,
         )  # fmt: skip
-        self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing)
+        self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing, plans=memo)
         self.queues = Queues()
         for name in sorted(self.tree.cluster_queues):
             cq = self.tree.cluster_queues[name]
@@ -101,6 +101,7 @@ class Twin:
         self.last_status: dict[str, Pending] = {}
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
+        self._uses: dict[frozenset[int], frozenset[int]] = {}  # Workload.uses, interned
         self.memo = VerdictMemo(self._assign, remember=memo)
         # Preemption trials of the workload being assigned (see _targets).
         self._trials: dict[tuple[object, ...], list[Target]] = {}
@@ -185,6 +186,7 @@ class Twin:
             spec = self._without_excluded(spec)
         wl = Workload(spec, cq_name)
         wl.equivalence = equivalence
+        wl.looks = None if self.spec.config.excluded_prefixes else equivalence  # memo.py's key
         self.workloads[wl.key] = wl
         if spec.admission is not None:
             cq = self.tree.cluster_queues.get(cq_name)
@@ -283,8 +285,9 @@ class Twin:
     def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
         """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest
         reduced size that fits or can preempt, found by binary search (Kueue's partial admission)."""
-        self._trials.clear()
-        full = tuple(ps.count for ps in wl.pod_sets)
+        if self._trials:
+            self._trials.clear()
+        full = tuple([ps.count for ps in wl.pod_sets])
         assignment, targets = self._try(wl, cq, full)
         if assignment.mode == FIT or targets or not wl.can_be_partially_admitted():
             return assignment, targets
@@ -339,7 +342,10 @@ class Twin:
         return found
 
     def admit(self, wl: Workload, cq: ClusterQueue, assignment: Assignment) -> None:
-        admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
+        admission = assignment.admission
+        if admission is None or admission.cluster_queue != cq.name:
+            admission = Admission(cq.name, tuple(assignment.pod_sets), tuple(assignment.usage.items()))
+            assignment.admission = admission  # an immutable value: the next head with it shares it
         if self._per_cycle:
             at = self._epoch + self.cycle + 1
         elif self.clock is not None:
@@ -426,7 +432,8 @@ class Twin:
     # --- internals -------------------------------------------------------------------------------
     def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission, at: int) -> None:
         wl.admission = admission
-        wl.uses = frozenset(fr for fr, _ in admission.usage)
+        uses = frozenset([fr for fr, _ in admission.usage])
+        wl.uses = self._uses.setdefault(uses, uses)  # one set per combination: fewer objects for the collector
         wl.cluster_queue = cq.name
         wl.reserved_at = at
         wl.victim_key = (wl.priority, -at, wl.order[2])
@@ -451,10 +458,11 @@ class Twin:
     def _capacity_changed(self, cq: ClusterQueue) -> None:
         """Parked workloads of the tree wake: before the next cycle, or with clocks one requeue
         batch later (``Clock.batch``)."""
+        root = self.queues.root_of[cq.name]
         if self.clock is not None:
-            self.clock.batch(_root_key(cq))
+            self.clock.batch(root)
         else:
-            self.queues.capacity_changed(_root_key(cq))
+            self.queues.capacity_changed(root)
 
 
 def _root_key(cq: ClusterQueue) -> str:

@@ -41,6 +41,7 @@ class Workload:
         "evicted",
         "heaped",
         "key",
+        "looks",
         "order",
         "pod_sets",
         "priority",
@@ -68,6 +69,9 @@ class Workload:
         self.shape: tuple[str, int] | None = None  # (ClusterQueue, look-alike class): the twin's memo key
         # Kueue's scheduling hash as a number (see equivalence.py); None: unknown, never bulk-moved.
         self.equivalence: int | None = None
+        # A number for (priority, pod sets) as scheduling reads them, when the twin knows one (its
+        # scheduling hash, where no request is excluded): the memo's key then hashes no pod sets.
+        self.looks: int | None = None
         self.heaped = False  # its ClusterQueue's heap holds an entry for it (queues.py)
 
     @property

@@ -11,6 +11,7 @@ component's log, stays in pytest's temporary folder (the last three sessions are
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -110,8 +111,10 @@ def _buildable() -> bool:
     return bool(os.environ.get(ENV_BIN)) or shutil.which("go") is not None or GO.exists()
 
 
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+@contextlib.contextmanager
+def own_testbed(folder: Path, what: str, kueue: dict[str, Any] | None = None) -> Iterator[Cluster]:
+    """A testbed of the example fleet in ``folder`` (skipped where it cannot be built), its Kueue
+    Configuration extended by ``kueue`` when given (``Testbed.reconfigure_kueue``); down at the end."""
     if not _buildable():
         pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
     if shutil.which("go") is None and GO.exists():
@@ -121,15 +124,23 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     except TestbedError as exc:
         pytest.fail(f"cannot build the testbed: {exc}")
     fleet = resolve(load_policy(POLICY))
-    bed = Testbed(tmp_path_factory.mktemp("testbed"), binaries)
+    bed = Testbed(folder, binaries)
     try:
         state = bed.up(fleet)
+        if kueue:
+            bed.reconfigure_kueue(kueue)
     except TestbedError as exc:
-        pytest.fail(f"testbed did not start: {exc}")
+        pytest.fail(f"{what} did not start: {exc}")
     try:
         yield Cluster(bed=bed, fleet=fleet, kubeconfig=state.kubeconfig)
     finally:
         bed.down()
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with own_testbed(tmp_path_factory.mktemp("testbed"), "the testbed") as shared:
+        yield shared
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,6 @@ admits ``lq-b``'s second too (4 < 8). Twin and Kueue must agree, and both must d
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -31,11 +29,8 @@ import yaml
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
-from gpufleet.policy import load_policy, resolve
-from gpufleet.testbed import Testbed, TestbedError, ensure
-from gpufleet.testbed.binaries import ENV_BIN
 from tests.e2e.batch_jobs import batch_job
-from tests.e2e.conftest import GO, POLICY, REPO, Cluster
+from tests.e2e.conftest import Cluster, own_testbed
 from tests.e2e.twin_differential import EXPORTED, KUEUE_API, RESOURCE, settled, twin_verdicts
 
 NAMESPACE = "twin-afs"
@@ -50,21 +45,9 @@ JOBS = (("a1", "lq-a"), ("a2", "lq-a"), ("b1", "lq-b"), ("b2", "lq-b"))  # creat
 @pytest.fixture(scope="module")
 def afs_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A testbed of this module's own whose Kueue has AdmissionFairSharing configured."""
-    if not (os.environ.get(ENV_BIN) or shutil.which("go") or GO.exists()):
-        pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
-    if shutil.which("go") is None and GO.exists():
-        os.environ["PATH"] = f"{GO.parent}:{os.environ['PATH']}"
-    fleet = resolve(load_policy(POLICY))
-    bed = Testbed(tmp_path_factory.mktemp("afs-testbed"), ensure(REPO))
-    try:
-        state = bed.up(fleet)
-        bed.reconfigure_kueue({"admissionFairSharing": AFS})
-    except TestbedError as exc:
-        pytest.fail(f"the AdmissionFairSharing testbed did not start: {exc}")
-    try:
-        yield Cluster(bed=bed, fleet=fleet, kubeconfig=state.kubeconfig)
-    finally:
-        bed.down()
+    folder = tmp_path_factory.mktemp("afs-testbed")
+    with own_testbed(folder, "the AdmissionFairSharing testbed", {"admissionFairSharing": AFS}) as own:
+        yield own
 
 
 def objects() -> list[dict[str, Any]]:

@@ -12,17 +12,13 @@ on-demand run is ``python -m bench twin_differential --count 300``.
 from __future__ import annotations
 
 import collections
-import os
-import shutil
 from collections.abc import Iterator
 
 import pytest
 import yaml
 
-from gpufleet.policy import load_policy, resolve
-from gpufleet.testbed import Testbed, TestbedError, ensure
-from gpufleet.testbed.binaries import ENV_BIN
-from tests.e2e.conftest import GO, POLICY, REPO
+from gpufleet.testbed import Testbed
+from tests.e2e.conftest import own_testbed
 from tests.e2e.random_differential import Outcome, run_seeds
 from tests.e2e.random_scenarios import (
     GPU,
@@ -124,19 +120,8 @@ def test_the_manifests_are_valid_for_the_api_server_names(seed: int) -> None:
 
 @pytest.fixture(scope="module")
 def random_bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
-    if not (os.environ.get(ENV_BIN) or shutil.which("go") or GO.exists()):
-        pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
-    if shutil.which("go") is None and GO.exists():
-        os.environ["PATH"] = f"{GO.parent}:{os.environ['PATH']}"
-    bed = Testbed(tmp_path_factory.mktemp("random-testbed"), ensure(REPO))
-    try:
-        bed.up(resolve(load_policy(POLICY)))
-    except TestbedError as exc:
-        pytest.fail(f"the random-scenario testbed did not start: {exc}")
-    try:
-        yield bed
-    finally:
-        bed.down()
+    with own_testbed(tmp_path_factory.mktemp("random-testbed"), "the random-scenario testbed") as own:
+        yield own.bed
 
 
 @pytest.fixture(scope="module")

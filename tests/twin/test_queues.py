@@ -178,6 +178,30 @@ bulk_ops = st.lists(
 )
 
 
+def both(queue: ClusterQueueQueue, model: ModelQueue, op: str, wl: Workload) -> None:
+    """One queue operation on the real queue and the model, with the same answer from each."""
+    if op == "push":
+        queue.push(wl)
+        model.push(wl)
+    elif op == "park":
+        queue.park(wl)
+        model.park(wl)
+    elif op == "pop":
+        assert queue.pop() is model.pop()
+    elif op.startswith("requeue"):
+        now, preempting = op != "requeue", op.endswith("preempting")
+        assert queue.requeue(wl, immediate=now, preempting=preempting) == model.requeue(
+            wl, immediate=now, preempting=preempting
+        )
+    elif op == "flush":
+        queue.flush_inadmissible()
+        model.flush()
+    else:
+        assert op == "bulk", op
+        queue.bulk_move(wl, "WaitingForQuota")
+        model.bulk_move(wl)
+
+
 @settings(max_examples=400)
 @given(bulk_ops, st.sampled_from([BEST_EFFORT_FIFO, STRICT_FIFO]))
 def test_the_class_heaps_pop_as_one_heap_would(steps: list[tuple[str, int]], strategy: str) -> None:
@@ -187,29 +211,12 @@ def test_the_class_heaps_pop_as_one_heap_would(steps: list[tuple[str, int]], str
     model = ModelQueue(strategy == STRICT_FIFO)
     for op, i in steps:
         wl = pool[i]
-        if op == "push":
-            queue.push(wl)
-            model.push(wl)
-        elif op == "park":
-            queue.park(wl)
-            model.park(wl)
-        elif op == "pop":
-            assert queue.pop() is model.pop()
-        elif op.startswith("requeue"):
-            now, preempting = op != "requeue", op.endswith("preempting")
-            assert queue.requeue(wl, immediate=now, preempting=preempting) == model.requeue(
-                wl, immediate=now, preempting=preempting
-            )
-        elif op == "flush":
-            queue.flush_inadmissible()
-            model.flush()
-        elif op == "bulk":
-            queue.bulk_move(wl, "WaitingForQuota")
-            model.bulk_move(wl)
-        else:
+        if op == "delete":
             queue.delete(wl.key)
             model.active.pop(wl.key, None)
             model.inadmissible.pop(wl.key, None)
+        else:
+            both(queue, model, op, wl)
         assert queue.active == model.active
         assert queue.inadmissible == model.inadmissible
     while (left := model.pop()) is not None:
@@ -247,28 +254,11 @@ def test_admission_fair_sharing_pops_the_lowest_usage_as_one_sort_would(steps: l
     queue.usage_of = usage_of
     model = ModelQueue(False, usage_of)
     for op, i, value in steps:
-        wl = pool[i]
-        if op == "push":
-            queue.push(wl)
-            model.push(wl)
-        elif op == "park":
-            queue.park(wl)
-            model.park(wl)
-        elif op == "pop":
-            assert queue.pop() is model.pop()
-        elif op.startswith("requeue"):
-            now, preempting = op != "requeue", op.endswith("preempting")
-            queue.requeue(wl, immediate=now, preempting=preempting)
-            model.requeue(wl, immediate=now, preempting=preempting)
-        elif op == "flush":
-            queue.flush_inadmissible()
-            model.flush()
-        elif op == "bulk":
-            queue.bulk_move(wl, "WaitingForQuota")
-            model.bulk_move(wl)
-        else:
+        if op == "charge":
             usage[i % 4] = value
             queue.rekey()
+        else:
+            both(queue, model, op, pool[i])
         assert queue.active == model.active
     while (left := model.pop()) is not None:
         assert queue.pop() is left

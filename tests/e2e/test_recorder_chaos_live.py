@@ -62,7 +62,7 @@ def _settle(flow: Flow, ledger_url: str, recorder: RecorderProcess, what: str) -
 
     def caught_up() -> list[str] | bool:
         with Ledger.read(ledger_url) as ledger:
-            gaps = differences(want, outcomes_from_ledger(ledger, set(want), set(flow.deleted)))
+            gaps = differences(want, outcomes_from_ledger(ledger, set(want), set(flow.deleted), flow.prefix))
         return gaps if gaps else True
 
     last: list[str] | bool = []

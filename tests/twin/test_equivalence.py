@@ -101,6 +101,33 @@ def test_a_late_equivalent_is_parked_on_arrival_until_capacity_changes() -> None
     assert "team/late" not in heads  # parked with b0000's class again, not tried on its own
 
 
+def test_a_moved_equivalent_keeps_the_condition_kueue_wrote_when_it_failed_on_its_own() -> None:
+    """``b`` fails on its own first (Kueue writes "2 more needed" on it) and is parked; ``short``
+    finishing wakes it; an older equivalent ``a``, added meanwhile, fails first and moves ``b`` with
+    it. Kueue writes nothing on ``b`` then, so its condition still says "2 more needed": the twin
+    reports its own explanation and, beside it, that condition (seed 51 of the random differential)."""
+    twin = twin_for("BestEffortFIFO")
+    twin.add_workload(wl("long", 6, 0))
+    twin.add_workload(wl("short", 1, 1))
+    settle(twin)
+    twin.add_workload(wl("b", 3, 20))
+    settle(twin)
+    first = {p.workload: p for p in twin.pending()}["team/b"]
+    assert (first.message, first.kueue_writes, first.written) == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpu, "
+        "2 more needed",
+        True,
+        None,
+    )
+    twin.finish("team/short")
+    twin.add_workload(wl("a", 3, 10))  # older than b: the head once both are in the heap
+    results = settle(twin)
+    assert [p.workload for r in results for p in r.pending] == ["team/a"]  # b is never tried again
+    moved = {p.workload: p for p in twin.pending()}["team/b"]
+    assert (moved.message, moved.kueue_writes) == (BYPASSED, False)
+    assert moved.written == (first.reason, first.message)
+
+
 @pytest.mark.parametrize(
     ("other", "moved"),
     [

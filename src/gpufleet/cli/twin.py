@@ -88,11 +88,13 @@ def _print_human(report: dict[str, Any]) -> None:
         for p in cycle["pending"]:
             mark = "" if p.get("kueueWrites", True) else " \N{DAGGER}"
             own = own or bool(mark)
-            table.add_row(
-                p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']}){mark}", p["clusterQueue"], p["message"]
-            )
+            detail = p["message"]
+            kept = p.get("kueueStatus")
+            if kept is not None:
+                detail += f" (its condition still says: {kept['reason']}: {kept['message']})"
+            table.add_row(p["workload"], f"[yellow]{p['reason']}[/] ({p['queue']}){mark}", p["clusterQueue"], detail)
         if own:
-            table.caption = "\N{DAGGER} the twin's own explanation: Kueue writes no condition on this workload"
+            table.caption = "\N{DAGGER} the twin's own explanation: Kueue writes no new condition on this workload"
         print_table(table)
     loop = report.get("loop")
     if loop is not None:

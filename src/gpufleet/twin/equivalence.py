@@ -53,6 +53,8 @@ def bulk_reason(reason: str) -> str:
     return reason if reason and reason != "Pending" else PENDING_EVALUATION
 
 
-def bypassed(wl: Workload, reason: str) -> Pending:
-    """The twin's verdict for a workload skipped because an equivalent one failed."""
-    return Pending(wl.key, wl.cluster_queue, reason, BYPASSED, INADMISSIBLE, kueue_writes=False)
+def bypassed(wl: Workload, reason: str, written: Pending | None = None) -> Pending:
+    """The twin's verdict for a workload skipped because an equivalent one failed; ``written``:
+    the verdict Kueue wrote for it when it failed on its own before, which its condition keeps."""
+    kept = (written.reason, written.message) if written is not None and written.kueue_writes else None
+    return Pending(wl.key, wl.cluster_queue, reason, BYPASSED, INADMISSIBLE, kueue_writes=False, written=kept)

@@ -28,7 +28,7 @@ def of(twin: Twin) -> list[Pending]:
             head = head or wl.key
             moved = queue.bypassed(wl)
             if moved is not None:  # parked with an equivalent's failure: Kueue writes nothing
-                result.append(bypassed(wl, moved))
+                result.append(bypassed(wl, moved, known))
             elif known is not None:
                 result.append(replace(known, cluster_queue=name, queue=state))
             elif not cq.active:

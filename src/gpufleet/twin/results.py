@@ -51,6 +51,10 @@ class Pending:
     # to the scheduler (behind a blocked StrictFIFO head, deeper in a heap), or an equivalent
     # moved in bulk by the scheduling hash (Kueue writes no condition on those).
     kueue_writes: bool = True
+    # Where the twin's own explanation stands in for a condition Kueue wrote earlier and leaves
+    # in place (an equivalent that failed on its own, then was moved in bulk with a look-alike's
+    # failure): that condition's reason and message, Kueue's status-to-be. None otherwise.
+    written: tuple[str, str] | None = None
 
 
 def waiting_position(

@@ -108,6 +108,7 @@ def cycle_json(result: CycleResult, twin: Twin, origin: int = 0) -> dict[str, An
                 "message": p.message,
                 "queue": p.queue,
                 "kueueWrites": p.kueue_writes,
+                **({"kueueStatus": {"reason": p.written[0], "message": p.written[1]}} if p.written else {}),
             }
             for p in twin.pending()
         ],

@@ -202,3 +202,25 @@ def _loop_yaml() -> str:
             f"        - name: c\n          resources:\n            requests: {{gpu: '{gpus}'}}{status}"
         )
     return "\n---\n".join(docs)
+
+
+@pytest.mark.parametrize(
+    ("gates", "woken_after"), [("", 1000), ("featureGates: {SchedulerLongRequeueInterval: true}", 10_000)]
+)
+def test_the_long_requeue_interval_gate_wakes_parked_workloads_after_ten_seconds(gates: str, woken_after: int) -> None:
+    """``y`` is parked (NoFit) while ``x`` holds the queue's 2 GPUs; when ``x`` finishes, ``y`` waits
+    for the requeue batch: 1 s, or 10 s with Kueue's alpha ``SchedulerLongRequeueInterval`` gate
+    (``getRequeueBatchPeriod`` in ``pkg/cache/queue/inadmissible_workloads.go``)."""
+    objects = cluster([CQ("a", 2, cohort=None)], [WL("x", "a", 2, 0, admitted=True), WL("y", "a", 2, 1)], fair=False)
+    objects += f"\n---\napiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n{gates}\n"
+    twin = Twin(parse_cluster([("gates.yaml", objects)]), clocks=ClockSettings())
+    assert twin.clock is not None
+    assert twin.clock.settings.requeue_batch_ms == woken_after
+    assert not [a for r in twin.run(None) for a in r.admitted]  # y parked
+    finished = twin.clock.now
+    twin.finish("ns/x")
+    for result in twin.run(None):
+        if [a.workload for a in result.admitted] == ["ns/y"]:
+            assert twin.clock.now - finished == woken_after
+            return
+    pytest.fail("y was never admitted")

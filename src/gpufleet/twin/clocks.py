@@ -38,11 +38,12 @@ the next timer wakes a loop blocked without heads.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 BACKOFF_INITIAL_MS = 1  # backoff.go initialBackoff
 BACKOFF_CAP_MS = 10  # backoff.go maxBackoff
 REQUEUE_BATCH_MS = 1000  # inadmissible_workloads.go requeueBatchPeriod
+LONG_REQUEUE_BATCH_MS = 10_000  # requeueLongBatchPeriod, with the SchedulerLongRequeueInterval gate
 RELEASE_DELAY_MS = 1000  # issue 18's testbed: eviction to QuotaReserved=False for a batch Job
 
 RELEASE, BATCH = "release", "batch"  # timer kinds: a victim's quota frees; a tree's parked wake
@@ -51,8 +52,8 @@ RELEASE, BATCH = "release", "batch"  # timer kinds: a victim's quota frees; a tr
 @dataclass(frozen=True, slots=True)
 class ClockSettings:
     """How long Kueue takes, in milliseconds. ``release_delay_ms`` is the cluster's (API server,
-    Job controller); ``requeue_batch_ms`` is Kueue's constant (10 s with the
-    ``SchedulerLongRequeueInterval`` gate, which the twin does not read)."""
+    Job controller); ``requeue_batch_ms`` is Kueue's constant (the twin makes it 10 s when the
+    Configuration turns the ``SchedulerLongRequeueInterval`` gate on: ``for_gates``)."""
 
     release_delay_ms: int = RELEASE_DELAY_MS
     requeue_batch_ms: int = REQUEUE_BATCH_MS
@@ -60,6 +61,13 @@ class ClockSettings:
     def __post_init__(self) -> None:
         if self.release_delay_ms < 0 or self.requeue_batch_ms < 0:
             raise ValueError("Kueue's clocks cannot run backwards: delays must be >= 0 ms")
+
+    def for_gates(self, long_requeue: bool) -> ClockSettings:
+        """Kueue's batch period under ``SchedulerLongRequeueInterval`` (alpha, off by default:
+        ``getRequeueBatchPeriod``); a period set by the caller is kept."""
+        if long_requeue and self.requeue_batch_ms == REQUEUE_BATCH_MS:
+            return replace(self, requeue_batch_ms=LONG_REQUEUE_BATCH_MS)
+        return self
 
 
 class Clock:

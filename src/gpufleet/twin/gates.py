@@ -20,6 +20,7 @@ DEFAULTS: dict[str, bool] = {
     "PrioritySortingWithinCohort": True,
     "QuotaCheckStrategy": True,
     "ReclaimablePods": True,
+    "SchedulerLongRequeueInterval": False,
     "SchedulingEquivalenceHashing": True,
 }
 
@@ -30,6 +31,7 @@ FOLLOWED = frozenset(
         "PrioritizePreemptorWorkloads",
         "QuotaCheckStrategy",
         "ReclaimablePods",
+        "SchedulerLongRequeueInterval",  # on Kueue's clocks only (clocks.py)
         "SchedulingEquivalenceHashing",
         "AdmissionFairSharing",
         # the twin never keeps a flavor scan's progress across cycles: Kueue's behaviour with it off

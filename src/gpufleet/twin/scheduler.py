@@ -118,6 +118,8 @@ class Twin:
         self._epoch = latest if reservations_per_cycle else (latest // 1000 + 1) * 1000
         # Kueue's clocks (clocks.py): None is the unit-test world, where a cycle is a function call,
         # victims free at the end of their cycle and parked workloads wake before the next one.
+        if clocks is not None:
+            clocks = clocks.for_gates(spec.config.gate("SchedulerLongRequeueInterval"))
         self.clock = Clock((latest // 1000 + 1) * 1000, clocks) if clocks is not None else None
         self.time = (
             KueueTime(self.clock, self.has_heads, self._release_evicted, self.queues.capacity_changed)

@@ -38,13 +38,14 @@ def step(
     except InputError as exc:  # a problem across objects: name where the object was written
         raise located(exc, spec) from None
     origin = twin.clock.now if twin.clock is not None else 0
+    settings = twin.clock.settings if twin.clock is not None else None  # the gates may change the batch
     out_cycles = [cycle_json(result, twin, origin) for result in twin.run(cycles, loops=cycles is None)]
     report = {
         "version": REPORT_VERSION,
         "fairSharing": twin.fair is not None,
         "clocks": None
-        if clocks is None
-        else {"releaseDelayMs": clocks.release_delay_ms, "requeueBatchMs": clocks.requeue_batch_ms},
+        if settings is None
+        else {"releaseDelayMs": settings.release_delay_ms, "requeueBatchMs": settings.requeue_batch_ms},
         "cycles": out_cycles,
         "loop": loop_json(twin.loop) if twin.loop is not None else None,
         "clusterQueues": {st.name: status_json(st) for st in twin.statuses()},

@@ -224,3 +224,24 @@ def test_the_long_requeue_interval_gate_wakes_parked_workloads_after_ten_seconds
             assert twin.clock.now - finished == woken_after
             return
     pytest.fail("y was never admitted")
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "reference"])
+def test_a_head_that_repeats_its_verdict_after_a_requeue_batch_does_not_end_the_run(fast: bool) -> None:
+    """``b`` (1 GPU) is parked while ``x1`` and ``x2`` fill the queue's 4 GPUs. ``x1`` finishes and
+    ``a`` (4 GPUs, older than ``b``) arrives: ``a`` fails ("3 more needed") and is parked. The requeue
+    batch a second later wakes both; ``a``, the older, fails again with the same words, and Kueue's
+    next cycle pops ``b``, which fits. The run must not stop at the repeated verdict (seed 140)."""
+    objects = cluster(
+        [CQ("q", 4, cohort=None)],
+        [WL("x1", "q", 1, 0, admitted=True), WL("x2", "q", 3, 0, admitted=True), WL("b", "q", 1, 5)],
+        fair=False,
+    )
+    twin = Twin(parse_cluster([("repeat.yaml", objects)]), clocks=ClockSettings(), memo=fast, streaks=fast)
+    assert not [a for r in twin.run(None) for a in r.admitted]  # b parked
+    twin.finish("ns/x1")
+    twin.add_workload(WorkloadSpec("ns", "a", "q", (PodSetSpec("main", 1, (("nvidia.com/gpu", 4),)),), created=1000))
+    results = list(twin.run(None))
+    tried = [p.workload for r in results for p in r.pending]
+    assert tried == ["ns/a", "ns/a"]  # before and after the batch, the same verdict both times
+    assert [a.workload for r in results for a in r.admitted] == ["ns/b"]

@@ -74,7 +74,8 @@ class CycleResult:
 
     A batched result (``Twin(spec, streaks=True)``) covers a streak of quiet cycles and the one that
     ended it: ``pending`` holds all their verdicts in cycle order, ``last`` the final cycle's.
-    ``stable``: the final cycle changed nothing and repeated the verdicts of the cycle before.
+    ``stable``: the final cycle changed nothing, repeated the verdicts of the cycle before and put
+    every head back into its heap (``cycle.stable``).
     """
 
     number: int

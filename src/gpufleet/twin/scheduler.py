@@ -240,7 +240,8 @@ class Twin:
         until: int | None = None, loops: bool = False,
     ) -> Iterator[CycleResult]:  # fmt: skip
         """Yield ``cycles`` cycles, or (None) cycles until stable: no heads left, or a cycle that
-        admitted and preempted nothing and repeated the previous cycle's verdicts. The caller may
+        admitted and preempted nothing, repeated the previous cycle's verdicts and put every head
+        back into its heap (``cycle.stable``). The caller may
         read the twin's state between cycles.
 
         With clocks, a stable run waits for Kueue's timers (``wait``): the cycles that would only

@@ -31,6 +31,7 @@ from gpufleet.twin.cycle import (
     reserve,
     verdict,
 )
+from gpufleet.twin.cycle import stable as cycle_is_stable
 from gpufleet.twin.flavors import FIT, NO_FIT
 from gpufleet.twin.memo import Verdict
 from gpufleet.twin.preemption import Target
@@ -56,7 +57,7 @@ def run_streak(k: Cluster, previous: tuple[Pending, ...] | None = None) -> Cycle
         admitted = decide(k, entries, victims) if waiting is None else _wait(k, waiting, decided)
         pending, preempted = conclude(k, entries, rejected, victims)
         k.end_cycle(bool(admitted))
-        stable = not admitted and not preempted and pending == previous
+        stable = cycle_is_stable(bool(admitted), bool(preempted), pending, previous)
         if waiting is None or stable or not any(q.active for q in k.queues.serving) or not k.quiet_next():
             return CycleResult(
                 k.cycle,

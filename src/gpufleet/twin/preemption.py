@@ -1,9 +1,15 @@
 """Choosing victims: Kueue's classic preemption and its fair-sharing variant.
 
-Candidates (``findCandidates``): workloads of the preemptor's own ClusterQueue allowed by
+Classic (``classicalPreemptions``): the candidates and their order come from Kueue's hierarchical
+generator (``hierarchical_candidates``): the own queue's by ``withinClusterQueue``, other queues'
+found by walking the cohort tree up from the preemptor, each with its reason. One or two runs
+(borrowing allowed or not, ``hierarchical_candidates.attempts``) each remove the still-valid
+candidates in order until the preemptor fits, then fill back; the first run that fits wins.
+
+Fair sharing (``findCandidates``): workloads of the preemptor's own ClusterQueue allowed by
 ``withinClusterQueue``, and workloads of other ClusterQueues in the same cohort tree that are
-*borrowing* on a contested flavor-resource, allowed by ``reclaimWithinCohort``. Only workloads
-that use a contested flavor-resource count.
+*borrowing* on a contested flavor-resource, allowed by ``reclaimWithinCohort``; the search itself
+is ``fair_preemption``. Only workloads that use a contested flavor-resource count, in both.
 
 Candidate order (``CandidatesOrdering``) is ONE key: workloads already being evicted first (their
 quota is about to free anyway); other ClusterQueues before the preemptor's own; lower priority
@@ -12,11 +18,9 @@ two candidates of one usage-based ClusterQueue from different LocalQueues go by 
 usage, higher first, before priority (``ordering.go`` step 2): each ClusterQueue's part is sorted
 with it, and the other queues' parts are merged as sorted runs.
 
-Selection (``minimalPreemptions``): remove candidates in order, skipping a cohort candidate whose
-ClusterQueue stopped borrowing, until the preemptor fits; then walk the chosen ones backwards and
-give back every victim whose return still lets the preemptor fit (fill-back). Which candidates and
-whether the preemptor may borrow follow Kueue's heuristics (see ``Preemptor.classic``). Everything
-is simulated on the live quota tree and undone before returning.
+Fill-back: walk the chosen victims backwards and give back every one whose return still lets the
+preemptor fit (the last one stays). Everything is simulated on the live quota tree and undone
+before returning.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.fair_preemption import fair_preemptions
 from gpufleet.twin.fairshare import FairShare
+from gpufleet.twin.hierarchical_candidates import attempts, generate, is_valid
 from gpufleet.twin.preemptors import PreemptorWorkloads
 from gpufleet.twin.quota import add_usage, is_borrowing, remove_usage
 from gpufleet.twin.specs import (
@@ -41,7 +46,7 @@ from gpufleet.twin.specs import (
 from gpufleet.twin.victims import Target, workload_fits
 from gpufleet.twin.workload import Workload
 
-__all__ = ["Candidates", "Preemptor", "Target", "under_nominal", "workload_fits"]
+__all__ = ["Candidates", "Preemptor", "Target", "workload_fits"]
 
 VICTIM_KEY = attrgetter("victim_key")  # the candidate order's tail (see Workload.victim_key)
 EVICTED = attrgetter("evicted")
@@ -132,41 +137,29 @@ class Preemptor:
     ) -> list[Target]:
         """Victims that make ``request`` fit in ``cq``, or ``[]`` when no allowed set does."""
         frs = frozenset(contested)
+        if self.fair is None:
+            return self.classic(wl, cq, request, frs)
         found = self.find_candidates(wl, cq, frs)
         own = found.by_queue.get(cq.name, [])
         if len(found.by_queue) == (1 if own else 0):
-            return self.minimal(request, cq, frs, own, allow_borrowing=True, threshold=None) if own else []
-        if self.fair is not None:
-            return self.fair_preemptions(cq, request, frs, found.by_queue)
-        return self.classic(wl, cq, request, frs, candidates=found.ordered(), own=own)
+            return self.greedy([Target(c, reasons.IN_CLUSTER_QUEUE) for c in own], request, cq, borrowing=True)
+        return self.fair_preemptions(cq, request, frs, found.by_queue)
 
-    def classic(
-        self,
-        wl: Workload,
-        cq: ClusterQueue,
-        request: dict[int, int],
-        frs: frozenset[int],
-        *,
-        candidates: list[Workload],
-        own: list[Workload],
-    ) -> list[Target]:
-        """Kueue's heuristics, in order.
-
-        1. ``borrowWithinCohort`` on: borrow while preempting, other queues' victims only below the
-           threshold unless the queue is still under nominal;
-        2. queue under nominal on every contested resource: try without borrowing;
-        3. last resort: own-queue victims only, borrowing allowed.
-        """
-        threshold = self.borrow_threshold(wl, cq)
-        if threshold is not None:
-            if not under_nominal(cq, frs):
-                candidates = [c for c in candidates if c.cluster_queue == cq.name or c.priority < threshold]
-            return self.minimal(request, cq, frs, candidates, allow_borrowing=True, threshold=threshold)
-        if under_nominal(cq, frs):
-            targets = self.minimal(request, cq, frs, candidates, allow_borrowing=False, threshold=None)
+    def classic(self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int]) -> list[Target]:
+        """Kueue's ``classicalPreemptions``: the hierarchical generator's candidates, tried in one or
+        two runs (with and without borrowing, in the order ``attempts`` gives); the first run whose
+        victims make room wins."""
+        order = generate(self.tree, wl, cq, request, frs, part=self._part(frs), merge=self._merge)
+        for borrowing in attempts(cq, frs, order):
+            valid = (
+                Target(c.workload, c.reason)
+                for c in order.candidates
+                if is_valid(self.tree, cq, c, frs, borrowing=borrowing)
+            )
+            targets = self.greedy(valid, request, cq, borrowing=borrowing)
             if targets:
                 return targets
-        return self.minimal(request, cq, frs, own, allow_borrowing=True, threshold=None)
+        return []
 
     def find_candidates(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> Candidates:
         policy = cq.spec.preemption
@@ -208,47 +201,33 @@ class Preemptor:
             found = cq.ordered[frs] = in_candidate_order(list(cq.using_any(frs)), cq.afs_usage)
         return found
 
-    def borrow_threshold(self, wl: Workload, cq: ClusterQueue) -> int | None:
-        """``borrowWithinCohort``: victims from other queues must be below this priority."""
-        policy = cq.spec.preemption
-        if policy.borrow_within_cohort == NEVER or self.fair is not None:
-            return None
-        threshold = wl.priority
-        if policy.max_priority_threshold is not None and policy.max_priority_threshold < threshold:
-            threshold = policy.max_priority_threshold + 1
-        return threshold
+    def _part(self, frs: frozenset[int]) -> Callable[[ClusterQueue], list[Workload]]:
+        """One ClusterQueue's workloads using ``frs`` in candidate order: kept (fast path) or sorted afresh."""
+        if self.bounded:
+            return lambda q: self._in_order(q, frs)
+        return lambda q: in_candidate_order(list(q.using_any(frs)), q.afs_usage)
 
-    def minimal(
-        self,
-        request: dict[int, int],
-        cq: ClusterQueue,
-        frs: frozenset[int],
-        candidates: list[Workload],
-        *,
-        allow_borrowing: bool,
-        threshold: int | None,
+    def _merge(self, parts: dict[str, list[Workload]]) -> list[Workload]:
+        """Other queues' parts as one list in candidate order (evicted first, then ``victim_key``)."""
+        queues = self.tree.cluster_queues
+        by_usage = any(queues[name].afs_usage is not None for name in parts)
+        return Candidates(parts, "", ordered=True, by_usage=by_usage).ordered()
+
+    def greedy(
+        self, candidates: Iterable[Target], request: dict[int, int], cq: ClusterQueue, *, borrowing: bool
     ) -> list[Target]:
-        """Greedy removal in candidate order until the request fits, then fill-back."""
+        """Remove candidates in order until the request fits, then fill-back; ``[]`` if it never fits.
+
+        ``candidates`` is consumed lazily: a candidate's validity may depend on the victims before it."""
         targets: list[Target] = []
         fits = False
-        for cand in candidates:
-            reason = reasons.IN_CLUSTER_QUEUE
-            if cand.cluster_queue != cq.name:
-                cand_cq = self.tree.cluster_queues[cand.cluster_queue]
-                if not any(is_borrowing(cand_cq.node, fr) for fr in frs):
-                    continue
-                reason = reasons.IN_COHORT_RECLAMATION
-                if threshold is not None:
-                    if cand.priority >= threshold:
-                        allow_borrowing = False  # such a victim stays in the final set (it is last)
-                    else:
-                        reason = reasons.IN_COHORT_RECLAIM_WHILE_BORROWING
-            self.remove(cand)
-            targets.append(Target(cand, reason))
-            if workload_fits(request, cq, allow_borrowing):
+        for target in candidates:
+            self.remove(target.workload)
+            targets.append(target)
+            if workload_fits(request, cq, borrowing):
                 fits = True
                 break
-        return self.settle(targets, fits, request, cq, allow_borrowing=allow_borrowing)
+        return self.settle(targets, fits, request, cq, allow_borrowing=borrowing)
 
     def settle(
         self, targets: list[Target], fits: bool, request: dict[int, int], cq: ClusterQueue, *, allow_borrowing: bool
@@ -290,9 +269,3 @@ class Preemptor:
         preemption and has no candidates: its queue cannot always reclaim, or (with
         ``PrioritizePreemptorWorkloads``) it is the queue's preemptor."""
         return not self.can_always_reclaim(cq) or self.preemptors.prioritized(wl)
-
-
-def under_nominal(cq: ClusterQueue, frs: Iterable[int]) -> bool:
-    """Kueue's ``queueUnderNominalInResourcesNeedingPreemption``."""
-    node = cq.node
-    return all(node.usage[fr] < node.nominal[fr] for fr in frs)

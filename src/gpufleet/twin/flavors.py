@@ -7,8 +7,9 @@ queue's order (Kueue's ``flavorassigner.go``):
   whose NoSchedule/NoExecute taints the pod set does not tolerate, is skipped (NoMatchingFlavor);
 * per resource: above ``potential_available`` is NoFit (ExceedsMaxQuota); within ``available``
   is Fit, with the borrowing level of the lowest subtree that holds it; otherwise preemption is
-  simulated when it could help (request within nominal, ``borrowWithinCohort``, or fair sharing
-  with reclaim) and yields Preempt / Reclaim / no candidates, else NoFit (WaitingForQuota);
+  simulated when it could help (request within nominal, a cohort below the root whose quota
+  holds it, ``borrowWithinCohort``, or fair sharing with reclaim) and yields Preempt / Reclaim /
+  no candidates, else NoFit (WaitingForQuota);
 * a flavor's mode is the worst of its resources; the search stops at a Fit without borrowing,
   or where ``flavorFungibility`` says ``MayStopSearch``; otherwise the best flavor seen wins by
   ``preference`` (BorrowingOverPreemption by default), the earlier flavor on ties.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, FlavorChoice
 from gpufleet.twin.flavor_plans import UNPLANNED, Plan, make_plan
+from gpufleet.twin.hierarchical_candidates import may_reclaim_in_hierarchy
 from gpufleet.twin.quota import available, borrowing_level, potential_available
 from gpufleet.twin.specs import (
     NEVER,
@@ -289,7 +291,7 @@ class FlavorAssigner:
         may_borrow_preempt = node.parent is not None and (
             policy.borrow_within_cohort != NEVER or (self.fair_sharing and policy.reclaim_within_cohort != NEVER)
         )
-        if not within_nominal and not may_borrow_preempt:
+        if not within_nominal and not may_borrow_preempt and not may_reclaim_in_hierarchy(node, fr, val):
             return NO_FIT, 0
         level = 0 if val <= node.subtree[fr] else _level_without_usage(cq, fr, val)
         return self.oracle(wl, cq, fr, val), level

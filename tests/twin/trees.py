@@ -3,7 +3,8 @@
 ``tree(cohorts, queues, running, pending)`` builds the ``ClusterSpec`` a real stream of Kueue
 objects would give: each running workload admitted with one pod on the flavor, each pending one
 queued in its ClusterQueue's LocalQueue. Every queue reclaims from any borrower of its tree
-(``reclaimWithinCohort: Any``) unless told otherwise.
+(``reclaimWithinCohort: Any``) unless told otherwise. Cohorts have no quota of their own unless
+``cohort_quota`` gives them some.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class Queue:
     within: str = s.NEVER
     strategy: str = s.BEST_EFFORT_FIFO
     borrow: str = s.NEVER  # borrowWithinCohort.policy
+    threshold: int | None = None  # borrowWithinCohort.maxPriorityThreshold
+    lending: Amounts | None = None  # lendingLimit (per resource, as nominal)
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,9 @@ def _amounts(amounts: Amounts) -> dict[str, int]:
     return {GPU: amounts} if isinstance(amounts, int) else dict(sorted(amounts.items()))
 
 
-def _groups(nominal: Amounts) -> tuple[s.ResourceGroupSpec, ...]:
-    quotas = tuple(s.ResourceQuotaSpec(r, q) for r, q in _amounts(nominal).items())
+def _groups(nominal: Amounts, lending: Amounts | None = None) -> tuple[s.ResourceGroupSpec, ...]:
+    lend = _amounts(lending) if lending is not None else {}
+    quotas = tuple(s.ResourceQuotaSpec(r, q, lending_limit=lend.get(r)) for r, q in _amounts(nominal).items())
     return (s.ResourceGroupSpec(tuple(r.resource for r in quotas), (s.FlavorQuotasSpec(FLAVOR, quotas),)),)
 
 
@@ -69,18 +73,23 @@ def tree(
     running: list[Job],
     pending: list[Job],
     config: s.ConfigSpec | None = None,
+    cohort_quota: dict[str, Amounts] | None = None,
 ) -> s.ClusterSpec:
-    """``cohorts``: name -> (parent, weight); cohorts have no quota of their own."""
+    """``cohorts``: name -> (parent, weight); ``cohort_quota``: name -> a cohort's own nominal quota."""
+    quota = cohort_quota or {}
     return s.ClusterSpec(
         flavors={FLAVOR: s.ResourceFlavorSpec(FLAVOR)},
-        cohorts={name: s.CohortSpec(name, parent, (), weight) for name, (parent, weight) in cohorts.items()},
+        cohorts={
+            name: s.CohortSpec(name, parent, _groups(quota[name]) if name in quota else (), weight)
+            for name, (parent, weight) in cohorts.items()
+        },
         cluster_queues={
             name: s.ClusterQueueSpec(
                 name,
                 q.cohort,
-                _groups(q.nominal),
+                _groups(q.nominal, q.lending),
                 queueing_strategy=q.strategy,
-                preemption=s.PreemptionSpec(q.within, q.reclaim, q.borrow),
+                preemption=s.PreemptionSpec(q.within, q.reclaim, q.borrow, q.threshold),
                 fair_weight=q.weight,
             )
             for name, q in queues.items()

@@ -2,7 +2,7 @@
 
 Differential property test through the public API: random clusters (one or two cohorts, nested or
 not, two to four ClusterQueues, one or two flavors, nominal quota with borrowing and lending
-limits, whenCanBorrow MayStopSearch or TryNextFlavor, each preemption policy, fair sharing on or
+limits, cohorts with quota of their own or none, whenCanBorrow MayStopSearch or TryNextFlavor, each preemption policy, fair sharing on or
 off, BestEffortFIFO and StrictFIFO, AdmissionFairSharing on or off per ClusterQueue with two LocalQueues of drawn usage) and random
 streams of arrivals (drawn from a few shapes, so backlogs of scheduling equivalents form),
 completions and finished evictions run through three twins:
@@ -60,6 +60,7 @@ class Cluster:
     afs: bool  # the Configuration's admissionFairSharing section
     queues: tuple[Queue, ...]
     try_next: bool = False  # flavorFungibility whenCanBorrow: TryNextFlavor (plain-Fit plans must not stop)
+    cohort_quota: int = 0  # each cohort's own nominal quota per flavor (classic preemption's hierarchical advantage)
 
 
 def quantity(value: int | None, name: str) -> str:
@@ -74,9 +75,16 @@ def cluster_yaml(c: Cluster) -> str:
             "admissionFairSharing: {usageHalfLifeTime: 10m, usageSamplingInterval: 5m}\n" if c.afs else ""
         )
         docs.append(f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n{sections}")
-    docs.append("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: c0}\nspec: {}")
-    parent = "{parentName: c0}" if c.nested else "{}"
-    docs.append(f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: c1}}\nspec: {parent}")
+    quota = []
+    if c.cohort_quota:
+        flavors = ", ".join(
+            f"{{name: {FLAVORS[f]}, resources: [{{name: gpu, nominalQuota: '{c.cohort_quota}'}}]}}"
+            for f in range(c.flavors)
+        )
+        quota.append(f"resourceGroups: [{{coveredResources: [gpu], flavors: [{flavors}]}}]")
+    for name, parent in (("c0", []), ("c1", ["parentName: c0"] if c.nested else [])):
+        spec = ", ".join(parent + quota)
+        docs.append(f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: {name}}}\nspec: {{{spec}}}")
     for i, q in enumerate(c.queues):
         flavors = "\n".join(
             f"    - name: {FLAVORS[f]}\n      resources:\n      - {{name: gpu, nominalQuota: '{q.nominal[f]}'"
@@ -141,6 +149,7 @@ clusters = st.builds(
     afs=st.booleans(),
     queues=st.lists(queues, min_size=2, max_size=4).map(tuple),
     try_next=st.booleans(),
+    cohort_quota=st.sampled_from([0, 0, 2, 4]),
 )
 SHAPES = [(1, 1), (1, 2), (2, 2), (1, 4), (3, 3)]  # (pods, GPUs per pod): few, so look-alikes repeat
 

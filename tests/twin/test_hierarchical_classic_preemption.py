@@ -286,3 +286,27 @@ def test_kueue_hierarchical_preemptions(case: Case, memo: bool) -> None:
     assert not result.admitted  # a preemptor waits for its victims
     (verdict,) = [p for p in result.pending if p.workload == "ns/" + case.preemptor.name]
     assert verdict.reason == case.pending_reason
+
+
+def test_flat_cohort_hierarchical_advantage_comes_before_the_borrowing_threshold() -> None:
+    """A flat cohort is the one-level case of the same generator. Kueue's "use BorrowWithinCohort;
+    allow preempting a lower-priority workload with priority above MaxPriorityThreshold, if
+    borrowing is not required after the preemption" (``preemption_test.go``) with the victim's
+    priority lowered from 1 to 0, below the threshold: the request fits in a_standard's nominal
+    quota, so the victim is a hierarchical candidate (``classifyPreemptionVariant`` asks for the
+    advantage before the threshold) and goes for InCohortReclamation, not
+    InCohortReclaimWhileBorrowing: the preemptor does not borrow."""
+    queues = {
+        "a_standard": q("with_shared_cq", 1, reclaim=LOWER, threshold=0),
+        "b_standard": q("with_shared_cq", 1, reclaim=LOWER, threshold=0),
+        "shared": Queue("with_shared_cq", 10, reclaim=s.NEVER),
+    }
+    spec = tree(
+        {"with_shared_cq": (None, 1.0)},
+        queues,
+        [run("b_standard", 0, "b_standard", 12)],
+        [Job("in", "a_standard", 1, 2, at=100)],
+        s.ConfigSpec(),
+    )
+    result = Twin(spec).run_cycle()
+    assert {p.workload: p.reason for p in result.preempted} == {"ns/b_standard": RECLAIM}

@@ -306,9 +306,15 @@ class Simulation:
         self.push(t + run.job.duration_s, FINISH, (run, run.attempt.number))
 
     def release(self, t: int, run: JobRun) -> None:
-        for pod in list(run.bound):
-            self.unbind(run, pod, t)
+        """The current attempt's pods go (a preempted attempt's, still terminating, keep their GPUs)."""
+        self.release_pods(t, run, [pod.name for pod in run.pods])
         self.placing.pop(run.key, None)
+
+    def release_pods(self, t: int, run: JobRun, pods: Sequence[str]) -> None:
+        """These pods of the job free their GPUs (those never bound hold nothing)."""
+        for pod in pods:
+            if pod in run.bound:
+                self.unbind(run, pod, t)
         self.place_dirty = True
 
     def end_attempt(self, t: int, run: JobRun, reason: str, detail: str, message: str) -> None:
@@ -359,8 +365,12 @@ class Simulation:
                 self.replica_worth[name] = self.bind(pod, decision, SERVING)
         for run in list(self.placing.values()):
             last: Unschedulable | None = None
+            placed = 0
             for pod in run.pods:
-                if pod.name in run.bound or _shape(pod) in failed:
+                if pod.name in run.bound:
+                    placed += 1
+                    continue
+                if _shape(pod) in failed:
                     continue
                 decision = self.cluster.schedule(pod)
                 if isinstance(decision, Unschedulable):
@@ -374,7 +384,8 @@ class Simulation:
                 run.holding[pod.name] = hold
                 run.gpu_worth += worth
                 run.attempt.placements[pod.name] = (decision.node, decision.devices)
-            if len(run.bound) == len(run.pods):
+                placed += 1
+            if placed == len(run.pods):
                 self.start(t, run)
             elif last is not None:
                 self.cannot_place(run, last)

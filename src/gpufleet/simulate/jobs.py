@@ -89,9 +89,11 @@ class JobRun:
         self.state = State.PENDING
         self.attempts: list[Attempt] = []
         self.pods: list[PodSpec] = []  # the current attempt's pods
-        self.bound: dict[str, tuple[float, int]] = {}  # pod -> (GPUs it holds, bound since)
+        # pod -> (GPUs it holds, bound since): the current attempt's, and a preempted attempt's that
+        # still terminate (their names carry the attempt, so the two never meet)
+        self.bound: dict[str, tuple[float, int]] = {}
         self.holding: dict[str, Hold] = {}  # pod -> its hold in the attempt that bound it
-        self.gpu_worth = 0.0  # GPUs the job holds now
+        self.gpu_worth = 0.0  # GPUs the job holds now (terminating pods included)
         self.gpu_seconds = 0.0  # GPU-seconds its pods held, released ones only (see ``held``)
         self.preemptions = 0
         self.requeues = 0

@@ -103,7 +103,9 @@ class QueueWorld(Simulation):
         attempt.flavor = a.flavors[POD_SET][run.ask.resource]
         flavor = self.queue.flavor(attempt.flavor)
         count = a.counts[POD_SET]
-        run.pods = [pod_spec(f"{run.job.job_id}/{i}", run.job, run.ask, flavor) for i in range(count)]
+        # named after the attempt: the pods of a preempted attempt may still terminate beside them
+        name = f"{run.key}/{attempt.number}"
+        run.pods = [pod_spec(f"{name}/{i}", run.job, run.ask, flavor) for i in range(count)]
         run.state = State.ADMITTED
         run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
         self.watch.reserve(run.team, *run.quota)

@@ -25,10 +25,15 @@ Kueue's own clocks (the queue world): a parked workload wakes one requeue batch 
 capacity change that frees it, at an instant booked for it (``KUEUE``).
 
 Preemption is Kueue's graceful eviction: the victim's pods terminate for ``termination_grace_s``
-(Kubernetes' default grace period), holding their GPUs, and the victim keeps its quota, marked
-evicted, until they are gone; then its quota frees and it queues again with its creation timestamp.
-Meanwhile Kueue's cycles go on for everyone: the waiting preemptor picks the evicted victims again
-(Kueue orders them first) and issues nothing new, and workloads elsewhere are admitted as usual.
+(Kubernetes' default grace period), holding their GPUs until they are gone (``GONE``). Its quota
+frees sooner, ``release_delay_s`` after the eviction (``RELEASE``): Kueue's job reconciler clears a
+Workload's reservation once its Job has no active pod, and pods being deleted are not active. Until
+then the victim is marked evicted, and the waiting preemptor picks it again (Kueue orders the evicted
+first) and issues nothing new; from then it queues again with its creation timestamp. A workload
+admitted into that quota (the preemptor, or the victim itself elsewhere) gets pods that wait for the
+node until the terminating pods are gone; its waitForPodsReady timeout counts from its admission, as
+Kueue's does. A job's pods are named after their attempt, so a readmitted victim's new pods and its
+old terminating ones are told apart. Workloads elsewhere are admitted as usual meanwhile.
 The victim loses its work since its start (no checkpoint is assumed), the grace period included.
 waitForPodsReady evictions release at once: the pods that never became ready hold little.
 The first-apply world has no PriorityClass either, so serving replicas wait for GPUs like any pod;
@@ -76,7 +81,9 @@ from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.requests import Catalog
 from gpufleet.trace.job import Job
 
-ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE = range(7)  # KUEUE: a timer of Kueue's fires
+# GONE: a preempted attempt's pods are gone; RELEASE: Kueue released a victim's quota; KUEUE: a
+# timer of Kueue's fires
+ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE, RELEASE = range(8)
 SERVING = "serving"  # the team name serving replicas are counted under
 
 Progress = Callable[[int, int], None]

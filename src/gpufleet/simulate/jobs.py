@@ -19,7 +19,7 @@ class State(StrEnum):
     PENDING = "Pending"  # waiting for quota (queue) or for nodes (first-apply)
     ADMITTED = "Admitted"  # holds quota; not every pod is running yet
     RUNNING = "Running"
-    TERMINATING = "Terminating"  # preempted: its pods hold their GPUs and its quota for the grace period
+    TERMINATING = "Terminating"  # preempted: its Workload keeps its quota until Kueue releases it (release delay)
     BACKOFF = "Backoff"  # evicted by waitForPodsReady, waiting out the requeue backoff
     FINISHED = "Finished"
     DEACTIVATED = "Deactivated"  # the requeue limit was reached
@@ -46,7 +46,8 @@ class Attempt:
     message: str = ""
     reserved: int | None = None  # quota reserved (queue world)
     started: int | None = None  # every pod running
-    ended: int | None = None
+    ended: int | None = None  # finished, or evicted (Kueue's Evicted condition: the ledger's ``finished``)
+    released: int | None = None  # quota released (queue world): at the end, or a release delay after a preemption
     end_reason: str = ""  # Finished | Preempted | Evicted
     end_detail: str = ""  # Succeeded | InClusterQueue | … | PodsReadyTimeout
     end_message: str = ""
@@ -128,10 +129,11 @@ class JobRun:
         return total
 
     def unplaced(self, end: int) -> int:
-        """Seconds its attempts held quota without every pod running."""
+        """Seconds its attempts held quota without every pod running (a preempted attempt that never
+        ran held it until the release)."""
         total = 0
         for a in self.attempts:
             if a.reserved is not None:
-                stop = a.started if a.started is not None else a.ended if a.ended is not None else end
+                stop = a.started if a.started is not None else a.released if a.released is not None else end
                 total += stop - a.reserved
         return total

@@ -1,5 +1,6 @@
 """Kueue's clocks in the simulator: parked workloads wake one requeue batch (1 s) after the
-capacity change that frees them, so an active head takes the quota first (issue 18, seed 150)."""
+capacity change that frees them, so an active head takes the quota first (issue 18, seed 150); a
+victim's quota is released a release delay after its eviction."""
 
 from __future__ import annotations
 
@@ -80,26 +81,38 @@ LOOP_JOBS = [
 ]
 
 
-@pytest.mark.parametrize(("clocks", "loops"), [(True, True), (False, False)])
+@pytest.mark.parametrize(
+    ("clocks", "release_delay", "period"),
+    [
+        (True, 1, 2),  # Kueue releases a victim's quota a second after the eviction, then the batch
+        (True, 0, 1),  # released at the eviction's instant: only the batch's second is left
+        (True, 30, 31),  # held as long as the pods (the simulator before issue 18's release delay)
+        (False, 1, None),
+    ],
+    ids=["release-1s", "release-0s", "release-at-pods-gone", "no-clocks"],
+)
 def test_the_requeue_batch_wakes_a_parked_preemptor_into_a_preempt_back_loop(
-    clocks: bool, loops: bool, monkeypatch: pytest.MonkeyPatch
+    clocks: bool, release_delay: int, period: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """z reclaims big's quota (InCohortReclamation); big, requeued, preempts z1 and z2 by fair sharing
-    (z borrows with weight 0). When their quota frees (grace period) they are requeued at once and
-    win it back in the tournament (z1 within z's nominal goes first), so big no longer fits and is
-    parked. On Kueue's clocks the requeue batch of that release wakes big one second later, and it
-    preempts them again: every 31 s until the run ends. Without the clocks the release woke big
-    before it was parked, so it stays parked and nothing loops."""
+    (z borrows with weight 0). When their quota is released (``release_delay`` after the eviction)
+    they are requeued at once and win it back in the tournament (z1 within z's nominal goes first),
+    so big no longer fits and is parked. On Kueue's clocks the requeue batch of that release wakes
+    big one second later, and it preempts them again: z1 is admitted every release delay + 1 s
+    until the run ends (its new pods wait for the GPUs big's terminating pods hold, so with a short
+    delay it never runs). Without the clocks the release woke big before it was parked, so it stays
+    parked and nothing loops."""
     _clocks(clocks, monkeypatch)
     f = fleet(THREE_TEAMS)
-    result = simulate(f, LOOP_JOBS, SimulationConfig(mode=Mode.QUEUE, serving=FLAT, until_s=1500))
+    config = SimulationConfig(mode=Mode.QUEUE, serving=FLAT, until_s=1500, release_delay_s=release_delay)
+    result = simulate(f, LOOP_JOBS, config)
     preempted = {r.key: r.preemptions for r in result.outcome.runs}
     found = [
         x
         for x in diagnose(result, f, measure(result, f, (0, result.outcome.end)))
         if x.reason is Reason.PREEMPTION_LOOP
     ]
-    if not loops:
+    if period is None:
         assert found == [] and preempted["a/big"] == 1 and preempted["z/z1"] == 0
         return
     assert preempted["z/z1"] == preempted["z/z2"] >= LOOP_AT and preempted["a/big"] == 1
@@ -108,4 +121,6 @@ def test_the_requeue_batch_wakes_a_parked_preemptor_into_a_preempt_back_loop(
     z1 = next(r for r in result.outcome.runs if r.key == "z/z1")
     assert {a.end_by for a in z1.attempts if a.end_reason == "Preempted"} == {"a/big"}
     starts = [a.reserved for a in z1.attempts if a.reserved is not None]
-    assert {b - a for a, b in pairwise(starts)} == {31}  # grace 30 s + the batch
+    assert {b - a for a, b in pairwise(starts)} == {period}  # release delay + the batch
+    # big was preempted at 20; z1 first takes the quota when big's is released
+    assert starts[0] == 20 + release_delay

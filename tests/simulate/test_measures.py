@@ -50,8 +50,9 @@ def test_the_queue_holds_the_gang_back_and_the_free_node_is_usable_idle() -> Non
 
 def reclaimed() -> tuple[Fleet, RunResult]:
     """TWO_TEAMS (test_metrics.two_teams_queue): j1 (a, 2 GPUs) runs 0–630 and is preempted at 600
-    (gone at 630), runs again 2431–6031 (parked, it wakes one requeue batch after j2's end); j2 (b,
-    1 GPU) 630–2430; j3 (a, 1 GPU) 700–1300."""
+    (its quota released at 601, its pods gone at 630), runs again 2431–6031 (parked, it wakes one
+    requeue batch after j2's end); j2 (b, 1 GPU) admitted at 601, runs 630–2430; j3 (a, 1 GPU)
+    700–1300."""
     f = fleet(TWO_TEAMS)
     return f, run(f, [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a", 700, 600)])
 

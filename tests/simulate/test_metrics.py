@@ -55,10 +55,10 @@ def two_teams_queue() -> dict:
 
     - j1 (a, 2 GPUs, 3600 s) at 0 borrows b's card; admitted and running at 0.
     - j2 (b, 1 GPU, 1800 s) at 600 reclaims it: j1 is preempted at 600; its pods hold both cards
-      and its Workload the quota for the 30 s grace period (2 GPUs × 630 s lost), so j2 runs
-      630–2430.
+      for the 30 s grace period (2 GPUs × 630 s lost), while Kueue releases its quota a second after
+      the eviction, so j2 is admitted at 601, its pod waits for a card, and it runs 630–2430.
     - j3 (a, 1 GPU, 600 s) at 700 fits a's own card: runs 700–1300 (j1, back in the queue at
-      630 and ahead of it, needs two).
+      601 and ahead of it, needs two).
     - j1 is admitted again one requeue batch (1 s) after j2 finishes: runs 2431–6031. The run ends
       at 6031.
     """

@@ -38,9 +38,10 @@ def test_each_admission_attempt_is_one_allocation() -> None:
 
 def test_waits_carry_kueue_s_reason() -> None:
     waits = {(r.name, r.index): r for r in records() if isinstance(r, WaitInterval)}
-    # j1's second wait ran from its preemption (600) to its admission (2431).
+    # j1's second wait ran from the release of its quota (601: preempted at 600, Kueue clears the
+    # reservation a release delay later, QuotaReserved=False) to its admission (2431).
     second = waits[("j1", 2)]
-    assert (second.start, second.end) == (START + timedelta(seconds=600), START + timedelta(seconds=2431))
+    assert (second.start, second.end) == (START + timedelta(seconds=601), START + timedelta(seconds=2431))
     assert second.reason == "WaitingForQuota"
 
 

@@ -25,10 +25,15 @@ Kueue's own clocks (the queue world): a parked workload wakes one requeue batch 
 capacity change that frees it, at an instant booked for it (``KUEUE``).
 
 Preemption is Kueue's graceful eviction: the victim's pods terminate for ``termination_grace_s``
-(Kubernetes' default grace period), holding their GPUs, and the victim keeps its quota, marked
-evicted, until they are gone; then its quota frees and it queues again with its creation timestamp.
-Meanwhile Kueue's cycles go on for everyone: the waiting preemptor picks the evicted victims again
-(Kueue orders them first) and issues nothing new, and workloads elsewhere are admitted as usual.
+(Kubernetes' default grace period), holding their GPUs until they are gone (``GONE``). Its quota
+frees sooner, ``release_delay_s`` after the eviction (``RELEASE``): Kueue's job reconciler clears a
+Workload's reservation once its Job has no active pod, and pods being deleted are not active. Until
+then the victim is marked evicted, and the waiting preemptor picks it again (Kueue orders the evicted
+first) and issues nothing new; from then it queues again with its creation timestamp. A workload
+admitted into that quota (the preemptor, or the victim itself elsewhere) gets pods that wait for the
+node until the terminating pods are gone; its waitForPodsReady timeout counts from its admission, as
+Kueue's does. A job's pods are named after their attempt, so a readmitted victim's new pods and its
+old terminating ones are told apart. Workloads elsewhere are admitted as usual meanwhile.
 The victim loses its work since its start (no checkpoint is assumed), the grace period included.
 waitForPodsReady evictions release at once: the pods that never became ready hold little.
 The first-apply world has no PriorityClass either, so serving replicas wait for GPUs like any pod;
@@ -76,7 +81,9 @@ from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.requests import Catalog
 from gpufleet.trace.job import Job
 
-ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE = range(7)  # KUEUE: a timer of Kueue's fires
+# GONE: a preempted attempt's pods are gone; RELEASE: Kueue released a victim's quota; KUEUE: a
+# timer of Kueue's fires
+ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE, RELEASE = range(8)
 SERVING = "serving"  # the team name serving replicas are counted under
 
 Progress = Callable[[int, int], None]
@@ -306,9 +313,15 @@ class Simulation:
         self.push(t + run.job.duration_s, FINISH, (run, run.attempt.number))
 
     def release(self, t: int, run: JobRun) -> None:
-        for pod in list(run.bound):
-            self.unbind(run, pod, t)
+        """The current attempt's pods go (a preempted attempt's, still terminating, keep their GPUs)."""
+        self.release_pods(t, run, [pod.name for pod in run.pods])
         self.placing.pop(run.key, None)
+
+    def release_pods(self, t: int, run: JobRun, pods: Sequence[str]) -> None:
+        """These pods of the job free their GPUs (those never bound hold nothing)."""
+        for pod in pods:
+            if pod in run.bound:
+                self.unbind(run, pod, t)
         self.place_dirty = True
 
     def end_attempt(self, t: int, run: JobRun, reason: str, detail: str, message: str) -> None:
@@ -359,8 +372,12 @@ class Simulation:
                 self.replica_worth[name] = self.bind(pod, decision, SERVING)
         for run in list(self.placing.values()):
             last: Unschedulable | None = None
+            placed = 0
             for pod in run.pods:
-                if pod.name in run.bound or _shape(pod) in failed:
+                if pod.name in run.bound:
+                    placed += 1
+                    continue
+                if _shape(pod) in failed:
                     continue
                 decision = self.cluster.schedule(pod)
                 if isinstance(decision, Unschedulable):
@@ -374,7 +391,8 @@ class Simulation:
                 run.holding[pod.name] = hold
                 run.gpu_worth += worth
                 run.attempt.placements[pod.name] = (decision.node, decision.devices)
-            if len(run.bound) == len(run.pods):
+                placed += 1
+            if placed == len(run.pods):
                 self.start(t, run)
             elif last is not None:
                 self.cannot_place(run, last)

@@ -19,7 +19,7 @@ class State(StrEnum):
     PENDING = "Pending"  # waiting for quota (queue) or for nodes (first-apply)
     ADMITTED = "Admitted"  # holds quota; not every pod is running yet
     RUNNING = "Running"
-    TERMINATING = "Terminating"  # preempted: its pods hold their GPUs and its quota for the grace period
+    TERMINATING = "Terminating"  # preempted: its Workload keeps its quota until Kueue releases it (release delay)
     BACKOFF = "Backoff"  # evicted by waitForPodsReady, waiting out the requeue backoff
     FINISHED = "Finished"
     DEACTIVATED = "Deactivated"  # the requeue limit was reached
@@ -46,7 +46,8 @@ class Attempt:
     message: str = ""
     reserved: int | None = None  # quota reserved (queue world)
     started: int | None = None  # every pod running
-    ended: int | None = None
+    ended: int | None = None  # finished, or evicted (Kueue's Evicted condition: the ledger's ``finished``)
+    released: int | None = None  # quota released (queue world): at the end, or a release delay after a preemption
     end_reason: str = ""  # Finished | Preempted | Evicted
     end_detail: str = ""  # Succeeded | InClusterQueue | … | PodsReadyTimeout
     end_message: str = ""
@@ -89,9 +90,11 @@ class JobRun:
         self.state = State.PENDING
         self.attempts: list[Attempt] = []
         self.pods: list[PodSpec] = []  # the current attempt's pods
-        self.bound: dict[str, tuple[float, int]] = {}  # pod -> (GPUs it holds, bound since)
+        # pod -> (GPUs it holds, bound since): the current attempt's, and a preempted attempt's that
+        # still terminate (their names carry the attempt, so the two never meet)
+        self.bound: dict[str, tuple[float, int]] = {}
         self.holding: dict[str, Hold] = {}  # pod -> its hold in the attempt that bound it
-        self.gpu_worth = 0.0  # GPUs the job holds now
+        self.gpu_worth = 0.0  # GPUs the job holds now (terminating pods included)
         self.gpu_seconds = 0.0  # GPU-seconds its pods held, released ones only (see ``held``)
         self.preemptions = 0
         self.requeues = 0
@@ -126,10 +129,11 @@ class JobRun:
         return total
 
     def unplaced(self, end: int) -> int:
-        """Seconds its attempts held quota without every pod running."""
+        """Seconds its attempts held quota without every pod running (a preempted attempt that never
+        ran held it until the release)."""
         total = 0
         for a in self.attempts:
             if a.reserved is not None:
-                stop = a.started if a.started is not None else a.ended if a.ended is not None else end
+                stop = a.started if a.started is not None else a.released if a.released is not None else end
                 total += stop - a.reserved
         return total

@@ -34,8 +34,10 @@ class Queue:
         """``fast``: the twin's verdict memo and quiet-cycle streaks; off, its reference path."""
         self.spec = cluster_spec(fleet)
         # Kueue's clocks (twin/clocks.py): the backoff between cycles and the 1 s inadmissible
-        # requeue batch. The victims' quota is the simulator's to release (hold_evicted_quota):
-        # it frees when their pods are gone, after the termination grace period.
+        # requeue batch. The victims' quota is the simulator's to release (hold_evicted_quota), a
+        # release delay after the eviction (SimulationConfig.release_delay_s, the twin's
+        # RELEASE_DELAY_MS in whole seconds): the twin's own release timer would fall between the
+        # simulator's instants (its cycles move the clock by milliseconds) and be seen a second late.
         self.twin = Twin(
             self.spec, hold_evicted_quota=True, memo=fast, streaks=fast, reservations_per_cycle=True,
             clocks=ClockSettings(),
@@ -83,8 +85,9 @@ class Queue:
     def finish(self, key: str) -> None:
         self.twin.finish(key)
 
-    def evicted_gone(self, key: str) -> None:
-        """A preempted workload's pods are gone: Kueue frees its quota and queues it again."""
+    def released(self, key: str) -> None:
+        """Kueue cleared a preempted workload's reservation: its quota frees and it queues again.
+        (The twin calls it ``evicted_gone``: with ``hold_evicted_quota`` the caller says when.)"""
         self.twin.evicted_gone(key)
 
     def at(self, t: int) -> None:

@@ -3,9 +3,11 @@
 Jobs enter as Workloads of the twin (``gpufleet.simulate.queue``); after every instant Kueue's
 cycles run until stable, and the engine acts on each result before the next: admitted workloads
 get pods carrying their flavor's node labels and tolerations, preempted victims' pods terminate for
-the grace period (holding their GPUs and quota), waitForPodsReady evicts what is not running in
-time and requeues it after Kueue's backoff. Only those events free quota, so with nothing left to
-happen the run stops at once (``waits_out_serving`` is off). The nodes carry the pools' taints.
+the grace period (holding their GPUs) while their quota is released a release delay after the
+eviction (``RELEASE``: Kueue's job reconciler clears the reservation once the Job has no active pod,
+and pods being deleted are not active), waitForPodsReady evicts what is not running in time and
+requeues it after Kueue's backoff. Only those events free quota, so with nothing left to happen the
+run stops at once (``waits_out_serving`` is off). The nodes carry the pools' taints.
 
 Kueue's clocks (``twin/clocks.py``) run with the instants: the twin's millisecond clock is moved to
 every event's second before the event is handled, and a capacity change that leaves workloads
@@ -20,8 +22,8 @@ from typing import Any
 
 from gpufleet.placement import Unschedulable
 from gpufleet.policy import Fleet
-from gpufleet.simulate.engine import GONE, KUEUE, REQUEUE, TIMEOUT, Simulation
-from gpufleet.simulate.jobs import JobRun, State
+from gpufleet.simulate.engine import GONE, KUEUE, RELEASE, REQUEUE, TIMEOUT, Simulation
+from gpufleet.simulate.jobs import Attempt, JobRun, State
 from gpufleet.simulate.queue import Queue
 from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.requests import POD_SET, pod_spec
@@ -53,7 +55,7 @@ class QueueWorld(Simulation):
         self.kueue_dirty = True
 
     def ended(self, run: JobRun) -> None:
-        self.free_quota(run)
+        self.free_quota(run, run.attempt)
         self.queue.finish(run.key)
         self.kueue_dirty = True
 
@@ -83,7 +85,9 @@ class QueueWorld(Simulation):
         elif kind == REQUEUE:
             self.requeue(t, *subject)
         elif kind == GONE:
-            self.pods_gone(t, subject)
+            self.pods_gone(t, *subject)
+        elif kind == RELEASE:
+            self.quota_released(t, *subject)
         elif kind == KUEUE:
             self.kueue_dirty = True  # Kueue's timer: the parked workloads of a tree wake
         else:
@@ -103,7 +107,9 @@ class QueueWorld(Simulation):
         attempt.flavor = a.flavors[POD_SET][run.ask.resource]
         flavor = self.queue.flavor(attempt.flavor)
         count = a.counts[POD_SET]
-        run.pods = [pod_spec(f"{run.job.job_id}/{i}", run.job, run.ask, flavor) for i in range(count)]
+        # named after the attempt: the pods of a preempted attempt may still terminate beside them
+        name = f"{run.key}/{attempt.number}"
+        run.pods = [pod_spec(f"{name}/{i}", run.job, run.ask, flavor) for i in range(count)]
         run.state = State.ADMITTED
         run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
         self.watch.reserve(run.team, *run.quota)
@@ -112,38 +118,48 @@ class QueueWorld(Simulation):
         self.push(t + self.config.pods_ready.timeout_s, TIMEOUT, (run, attempt.number))
 
     def preempted(self, t: int, p: Preempted) -> None:
-        """The victim's pods start terminating; they keep their GPUs, and the Workload its quota,
-        until the grace period ends (``pods_gone``). Its work since the start is lost."""
+        """The victim's pods start terminating and keep their GPUs until the grace period ends
+        (``pods_gone``); its Workload keeps its quota, marked evicted, until Kueue releases it a
+        release delay later (``quota_released``). Its work since the start is lost, the grace
+        period included."""
         run = self.by_key[p.workload]
         gone = t + self.config.termination_grace_s
+        ended = run.attempt
+        pods = [pod.name for pod in run.pods]
         if run.state is State.RUNNING:
-            started = run.attempt.started
+            started = ended.started
             assert started is not None
-            run.work_lost += run.gpu_worth * (gone - started)
+            run.work_lost += sum(run.bound[pod][0] for pod in pods) * (gone - started)
             self.waiting += 1
             self.watch.waiting(run, 1)
         self.placing.pop(run.key, None)
         self.end_attempt(t, run, "Preempted", p.reason, p.message)
-        run.attempt.end_by = p.preemptor
+        ended.end_by = p.preemptor
         run.preemptions += 1
         run.state = State.TERMINATING
         attempt = run.begin(t)
         attempt.reason, attempt.message = "Preempted", p.message
-        self.push(gone, GONE, run)
+        self.push(t + self.config.release_delay_s, RELEASE, (run, ended))
+        self.push(gone, GONE, (run, pods))
 
-    def pods_gone(self, t: int, run: JobRun) -> None:
-        """A preempted job's pods are gone: the GPUs and the quota free, and it queues again."""
-        self.release(t, run)
-        self.free_quota(run)
+    def quota_released(self, t: int, run: JobRun, ended: Attempt) -> None:
+        """Kueue cleared the victim's reservation (its Job has no active pod): the quota frees and
+        it queues again, while its pods may still be terminating."""
+        assert run.state is State.TERMINATING
+        self.free_quota(run, ended, t)
         run.state = State.PENDING
-        self.queue.evicted_gone(run.key)
+        self.queue.released(run.key)
         self.kueue_dirty = True
+
+    def pods_gone(self, t: int, run: JobRun, pods: list[str]) -> None:
+        """A preempted attempt's pods are gone: their GPUs free for the pods waiting for a node."""
+        self.release_pods(t, run, pods)
 
     def pods_ready_timeout(self, t: int, run: JobRun) -> None:
         self.release(t, run)
         message = f"Exceeded the PodsReady timeout {run.key}"
         self.end_attempt(t, run, "Evicted", "PodsReadyTimeout", message)
-        self.free_quota(run)
+        self.free_quota(run, run.attempt)
         self.queue.finish(run.key)
         self.kueue_dirty = True
         run.requeues += 1
@@ -160,11 +176,13 @@ class QueueWorld(Simulation):
         attempt.reason, attempt.message = "Requeued", f"requeued after {backoff} s of backoff"
         self.push(t + backoff, REQUEUE, (run, t))  # requeuingStrategy.timestamp: Eviction
 
-    def free_quota(self, run: JobRun) -> None:
+    def free_quota(self, run: JobRun, attempt: Attempt, t: int | None = None) -> None:
+        """The Workload's reservation for ``attempt`` ends at ``t`` (None: when the attempt ended)."""
         if run.quota is not None:
             pool, resource, units = run.quota
             self.watch.reserve(run.team, pool, resource, -units)
             run.quota = None
+            attempt.released = attempt.ended if t is None else t
 
     def requeue(self, t: int, run: JobRun, created: int) -> None:
         run.state = State.PENDING

@@ -3,6 +3,11 @@
 Each attempt becomes an ``Allocation`` (keyed ``sim:<run>:<namespace>/<job>``, attempt n) and its
 wait a ``WaitInterval`` with the last reason Kueue (or, in the first-apply world, the scheduler)
 gave; both are marked ``simulated``. Trace seconds become wall times from the run's ``start``.
+
+The fields mean what the recorder writes from a live cluster: a preempted attempt's ``finished`` is
+its eviction (Kueue's ``Evicted`` condition), and the wait that follows starts when Kueue released
+its quota (``QuotaReserved=False``), a release delay later; its pods' GPUs are freed later still,
+after the grace period (``Attempt.holds``, which the measures read, not the ledger).
 """
 
 from __future__ import annotations
@@ -44,12 +49,15 @@ def ledger_records(outcome: Outcome, run_name: str) -> list[Record]:
         uid = f"sim:{run_name}:{run.key}"
         lq = outcome.local_queues.get(job.namespace)
         local_queue = f"{job.namespace}/{lq}" if lq else ""
+        released: int | None = None  # when the previous attempt's quota was released
         for attempt in run.attempts:
             wait_end = attempt.reserved if attempt.reserved is not None else attempt.started
             if wait_end is None:
                 wait_end = attempt.ended
             queued = at(attempt.queued)
-            assert queued is not None
+            waits = at(attempt.queued if released is None else max(attempt.queued, released))
+            released = attempt.released
+            assert queued is not None and waits is not None
             out.append(
                 WaitInterval(
                     workload_uid=uid,
@@ -60,7 +68,7 @@ def ledger_records(outcome: Outcome, run_name: str) -> list[Record]:
                     local_queue=local_queue,
                     reason=attempt.reason,
                     message=attempt.message,
-                    start=queued,
+                    start=waits,
                     end=at(wait_end),
                     simulated=True,
                 )

@@ -10,8 +10,8 @@ requeue batch after a capacity change; reservations are stamped with the clock's
 
 Evictions: by default a victim's quota frees the moment it is preempted (its pods vanish at once,
 as Kueue's scheduler tests assume); on Kueue's clocks it frees one release delay later. With ``hold_evicted_quota`` the victim keeps its quota, marked
-evicted, until the caller says its pods are gone (``evicted_gone``), as in a real cluster where the
-job controller releases the reservation only once the job has stopped. Meanwhile Kueue's candidate
+evicted, until the caller releases it (``evicted_gone``; the simulator: one release delay after the
+eviction, when Kueue's job reconciler sees the Job stopped, while the pods may still terminate). Meanwhile Kueue's candidate
 order puts evicted workloads first, so a waiting preemptor picks its own victims again and issues
 no new evictions.
 
@@ -373,7 +373,7 @@ class Twin:
             who += f", JobUID: {preemptor.spec.job_uid}"
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
         if self.hold_evicted_quota:
-            cq.mark_evicted(wl, True)  # the caller says when its pods are gone
+            cq.mark_evicted(wl, True)  # the caller says when its quota is released
             self.memo.clear()
         elif self.clock is not None:
             cq.mark_evicted(wl, True)
@@ -384,8 +384,8 @@ class Twin:
         return Preempted(wl.key, cq.name, preemptor.key, reason, message)
 
     def evicted_gone(self, key: str) -> None:
-        """An evicted workload's pods are gone: its quota frees and it queues again, keeping its
-        creation timestamp (Kueue's queue order for preempted workloads)."""
+        """The caller releases an evicted workload's quota (its Job stopped): it queues again,
+        keeping its creation timestamp (Kueue's queue order for preempted workloads)."""
         self._later()
         wl = self.workloads[key]
         if not wl.evicted:

@@ -29,12 +29,17 @@ def _time(seconds: int) -> str:
     return f"2025-01-01T00:{seconds // 60:02}:{seconds % 60:02}Z"
 
 
-def cluster(queues: list[CQ], workloads: list[WL], *, fair: bool = True) -> str:
-    """The YAML stream ``gpufleet twin step`` reads: one flavor, one namespace, GPU quota only."""
+def cluster(queues: list[CQ], workloads: list[WL], *, fair: bool = True, parents: dict[str, str] | None = None) -> str:
+    """The YAML stream ``gpufleet twin step`` reads: one flavor, one namespace, GPU quota only;
+    ``parents`` names the Cohort objects of a tree (child to parent)."""
     docs = [
         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: gpu}",
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}",
     ]
+    for child, parent in (parents or {}).items():
+        docs.append(
+            f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {{name: {child}}}\nspec: {{parentName: {parent}}}"
+        )
     if fair:
         docs.append("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfairSharing: {}")
     for q in queues:

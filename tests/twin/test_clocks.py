@@ -245,3 +245,35 @@ def test_a_head_that_repeats_its_verdict_after_a_requeue_batch_does_not_end_the_
     tried = [p.workload for r in results for p in r.pending]
     assert tried == ["ns/a", "ns/a"]  # before and after the batch, the same verdict both times
     assert [a.workload for r in results for a in r.admitted] == ["ns/b"]
+
+
+# Seeds 167, 277 and 280 of the random differential: a head of a nested ClusterQueue fails and
+# parks, a smaller one behind it is admitted, and Kueue tries the parked head again about two
+# seconds later (the ClusterQueue's status write reconciles its Cohort, which asks for the tree's
+# requeue batch: twin/cq_status.py), so its condition counts the later admission.
+def _nested_cluster(nested: bool) -> str:
+    return cluster(
+        [CQ("q0", 0, cohort="team" if nested else "org"), CQ("q1", 8, cohort="org")],
+        [WL("held", "q1", 4, 0, admitted=True), WL("big", "q0", 6, 1), WL("small", "q0", 2, 2)],
+        fair=False,
+        parents={"team": "org"} if nested else None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("nested", "clocks", "tried_at", "needed"),
+    [
+        (True, ClockSettings(), [0, 2000], 4),  # team has a parent: its status write wakes the tree
+        (False, ClockSettings(), [0], 2),  # q0 right under the root: Kueue reconciles no Cohort
+        (True, None, [0], 2),  # the unit-test world has no ClusterQueue controller
+    ],
+    ids=["nested", "under-the-root", "no-clocks"],
+)
+def test_a_nested_status_write_brings_the_parked_head_back(
+    nested: bool, clocks: ClockSettings | None, tried_at: list[int], needed: int
+) -> None:
+    report = step([("nested.yaml", _nested_cluster(nested))], None, clocks)
+    written = [(c["atMs"], p["message"]) for c in report["cycles"] for p in c["pending"] if p["workload"] == "ns/big"]
+    assert sorted({at for at, _ in written}) == tried_at
+    assert written[-1][1].endswith(f"insufficient unused quota for nvidia.com/gpu in flavor gpu, {needed} more needed")
+    assert _decisions(report)[-1][1] == ["ns/small"]

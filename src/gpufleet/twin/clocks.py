@@ -30,6 +30,11 @@ Kueue v0.19.2 runs on three clocks that change *who* is admitted, not only when:
   long that takes is the API server's and the Job controller's; issue 18's testbed measured
   about one second (``RELEASE_DELAY_MS``). Meanwhile the victim counts as evicted (first in
   Kueue's candidate order) and a waiting preemptor picks it again without a new eviction.
+* **A nested ClusterQueue's status** (``cq_status.py``): the ClusterQueue controller reconciles
+  one ``UpdatesBatchPeriod`` (``pkg/constants``, 1 s) after an event on one of its workloads; a
+  status it writes reconciles the Cohorts above it but the root, and each Cohort reconcile asks
+  for its tree's requeue batch (``Manager.AddOrUpdateCohort``), so parked workloads come back
+  about two seconds after an admission even though nothing freed.
 
 Cycles take no time of their own here: a cycle starts when the armed timer has run out, or when
 the next timer wakes a loop blocked without heads.
@@ -45,8 +50,10 @@ BACKOFF_CAP_MS = 10  # backoff.go maxBackoff
 REQUEUE_BATCH_MS = 1000  # inadmissible_workloads.go requeueBatchPeriod
 LONG_REQUEUE_BATCH_MS = 10_000  # requeueLongBatchPeriod, with the SchedulerLongRequeueInterval gate
 RELEASE_DELAY_MS = 1000  # issue 18's testbed: eviction to QuotaReserved=False for a batch Job
+CQ_STATUS_BATCH_MS = 1000  # constants.UpdatesBatchPeriod: a ClusterQueue reconciles after its workloads' events
 
-RELEASE, BATCH = "release", "batch"  # timer kinds: a victim's quota frees; a tree's parked wake
+# timer kinds: a victim's quota frees; a tree's parked wake; a ClusterQueue's status is reconciled
+RELEASE, BATCH, STATUS = "release", "batch", "status"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +85,9 @@ class Clock:
     queue keeps one request per item.
     """
 
-    __slots__ = ("_armed", "_backoff", "_seq", "_started", "batches", "next_start", "now", "settings", "timers")
+    __slots__ = (
+        "_armed", "_backoff", "_seq", "_started", "batches", "next_start", "now", "settings", "statuses", "timers",
+    )  # fmt: skip
 
     def __init__(self, origin: int, settings: ClockSettings) -> None:
         self.settings = settings
@@ -90,6 +99,7 @@ class Clock:
         self._seq = 0
         self.timers: list[tuple[int, int, str, str]] = []
         self.batches: dict[str, int] = {}  # root -> due of its waiting requeue batch
+        self.statuses: set[str] = set()  # ClusterQueues whose status reconcile is waiting
 
     # --- timers ---------------------------------------------------------------------------------
     def release_later(self, key: str) -> None:
@@ -103,6 +113,13 @@ class Clock:
             due = self.now + self.settings.requeue_batch_ms
             self.batches[root] = due
             self._set(due, BATCH, root)
+
+    def status_later(self, cq: str) -> None:
+        """An event on a workload of ``cq`` now: the ClusterQueue controller reconciles it one
+        ``UpdatesBatchPeriod`` later, or with the reconcile already waiting (``AddAfter`` again)."""
+        if cq not in self.statuses:
+            self.statuses.add(cq)
+            self._set(self.now + CQ_STATUS_BATCH_MS, STATUS, cq)
 
     def _set(self, due: int, kind: str, subject: str) -> None:
         self._seq += 1
@@ -120,6 +137,8 @@ class Clock:
         self.now = max(self.now, due)
         if kind == BATCH:
             del self.batches[subject]
+        elif kind == STATUS:
+            self.statuses.discard(subject)
         return kind, subject
 
     def advance_to(self, t: int) -> None:

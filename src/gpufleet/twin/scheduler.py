@@ -33,6 +33,7 @@ from gpufleet.twin import pending, timing
 from gpufleet.twin.admission_fairsharing import UsageLedger
 from gpufleet.twin.clocks import Clock, ClockSettings
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
+from gpufleet.twin.cq_status import StatusWrites
 from gpufleet.twin.cycle import schedule
 from gpufleet.twin.equivalence import EquivalenceClasses
 from gpufleet.twin.fairshare import FairShare
@@ -122,7 +123,7 @@ class Twin:
             clocks = clocks.for_gates(spec.config.gate("SchedulerLongRequeueInterval"))
         self.clock = Clock((latest // 1000 + 1) * 1000, clocks) if clocks is not None else None
         self.time = (
-            KueueTime(self.clock, self.has_heads, self._release_evicted, self.queues.capacity_changed)
+            KueueTime(self.clock, self.has_heads, self._release_evicted, self.queues.capacity_changed, self._status_due)
             if self.clock is not None
             else None
         )
@@ -138,6 +139,9 @@ class Twin:
             self.add_workload(wl)
         self._built = True
         self.sample_usage(now)
+        # On Kueue's clocks, a nested ClusterQueue's status writes wake its tree (cq_status.py)
+        nested = [cq for cq in self.tree.cluster_queues.values() if StatusWrites.nested(cq)]
+        self.status_writes = StatusWrites(nested, self.queues) if self.clock is not None and nested else None
 
     def _admission_fair_sharing(self, now: int) -> UsageLedger | None:
         """AdmissionFairSharing's ledger, attached to the ClusterQueues it orders; None (nothing
@@ -211,6 +215,8 @@ class Twin:
             )
         elif spec.active:
             queue.push(wl)
+            if self._built:
+                self._status_event(cq_name)
         return wl
 
     def finish(self, key: str) -> None:
@@ -222,11 +228,13 @@ class Twin:
             queue = self.queues.by_cq.get(wl.cluster_queue)
             if queue is not None:
                 queue.delete(key)
+                self._status_event(wl.cluster_queue)
             self.last_status.pop(key, None)
             return
         cq = self.tree.cluster_queues[wl.cluster_queue]
         self._release(wl, cq)
         self._capacity_changed(cq)
+        self._status_event(cq.name)
 
     # --- cycles ----------------------------------------------------------------------------------
     def run_cycle(self, previous: tuple[Pending, ...] | None = None) -> CycleResult:
@@ -357,6 +365,7 @@ class Twin:
             at = self._epoch
         self._reserve(wl, cq, admission, at)
         self.last_status.pop(wl.key, None)
+        self._status_event(cq.name)
         if self.afs is not None and self.afs.charge(wl, admission, at):  # the entry penalty
             self.queues.by_cq[cq.name].rekey()
 
@@ -407,6 +416,7 @@ class Twin:
         self._release(wl, cq)
         self.queues.by_cq[cq.name].push(wl)
         self._capacity_changed(cq)
+        self._status_event(cq.name)
 
     def admitted_record(self, wl: Workload) -> Admitted:
         assert wl.admission is not None
@@ -458,6 +468,20 @@ class Twin:
         wl.admission = None
         wl.uses = frozenset()
         self.memo.clear()
+
+    def _status_event(self, name: str) -> None:
+        """An event on a workload of ClusterQueue ``name``: with its status watched (a nested one on
+        Kueue's clocks), the ClusterQueue controller reconciles it a second later."""
+        if self.status_writes is not None and self.status_writes.watches(name):
+            assert self.clock is not None
+            self.clock.status_later(name)
+
+    def _status_due(self, name: str) -> None:
+        """The reconcile of ``name`` is due: a changed status reconciles its Cohorts, which ask
+        for the tree's requeue batch (cq_status.py)."""
+        cq = self.tree.cluster_queues[name]
+        if self.status_writes is not None and self.status_writes.write(cq):
+            self._capacity_changed(cq)
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
         """Parked workloads of the tree wake: before the next cycle, or with clocks one requeue

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from gpufleet.twin.clocks import RELEASE, Clock
+from gpufleet.twin.clocks import RELEASE, STATUS, Clock
 from gpufleet.twin.loops import LoopWatch
 from gpufleet.twin.results import CycleResult, Pending
 
@@ -23,14 +23,19 @@ if TYPE_CHECKING:
 class KueueTime:
     """The clock as the loop sees it: ``until`` caps which timers may fire in the current run."""
 
-    __slots__ = ("_has_heads", "_release", "_wake", "clock", "sample", "until")
+    __slots__ = ("_has_heads", "_release", "_status", "_wake", "clock", "sample", "until")
 
     def __init__(
-        self, clock: Clock, has_heads: Callable[[], bool], release: Callable[[str], None], wake: Callable[[str], None]
+        self,
+        clock: Clock,
+        has_heads: Callable[[], bool],
+        release: Callable[[str], None],
+        wake: Callable[[str], None],
+        status: Callable[[str], None],
     ) -> None:
         self.clock = clock
         self.until: int | None = None
-        self._has_heads, self._release, self._wake = has_heads, release, wake
+        self._has_heads, self._release, self._wake, self._status = has_heads, release, wake, status
         # AdmissionFairSharing's sampling (``Twin.sample_usage``), set only where it applies: the
         # LocalQueue controller decays usage once per sampling interval while the loop runs
         self.sample: Callable[[int], None] | None = None
@@ -67,6 +72,8 @@ class KueueTime:
             kind, subject = timer
             if kind == RELEASE:
                 self._release(subject)
+            elif kind == STATUS:  # the ClusterQueue controller writes the status it finds changed
+                self._status(subject)
             else:  # the requeue batch of a root: its parked workloads go back before the next heads
                 self._wake(subject)
 

@@ -10,7 +10,7 @@ A minimal event loop drives the twin: arrivals and completions at integer millis
 scheduling cycles that take either no time (instant) or a fixed latency per cycle, calibrated so
 that the simulated makespan matches Kueue's (the other figures are then a check, not a fit).
 
-Run: ``PYTHONPATH=src python bench/twin_kueue_perf.py`` (``--latency-ms X`` skips calibration).
+Run: ``python -m bench twin_kueue_perf`` (``--latency-ms X`` skips calibration).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ built from these steps; this module knows nothing of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol
 
 from gpufleet.twin import equivalence, reasons
@@ -39,6 +39,7 @@ from gpufleet.twin.workload import Workload
 
 SKIPPED, ASSUMED, PREEMPTING, NAMESPACE_MISMATCH = "skipped", "assumed", "preempting", "namespaceMismatch"
 UNASSIGNED = Assignment(mode=NO_FIT)  # shared, never mutated: heads rejected before flavor assignment
+NO_TARGETS: tuple[Target, ...] = ()  # shared: most heads preempt nothing, and need no list each
 
 
 class Cluster(Protocol):
@@ -82,7 +83,7 @@ class Entry:
         self.cq = cq
         self.verdict: Verdict | None = None
         self.assignment = UNASSIGNED
-        self.targets: list[Target] = []
+        self.targets: Sequence[Target] = NO_TARGETS
         self.status = ""
         self.reason = ""
         self.message = ""
@@ -197,7 +198,7 @@ def process(
             continue
         if e.targets and any(t.workload.key in victims for t in e.targets):
             _skip(e, reasons.OVERLAPPING_TARGETS)
-        elif not _fits_without(k, cq, e.assignment.usage, [t for t, _ in victims.values()] + e.targets):
+        elif not _fits_without(k, cq, e.assignment.usage, victims, e.targets):
             _skip(e, reasons.NO_LONGER_FITS)
         elif e.targets:
             for t in e.targets:
@@ -217,20 +218,32 @@ def _skip(e: Entry, message: str) -> None:
     e.reason, e.message = reasons.WAITING_FOR_QUOTA, message
 
 
-def _fits_without(k: Cluster, cq: ClusterQueue, usage: dict[int, int], gone: list[Target]) -> bool:
-    if not gone:
-        node = cq.node
-        for fr, q in usage.items():  # noqa: SIM110 (a loop: no generator per admission)
-            if q > available(node, fr):
-                return False
-        return True
+def _fits_without(
+    k: Cluster,
+    cq: ClusterQueue,
+    usage: dict[int, int],
+    victims: dict[str, tuple[Target, Entry]],
+    targets: Sequence[Target],
+) -> bool:
+    """Whether ``usage`` fits once this cycle's victims and ``targets`` are gone."""
+    if not victims and not targets:  # most entries: no list built per admission
+        return _fits(cq, usage)
+    gone = [*(t for t, _ in victims.values()), *targets]
     for t in gone:
         k.preemptor.remove(t.workload)
     try:
-        return _fits_without(k, cq, usage, [])
+        return _fits(cq, usage)
     finally:
         for t in gone:
             k.preemptor.restore(t.workload)
+
+
+def _fits(cq: ClusterQueue, usage: dict[int, int]) -> bool:
+    node = cq.node
+    for fr, q in usage.items():  # noqa: SIM110 (a loop: no generator per admission)
+        if q > available(node, fr):
+            return False
+    return True
 
 
 def reserve(a: Assignment, cq: ClusterQueue) -> dict[int, int]:

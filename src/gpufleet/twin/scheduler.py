@@ -25,7 +25,7 @@ simulator uses) are the fast path. Both give the same cycles, admissions, evicti
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from gpufleet.errors import InputError
@@ -33,7 +33,7 @@ from gpufleet.twin import pending, timing
 from gpufleet.twin.admission_fairsharing import UsageLedger
 from gpufleet.twin.clocks import Clock, ClockSettings
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
-from gpufleet.twin.cycle import schedule
+from gpufleet.twin.cycle import NO_TARGETS, schedule
 from gpufleet.twin.equivalence import EquivalenceClasses
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
@@ -61,7 +61,7 @@ from gpufleet.twin.results import (
 from gpufleet.twin.specs import ClusterSpec, WorkloadSpec
 from gpufleet.twin.streaks import run_streak
 from gpufleet.twin.timing import KueueTime
-from gpufleet.twin.workload import Admission, Workload, admission_from_status
+from gpufleet.twin.workload import NO_USES, Admission, Workload, admission_from_status
 
 
 class Twin:
@@ -101,7 +101,7 @@ class Twin:
         self.last_status: dict[str, Pending] = {}
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
-        self._uses: dict[frozenset[int], frozenset[int]] = {}  # Workload.uses, interned
+        self._uses: dict[tuple[tuple[int, int], ...], frozenset[int]] = {}  # Workload.uses by usage, interned
         self.memo = VerdictMemo(self._assign, remember=memo)
         # Preemption trials of the workload being assigned (see _targets).
         self._trials: dict[tuple[object, ...], list[Target]] = {}
@@ -285,7 +285,7 @@ class Twin:
         twin has its memo: memo.py)."""
         return self.memo.get(wl, cq)
 
-    def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
+    def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, Sequence[Target]]:
         """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest
         reduced size that fits or can preempt, found by binary search (Kueue's partial admission)."""
         if self._trials:
@@ -297,7 +297,7 @@ class Twin:
         reducible = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in wl.pod_sets]
         steps = max(reducible)
         lo, hi = 1, steps
-        found: tuple[Assignment, list[Target]] | None = None
+        found: tuple[Assignment, Sequence[Target]] | None = None
         while lo <= hi:
             mid = (lo + hi) // 2
             counts = tuple(ps.count - (r * mid) // steps for ps, r in zip(wl.pod_sets, reducible, strict=True))
@@ -308,11 +308,11 @@ class Twin:
                 lo = mid + 1
         return found if found is not None else (assignment, targets)
 
-    def _try(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> tuple[Assignment, list[Target]]:
+    def _try(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> tuple[Assignment, Sequence[Target]]:
         assignment = self.assigner.assign(wl, cq, counts)
         if assignment.mode in (PREEMPT, RECLAIM, NO_CANDIDATES):
             return assignment, self._targets(wl, cq, assignment.usage, assignment.contested)
-        return assignment, []
+        return assignment, NO_TARGETS
 
     def _targets(
         self, wl: Workload, cq: ClusterQueue, request: dict[int, int], contested: Iterable[int]
@@ -436,8 +436,10 @@ class Twin:
     # --- internals -------------------------------------------------------------------------------
     def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission, at: int) -> None:
         wl.admission = admission
-        uses = frozenset([fr for fr, _ in admission.usage])
-        wl.uses = self._uses.setdefault(uses, uses)  # one set per combination: fewer objects for the collector
+        uses = self._uses.get(admission.usage)
+        if uses is None:  # one set per usage: no new object per reservation for the collector
+            uses = self._uses[admission.usage] = frozenset([fr for fr, _ in admission.usage])
+        wl.uses = uses
         wl.cluster_queue = cq.name
         wl.reserved_at = at
         wl.victim_key = (wl.priority, -at, wl.order[2])
@@ -456,7 +458,7 @@ class Twin:
             self.afs.admitted(wl, wl.admission, -1)
         cq.drop(wl)
         wl.admission = None
-        wl.uses = frozenset()
+        wl.uses = NO_USES
         self.memo.clear()
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:

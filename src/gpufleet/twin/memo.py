@@ -52,7 +52,9 @@ class VerdictMemo:
     def get(self, wl: Workload, cq: ClusterQueue) -> Verdict:
         if not self.remember:
             return Verdict(*self._assign(wl, cq))
-        key = self.shape(wl, cq)
+        key = wl.shape
+        if key is None or key[0] != cq.name:
+            key = self.shape(wl, cq)
         found = self._verdicts.get(key)
         if found is None:
             found = self._verdicts[key] = Verdict(*self._assign(wl, cq))

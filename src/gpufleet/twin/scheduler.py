@@ -175,12 +175,13 @@ class Twin:
         """Add a Workload: admitted ones (``spec.admission``) take quota now, others queue."""
         self._later()
         lq = self.spec.local_queues.get(f"{spec.namespace}/{spec.queue_name}")
-        if spec.key in self.workloads:
-            raise InputError.one(f"Workload {spec.key} is defined twice", path=f"Workload/{spec.key}")
+        key = spec.key
+        if key in self.workloads:
+            raise InputError.one(f"Workload {key} is defined twice", path=f"Workload/{key}")
         if lq is None and spec.admission is None:
             raise InputError.one(
-                f"Workload {spec.key} points at LocalQueue {spec.namespace}/{spec.queue_name}, which does not exist",
-                path=f"Workload/{spec.key}.spec.queueName",
+                f"Workload {key} points at LocalQueue {spec.namespace}/{spec.queue_name}, which does not exist",
+                path=f"Workload/{key}.spec.queueName",
             )
         cq_name = spec.admission.cluster_queue if spec.admission else lq.cluster_queue if lq else ""
         equivalence = self.classes.of(spec) if self.equivalence_hashing else None
@@ -189,7 +190,7 @@ class Twin:
         wl = Workload(spec, cq_name)
         wl.equivalence = equivalence
         wl.looks = None if self.spec.config.excluded_prefixes else equivalence  # memo.py's key
-        self.workloads[wl.key] = wl
+        self.workloads[key] = wl
         if spec.admission is not None:
             cq = self.tree.cluster_queues.get(cq_name)
             if cq is None:

@@ -57,11 +57,11 @@ class Workload:
 
     def __init__(self, spec: WorkloadSpec, cluster_queue: str) -> None:
         self.spec = spec
-        self.key = spec.key
+        self.key = key = spec.key
         self.priority = spec.priority
         self.cluster_queue = cluster_queue
         self.pod_sets: tuple[PodSetSpec, ...] = spec.pod_sets
-        self.order: tuple[int, int, str] = (-spec.priority, spec.created, spec.uid or spec.key)
+        self.order: tuple[int, int, str] = (-spec.priority, spec.created, spec.uid or key)
         self.admission: Admission | None = None
         self.reserved_at = 0  # when quota was reserved; "admitted more recently" orders victims
         self.evicted = False  # Kueue's Evicted condition while the quota is still reserved

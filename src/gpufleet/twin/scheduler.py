@@ -291,9 +291,11 @@ class Twin:
         reduced size that fits or can preempt, found by binary search (Kueue's partial admission)."""
         if self._trials:
             self._trials.clear()
-        full = tuple([ps.count for ps in wl.pod_sets])
-        assignment, targets = self._try(wl, cq, full)
-        if assignment.mode == FIT or targets or not wl.can_be_partially_admitted():
+        assignment = self.assigner.assign_full(wl, cq)
+        if assignment.mode == FIT:
+            return assignment, NO_TARGETS
+        assignment, targets = self._with_targets(wl, cq, assignment)
+        if targets or not wl.can_be_partially_admitted():
             return assignment, targets
         reducible = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in wl.pod_sets]
         steps = max(reducible)
@@ -310,7 +312,11 @@ class Twin:
         return found if found is not None else (assignment, targets)
 
     def _try(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> tuple[Assignment, Sequence[Target]]:
-        assignment = self.assigner.assign(wl, cq, counts)
+        return self._with_targets(wl, cq, self.assigner.assign(wl, cq, counts))
+
+    def _with_targets(
+        self, wl: Workload, cq: ClusterQueue, assignment: Assignment
+    ) -> tuple[Assignment, Sequence[Target]]:
         if assignment.mode in (PREEMPT, RECLAIM, NO_CANDIDATES):
             return assignment, self._targets(wl, cq, assignment.usage, assignment.contested)
         return assignment, NO_TARGETS

@@ -78,26 +78,23 @@ class Entry:
         "requeue_now", "status", "targets", "usage", "verdict", "wl",
     )  # fmt: skip
 
-    def __init__(self, wl: Workload, cq: ClusterQueue | None) -> None:
+    def __init__(self, wl: Workload, cq: ClusterQueue | None, verdict: Verdict | None = None) -> None:
+        """``verdict``: the head's flavors and targets; None for a head rejected before them."""
         self.wl = wl
         self.cq = cq
-        self.verdict: Verdict | None = None
-        self.assignment = UNASSIGNED
-        self.targets: Sequence[Target] = NO_TARGETS
+        self.verdict = verdict
+        assignment = UNASSIGNED if verdict is None else verdict.assignment
+        self.assignment = assignment
+        self.targets: Sequence[Target] = NO_TARGETS if verdict is None else verdict.targets
         self.status = ""
-        self.reason = ""
-        self.message = ""
+        self.reason = assignment.reason
+        self.message = assignment.message
         self.requeue_now = False  # Kueue's FailedAfterNomination / PendingPreemption
         # What the fair-sharing tournament reads (plain attributes: it reads them a lot).
         self.order = wl.order
-        self.usage: dict[int, int] = self.assignment.usage
+        self.usage: dict[int, int] = assignment.usage
         if cq is not None:
             self.node: QuotaNode = cq.node
-
-    def assign(self, verdict: Verdict) -> None:
-        self.verdict = verdict
-        self.assignment, self.targets, self.usage = verdict.assignment, verdict.targets, verdict.assignment.usage
-        self.reason, self.message = verdict.assignment.reason, verdict.assignment.message
 
     @property
     def standing(self) -> tuple[bool, tuple[int, float]] | None:
@@ -147,18 +144,17 @@ def nominate(k: Cluster, heads: Iterable[Workload]) -> tuple[list[Entry], list[E
     rejected: list[Entry] = []
     for wl in heads:
         cq = k.tree.cluster_queues.get(wl.cluster_queue)
+        if cq is not None and cq.active and k.namespace_matches(cq, wl):
+            entries.append(Entry(wl, cq, k.get_assignments(wl, cq)))
+            continue
         e = Entry(wl, cq)
         if cq is None:
             e.reason, e.message = reasons.MISCONFIGURED, reasons.cluster_queue_not_found(wl.cluster_queue)
         elif not cq.active:
             e.reason, e.message = reasons.SUSPENDED, reasons.cluster_queue_inactive(cq.name)
-        elif not k.namespace_matches(cq, wl):
+        else:
             e.reason, e.message = reasons.MISCONFIGURED, reasons.NAMESPACE_MISMATCH
             e.status = NAMESPACE_MISMATCH
-        else:
-            e.assign(k.get_assignments(wl, cq))
-            entries.append(e)
-            continue
         rejected.append(e)
     return entries, rejected
 

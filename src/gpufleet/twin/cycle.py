@@ -235,6 +235,7 @@ def _fits_without(
 
 
 def _fits(cq: ClusterQueue, usage: dict[int, int]) -> bool:
+    """Whether ``usage`` fits in ``cq`` as the quota tree stands."""
     node = cq.node
     for fr, q in usage.items():  # noqa: SIM110 (a loop: no generator per admission)
         if q > available(node, fr):

@@ -172,6 +172,7 @@ class FlavorAssigner:
         return self._assign(wl, cq, full_counts(wl))
 
     def _plan(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Plan | None:
+        """The plain-Fit plan of ``wl``'s pod sets at ``counts`` in ``cq``, made once."""
         shape = wl.shape  # the memo's number for (ClusterQueue, pod sets, ...): cheaper to hash
         key = (shape, counts) if shape is not None and shape[0] == cq.name else (cq.name, wl.pod_sets, counts)
         plan = self._plans.get(key, UNPLANNED)

@@ -317,6 +317,7 @@ class Twin:
     def _with_targets(
         self, wl: Workload, cq: ClusterQueue, assignment: Assignment
     ) -> tuple[Assignment, Sequence[Target]]:
+        """The assignment with its preemption targets (none unless it needs preemption)."""
         if assignment.mode in (PREEMPT, RECLAIM, NO_CANDIDATES):
             return assignment, self._targets(wl, cq, assignment.usage, assignment.contested)
         return assignment, NO_TARGETS

@@ -156,10 +156,11 @@ def simulate(spec: ClusterSpec, jobs: Iterable[Job], latency_ms: int) -> Outcome
             cycles += 1
             done = now + latency_ms  # a cycle's decisions land when the cycle ends
             for a in result.admitted:
-                job = by_name[a.workload]
-                epoch[a.workload] = epoch.get(a.workload, 0) + 1
-                admitted_at[a.workload] = done
-                heapq.heappush(completions, (done + job.runtime_ms, a.workload, epoch[a.workload]))
+                key = a.workload
+                job = by_name[key]
+                epoch[key] = ep = epoch.get(key, 0) + 1
+                admitted_at[key] = done
+                heapq.heappush(completions, (done + job.runtime_ms, key, ep))
                 usage += job.cpu_milli
             preemptions += len(result.preempted)
             for p in result.preempted:

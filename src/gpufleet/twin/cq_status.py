@@ -25,40 +25,54 @@ Kueue's may come up to a second earlier.
 
 from __future__ import annotations
 
-from gpufleet.twin.cohort import ClusterQueue
+from typing import TYPE_CHECKING
+
+from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.queues import Queues
+
+if TYPE_CHECKING:
+    from gpufleet.twin.timing import KueueTime
 
 Status = tuple[int, int, tuple[int, ...]]
 
 
 class StatusWrites:
-    """The status Kueue last wrote for each nested ClusterQueue, and whether a new one differs."""
+    """The status Kueue last wrote for each nested ClusterQueue, and the reconcile that compares it."""
 
-    __slots__ = ("_queues", "written")
+    __slots__ = ("_queues", "_time", "_tree", "written")
 
-    def __init__(self, nested: list[ClusterQueue], queues: Queues) -> None:
-        self._queues = queues
+    @classmethod
+    def of(cls, tree: CohortTree, queues: Queues, time: KueueTime | None) -> StatusWrites | None:
+        """The watch for ``tree`` on Kueue's clocks, hooked to them; None without clocks or without
+        a ClusterQueue whose Cohort has a parent (nothing to watch: nothing is computed)."""
+        nested = [cq for cq in tree.cluster_queues.values() if len(cq.node.path) > 2]  # queue, Cohort, ..., root
+        if time is None or not nested:
+            return None
+        writes = cls(tree, queues, time, nested)
+        time.status = writes.due
+        return writes
+
+    def __init__(self, tree: CohortTree, queues: Queues, time: KueueTime, nested: list[ClusterQueue]) -> None:
+        self._tree, self._queues, self._time = tree, queues, time
         # what Kueue wrote before the twin's first cycle: the settled state it starts from
         self.written: dict[str, Status] = {cq.name: self.status(cq) for cq in nested}
 
-    @staticmethod
-    def nested(cq: ClusterQueue) -> bool:
-        """Whether ``cq``'s Cohort has a parent (``node.path``: the queue, its Cohort, ..., the root)."""
-        return len(cq.node.path) > 2
+    def event(self, name: str) -> None:
+        """An event on a workload of ClusterQueue ``name``: a watched one reconciles a second later."""
+        if name in self.written:
+            self._time.clock.status_later(name)
 
-    def watches(self, name: str) -> bool:
-        return name in self.written
+    def due(self, name: str) -> None:
+        """The reconcile of ``name``: a changed status is written, its Cohorts reconcile, and the
+        tree's requeue batch is asked for (``Clock.batch``)."""
+        cq = self._tree.cluster_queues[name]
+        now = self.status(cq)
+        if self.written[name] != now:
+            self.written[name] = now
+            self._time.clock.batch(self._queues.root_of[name])
 
     def status(self, cq: ClusterQueue) -> Status:
         """What ``updateCqStatusIfChanged`` compares: pending and reserving workloads (admitted
         ones are the same without admission checks) and usage, which the weighted share follows."""
         node = cq.node
         return len(self._queues.by_cq[cq.name]), len(cq.workloads), tuple([node.usage[fr] for fr in node.defined])
-
-    def write(self, cq: ClusterQueue) -> bool:
-        """The reconcile: True when the status changed, i.e. Kueue writes it and its Cohorts reconcile."""
-        now = self.status(cq)
-        if self.written[cq.name] == now:
-            return False
-        self.written[cq.name] = now
-        return True

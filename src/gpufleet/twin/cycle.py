@@ -22,7 +22,7 @@ built from these steps; this module knows nothing of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol
 
 from gpufleet.twin import equivalence, reasons
@@ -39,6 +39,7 @@ from gpufleet.twin.workload import Workload
 
 SKIPPED, ASSUMED, PREEMPTING, NAMESPACE_MISMATCH = "skipped", "assumed", "preempting", "namespaceMismatch"
 UNASSIGNED = Assignment(mode=NO_FIT)  # shared, never mutated: heads rejected before flavor assignment
+NO_TARGETS: tuple[Target, ...] = ()  # shared: most heads preempt nothing, and need no list each
 
 
 class Cluster(Protocol):
@@ -77,26 +78,23 @@ class Entry:
         "requeue_now", "status", "targets", "usage", "verdict", "wl",
     )  # fmt: skip
 
-    def __init__(self, wl: Workload, cq: ClusterQueue | None) -> None:
+    def __init__(self, wl: Workload, cq: ClusterQueue | None, verdict: Verdict | None = None) -> None:
+        """``verdict``: the head's flavors and targets; None for a head rejected before them."""
         self.wl = wl
         self.cq = cq
-        self.verdict: Verdict | None = None
-        self.assignment = UNASSIGNED
-        self.targets: list[Target] = []
+        self.verdict = verdict
+        assignment = UNASSIGNED if verdict is None else verdict.assignment
+        self.assignment = assignment
+        self.targets: Sequence[Target] = NO_TARGETS if verdict is None else verdict.targets
         self.status = ""
-        self.reason = ""
-        self.message = ""
+        self.reason = assignment.reason
+        self.message = assignment.message
         self.requeue_now = False  # Kueue's FailedAfterNomination / PendingPreemption
         # What the fair-sharing tournament reads (plain attributes: it reads them a lot).
         self.order = wl.order
-        self.usage: dict[int, int] = self.assignment.usage
+        self.usage: dict[int, int] = assignment.usage
         if cq is not None:
             self.node: QuotaNode = cq.node
-
-    def assign(self, verdict: Verdict) -> None:
-        self.verdict = verdict
-        self.assignment, self.targets, self.usage = verdict.assignment, verdict.targets, verdict.assignment.usage
-        self.reason, self.message = verdict.assignment.reason, verdict.assignment.message
 
     @property
     def standing(self) -> tuple[bool, tuple[int, float]] | None:
@@ -146,18 +144,17 @@ def nominate(k: Cluster, heads: Iterable[Workload]) -> tuple[list[Entry], list[E
     rejected: list[Entry] = []
     for wl in heads:
         cq = k.tree.cluster_queues.get(wl.cluster_queue)
+        if cq is not None and cq.active and k.namespace_matches(cq, wl):
+            entries.append(Entry(wl, cq, k.get_assignments(wl, cq)))
+            continue
         e = Entry(wl, cq)
         if cq is None:
             e.reason, e.message = reasons.MISCONFIGURED, reasons.cluster_queue_not_found(wl.cluster_queue)
         elif not cq.active:
             e.reason, e.message = reasons.SUSPENDED, reasons.cluster_queue_inactive(cq.name)
-        elif not k.namespace_matches(cq, wl):
+        else:
             e.reason, e.message = reasons.MISCONFIGURED, reasons.NAMESPACE_MISMATCH
             e.status = NAMESPACE_MISMATCH
-        else:
-            e.assign(k.get_assignments(wl, cq))
-            entries.append(e)
-            continue
         rejected.append(e)
     return entries, rejected
 
@@ -197,7 +194,7 @@ def process(
             continue
         if e.targets and any(t.workload.key in victims for t in e.targets):
             _skip(e, reasons.OVERLAPPING_TARGETS)
-        elif not _fits_without(k, cq, e.assignment.usage, [t for t, _ in victims.values()] + e.targets):
+        elif not _fits_without(k, cq, e.assignment.usage, victims, e.targets):
             _skip(e, reasons.NO_LONGER_FITS)
         elif e.targets:
             for t in e.targets:
@@ -217,20 +214,33 @@ def _skip(e: Entry, message: str) -> None:
     e.reason, e.message = reasons.WAITING_FOR_QUOTA, message
 
 
-def _fits_without(k: Cluster, cq: ClusterQueue, usage: dict[int, int], gone: list[Target]) -> bool:
-    if not gone:
-        node = cq.node
-        for fr, q in usage.items():  # noqa: SIM110 (a loop: no generator per admission)
-            if q > available(node, fr):
-                return False
-        return True
+def _fits_without(
+    k: Cluster,
+    cq: ClusterQueue,
+    usage: dict[int, int],
+    victims: dict[str, tuple[Target, Entry]],
+    targets: Sequence[Target],
+) -> bool:
+    """Whether ``usage`` fits once this cycle's victims and ``targets`` are gone."""
+    if not victims and not targets:  # most entries: no list built per admission
+        return _fits(cq, usage)
+    gone = [*(t for t, _ in victims.values()), *targets]
     for t in gone:
         k.preemptor.remove(t.workload)
     try:
-        return _fits_without(k, cq, usage, [])
+        return _fits(cq, usage)
     finally:
         for t in gone:
             k.preemptor.restore(t.workload)
+
+
+def _fits(cq: ClusterQueue, usage: dict[int, int]) -> bool:
+    """Whether ``usage`` fits in ``cq`` as the quota tree stands."""
+    node = cq.node
+    for fr, q in usage.items():  # noqa: SIM110 (a loop: no generator per admission)
+        if q > available(node, fr):
+            return False
+    return True
 
 
 def reserve(a: Assignment, cq: ClusterQueue) -> dict[int, int]:

@@ -71,6 +71,11 @@ class Assignment:
         return result
 
 
+def full_counts(wl: Workload) -> tuple[int, ...]:
+    """Every pod set's requested count (a head's first try, before partial admission)."""
+    return tuple([ps.count for ps in wl.pod_sets])
+
+
 def matches(ps: PodSetSpec, flavor: ResourceFlavorSpec) -> str:
     """Why ``flavor`` cannot host ``ps`` (empty when it can): taints, then node labels."""
     for taint in flavor.node_taints:
@@ -116,6 +121,8 @@ class FlavorAssigner:
         # Per (ClusterQueue, pod sets, counts): what a plain Fit within the queue's own quota
         # would assign (see ``_plain_fit``); None where the first flavor can never give one.
         self._plans: dict[tuple[object, ...], Plan | None] = {}
+        # The same plans at full size by the memo's shape alone (``assign_full``).
+        self._full_plans: dict[tuple[str, int], Plan | None] = {}
 
     def layout(self, cq: ClusterQueue, ps: PodSetSpec) -> _Layout:
         key = (cq.name, ps)
@@ -141,16 +148,37 @@ class FlavorAssigner:
         plan for this queue (most admissions in a busy cluster) instead of trying each flavor."""
         if not self.plans:
             return self._assign(wl, cq, counts)
-        shape = wl.shape  # the memo's number for (ClusterQueue, pod sets, ...): cheaper to hash
-        key = (shape, counts) if shape is not None and shape[0] == cq.name else (cq.name, wl.pod_sets, counts)
-        plan = self._plans.get(key, UNPLANNED)
-        if plan is UNPLANNED:
-            plan = self._plans[key] = make_plan(self.layout, cq, wl.pod_sets, counts)
+        plan = self._plan(wl, cq, counts)
         if plan is not None:
             level = plan.level(cq.node)
             if level >= 0:
                 return plan.assignment(level, Assignment.fit)
         return self._assign(wl, cq, counts)
+
+    def assign_full(self, wl: Workload, cq: ClusterQueue) -> Assignment:
+        """``assign`` with every pod set at full size (a head's first try). With plans, a head the
+        memo has numbered (``wl.shape``: its queue and look-alike class) finds its plan by that
+        number alone: no counts built and hashed per head."""
+        shape = wl.shape
+        if not self.plans or shape is None or shape[0] != cq.name:
+            return self.assign(wl, cq, full_counts(wl))
+        plan = self._full_plans.get(shape, UNPLANNED)
+        if plan is UNPLANNED:
+            plan = self._full_plans[shape] = self._plan(wl, cq, full_counts(wl))
+        if plan is not None:
+            level = plan.level(cq.node)
+            if level >= 0:
+                return plan.assignment(level, Assignment.fit)
+        return self._assign(wl, cq, full_counts(wl))
+
+    def _plan(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Plan | None:
+        """The plain-Fit plan of ``wl``'s pod sets at ``counts`` in ``cq``, made once."""
+        shape = wl.shape  # the memo's number for (ClusterQueue, pod sets, ...): cheaper to hash
+        key = (shape, counts) if shape is not None and shape[0] == cq.name else (cq.name, wl.pod_sets, counts)
+        plan = self._plans.get(key, UNPLANNED)
+        if plan is UNPLANNED:
+            plan = self._plans[key] = make_plan(self.layout, cq, wl.pod_sets, counts)
+        return plan
 
     def _assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
         """Every flavor of every group tried in order, with the failures of those that do not fit."""

@@ -14,7 +14,7 @@ the verdict is: remembered, they are remembered together and dropped together.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from gpufleet.twin.cohort import ClusterQueue
 from gpufleet.twin.flavors import Assignment
@@ -22,7 +22,7 @@ from gpufleet.twin.preemption import Target
 from gpufleet.twin.specs import LOWER_OR_NEWER_EQUAL_PRIORITY
 from gpufleet.twin.workload import Workload
 
-Assign = Callable[[Workload, ClusterQueue], tuple[Assignment, list[Target]]]
+Assign = Callable[[Workload, ClusterQueue], tuple[Assignment, Sequence[Target]]]
 
 
 class Verdict:
@@ -30,7 +30,7 @@ class Verdict:
 
     __slots__ = ("assignment", "quiet", "standing", "targets")
 
-    def __init__(self, assignment: Assignment, targets: list[Target]) -> None:
+    def __init__(self, assignment: Assignment, targets: Sequence[Target]) -> None:
         self.assignment = assignment
         self.targets = targets
         self.standing: tuple[bool, tuple[int, float]] | None = None  # fairshare.py fills it
@@ -46,12 +46,15 @@ class VerdictMemo:
         self._assign = assign
         self.remember = remember
         self._verdicts: dict[tuple[str, int], Verdict] = {}
-        self._shapes: dict[tuple[object, ...], int] = {}  # look-alike heads share one number
+        # Look-alike heads share one key object: one tuple per class, not one per workload.
+        self._shapes: dict[tuple[object, ...], tuple[str, int]] = {}
 
     def get(self, wl: Workload, cq: ClusterQueue) -> Verdict:
         if not self.remember:
             return Verdict(*self._assign(wl, cq))
-        key = self.shape(wl, cq)
+        key = wl.shape
+        if key is None or key[0] != cq.name:
+            key = self.shape(wl, cq)
         found = self._verdicts.get(key)
         if found is None:
             found = self._verdicts[key] = Verdict(*self._assign(wl, cq))
@@ -65,7 +68,10 @@ class VerdictMemo:
             newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
             kind = (wl.pod_sets, wl.priority) if wl.looks is None else wl.looks  # never equal: int, tuple
             looks = (cq.name, kind, wl.created if newer_equal else 0)
-            shape = wl.shape = (cq.name, self._shapes.setdefault(looks, len(self._shapes)))
+            shape = self._shapes.get(looks)
+            if shape is None:
+                shape = self._shapes[looks] = (cq.name, len(self._shapes))
+            wl.shape = shape
         return shape
 
     def clear(self) -> None:

@@ -54,7 +54,7 @@ class ClusterQueueQueue:
     """The pending side of one ClusterQueue; deletions are lazy (checked on pop)."""
 
     __slots__ = (
-        "_announced", "_classes", "_parked", "_pushes", "_tops",
+        "_announced", "_classes", "_parked", "_pushes", "_spare", "_tops",
         "active", "bulk", "inadmissible", "name", "sticky", "strict", "usage_of",
     )  # fmt: skip
 
@@ -64,6 +64,9 @@ class ClusterQueueQueue:
         self._classes: dict[int | None, list[Entry]] = {}  # equivalence class -> its heap
         self._tops: list[tuple[Key, int, int | None]] = []  # classes by best entry
         self._announced: dict[int | None, int] = {}  # class -> push number of its valid top entry
+        # The list of the last class heap that emptied, for the next class: a queue that drains
+        # and refills keeps one list instead of making one per refill for the collector.
+        self._spare: list[Entry] | None = None
         self._pushes = 0
         self.active: dict[str, Workload] = {}
         self.inadmissible: dict[str, Workload] = {}
@@ -101,7 +104,8 @@ class ClusterQueueQueue:
         cls = wl.equivalence
         heap = self._classes.get(cls)
         if heap is None:
-            heap = self._classes[cls] = []
+            heap = self._classes[cls] = self._spare if self._spare is not None else []
+            self._spare = None
         self._pushes += 1
         usage_of = self.usage_of  # inlined: a call per push would cost the queues without AdmissionFairSharing
         entry = (wl.order if usage_of is None else (usage_of(wl), *wl.order), self._pushes, wl)
@@ -136,7 +140,7 @@ class ClusterQueueQueue:
                 heapq.heappop(heap)[2].heaped = False
             if not heap:
                 heapq.heappop(tops)
-                del announced[cls], self._classes[cls]
+                self._drop_class(cls)
                 continue
             if heap[0][0] != order:  # the class's best went: announce the next one
                 self._pushes += 1
@@ -177,8 +181,13 @@ class ClusterQueueQueue:
             heapq.heapreplace(self._tops, (heap[0][0], self._pushes, cls))
         else:
             heapq.heappop(self._tops)
-            del self._announced[cls], self._classes[cls]
+            self._drop_class(cls)
         return wl
+
+    def _drop_class(self, cls: int | None) -> None:
+        """A class's heap emptied: forget the class, keep its list for the next one."""
+        del self._announced[cls]
+        self._spare = self._classes.pop(cls)
 
     def peek(self) -> Workload | None:
         """The workload ``pop`` would return, left in place."""
@@ -246,8 +255,8 @@ class ClusterQueueQueue:
         self._announce_all()
 
     def _announce_all(self) -> None:
-        self._tops = []
-        self._announced = {}
+        self._tops.clear()  # cleared, not replaced: no new objects per flush for the collector
+        self._announced.clear()
         for cls, heap in self._classes.items():
             if not heap:
                 continue

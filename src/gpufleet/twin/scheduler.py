@@ -25,8 +25,7 @@ simulator uses) are the fast path. Both give the same cycles, admissions, evicti
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import replace
+from collections.abc import Iterable, Iterator, Sequence
 
 from gpufleet.errors import InputError
 from gpufleet.twin import pending, timing
@@ -34,7 +33,7 @@ from gpufleet.twin.admission_fairsharing import UsageLedger
 from gpufleet.twin.clocks import Clock, ClockSettings
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cq_status import StatusWrites
-from gpufleet.twin.cycle import schedule
+from gpufleet.twin.cycle import NO_TARGETS, schedule
 from gpufleet.twin.equivalence import EquivalenceClasses
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
@@ -62,7 +61,7 @@ from gpufleet.twin.results import (
 from gpufleet.twin.specs import ClusterSpec, WorkloadSpec
 from gpufleet.twin.streaks import run_streak
 from gpufleet.twin.timing import KueueTime
-from gpufleet.twin.workload import Admission, Workload, admission_from_status
+from gpufleet.twin.workload import NO_USES, Admission, Workload, admission_from_status
 
 
 class Twin:
@@ -102,7 +101,7 @@ class Twin:
         self.last_status: dict[str, Pending] = {}
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
-        self._uses: dict[frozenset[int], frozenset[int]] = {}  # Workload.uses, interned
+        self._uses: dict[tuple[tuple[int, int], ...], frozenset[int]] = {}  # Workload.uses by usage, interned
         self.memo = VerdictMemo(self._assign, remember=memo)
         # Preemption trials of the workload being assigned (see _targets).
         self._trials: dict[tuple[object, ...], list[Target]] = {}
@@ -123,7 +122,7 @@ class Twin:
             clocks = clocks.for_gates(spec.config.gate("SchedulerLongRequeueInterval"))
         self.clock = Clock((latest // 1000 + 1) * 1000, clocks) if clocks is not None else None
         self.time = (
-            KueueTime(self.clock, self.has_heads, self._release_evicted, self.queues.capacity_changed, self._status_due)
+            KueueTime(self.clock, self.has_heads, self._release_evicted, self.queues.capacity_changed)
             if self.clock is not None
             else None
         )
@@ -140,8 +139,7 @@ class Twin:
         self._built = True
         self.sample_usage(now)
         # On Kueue's clocks, a nested ClusterQueue's status writes wake its tree (cq_status.py)
-        nested = [cq for cq in self.tree.cluster_queues.values() if StatusWrites.nested(cq)]
-        self.status_writes = StatusWrites(nested, self.queues) if self.clock is not None and nested else None
+        self.status_writes = StatusWrites.of(self.tree, self.queues, self.time)
 
     def _admission_fair_sharing(self, now: int) -> UsageLedger | None:
         """AdmissionFairSharing's ledger, attached to the ClusterQueues it orders; None (nothing
@@ -167,33 +165,26 @@ class Twin:
             self._epoch += 1000  # with clocks, a later input happens at the clock's now
 
     # --- inputs ----------------------------------------------------------------------------------
-    def _without_excluded(self, spec: WorkloadSpec) -> WorkloadSpec:
-        """Drop the requests Kueue's ``excludeResourcePrefixes`` tells it to ignore for quota."""
-        counts = self.spec.config.counts
-        pod_sets = tuple(
-            replace(ps, requests=tuple((r, q) for r, q in ps.requests if counts(r))) for ps in spec.pod_sets
-        )
-        return replace(spec, pod_sets=pod_sets)
-
     def add_workload(self, spec: WorkloadSpec) -> Workload:
         """Add a Workload: admitted ones (``spec.admission``) take quota now, others queue."""
         self._later()
         lq = self.spec.local_queues.get(f"{spec.namespace}/{spec.queue_name}")
-        if spec.key in self.workloads:
-            raise InputError.one(f"Workload {spec.key} is defined twice", path=f"Workload/{spec.key}")
+        key = spec.key
+        if key in self.workloads:
+            raise InputError.one(f"Workload {key} is defined twice", path=f"Workload/{key}")
         if lq is None and spec.admission is None:
             raise InputError.one(
-                f"Workload {spec.key} points at LocalQueue {spec.namespace}/{spec.queue_name}, which does not exist",
-                path=f"Workload/{spec.key}.spec.queueName",
+                f"Workload {key} points at LocalQueue {spec.namespace}/{spec.queue_name}, which does not exist",
+                path=f"Workload/{key}.spec.queueName",
             )
         cq_name = spec.admission.cluster_queue if spec.admission else lq.cluster_queue if lq else ""
         equivalence = self.classes.of(spec) if self.equivalence_hashing else None
         if self.spec.config.excluded_prefixes:
-            spec = self._without_excluded(spec)
+            spec = spec.counted(self.spec.config.counts)
         wl = Workload(spec, cq_name)
         wl.equivalence = equivalence
         wl.looks = None if self.spec.config.excluded_prefixes else equivalence  # memo.py's key
-        self.workloads[wl.key] = wl
+        self.workloads[key] = wl
         if spec.admission is not None:
             cq = self.tree.cluster_queues.get(cq_name)
             if cq is None:
@@ -293,19 +284,21 @@ class Twin:
         twin has its memo: memo.py)."""
         return self.memo.get(wl, cq)
 
-    def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, list[Target]]:
+    def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, Sequence[Target]]:
         """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest
         reduced size that fits or can preempt, found by binary search (Kueue's partial admission)."""
         if self._trials:
             self._trials.clear()
-        full = tuple([ps.count for ps in wl.pod_sets])
-        assignment, targets = self._try(wl, cq, full)
-        if assignment.mode == FIT or targets or not wl.can_be_partially_admitted():
+        assignment = self.assigner.assign_full(wl, cq)
+        if assignment.mode == FIT:
+            return assignment, NO_TARGETS
+        assignment, targets = self._with_targets(wl, cq, assignment)
+        if targets or not wl.can_be_partially_admitted():
             return assignment, targets
         reducible = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in wl.pod_sets]
         steps = max(reducible)
         lo, hi = 1, steps
-        found: tuple[Assignment, list[Target]] | None = None
+        found: tuple[Assignment, Sequence[Target]] | None = None
         while lo <= hi:
             mid = (lo + hi) // 2
             counts = tuple(ps.count - (r * mid) // steps for ps, r in zip(wl.pod_sets, reducible, strict=True))
@@ -316,11 +309,16 @@ class Twin:
                 lo = mid + 1
         return found if found is not None else (assignment, targets)
 
-    def _try(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> tuple[Assignment, list[Target]]:
-        assignment = self.assigner.assign(wl, cq, counts)
+    def _try(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> tuple[Assignment, Sequence[Target]]:
+        return self._with_targets(wl, cq, self.assigner.assign(wl, cq, counts))
+
+    def _with_targets(
+        self, wl: Workload, cq: ClusterQueue, assignment: Assignment
+    ) -> tuple[Assignment, Sequence[Target]]:
+        """The assignment with its preemption targets (none unless it needs preemption)."""
         if assignment.mode in (PREEMPT, RECLAIM, NO_CANDIDATES):
             return assignment, self._targets(wl, cq, assignment.usage, assignment.contested)
-        return assignment, []
+        return assignment, NO_TARGETS
 
     def _targets(
         self, wl: Workload, cq: ClusterQueue, request: dict[int, int], contested: Iterable[int]
@@ -446,8 +444,10 @@ class Twin:
     # --- internals -------------------------------------------------------------------------------
     def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission, at: int) -> None:
         wl.admission = admission
-        uses = frozenset([fr for fr, _ in admission.usage])
-        wl.uses = self._uses.setdefault(uses, uses)  # one set per combination: fewer objects for the collector
+        uses = self._uses.get(admission.usage)
+        if uses is None:  # one set per usage: no new object per reservation for the collector
+            uses = self._uses[admission.usage] = frozenset([fr for fr, _ in admission.usage])
+        wl.uses = uses
         wl.cluster_queue = cq.name
         wl.reserved_at = at
         wl.victim_key = (wl.priority, -at, wl.order[2])
@@ -466,22 +466,13 @@ class Twin:
             self.afs.admitted(wl, wl.admission, -1)
         cq.drop(wl)
         wl.admission = None
-        wl.uses = frozenset()
+        wl.uses = NO_USES
         self.memo.clear()
 
     def _status_event(self, name: str) -> None:
-        """An event on a workload of ClusterQueue ``name``: with its status watched (a nested one on
-        Kueue's clocks), the ClusterQueue controller reconciles it a second later."""
-        if self.status_writes is not None and self.status_writes.watches(name):
-            assert self.clock is not None
-            self.clock.status_later(name)
-
-    def _status_due(self, name: str) -> None:
-        """The reconcile of ``name`` is due: a changed status reconciles its Cohorts, which ask
-        for the tree's requeue batch (cq_status.py)."""
-        cq = self.tree.cluster_queues[name]
-        if self.status_writes is not None and self.status_writes.write(cq):
-            self._capacity_changed(cq)
+        """An event on a workload of ClusterQueue ``name``: a nested one reconciles later (cq_status.py)."""
+        if self.status_writes is not None:
+            self.status_writes.event(name)
 
     def _capacity_changed(self, cq: ClusterQueue) -> None:
         """Parked workloads of the tree wake: before the next cycle, or with clocks one requeue

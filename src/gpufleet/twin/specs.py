@@ -6,7 +6,8 @@ the API. Quantities are already integers (see ``resources``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from gpufleet.twin import gates
 from gpufleet.vocabulary import LabelSelector, Requirement, Taint, Toleration
@@ -156,6 +157,13 @@ class WorkloadSpec:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def counted(self, counts: Callable[[str], bool]) -> WorkloadSpec:
+        """The requests quota counts: Kueue's ``excludeResourcePrefixes`` drops the others."""
+        pod_sets = tuple(
+            replace(ps, requests=tuple((r, q) for r, q in ps.requests if counts(r))) for ps in self.pod_sets
+        )
+        return replace(self, pod_sets=pod_sets)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,22 +23,19 @@ if TYPE_CHECKING:
 class KueueTime:
     """The clock as the loop sees it: ``until`` caps which timers may fire in the current run."""
 
-    __slots__ = ("_has_heads", "_release", "_status", "_wake", "clock", "sample", "until")
+    __slots__ = ("_has_heads", "_release", "_wake", "clock", "sample", "status", "until")
 
     def __init__(
-        self,
-        clock: Clock,
-        has_heads: Callable[[], bool],
-        release: Callable[[str], None],
-        wake: Callable[[str], None],
-        status: Callable[[str], None],
+        self, clock: Clock, has_heads: Callable[[], bool], release: Callable[[str], None], wake: Callable[[str], None]
     ) -> None:
         self.clock = clock
         self.until: int | None = None
-        self._has_heads, self._release, self._wake, self._status = has_heads, release, wake, status
+        self._has_heads, self._release, self._wake = has_heads, release, wake
         # AdmissionFairSharing's sampling (``Twin.sample_usage``), set only where it applies: the
         # LocalQueue controller decays usage once per sampling interval while the loop runs
         self.sample: Callable[[int], None] | None = None
+        # a nested ClusterQueue's status reconcile (``cq_status.StatusWrites.due``), set where one exists
+        self.status: Callable[[str], None] | None = None
 
     def begin(self) -> None:
         """The scheduling loop starts a cycle: timers due by then fire first; without heads the
@@ -73,7 +70,8 @@ class KueueTime:
             if kind == RELEASE:
                 self._release(subject)
             elif kind == STATUS:  # the ClusterQueue controller writes the status it finds changed
-                self._status(subject)
+                assert self.status is not None
+                self.status(subject)
             else:  # the requeue batch of a root: its parked workloads go back before the next heads
                 self._wake(subject)
 

@@ -27,6 +27,9 @@ class Admission:
     usage: tuple[tuple[int, int], ...]  # (flavor-resource index, quantity)
 
 
+NO_USES: frozenset[int] = frozenset()  # shared by every workload without quota
+
+
 class Workload:
     """Runtime record of one Workload; ``order`` is the heap key Kueue uses inside a ClusterQueue.
 
@@ -54,15 +57,15 @@ class Workload:
 
     def __init__(self, spec: WorkloadSpec, cluster_queue: str) -> None:
         self.spec = spec
-        self.key = spec.key
+        self.key = key = spec.key
         self.priority = spec.priority
         self.cluster_queue = cluster_queue
         self.pod_sets: tuple[PodSetSpec, ...] = spec.pod_sets
-        self.order: tuple[int, int, str] = (-spec.priority, spec.created, spec.uid or spec.key)
+        self.order: tuple[int, int, str] = (-spec.priority, spec.created, spec.uid or key)
         self.admission: Admission | None = None
         self.reserved_at = 0  # when quota was reserved; "admitted more recently" orders victims
         self.evicted = False  # Kueue's Evicted condition while the quota is still reserved
-        self.uses: frozenset[int] = frozenset()  # flavor-resources its admission holds
+        self.uses: frozenset[int] = NO_USES  # flavor-resources its admission holds
         # Preemption's candidate order after the evicted and same-queue parts: lower priority,
         # then admitted more recently, then the tie-breaker (set when quota is reserved).
         self.victim_key: tuple[int, int, str] = (self.priority, 0, self.order[2])

@@ -8,7 +8,7 @@ Each ClusterQueue has 10 CPU of nominal quota and may borrow from its cohort; on
 full and fair sharing orders every cycle. Cycles are instant (the event loop of
 ``twin_kueue_perf``). The figure is workloads admitted per second of real time, on one core.
 
-Run: ``PYTHONPATH=src python bench/twin_scale.py [--workloads N] [--profile]``.
+Run: ``python -m bench twin_scale [--workloads N] [--profile]``.
 """
 
 from __future__ import annotations

@@ -196,7 +196,7 @@ class _Search:
         for name in self.by_queue:
             target = queues[name].node
             lca = next(n for n in target.path[1:] if id(n) in ancestors)
-            if _may_pass(strategy, fair.share(_below(own, lca)).key(), fair.share(_below(target, lca)).key()):
+            if may_pass(strategy, fair.share(_below(own, lca)).key(), fair.share(_below(target, lca)).key()):
                 return False
         return True
 
@@ -234,7 +234,7 @@ class _Search:
             if new_share[0] == 1 and old.key()[0] == 0:  # fsStrategyUnsatisfiable: an infinite share
                 retry += ordering.pop_all(target)
                 continue
-            if self.bounded and not _may_pass(strategy, new_share, old.key()):
+            if self.bounded and not may_pass(strategy, new_share, old.key()):
                 retry += ordering.pop_all(target)  # every candidate fails: the loop below would say so
                 continue
             # Until a victim is taken the tree is unchanged, so the test's outcome depends on the
@@ -293,7 +293,7 @@ def _share_without(preemptor: Preemptor, fair: FairShare, victim: Workload, at: 
         preemptor.restore(victim)
 
 
-def _may_pass(strategy: str, preemptor_new: tuple[int, float], target_old: tuple[int, float]) -> bool:
+def may_pass(strategy: str, preemptor_new: tuple[int, float], target_old: tuple[int, float]) -> bool:
     """Whether any candidate of a target can pass ``strategy`` (the fast path's bound).
 
     Removing a victim's usage never raises a share: per resource what a node borrows can only

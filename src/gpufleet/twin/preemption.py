@@ -31,7 +31,7 @@ from operator import attrgetter
 
 from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
-from gpufleet.twin.fair_preemption import fair_preemptions
+from gpufleet.twin.fair_preemption import fair_preemptions, may_pass
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.hierarchical_candidates import attempts, generate, is_valid
 from gpufleet.twin.preemptors import PreemptorWorkloads
@@ -111,7 +111,7 @@ class Preemptor:
         bounded: bool = True,
     ) -> None:
         self.tree = tree
-        # The fast path's bounds (``fair_preemption._may_pass``): a target none of whose candidates
+        # The fast path's bounds (``fair_preemption.may_pass``): a target none of whose candidates
         # can pass the strategy is not tried candidate by candidate. Off: the plain search.
         self.bounded = bounded
         self.fair = fair
@@ -139,11 +139,65 @@ class Preemptor:
         frs = frozenset(contested)
         if self.fair is None:
             return self.classic(wl, cq, request, frs)
+        if self.bounded and self._flat_hopeless(wl, cq, request, frs):
+            return []
         found = self.find_candidates(wl, cq, frs)
         own = found.by_queue.get(cq.name, [])
         if len(found.by_queue) == (1 if own else 0):
             return self.greedy([Target(c, reasons.IN_CLUSTER_QUEUE) for c in own], request, cq, borrowing=True)
         return self.fair_preemptions(cq, request, frs, found.by_queue)
+
+    def _flat_hopeless(self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int]) -> bool:
+        """The fast path's bound before any candidate list is built, for a ClusterQueue directly
+        under a root cohort without child cohorts (each share compared is then a queue's own):
+        beyond nominal, no candidate in its own queue, and no borrowing queue of the cohort whose
+        share the preemptor's (request counted) may pass under the first strategy. Then the
+        search finds nothing: no candidates at all, or ``fair_preemption``'s ``hopeless`` holds
+        for every queue it would visit (a subset of those checked here)."""
+        node = cq.node
+        root = node.parent
+        if root is None or root.parent is not None or root.child_cohorts:
+            return False
+        usage, subtree = node.usage, node.subtree
+        for fr in frs:
+            if usage[fr] + request.get(fr, 0) > subtree[fr]:
+                break
+        else:
+            return False  # within nominal (or nothing contested): reclaimed without a share test
+        policy = cq.spec.preemption
+        if policy.within_cluster_queue != NEVER and self._own_candidate(wl, cq, frs):
+            return False
+        if policy.reclaim_within_cohort == NEVER:
+            return True
+        assert self.fair is not None
+        fair = self.fair
+        highest: tuple[int, float] | None = None  # the highest share among the borrowing queues
+        for other in root.child_queues:
+            if other is node:
+                continue
+            used, quota = other.usage, other.subtree
+            for fr in frs:
+                if used[fr] > quota[fr]:
+                    key = fair.share(other).key()
+                    if highest is None or key > highest:
+                        highest = key
+                    break
+        if highest is None:
+            return True
+        strategy = (self.strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,))[0]
+        return not may_pass(strategy, fair.drs(node, request).key(), highest)  # monotone in the target's share
+
+    def _own_candidate(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> bool:
+        """Whether ``find_candidates`` would give ``wl`` a candidate in its own queue."""
+        newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
+        priority, created = wl.priority, wl.created
+        by_priority = not newer_equal and cq.afs_usage is None
+        for c in self._in_order(cq, frs):
+            if c.priority < priority or (c.priority == priority and newer_equal and created < c.created):
+                return True
+            if by_priority and not c.evicted:
+                return False  # the rest are not evicted, in ``victim_key`` order: priority first
+        return False
 
     def classic(self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int]) -> list[Target]:
         """Kueue's ``classicalPreemptions``: the hierarchical generator's candidates, tried in one or

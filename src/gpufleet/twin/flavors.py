@@ -44,6 +44,10 @@ FIT = 4
 Oracle = Callable[[Workload, ClusterQueue, int, int], int]
 """Simulates preemption for one flavor-resource and quantity; returns PREEMPT, RECLAIM or NO_CANDIDATES."""
 
+# What ``_fits`` reads of the live quota tree (a ``Reading``: kind, flavor-resource, quantity, value).
+AVAILABLE, LEVEL, IN_HIERARCHY, ORACLE = range(4)
+Reading = tuple[int, int, int, int]
+
 
 class Assignment:
     """The outcome of flavor assignment for one workload at given pod counts. Never changed once
@@ -116,6 +120,10 @@ class FlavorAssigner:
         # Per (ClusterQueue, pod sets, counts): what a plain Fit within the queue's own quota
         # would assign (see ``_plain_fit``); None where the first flavor can never give one.
         self._plans: dict[tuple[object, ...], Plan | None] = {}
+        # Per the same key, the last assignment ``_assign`` made and what it read of the quota
+        # tree to make it, in order (see ``_replay``).
+        self._replays: dict[tuple[object, ...], tuple[Assignment, tuple[Reading, ...]]] = {}
+        self._reading: list[Reading] | None = None  # what the running ``_assign`` reads, when kept
 
     def layout(self, cq: ClusterQueue, ps: PodSetSpec) -> _Layout:
         key = (cq.name, ps)
@@ -150,7 +158,37 @@ class FlavorAssigner:
             level = plan.level(cq.node)
             if level >= 0:
                 return plan.assignment(level, Assignment.fit)
-        return self._assign(wl, cq, counts)
+        replay = self._replays.get(key)
+        if replay is not None and self._replay(wl, cq, replay[1]):
+            return replay[0]
+        reading: list[Reading] = []
+        self._reading = reading
+        try:
+            result = self._assign(wl, cq, counts)
+        finally:
+            self._reading = None
+        self._replays[key] = (result, tuple(reading))
+        return result
+
+    def _replay(self, wl: Workload, cq: ClusterQueue, readings: tuple[Reading, ...]) -> bool:
+        """Whether ``_assign`` would make the remembered assignment again: it is a function of the
+        workload's pod sets and counts (the key), the static quota, and what it reads of the live
+        tree, in the order it reads it (``_fits``: ``available``, ``borrowing_level``,
+        ``may_reclaim_in_hierarchy``, the preemption oracle for this workload). The same readings
+        take the same branches to the same result; the first that differs ends the replay."""
+        node = cq.node
+        for kind, fr, val, seen in readings:
+            if kind == AVAILABLE:
+                got = available(node, fr)
+            elif kind == LEVEL:
+                got = borrowing_level(node, fr, val)
+            elif kind == IN_HIERARCHY:
+                got = may_reclaim_in_hierarchy(node, fr, val)
+            else:
+                got = self.oracle(wl, cq, fr, val)
+            if got != seen:
+                return False
+        return True
 
     def _assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
         """Every flavor of every group tried in order, with the failures of those that do not fit."""
@@ -277,8 +315,14 @@ class FlavorAssigner:
         node = cq.node
         val = previous + request
         free = available(node, fr)
+        reading = self._reading
+        if reading is not None:
+            reading.append((AVAILABLE, fr, val, free))
         if val <= free:  # available never exceeds potential_available, so this is a Fit
-            return FIT, borrowing_level(node, fr, val)
+            level = borrowing_level(node, fr, val)
+            if reading is not None:
+                reading.append((LEVEL, fr, val, level))
+            return FIT, level
         capacity = potential_available(node, fr)
         if val > capacity:
             failures.append(reasons.insufficient_quota(resource, flavor, previous, request, capacity))
@@ -291,10 +335,17 @@ class FlavorAssigner:
         may_borrow_preempt = node.parent is not None and (
             policy.borrow_within_cohort != NEVER or (self.fair_sharing and policy.reclaim_within_cohort != NEVER)
         )
-        if not within_nominal and not may_borrow_preempt and not may_reclaim_in_hierarchy(node, fr, val):
-            return NO_FIT, 0
+        if not within_nominal and not may_borrow_preempt:
+            in_hierarchy = may_reclaim_in_hierarchy(node, fr, val)
+            if reading is not None:
+                reading.append((IN_HIERARCHY, fr, val, in_hierarchy))
+            if not in_hierarchy:
+                return NO_FIT, 0
         level = 0 if val <= node.subtree[fr] else _level_without_usage(cq, fr, val)
-        return self.oracle(wl, cq, fr, val), level
+        mode = self.oracle(wl, cq, fr, val)
+        if reading is not None:
+            reading.append((ORACLE, fr, val, mode))
+        return mode, level
 
 
 def _level_without_usage(cq: ClusterQueue, fr: int, val: int) -> int:

@@ -35,7 +35,8 @@ from gpufleet.twin.fair_preemption import fair_preemptions, may_pass
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.hierarchical_candidates import attempts, generate, is_valid
 from gpufleet.twin.preemptors import PreemptorWorkloads
-from gpufleet.twin.quota import add_usage, is_borrowing, remove_usage
+from gpufleet.twin.quota import QuotaNode, add_usage, available, is_borrowing, remove_usage
+from gpufleet.twin.resources import UNLIMITED
 from gpufleet.twin.specs import (
     ANY,
     LESS_THAN_INITIAL_SHARE,
@@ -117,6 +118,7 @@ class Preemptor:
         self.fair = fair
         self.strategies = strategies
         self.preemptors = PreemptorWorkloads(enabled=prioritize_preemptors)
+        self._plains: dict[tuple[QuotaNode, int], bool] = {}  # see _plain (the quota is fixed)
 
     # --- the snapshot operations -------------------------------------------------------------
     def remove(self, wl: Workload) -> None:
@@ -149,11 +151,15 @@ class Preemptor:
 
     def _flat_hopeless(self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int]) -> bool:
         """The fast path's bound before any candidate list is built, for a ClusterQueue directly
-        under a root cohort without child cohorts (each share compared is then a queue's own):
-        beyond nominal, no candidate in its own queue, and no borrowing queue of the cohort whose
-        share the preemptor's (request counted) may pass under the first strategy. Then the
-        search finds nothing: no candidates at all, or ``fair_preemption``'s ``hopeless`` holds
-        for every queue it would visit (a subset of those checked here)."""
+        under a root cohort without child cohorts (each share compared is then a queue's own).
+
+        Beyond nominal, the search takes the preemptor's own candidates without a share test and
+        another queue's only when the preemptor's share (request counted) may pass the target's
+        (``fair_preemption.may_pass``). Taking own victims only lowers the preemptor's share, and
+        a target's share only falls when one of its own victims is taken; so when no borrowing
+        queue's share is passed even by the preemptor's lowest (every own candidate gone), no
+        other queue gives a victim, and the second strategy passes none either. Then the search
+        finds nothing unless its own candidates alone make room (``_room_without``)."""
         node = cq.node
         root = node.parent
         if root is None or root.parent is not None or root.child_cohorts:
@@ -165,8 +171,22 @@ class Preemptor:
         else:
             return False  # within nominal (or nothing contested): reclaimed without a share test
         policy = cq.spec.preemption
-        if policy.within_cluster_queue != NEVER and self._own_candidate(wl, cq, frs):
-            return False
+        own = self._own_candidates(wl, cq, frs) if policy.within_cluster_queue != NEVER else []
+        left = request  # the preemptor's usage beyond what it has now, with its own candidates gone
+        if own:
+            if not self._plain(root, request):
+                return False
+            left = dict(request)
+            for c in own:
+                assert c.admission is not None
+                for fr, q in c.admission.usage:
+                    left[fr] = left.get(fr, 0) - q
+            for fr, q in request.items():
+                if q <= available(node, fr) + q - left[fr]:
+                    continue
+                break
+            else:
+                return False  # room once its own candidates are gone: the search decides
         if policy.reclaim_within_cohort == NEVER:
             return True
         assert self.fair is not None
@@ -185,19 +205,33 @@ class Preemptor:
         if highest is None:
             return True
         strategy = (self.strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,))[0]
-        return not may_pass(strategy, fair.drs(node, request).key(), highest)  # monotone in the target's share
+        return not may_pass(strategy, fair.drs(node, left).key(), highest)  # monotone in the target's share
 
-    def _own_candidate(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> bool:
-        """Whether ``find_candidates`` would give ``wl`` a candidate in its own queue."""
+    def _own_candidates(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> list[Workload]:
+        """``find_candidates``' part of ``wl``'s own queue (``withinClusterQueue`` not Never)."""
         newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
         priority, created = wl.priority, wl.created
         by_priority = not newer_equal and cq.afs_usage is None
+        found = []
         for c in self._in_order(cq, frs):
             if c.priority < priority or (c.priority == priority and newer_equal and created < c.created):
-                return True
-            if by_priority and not c.evicted:
-                return False  # the rest are not evicted, in ``victim_key`` order: priority first
-        return False
+                found.append(c)
+            elif by_priority and not c.evicted:
+                break  # the rest are not evicted, in ``victim_key`` order: priority first
+        return found
+
+    def _plain(self, root: QuotaNode, request: dict[int, int]) -> bool:
+        """No lending or borrowing limit in ``root``'s tree on the requested flavor-resources: what a
+        queue can use then grows by exactly the usage its own workloads give back."""
+        for fr in request:
+            key = (root, fr)
+            plain = self._plains.get(key)
+            if plain is None:
+                nodes = (root, *root.child_queues, *root.child_cohorts)
+                plain = self._plains[key] = all(n.local[fr] == 0 and n.borrowing_limit[fr] == UNLIMITED for n in nodes)
+            if not plain:
+                return False
+        return True
 
     def classic(self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int]) -> list[Target]:
         """Kueue's ``classicalPreemptions``: the hierarchical generator's candidates, tried in one or

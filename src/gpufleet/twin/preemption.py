@@ -119,6 +119,7 @@ class Preemptor:
         self.strategies = strategies
         self.preemptors = PreemptorWorkloads(enabled=prioritize_preemptors)
         self._plains: dict[tuple[QuotaNode, int], bool] = {}  # see _plain (the quota is fixed)
+        self._freed: dict[tuple[str, frozenset[int], int], tuple[list[Workload], dict[int, int] | None]] = {}
 
     # --- the snapshot operations -------------------------------------------------------------
     def remove(self, wl: Workload) -> None:
@@ -171,22 +172,19 @@ class Preemptor:
         else:
             return False  # within nominal (or nothing contested): reclaimed without a share test
         policy = cq.spec.preemption
-        own = self._own_candidates(wl, cq, frs) if policy.within_cluster_queue != NEVER else []
+        freed = self._own_freed(wl, cq, frs) if policy.within_cluster_queue != NEVER else None
         left = request  # the preemptor's usage beyond what it has now, with its own candidates gone
-        if own:
+        if freed is not None:
             if not self._plain(root, request):
                 return False
-            left = dict(request)
-            for c in own:
-                assert c.admission is not None
-                for fr, q in c.admission.usage:
-                    left[fr] = left.get(fr, 0) - q
             for fr, q in request.items():
-                if q <= available(node, fr) + q - left[fr]:
-                    continue
-                break
+                if q > available(node, fr) + freed.get(fr, 0):
+                    break
             else:
                 return False  # room once its own candidates are gone: the search decides
+            left = dict(request)
+            for fr, q in freed.items():
+                left[fr] = left.get(fr, 0) - q
         if policy.reclaim_within_cohort == NEVER:
             return True
         assert self.fair is not None
@@ -207,18 +205,32 @@ class Preemptor:
         strategy = (self.strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,))[0]
         return not may_pass(strategy, fair.drs(node, left).key(), highest)  # monotone in the target's share
 
-    def _own_candidates(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> list[Workload]:
-        """``find_candidates``' part of ``wl``'s own queue (``withinClusterQueue`` not Never)."""
+    def _own_freed(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> dict[int, int] | None:
+        """What ``find_candidates``' part of ``wl``'s own queue uses, per flavor-resource; None when
+        that part is empty. Kept per (queue, contested set, priority) with the candidate order it
+        was read from: a new order means the queue's workloads changed."""
+        part = self._in_order(cq, frs)
         newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
-        priority, created = wl.priority, wl.created
         by_priority = not newer_equal and cq.afs_usage is None
-        found = []
-        for c in self._in_order(cq, frs):
+        key = (cq.name, frs, wl.priority)
+        if by_priority:
+            kept = self._freed.get(key)
+            if kept is not None and kept[0] is part:
+                return kept[1]
+        priority, created = wl.priority, wl.created
+        freed: dict[int, int] | None = None
+        for c in part:
             if c.priority < priority or (c.priority == priority and newer_equal and created < c.created):
-                found.append(c)
+                if freed is None:
+                    freed = {}
+                assert c.admission is not None
+                for fr, q in c.admission.usage:
+                    freed[fr] = freed.get(fr, 0) + q
             elif by_priority and not c.evicted:
                 break  # the rest are not evicted, in ``victim_key`` order: priority first
-        return found
+        if by_priority:
+            self._freed[key] = (part, freed)
+        return freed
 
     def _plain(self, root: QuotaNode, request: dict[int, int]) -> bool:
         """No lending or borrowing limit in ``root``'s tree on the requested flavor-resources: what a

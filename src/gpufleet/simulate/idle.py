@@ -91,6 +91,11 @@ class IdleWatch:
                 for r in entries:
                     self.reach[(team, r.pool, r.resource)] = (r.reach, r.limited)
         self.geometry = {name: cap.gpu.mig for name, cap in fleet.pools.items()}
+        # What a pool's rates read, counted: a pool whose counts are those of its last refresh has
+        # the same rates, and ``refresh`` leaves it be (setting a series to its rate changes nothing).
+        self._asks = self._reserved = 0
+        self._touched: Counter[str] = Counter()
+        self._seen: dict[str, tuple[int, int, int]] = {}
         self.units = {name: pool_units(pool) for name, pool in pools.items()}  # resource -> units the nodes advertise
         for name in pools:
             for series in ("usable", "limited", "misfit"):
@@ -101,13 +106,17 @@ class IdleWatch:
     def waiting(self, run: JobRun, delta: int) -> None:
         counter = self.stuck if run.never else self.demand
         d = demand_of(run)
-        counter[d] += delta
+        before = counter[d]
+        counter[d] = before + delta
         if not counter[d]:
             del counter[d]
-        self.dirty = True
+        if not before or d not in counter:
+            self._asks += 1  # a kind of ask came or went (the rates read which kinds wait, not how many)
+            self.dirty = True
 
     def reserve(self, team: str, pool: str, resource: str, units: int) -> None:
         self.quota[(team, pool, resource)] += units
+        self._reserved += 1
         self.dirty = True
 
     def touch(self, pool: str, node: str) -> None:
@@ -122,6 +131,7 @@ class IdleWatch:
                 hist[resource][old] -= 1
                 hist[resource][new] += 1
         self.node_free[node] = after
+        self._touched[pool] += 1
         self.dirty = True
 
     def _node_free(self, name: str) -> dict[str, int]:
@@ -148,6 +158,10 @@ class IdleWatch:
         self.dirty = False
         m = self.meter
         for name, pool in self.pools.items():
+            seen = (self._asks, self._reserved, self._touched[name])
+            if self._seen.get(name) == seen:
+                continue
+            self._seen[name] = seen
             usable = limited = misfit = 0.0
             by_team: dict[str, float] = {}
             total, worth = self.pool_free[name], self.worth[name]

@@ -49,6 +49,17 @@ AVAILABLE, LEVEL, IN_HIERARCHY, ORACLE = range(4)
 Reading = tuple[int, int, int, int]
 
 
+class _Read:
+    """A node of one key's readings tree (see ``FlavorAssigner._recall``): what ``_assign`` reads
+    next, given the values read before it, and where each value read leads."""
+
+    __slots__ = ("fr", "kind", "next", "val")
+
+    def __init__(self, kind: int, fr: int, val: int) -> None:
+        self.kind, self.fr, self.val = kind, fr, val
+        self.next: dict[int, _Read | Assignment] = {}
+
+
 class Assignment:
     """The outcome of flavor assignment for one workload at given pod counts. Never changed once
     made, so heads may share one (the memo's look-alikes, a plan's plain Fit)."""
@@ -120,9 +131,9 @@ class FlavorAssigner:
         # Per (ClusterQueue, pod sets, counts): what a plain Fit within the queue's own quota
         # would assign (see ``_plain_fit``); None where the first flavor can never give one.
         self._plans: dict[tuple[object, ...], Plan | None] = {}
-        # Per the same key, the last assignment ``_assign`` made and what it read of the quota
-        # tree to make it, in order (see ``_replay``).
-        self._replays: dict[tuple[object, ...], tuple[Assignment, tuple[Reading, ...]]] = {}
+        # Per the same key, the assignments ``_assign`` made, by what it read of the quota tree
+        # to make them, in order (see ``_recall``).
+        self._replays: dict[tuple[object, ...], _Read | Assignment] = {}
         self._reading: list[Reading] | None = None  # what the running ``_assign`` reads, when kept
 
     def layout(self, cq: ClusterQueue, ps: PodSetSpec) -> _Layout:
@@ -159,36 +170,44 @@ class FlavorAssigner:
             if level >= 0:
                 return plan.assignment(level, Assignment.fit)
         replay = self._replays.get(key)
-        if replay is not None and self._replay(wl, cq, replay[1]):
-            return replay[0]
+        if replay is not None:
+            found = self._recall(wl, cq, replay)
+            if found is not None:
+                return found
         reading: list[Reading] = []
         self._reading = reading
         try:
             result = self._assign(wl, cq, counts)
         finally:
             self._reading = None
-        self._replays[key] = (result, tuple(reading))
+        self._replays[key] = _learn(replay, reading, result)
         return result
 
-    def _replay(self, wl: Workload, cq: ClusterQueue, readings: tuple[Reading, ...]) -> bool:
-        """Whether ``_assign`` would make the remembered assignment again: it is a function of the
-        workload's pod sets and counts (the key), the static quota, and what it reads of the live
-        tree, in the order it reads it (``_fits``: ``available``, ``borrowing_level``,
-        ``may_reclaim_in_hierarchy``, the preemption oracle for this workload). The same readings
-        take the same branches to the same result; the first that differs ends the replay."""
-        node = cq.node
-        for kind, fr, val, seen in readings:
+    def _recall(self, wl: Workload, cq: ClusterQueue, node: _Read | Assignment) -> Assignment | None:
+        """The assignment ``_assign`` would make, if it made it before from the same readings.
+
+        ``_assign`` is a function of the workload's pod sets and counts (the key), the static
+        quota, and what it reads of the live tree, in the order it reads it (``_fits``:
+        ``available``, ``borrowing_level``, ``may_reclaim_in_hierarchy``, the preemption oracle
+        for this workload); which reading comes next depends only on the values before it. So the
+        readings of one key form a tree whose leaves are assignments: walk it reading the live
+        tree; a value never seen there ends the walk (None)."""
+        tree = cq.node
+        while isinstance(node, _Read):
+            kind, fr, val = node.kind, node.fr, node.val
             if kind == AVAILABLE:
-                got = available(node, fr)
+                got = available(tree, fr)
             elif kind == LEVEL:
-                got = borrowing_level(node, fr, val)
+                got = borrowing_level(tree, fr, val)
             elif kind == IN_HIERARCHY:
-                got = may_reclaim_in_hierarchy(node, fr, val)
+                got = may_reclaim_in_hierarchy(tree, fr, val)
             else:
                 got = self.oracle(wl, cq, fr, val)
-            if got != seen:
-                return False
-        return True
+            found = node.next.get(got)
+            if found is None:
+                return None
+            node = found
+        return node
 
     def _assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
         """Every flavor of every group tried in order, with the failures of those that do not fit."""
@@ -346,6 +365,31 @@ class FlavorAssigner:
         if reading is not None:
             reading.append((ORACLE, fr, val, mode))
         return mode, level
+
+
+def _learn(root: _Read | Assignment | None, readings: list[Reading], result: Assignment) -> _Read | Assignment:
+    """``root`` (a key's readings tree, if any) with the branch of ``readings`` ending in ``result``."""
+    if not isinstance(root, _Read) or not readings:
+        return _branch(readings, result)  # the key's first readings (or none: the result reads nothing)
+    node, i = root, 0
+    while True:  # follow the known part: the same values lead to the same next reading
+        kind, fr, val, got = readings[i]
+        assert (node.kind, node.fr, node.val) == (kind, fr, val)
+        found = node.next.get(got)
+        if not isinstance(found, _Read):
+            node.next[got] = _branch(readings[i + 1 :], result)
+            return root
+        node, i = found, i + 1
+
+
+def _branch(readings: list[Reading], result: Assignment) -> _Read | Assignment:
+    """A chain of readings ending in ``result``."""
+    leaf: _Read | Assignment = result
+    for kind, fr, val, got in reversed(readings):
+        node = _Read(kind, fr, val)
+        node.next[got] = leaf
+        leaf = node
+    return leaf
 
 
 def _level_without_usage(cq: ClusterQueue, fr: int, val: int) -> int:

@@ -35,7 +35,7 @@ from gpufleet.twin.fair_preemption import fair_preemptions, may_pass
 from gpufleet.twin.fairshare import FairShare
 from gpufleet.twin.hierarchical_candidates import attempts, generate, is_valid
 from gpufleet.twin.preemptors import PreemptorWorkloads
-from gpufleet.twin.quota import QuotaNode, add_usage, available, is_borrowing, remove_usage
+from gpufleet.twin.quota import QuotaNode, add_usage, available, remove_usage
 from gpufleet.twin.resources import UNLIMITED
 from gpufleet.twin.specs import (
     ANY,
@@ -268,10 +268,18 @@ class Preemptor:
         if cq.node.parent is not None and policy.reclaim_within_cohort != NEVER:
             only_lower = policy.reclaim_within_cohort != ANY
             for other in self.tree.subtree_queues(cq.node.root):
-                if other is cq or not any(is_borrowing(other.node, fr) for fr in frs):
+                if other is cq:
+                    continue
+                used, quota = other.node.usage, other.node.subtree
+                for fr in frs:  # borrowing on a contested flavor-resource (``is_borrowing``)
+                    if used[fr] > quota[fr]:
+                        break
+                else:
                     continue
                 if only_lower:
                     found = [c for c in using(other, frs) if c.priority < wl.priority]
+                elif self.bounded:
+                    found = self._in_order(other, frs)  # kept in order, and nothing changes a part
                 else:
                     found = list(using(other, frs))
                 if found:

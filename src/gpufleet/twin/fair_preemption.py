@@ -266,8 +266,9 @@ class _Search:
         """Rule S2-b: per queue in target order, its first refused candidate when the preemptor's
         share is below the target's initial share; then the queue is dropped."""
         by_queue: dict[str, list[Workload]] = {}
-        for wl in retry:
-            by_queue.setdefault(wl.cluster_queue, []).append(wl)
+        for wl in retry:  # each queue gives at most its first refused candidate: only that one is kept
+            if wl.cluster_queue not in by_queue:
+                by_queue[wl.cluster_queue] = [wl]
         ordering = TargetOrdering(self.fair, self.cq.node, by_queue)
         for target in ordering:
             mine, theirs = ordering.almost_lcas(target)

@@ -160,7 +160,8 @@ class Preemptor:
         a target's share only falls when one of its own victims is taken; so when no borrowing
         queue's share is passed even by the preemptor's lowest (every own candidate gone), no
         other queue gives a victim, and the second strategy passes none either. Then the search
-        finds nothing unless its own candidates alone make room (``_room_without``)."""
+        finds nothing unless its own candidates alone make room: read arithmetically where the
+        tree has no lending or borrowing limit on the request (``_plain``), else no bound."""
         node = cq.node
         root = node.parent
         if root is None or root.parent is not None or root.child_cohorts:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpufleet.twin.queues import ClusterQueueQueue
@@ -202,8 +202,14 @@ def both(queue: ClusterQueueQueue, model: ModelQueue, op: str, wl: Workload) -> 
         model.bulk_move(wl)
 
 
+# A look-alike parked on arrival after a bulk move becomes its class's best and is pushed again
+# (back to the heap): it must pop before an older workload of another class (it once did not).
+PARKED_BEST = [("push", 0), ("bulk", 8), ("requeue-preempting", 2), ("push", 5), ("push", 5)]
+
+
 @settings(max_examples=400)
 @given(bulk_ops, st.sampled_from([BEST_EFFORT_FIFO, STRICT_FIFO]))
+@example(PARKED_BEST, BEST_EFFORT_FIFO)
 def test_the_class_heaps_pop_as_one_heap_would(steps: list[tuple[str, int]], strategy: str) -> None:
     """The per-class heaps, bulk moves and flushes against the obvious model, operation by operation."""
     pool = classed(12)
@@ -238,6 +244,7 @@ afs_ops = st.lists(
 
 @settings(max_examples=300)
 @given(afs_ops)
+@example([(op, i, 0.0) for op, i in PARKED_BEST])
 def test_admission_fair_sharing_pops_the_lowest_usage_as_one_sort_would(steps: list[tuple[str, int, float]]) -> None:
     """AdmissionFairSharing's heap key (usage, then the usual key) against the obvious model while
     usages change between operations (an admission's entry penalty, then ``rekey``): workloads in

@@ -68,6 +68,10 @@ class Cluster:
         self._keys: dict[tuple[object, ...], dict[int, tuple[float, ...]]] = {}
         self._memo_size = 0
         self.where: dict[str, str] = {}
+        # Bind and unbind count here; a pod shape found unschedulable is remembered with the count
+        # then (and its reasons), as nothing else changes what ``schedule`` answers.
+        self._changes = 0
+        self._unschedulable: dict[tuple[object, ...], tuple[int, tuple[tuple[str, int], ...] | None]] = {}
 
     def _join(self, node: NodeState) -> None:
         sig = node.signature()
@@ -103,6 +107,13 @@ class Cluster:
         answer skips counting the reasons (the packing benchmark does not read them)."""
         if pod.name in self.where:
             raise ValueError(f"pod {pod.name} is already bound to {self.where[pod.name]}")
+        shape = (
+            pod.cpu_milli, pod.memory, pod.gpus, pod.gpu_milli, pod.mig_profile, pod.shared_name,
+            pod.node_selector, pod.affinity, pod.tolerations,
+        )  # fmt: skip
+        known = self._unschedulable.get(shape)
+        if known is not None and known[0] == self._changes and (known[1] is not None or not explain):
+            return Unschedulable(pod.name, len(self.nodes), known[1] if explain and known[1] is not None else ())
         best: tuple[tuple[float, ...], str] | None = None
         share, whole = pod.gpu_milli, pod.gpus
         simple_pod = not pod.mig_profile and not pod.shared_name
@@ -115,7 +126,9 @@ class Cluster:
                     continue
                 best = self._best_in(groups, pod, simple_pod, best)
         if best is None:
-            return Unschedulable(pod.name, len(self.nodes), self._reasons(pod) if explain else ())
+            reasons = self._reasons(pod) if explain else None
+            self._unschedulable[shape] = (self._changes, reasons)
+            return Unschedulable(pod.name, len(self.nodes), reasons or ())
         return Placement(pod.name, best[1], self.policy.devices(self._by_name[best[1]], pod))
 
     def _best_in(
@@ -171,6 +184,7 @@ class Cluster:
         self._leave(node)
         node.take(pod, placement.devices)
         self._join(node)
+        self._changes += 1
         self.where[pod.name] = placement.node
 
     def place(self, pod: PodSpec, explain: bool = True) -> Placement | Unschedulable:
@@ -186,4 +200,5 @@ class Cluster:
         self._leave(node)
         _, devices = node.give_back(pod_name)
         self._join(node)
+        self._changes += 1
         return Placement(pod_name, node.spec.name, devices)

@@ -91,6 +91,27 @@ class IdleWatch:
                 for r in entries:
                     self.reach[(team, r.pool, r.resource)] = (r.reach, r.limited)
         self.geometry = {name: cap.gpu.mig for name, cap in fleet.pools.items()}
+        # What a pool's rates read, counted: a pool whose counts are those of its last refresh has
+        # the same rates, and ``refresh`` leaves it be (setting a series to its rate changes nothing).
+        self._asks = self._reserved = 0
+        self._touched: Counter[str] = Counter()
+        self._seen: dict[str, tuple[int, int, int]] = {}
+        self._served: dict[tuple[str, Demand], bool] = {}
+        self._misfits: dict[tuple[str, Demand], bool] = {}
+        # Per pool: the waiting kinds of ask it serves (``_serves``), in ``demand``'s order, and how
+        # many waiting kinds (``demand`` and ``stuck``) are misfits there; the rates last set.
+        self._asking: dict[str, dict[Demand, None]] = {name: {} for name in pools}
+        self._misfit_asks: Counter[str] = Counter()
+        self._rates: dict[str, tuple[float, ...]] = {}
+        self._series = {
+            name: (
+                f"usable:{name}",
+                f"limited:{name}",
+                f"misfit:{name}",
+                [(team, f"limited:{name}:{team}") for team in self.allowed.get(name, ()) if reaches is not None],
+            )
+            for name in pools
+        }
         self.units = {name: pool_units(pool) for name, pool in pools.items()}  # resource -> units the nodes advertise
         for name in pools:
             for series in ("usable", "limited", "misfit"):
@@ -101,13 +122,26 @@ class IdleWatch:
     def waiting(self, run: JobRun, delta: int) -> None:
         counter = self.stuck if run.never else self.demand
         d = demand_of(run)
-        counter[d] += delta
+        before = counter[d]
+        counter[d] = before + delta
         if not counter[d]:
             del counter[d]
-        self.dirty = True
+        if not before or d not in counter:
+            self._asks += 1  # a kind of ask came or went (the rates read which kinds wait, not how many)
+            self.dirty = True
+            came = not before
+            for pool in self.pools:
+                if self.misfit(pool, d):
+                    self._misfit_asks[pool] += 1 if came else -1
+                if counter is self.demand and self._serves(pool, d):
+                    if came:  # in the order of ``demand``'s keys
+                        self._asking[pool][d] = None
+                    else:
+                        del self._asking[pool][d]
 
     def reserve(self, team: str, pool: str, resource: str, units: int) -> None:
         self.quota[(team, pool, resource)] += units
+        self._reserved += 1
         self.dirty = True
 
     def touch(self, pool: str, node: str) -> None:
@@ -122,6 +156,7 @@ class IdleWatch:
                 hist[resource][old] -= 1
                 hist[resource][new] += 1
         self.node_free[node] = after
+        self._touched[pool] += 1
         self.dirty = True
 
     def _node_free(self, name: str) -> dict[str, int]:
@@ -148,20 +183,26 @@ class IdleWatch:
         self.dirty = False
         m = self.meter
         for name, pool in self.pools.items():
+            seen = (self._asks, self._reserved, self._touched[name])
+            if self._seen.get(name) == seen:
+                continue
+            self._seen[name] = seen
             usable = limited = misfit = 0.0
             by_team: dict[str, float] = {}
             total, worth = self.pool_free[name], self.worth[name]
             idle = float(sum(total[r] * worth[r] for r in total))
             if idle and (self.demand or self.stuck):  # a full pool has nothing idle to count
-                most = {r: self._most(name, r) for r in total}
+                most: dict[str, int] = {}  # the most free units on one node, per resource asked
                 used: set[str] = set()
                 held_back: set[str] = set()
                 teams_back: dict[str, set[str]] = {}
-                wrong_shape = False
-                for (team, resource, per_pod, models, whole), _ in self.demand.items():
-                    if team not in self.allowed[name] or (models and pool.gpu_model not in models):
+                for team, resource, per_pod, _, whole in self._asking[name]:  # the asks the pool serves
+                    if resource not in total:
                         continue
-                    if resource in total and per_pod <= most[resource]:
+                    top = most.get(resource)
+                    if top is None:
+                        top = most[resource] = self._most(name, resource)
+                    if per_pod <= top:
                         used.add(resource)
                         entry = self.reach.get((team, name, resource))
                         if entry is not None and entry[1]:
@@ -169,18 +210,32 @@ class IdleWatch:
                             if in_use + whole > entry[0] and whole <= self.units[name].get(resource, 0):
                                 held_back.add(resource)
                                 teams_back.setdefault(team, set()).add(resource)
-                if pool.mode is not SlicingMode.FULL:
-                    wrong_shape = any(self.misfit(name, d) for d in (*self.demand, *self.stuck))
+                wrong_shape = pool.mode is not SlicingMode.FULL and self._misfit_asks[name] > 0
                 usable = float(sum(total[r] * worth[r] for r in used))
                 limited = float(sum(total[r] * worth[r] for r in held_back))
                 misfit = idle if wrong_shape else 0.0
                 by_team = {t: float(sum(total[r] * worth[r] for r in rs)) for t, rs in teams_back.items()}
-            m.set(f"usable:{name}", usable)
-            m.set(f"limited:{name}", limited)
-            m.set(f"misfit:{name}", misfit)
-            for team in self.allowed.get(name, ()):
-                if self.reaches is not None:
-                    m.set(f"limited:{name}:{team}", by_team.get(team, 0.0))
+            usable_key, limited_key, misfit_key, team_keys = self._series[name]
+            rates = (usable, limited, misfit, *(by_team.get(team, 0.0) for team, _ in team_keys))
+            if self._rates.get(name) == rates:
+                continue  # every series already has its rate
+            self._rates[name] = rates
+            m.set(usable_key, usable)
+            m.set(limited_key, limited)
+            m.set(misfit_key, misfit)
+            for team, key in team_keys:
+                m.set(key, by_team.get(team, 0.0))
+
+    def _serves(self, pool: str, d: Demand) -> bool:
+        """The ask's team may use the pool and the ask allows its GPU model (fixed: kept)."""
+        key = (pool, d)
+        found = self._served.get(key)
+        if found is None:
+            team, _, _, models, _ = d
+            found = self._served[key] = team in self.allowed[pool] and (
+                not models or self.pools[pool].gpu_model in models
+            )
+        return found
 
     def offered(self, d: Demand) -> bool:
         """Some pool the job may use (its team, its GPU models) offers the resource it asks."""
@@ -196,10 +251,11 @@ class IdleWatch:
 
     def misfit(self, pool: str, d: Demand) -> bool:
         """The job waits for a shape no pool it may use offers, and ``pool``'s cards, cut otherwise, would."""
-        team, resource, _, models, _ = d
-        if team not in self.allowed[pool] or (models and self.pools[pool].gpu_model not in models):
-            return False
-        return not self.offered(d) and self._could_cut(pool, resource)
+        key = (pool, d)
+        found = self._misfits.get(key)
+        if found is None:  # fixed by the fleet: kept
+            found = self._misfits[key] = self._serves(pool, d) and not self.offered(d) and self._could_cut(pool, d[1])
+        return found
 
     def _could_cut(self, pool: str, resource: str) -> bool:
         """Another slicing of the pool's cards would offer ``resource``: whole cards, or a MIG profile

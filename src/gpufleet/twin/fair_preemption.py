@@ -55,15 +55,15 @@ class TargetOrdering:
         self.preemptor = preemptor
         self.ancestors = {id(n) for n in preemptor.path[1:]}
         self.targets = {name: list(part) for name, part in by_queue.items()}
-        self.pruned: set[int] = set()
+        self.pruned: set[QuotaNode] = set()  # nodes hash by identity
 
     def __iter__(self) -> Iterator[QuotaNode]:
         if self.preemptor.parent is None:
-            while id(self.preemptor) not in self.pruned and self.targets.get(self.preemptor.name):
+            while self.preemptor not in self.pruned and self.targets.get(self.preemptor.name):
                 yield self.preemptor
             return
         root = self.preemptor.root
-        while id(root) not in self.pruned:
+        while root not in self.pruned:
             found = self._next(root)
             if found is not None:
                 yield found
@@ -83,19 +83,23 @@ class TargetOrdering:
         return bool(self.targets.get(node.name))
 
     def drop(self, node: QuotaNode) -> None:
-        self.pruned.add(id(node))
+        self.pruned.add(node)
 
     def _next(self, cohort: QuotaNode) -> QuotaNode | None:
+        fair, pruned, targets, preemptor = self.fair, self.pruned, self.targets, self.preemptor
         best_cq: QuotaNode | None = None
         best_cq_key = NEGATIVE
         for cq in cohort.child_queues:
-            if id(cq) in self.pruned:
+            if cq in pruned:
                 continue
-            share = self.fair.share(cq)
+            share = cq.share  # the remembered share (fast path), else computed
+            if share is None:
+                share = fair.share(cq)
+            if (not share.borrowed and cq is not preemptor) or not targets.get(cq.name):
+                pruned.add(cq)
+                continue
             key = share.key()
-            if (not share.borrowing and cq is not self.preemptor) or not self.has_workload(cq):
-                self.pruned.add(id(cq))
-            elif best_cq is not None and key == best_cq_key:
+            if best_cq is not None and key == best_cq_key:
                 if self._first_key(cq) < self._first_key(best_cq):
                     best_cq = cq
             elif key > best_cq_key:
@@ -103,15 +107,15 @@ class TargetOrdering:
         best_cohort: QuotaNode | None = None
         best_cohort_key = NEGATIVE
         for child in cohort.child_cohorts:
-            if id(child) in self.pruned:
+            if child in pruned:
                 continue
-            share = self.fair.share(child)
+            share = fair.share(child)
             if not share.borrowing and id(child) not in self.ancestors:
-                self.pruned.add(id(child))
+                pruned.add(child)
             elif share.key() >= best_cohort_key:  # on ties the later child (Kueue: map order)
                 best_cohort, best_cohort_key = child, share.key()
         if best_cohort is None and best_cq is None:
-            self.pruned.add(id(cohort))
+            pruned.add(cohort)
             return None
         if best_cohort is not None and best_cohort_key >= best_cq_key:
             return self._next(best_cohort)  # a cohort wins ties: its most unfair node is chosen
@@ -125,6 +129,8 @@ class TargetOrdering:
     # --- shares one level below the least common ancestor -------------------------------------
     def almost_lcas(self, target: QuotaNode) -> tuple[QuotaNode, QuotaNode]:
         """The preemptor's and the target's ancestors (or themselves) just below their LCA."""
+        if target.parent is self.preemptor.parent:
+            return self.preemptor, target  # siblings: their parent is the LCA
         lca = next(n for n in target.path[1:] if id(n) in self.ancestors)
         return _below(self.preemptor, lca), _below(target, lca)
 
@@ -196,7 +202,7 @@ class _Search:
         for name in self.by_queue:
             target = queues[name].node
             lca = next(n for n in target.path[1:] if id(n) in ancestors)
-            if _may_pass(strategy, fair.share(_below(own, lca)).key(), fair.share(_below(target, lca)).key()):
+            if may_pass(strategy, fair.share(_below(own, lca)).key(), fair.share(_below(target, lca)).key()):
                 return False
         return True
 
@@ -234,7 +240,7 @@ class _Search:
             if new_share[0] == 1 and old.key()[0] == 0:  # fsStrategyUnsatisfiable: an infinite share
                 retry += ordering.pop_all(target)
                 continue
-            if self.bounded and not _may_pass(strategy, new_share, old.key()):
+            if self.bounded and not may_pass(strategy, new_share, old.key()):
                 retry += ordering.pop_all(target)  # every candidate fails: the loop below would say so
                 continue
             # Until a victim is taken the tree is unchanged, so the test's outcome depends on the
@@ -260,8 +266,9 @@ class _Search:
         """Rule S2-b: per queue in target order, its first refused candidate when the preemptor's
         share is below the target's initial share; then the queue is dropped."""
         by_queue: dict[str, list[Workload]] = {}
-        for wl in retry:
-            by_queue.setdefault(wl.cluster_queue, []).append(wl)
+        for wl in retry:  # each queue gives at most its first refused candidate: only that one is kept
+            if wl.cluster_queue not in by_queue:
+                by_queue[wl.cluster_queue] = [wl]
         ordering = TargetOrdering(self.fair, self.cq.node, by_queue)
         for target in ordering:
             mine, theirs = ordering.almost_lcas(target)
@@ -293,7 +300,7 @@ def _share_without(preemptor: Preemptor, fair: FairShare, victim: Workload, at: 
         preemptor.restore(victim)
 
 
-def _may_pass(strategy: str, preemptor_new: tuple[int, float], target_old: tuple[int, float]) -> bool:
+def may_pass(strategy: str, preemptor_new: tuple[int, float], target_old: tuple[int, float]) -> bool:
     """Whether any candidate of a target can pass ``strategy`` (the fast path's bound).
 
     Removing a victim's usage never raises a share: per resource what a node borrows can only

@@ -35,22 +35,25 @@ INFINITE_SHARE = 9223372036854775807  # what Kueue's status shows for a zero-wei
 class DRS:
     """A node's dominant resource share; ``key`` sorts lower-is-fairer like Kueue's ``CompareDRS``."""
 
-    __slots__ = ("borrowed", "ratio", "resource", "weight")
+    __slots__ = ("_key", "borrowed", "ratio", "resource", "weight")
 
     def __init__(self, ratio: float, weight: float, borrowed: tuple[int, ...], resource: str) -> None:
         self.ratio = ratio
         self.weight = weight
         self.borrowed = borrowed  # flavor-resources on which the node is borrowing
         self.resource = resource
+        # the comparison key, made once: searches compare one share many times
+        if weight == 0 and borrowed:
+            self._key = (1, ratio)
+        else:
+            self._key = (0, ratio / weight if ratio else 0.0)
 
     @property
     def borrowing(self) -> bool:
         return bool(self.borrowed)
 
     def key(self) -> tuple[int, float]:
-        if self.weight == 0 and self.borrowed:
-            return (1, self.ratio)
-        return (0, self.ratio / self.weight if self.ratio else 0.0)
+        return self._key
 
     def weighted_share(self) -> int:
         """The integer ``status.fairSharing.weightedShare`` Kueue publishes (rounded up)."""
@@ -102,21 +105,29 @@ class FairShare:
             return DRS(0.0, node.weight, (), "")
         usage = node.usage
         subtree = node.subtree
-        if extra is None and all(usage[fr] <= subtree[fr] for fr in node.defined):
-            return DRS(0.0, node.weight, (), "")
-        borrowed_by_res: dict[str, int] = {}
         borrowed: list[int] = []
-        for fr in node.defined:
+        overs: list[int] = []
+        for fr in node.defined:  # one plain loop: no generator per call on the hot path
             over = usage[fr] - subtree[fr]
             if extra is not None:
                 over += sign * extra.get(fr, 0)
             if over > 0:
-                res = self.resource_of[fr]
-                borrowed_by_res[res] = borrowed_by_res.get(res, 0) + over
                 borrowed.append(fr)
+                overs.append(over)
         if not borrowed:
             return DRS(0.0, node.weight, (), "")
         lendable = self.lendable(node)
+        resource_of = self.resource_of
+        if len(borrowed) == 1:  # one resource: the loop below without its dictionary and sort
+            res = resource_of[borrowed[0]]
+            lend = lendable.get(res, 0)
+            if lend > 0:
+                return DRS(overs[0] * 1000.0 / lend, node.weight, (borrowed[0],), res)
+            return DRS(0.0, node.weight, (borrowed[0],), "")
+        borrowed_by_res: dict[str, int] = {}
+        for fr, over in zip(borrowed, overs, strict=True):
+            res = resource_of[fr]
+            borrowed_by_res[res] = borrowed_by_res.get(res, 0) + over
         ratio = 0.0
         dominant = ""
         for res in sorted(borrowed_by_res):

@@ -44,6 +44,21 @@ FIT = 4
 Oracle = Callable[[Workload, ClusterQueue, int, int], int]
 """Simulates preemption for one flavor-resource and quantity; returns PREEMPT, RECLAIM or NO_CANDIDATES."""
 
+# What ``_fits`` reads of the live quota tree (a ``Reading``: kind, flavor-resource, quantity, value).
+AVAILABLE, LEVEL, IN_HIERARCHY, ORACLE = range(4)
+Reading = tuple[int, int, int, int]
+
+
+class _Read:
+    """A node of one key's readings tree (see ``FlavorAssigner._recall``): what ``_assign`` reads
+    next, given the values read before it, and where each value read leads."""
+
+    __slots__ = ("fr", "kind", "next", "val")
+
+    def __init__(self, kind: int, fr: int, val: int) -> None:
+        self.kind, self.fr, self.val = kind, fr, val
+        self.next: dict[int, _Read | Assignment] = {}
+
 
 class Assignment:
     """The outcome of flavor assignment for one workload at given pod counts. Never changed once
@@ -123,6 +138,10 @@ class FlavorAssigner:
         self._plans: dict[tuple[object, ...], Plan | None] = {}
         # The same plans at full size by the memo's shape alone (``assign_full``).
         self._full_plans: dict[tuple[str, int], Plan | None] = {}
+        # Per the same key, the assignments ``_assign`` made, by what it read of the quota tree
+        # to make them, in order (see ``_recall``).
+        self._replays: dict[tuple[object, ...], _Read | Assignment] = {}
+        self._reading: list[Reading] | None = None  # what the running ``_assign`` reads, when kept
 
     def layout(self, cq: ClusterQueue, ps: PodSetSpec) -> _Layout:
         key = (cq.name, ps)
@@ -145,15 +164,18 @@ class FlavorAssigner:
 
     def assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
         """The assignment at ``counts``: with ``plans``, a plain Fit is read off the pod sets'
-        plan for this queue (most admissions in a busy cluster) instead of trying each flavor."""
+        plan for this queue (most admissions in a busy cluster) instead of trying each flavor,
+        and any other assignment is replayed where the tree reads as when it was made."""
         if not self.plans:
             return self._assign(wl, cq, counts)
-        plan = self._plan(wl, cq, counts)
+        shape = wl.shape  # the memo's number for (ClusterQueue, pod sets, ...): cheaper to hash
+        key = (shape, counts) if shape is not None and shape[0] == cq.name else (cq.name, wl.pod_sets, counts)
+        plan = self._plan(key, wl, cq, counts)
         if plan is not None:
             level = plan.level(cq.node)
             if level >= 0:
                 return plan.assignment(level, Assignment.fit)
-        return self._assign(wl, cq, counts)
+        return self._replayed(wl, cq, counts, key)
 
     def assign_full(self, wl: Workload, cq: ClusterQueue) -> Assignment:
         """``assign`` with every pod set at full size (a head's first try). With plans, a head the
@@ -164,17 +186,59 @@ class FlavorAssigner:
             return self.assign(wl, cq, full_counts(wl))
         plan = self._full_plans.get(shape, UNPLANNED)
         if plan is UNPLANNED:
-            plan = self._full_plans[shape] = self._plan(wl, cq, full_counts(wl))
+            counts = full_counts(wl)
+            plan = self._full_plans[shape] = self._plan((shape, counts), wl, cq, counts)
         if plan is not None:
             level = plan.level(cq.node)
             if level >= 0:
                 return plan.assignment(level, Assignment.fit)
-        return self._assign(wl, cq, full_counts(wl))
+        counts = full_counts(wl)
+        return self._replayed(wl, cq, counts, (shape, counts))
 
-    def _plan(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Plan | None:
-        """The plain-Fit plan of ``wl``'s pod sets at ``counts`` in ``cq``, made once."""
-        shape = wl.shape  # the memo's number for (ClusterQueue, pod sets, ...): cheaper to hash
-        key = (shape, counts) if shape is not None and shape[0] == cq.name else (cq.name, wl.pod_sets, counts)
+    def _replayed(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...], key: tuple[object, ...]) -> Assignment:
+        """``_assign``, or its earlier answer where the live tree reads as it did then (``_recall``)."""
+        replay = self._replays.get(key)
+        if replay is not None:
+            found = self._recall(wl, cq, replay)
+            if found is not None:
+                return found
+        reading: list[Reading] = []
+        self._reading = reading
+        try:
+            result = self._assign(wl, cq, counts)
+        finally:
+            self._reading = None
+        self._replays[key] = _learn(replay, reading, result)
+        return result
+
+    def _recall(self, wl: Workload, cq: ClusterQueue, node: _Read | Assignment) -> Assignment | None:
+        """The assignment ``_assign`` would make, if it made it before from the same readings.
+
+        ``_assign`` is a function of the workload's pod sets and counts (the key), the static
+        quota, and what it reads of the live tree, in the order it reads it (``_fits``:
+        ``available``, ``borrowing_level``, ``may_reclaim_in_hierarchy``, the preemption oracle
+        for this workload); which reading comes next depends only on the values before it. So the
+        readings of one key form a tree whose leaves are assignments: walk it reading the live
+        tree; a value never seen there ends the walk (None)."""
+        tree = cq.node
+        while isinstance(node, _Read):
+            kind, fr, val = node.kind, node.fr, node.val
+            if kind == AVAILABLE:
+                got = available(tree, fr)
+            elif kind == LEVEL:
+                got = borrowing_level(tree, fr, val)
+            elif kind == IN_HIERARCHY:
+                got = may_reclaim_in_hierarchy(tree, fr, val)
+            else:
+                got = self.oracle(wl, cq, fr, val)
+            found = node.next.get(got)
+            if found is None:
+                return None
+            node = found
+        return node
+
+    def _plan(self, key: tuple[object, ...], wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Plan | None:
+        """The plain-Fit plan of ``wl``'s pod sets at ``counts`` in ``cq``, made once per key."""
         plan = self._plans.get(key, UNPLANNED)
         if plan is UNPLANNED:
             plan = self._plans[key] = make_plan(self.layout, cq, wl.pod_sets, counts)
@@ -305,8 +369,14 @@ class FlavorAssigner:
         node = cq.node
         val = previous + request
         free = available(node, fr)
+        reading = self._reading
+        if reading is not None:
+            reading.append((AVAILABLE, fr, val, free))
         if val <= free:  # available never exceeds potential_available, so this is a Fit
-            return FIT, borrowing_level(node, fr, val)
+            level = borrowing_level(node, fr, val)
+            if reading is not None:
+                reading.append((LEVEL, fr, val, level))
+            return FIT, level
         capacity = potential_available(node, fr)
         if val > capacity:
             failures.append(reasons.insufficient_quota(resource, flavor, previous, request, capacity))
@@ -319,10 +389,42 @@ class FlavorAssigner:
         may_borrow_preempt = node.parent is not None and (
             policy.borrow_within_cohort != NEVER or (self.fair_sharing and policy.reclaim_within_cohort != NEVER)
         )
-        if not within_nominal and not may_borrow_preempt and not may_reclaim_in_hierarchy(node, fr, val):
-            return NO_FIT, 0
+        if not within_nominal and not may_borrow_preempt:
+            in_hierarchy = may_reclaim_in_hierarchy(node, fr, val)
+            if reading is not None:
+                reading.append((IN_HIERARCHY, fr, val, in_hierarchy))
+            if not in_hierarchy:
+                return NO_FIT, 0
         level = 0 if val <= node.subtree[fr] else _level_without_usage(cq, fr, val)
-        return self.oracle(wl, cq, fr, val), level
+        mode = self.oracle(wl, cq, fr, val)
+        if reading is not None:
+            reading.append((ORACLE, fr, val, mode))
+        return mode, level
+
+
+def _learn(root: _Read | Assignment | None, readings: list[Reading], result: Assignment) -> _Read | Assignment:
+    """``root`` (a key's readings tree, if any) with the branch of ``readings`` ending in ``result``."""
+    if not isinstance(root, _Read) or not readings:
+        return _branch(readings, result)  # the key's first readings (or none: the result reads nothing)
+    node, i = root, 0
+    while True:  # follow the known part: the same values lead to the same next reading
+        kind, fr, val, got = readings[i]
+        assert (node.kind, node.fr, node.val) == (kind, fr, val)
+        found = node.next.get(got)
+        if not isinstance(found, _Read):
+            node.next[got] = _branch(readings[i + 1 :], result)
+            return root
+        node, i = found, i + 1
+
+
+def _branch(readings: list[Reading], result: Assignment) -> _Read | Assignment:
+    """A chain of readings ending in ``result``."""
+    leaf: _Read | Assignment = result
+    for kind, fr, val, got in reversed(readings):
+        node = _Read(kind, fr, val)
+        node.next[got] = leaf
+        leaf = node
+    return leaf
 
 
 def _level_without_usage(cq: ClusterQueue, fr: int, val: int) -> int:

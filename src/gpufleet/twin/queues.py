@@ -111,7 +111,11 @@ class ClusterQueueQueue:
         entry = (wl.order if usage_of is None else (usage_of(wl), *wl.order), self._pushes, wl)
         heapq.heappush(heap, entry)
         wl.heaped = True
-        if (heap[0] is entry or cls not in self._announced) and (cls not in self.bulk or wl.key in self.active):
+        # The class's announced key must stay a lower bound of its heap: a new best entry is
+        # announced even when it is parked (a look-alike arriving after a bulk move), or a parked
+        # entry put back later (``_to_heap``) would sort behind another class's worse workload.
+        announced = cls in self._announced
+        if (heap[0] is entry and announced) or (not announced and (cls not in self.bulk or wl.key in self.active)):
             self._announced[cls] = self._pushes
             heapq.heappush(self._tops, (heap[0][0], self._pushes, cls))
 

@@ -107,10 +107,7 @@ class Cluster:
         answer skips counting the reasons (the packing benchmark does not read them)."""
         if pod.name in self.where:
             raise ValueError(f"pod {pod.name} is already bound to {self.where[pod.name]}")
-        shape = (
-            pod.cpu_milli, pod.memory, pod.gpus, pod.gpu_milli, pod.mig_profile, pod.shared_name,
-            pod.node_selector, pod.affinity, pod.tolerations,
-        )  # fmt: skip
+        shape = pod.shape
         known = self._unschedulable.get(shape)
         if known is not None and known[0] == self._changes and (known[1] is not None or not explain):
             return Unschedulable(pod.name, len(self.nodes), known[1] if explain and known[1] is not None else ())

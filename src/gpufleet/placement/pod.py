@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpufleet.placement.node import GPU_MILLI, MILLI
 from gpufleet.vocabulary import GPU, MIG_PREFIX, Operator, Requirement, Toleration, mig_resource
@@ -27,6 +27,8 @@ class PodSpec:
     node_selector: tuple[tuple[str, str], ...] = ()
     affinity: tuple[tuple[Requirement, ...], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    # Everything but the name: pods with equal shapes get the same answer from the same nodes
+    shape: tuple[object, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if min(self.cpu_milli, self.memory, self.gpus, self.gpu_milli) < 0:
@@ -35,6 +37,11 @@ class PodSpec:
             raise ValueError(f"pod {self.name}: gpu_milli is a share of one card (1..999), alone")
         if self.mig_profile and not self.gpus:
             raise ValueError(f"pod {self.name}: a MIG profile needs gpus >= 1 instances")
+        shape = (
+            self.cpu_milli, self.memory, self.gpus, self.gpu_milli, self.mig_profile, self.shared_name,
+            self.node_selector, self.affinity, self.tolerations,
+        )  # fmt: skip
+        object.__setattr__(self, "shape", shape)
 
     @property
     def gpu_resource(self) -> str:

@@ -124,10 +124,6 @@ def placement_policy(choice: PlacementPolicy | None, jobs: Sequence[Job]) -> Pol
     return LeastAllocated()
 
 
-def _shape(pod: PodSpec) -> tuple[Any, ...]:
-    return (pod.gpu_resource, pod.gpus, pod.cpu_milli, pod.memory, pod.node_selector, pod.tolerations)
-
-
 class Simulation:
     """The loop both worlds share: arrivals, completions, the scheduler and serving. A world is a
     subclass (``QueueWorld`` in ``gpufleet.simulate.queue_world``, ``FirstApplyWorld`` in
@@ -361,13 +357,13 @@ class Simulation:
         self.unbind_pod(pod, run.team, worth)
 
     def place_round(self, t: int) -> None:
-        failed: set[tuple[Any, ...]] = set()
+        failed: set[tuple[object, ...]] = set()  # pod shapes unschedulable this round
         for name, pod in self.replica_pods.items():
-            if name in self.replica_worth or _shape(pod) in failed:
+            if name in self.replica_worth or pod.shape in failed:
                 continue
             decision = self.cluster.schedule(pod)
             if isinstance(decision, Unschedulable):
-                failed.add(_shape(pod))
+                failed.add(pod.shape)
             else:
                 self.replica_worth[name] = self.bind(pod, decision, SERVING)
         for run in list(self.placing.values()):
@@ -377,11 +373,11 @@ class Simulation:
                 if pod.name in run.bound:
                     placed += 1
                     continue
-                if _shape(pod) in failed:
+                if pod.shape in failed:
                     continue
                 decision = self.cluster.schedule(pod)
                 if isinstance(decision, Unschedulable):
-                    failed.add(_shape(pod))
+                    failed.add(pod.shape)
                     last = decision
                     continue
                 worth = self.bind(pod, decision, run.team)

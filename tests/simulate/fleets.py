@@ -59,6 +59,19 @@ teams:
 """
 )
 
+# One one-card node of each of two GPU models, both full cards: a pod's affinity picks the model.
+TWO_MODELS = (
+    HEADER
+    + """
+pools:
+  - {name: h100, gpu: H100-SXM5-80GB, nodes: [h1], gpusPerNode: 1, role: training, slicing: {mode: full}}
+  - {name: a100, gpu: A100-SXM4-80GB, nodes: [g1], gpusPerNode: 1, role: training, slicing: {mode: full}}
+teams:
+  - {name: a, namespaces: [a], quota: {h100: {gpus: 1}, a100: {gpus: 1}}, priorityClasses: [batch],
+     dataClasses: [internal]}
+"""
+)
+
 
 def fleet(text: str) -> Fleet:
     return resolve(parse_policy(text, "test-fleet.yaml"))

@@ -14,7 +14,7 @@ from gpufleet.policy import parse_policy, resolve
 from gpufleet.simulate.config import Mode, PodsReady, ServingCurve, SimulationConfig
 from gpufleet.simulate.run import compare, results_document, simulate, write_outputs
 from gpufleet.trace.job import Job, JobKind
-from tests.simulate.fleets import MIG_SPREAD, SERVING_AT_RISK, fleet, job
+from tests.simulate.fleets import MIG_SPREAD, SERVING_AT_RISK, TWO_MODELS, fleet, job
 
 NIGHT_THEN_DAY = ServingCurve(hourly=(0.25,) + (1.0,) * 23)
 
@@ -130,21 +130,6 @@ def test_same_inputs_give_identical_results_json(tmp_path: Path) -> None:
     document = json.loads(texts[0])
     assert list(document["runs"]) == ["first-apply", "queue"]
     assert document["runs"]["queue"]["fleet"]["jobs"] == 150
-
-
-TWO_MODELS = """
-apiVersion: gpufleet.io/v1alpha1
-kind: FleetPolicy
-cluster: {provider: onprem, kubernetes: "1.34", dra: off}
-priorityClasses: [{name: batch, value: 100}]
-dataClasses: [{name: internal, checkpointLocations: ["s3://eu-central-1/"]}]
-pools:
-  - {name: h100, gpu: H100-SXM5-80GB, nodes: [h1], gpusPerNode: 1, role: training, slicing: {mode: full}}
-  - {name: a100, gpu: A100-SXM4-80GB, nodes: [g1], gpusPerNode: 1, role: training, slicing: {mode: full}}
-teams:
-  - {name: a, namespaces: [a], quota: {h100: {gpus: 1}, a100: {gpus: 1}}, priorityClasses: [batch],
-     dataClasses: [internal]}
-"""
 
 
 def test_a_pod_another_model_cannot_place_does_not_hold_back_its_look_alike() -> None:

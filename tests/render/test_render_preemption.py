@@ -11,11 +11,9 @@ from gpufleet.policy import parse_policy, resolve
 from gpufleet.render import Bundle, render
 from gpufleet.render.check import check_bundle
 from gpufleet.render.kueue import go_duration
-from gpufleet.validation import load_crds
-from tests.support import EXAMPLES, shared_path
+from tests.support import EXAMPLES, kueue_crds
 
 Obj = dict[str, Any]
-CRDS = load_crds(shared_path("schemas", "kueue-v0.19.2"))
 
 
 def fleet_with(queueing: str, research: str = "", *, fair: bool = True) -> Bundle:
@@ -72,7 +70,7 @@ def test_every_cluster_queue_carries_the_fleets_preemption(queueing: str, preemp
     queues = cluster_queues(bundle)
     assert sorted(queues) == ["nlp", "research", "vision"]
     assert {name: q["spec"]["preemption"] for name, q in queues.items()} == dict.fromkeys(queues, preemption)
-    report = check_bundle(bundle, kubernetes="1.34", crds=CRDS)
+    report = check_bundle(bundle, kubernetes="1.34", crds=kueue_crds())
     assert report.checked > 0 and report.findings == []
 
 
@@ -82,7 +80,7 @@ def test_the_pair_the_policy_refuses_is_the_pair_kueues_crd_refuses() -> None:
     bundle = fleet_with("  borrowWithinCohort: {policy: LowerPriority}\n", fair=False)
     queue = cluster_queues(bundle)["nlp"]
     queue["spec"]["preemption"]["reclaimWithinCohort"] = "Never"
-    report = check_bundle(bundle, kubernetes="1.34", crds=CRDS)
+    report = check_bundle(bundle, kubernetes="1.34", crds=kueue_crds())
     assert [f for f in report.findings if "reclaimWithinCohort=Never and borrowWithinCohort" in str(f)], report.findings
 
 
@@ -122,7 +120,7 @@ def test_a_teams_preemption_changes_its_cluster_queue_only(research: str, queuei
     for other in ("nlp", "vision"):
         assert queues[other] == plain[other]  # byte for byte what the fleet alone renders
         assert queues[other]["spec"]["preemption"] == fleets
-    report = check_bundle(bundle, kubernetes="1.34", crds=CRDS)
+    report = check_bundle(bundle, kubernetes="1.34", crds=kueue_crds())
     assert report.checked > 0 and report.findings == []
 
 

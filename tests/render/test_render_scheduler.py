@@ -11,10 +11,8 @@ import yaml
 from gpufleet.policy import parse_policy, resolve
 from gpufleet.render import Bundle, render
 from gpufleet.render.check import check_bundle
-from gpufleet.validation import load_crds
-from tests.support import EXAMPLES, shared_path
+from tests.support import EXAMPLES, kueue_crds
 
-CRDS = load_crds(shared_path("schemas", "kueue-v0.19.2"))
 FILE = "kube-scheduler-configuration.yaml"
 # the example's pools: full H100s, an A100 cut all-balanced, time-sliced L40S (nvidia.com/gpu.shared)
 EXAMPLE_GPU_RESOURCES = [
@@ -62,7 +60,7 @@ def test_the_scheduler_profile_is_neither_applied_nor_validated_as_an_api_object
     assert FILE not in kustomization["resources"]
     assert not [o for o in most.objects() if o["kind"] == "KubeSchedulerConfiguration"]  # what apply -k applies
     assert not [o for o in most.api_objects() if o["kind"] == "KubeSchedulerConfiguration"]
-    before, after = (check_bundle(b, kubernetes="1.34", crds=CRDS) for b in (least, most))
+    before, after = (check_bundle(b, kubernetes="1.34", crds=kueue_crds()) for b in (least, most))
     assert (after.checked, after.findings, after.unchecked) == (before.checked, before.findings, before.unchecked)
     assert most.contents()[FILE].startswith("# kube-scheduler's node scoring")  # says what it is and where it goes
 

@@ -205,11 +205,24 @@ def both(queue: ClusterQueueQueue, model: ModelQueue, op: str, wl: Workload) -> 
 # A look-alike parked on arrival after a bulk move becomes its class's best and is pushed again
 # (back to the heap): it must pop before an older workload of another class (it once did not).
 PARKED_BEST = [("push", 0), ("bulk", 8), ("requeue-preempting", 2), ("push", 5), ("push", 5)]
+# One workload of a bulk-moved class goes back to the heap alone (a head requeued at once): its
+# look-alikes stay parked, each by itself, until the flush.
+BACK_ALONE = [
+    ("push", 0),
+    ("push", 3),
+    ("push", 6),
+    ("bulk", 0),
+    ("requeue-now", 3),
+    ("pop", 0),
+    ("push", 9),
+    ("flush", 0),
+]
 
 
 @settings(max_examples=400)
 @given(bulk_ops, st.sampled_from([BEST_EFFORT_FIFO, STRICT_FIFO]))
 @example(PARKED_BEST, BEST_EFFORT_FIFO)
+@example(BACK_ALONE, BEST_EFFORT_FIFO)
 def test_the_class_heaps_pop_as_one_heap_would(steps: list[tuple[str, int]], strategy: str) -> None:
     """The per-class heaps, bulk moves and flushes against the obvious model, operation by operation."""
     pool = classed(12)

@@ -24,7 +24,7 @@ def of(twin: Twin) -> list[Pending]:
         head = None
         for position, wl in enumerate(queue.in_order(), start=1):
             known = twin.last_status.get(wl.key)
-            state = ACTIVE if wl.key in queue.active else INADMISSIBLE
+            state = ACTIVE if queue.is_active(wl) else INADMISSIBLE
             head = head or wl.key
             moved = queue.bypassed(wl)
             if moved is not None:  # parked with an equivalent's failure: Kueue writes nothing

@@ -22,9 +22,11 @@ is remembered, so later pushes of it park at once, until the inadmissible worklo
 
 The heap is kept as one small heap per equivalence class under a heap of the classes' best
 entries, so the order of pops is that of one heap over the active workloads, while a bulk move
-and the flush that undoes it leave the class's entries in place: after every capacity change a
-backlog of look-alikes comes back and is parked again, and that costs a few dictionary moves per
-workload, not a heap push and pop each.
+and the flush that undoes it leave the class's entries in place. A bulk move only marks the class
+(its workloads stay listed as in the heap, the mark says they are parked) and the flush only drops
+the marks: after every capacity change a backlog of look-alikes comes back and is parked again,
+and that costs one set operation per class, not a dictionary move per workload. A workload of a
+marked class that goes back alone (rare) first turns the mark into parking each one by itself.
 
 Sticky head (BestEffortFIFO, kubernetes-sigs/kueue#7157): a head requeued because it is waiting for
 the workloads it preempted stays the head for the next pop, ahead of parked workloads that the
@@ -51,11 +53,17 @@ Entry = tuple[Key, int, Workload]
 
 
 class ClusterQueueQueue:
-    """The pending side of one ClusterQueue; deletions are lazy (checked on pop)."""
+    """The pending side of one ClusterQueue; deletions are lazy (checked on pop).
+
+    A workload is in one of three places: ``_live`` (it has its class heap's entry and counts as
+    active), ``_solo`` (parked by itself), or ``_live`` under a class in ``_moved`` (parked with its
+    class by a bulk move: the class stops being announced, its entries and ``_live`` stay as they
+    are, and the flush only forgets the mark). ``active`` and ``inadmissible`` are the views.
+    """
 
     __slots__ = (
-        "_announced", "_classes", "_parked", "_pushes", "_spare", "_tops",
-        "active", "bulk", "inadmissible", "name", "sticky", "strict", "usage_of",
+        "_announced", "_classes", "_live", "_moved", "_parked", "_pushes", "_solo", "_spare", "_tops",
+        "bulk", "name", "sticky", "strict", "usage_of",
     )  # fmt: skip
 
     def __init__(self, name: str, strategy: str, parked: set[str]) -> None:
@@ -68,8 +76,9 @@ class ClusterQueueQueue:
         # and refills keeps one list instead of making one per refill for the collector.
         self._spare: list[Entry] | None = None
         self._pushes = 0
-        self.active: dict[str, Workload] = {}
-        self.inadmissible: dict[str, Workload] = {}
+        self._live: dict[str, Workload] = {}  # in the heap: active unless its class is in _moved
+        self._solo: dict[str, Workload] = {}  # parked one by one
+        self._moved: set[int | None] = set()  # classes parked whole by a bulk move, never announced
         self._parked = parked  # shared: names of queues that hold parked workloads
         self.sticky: str | None = None  # a preemptor waiting for its victims: popped first, once
         # Equivalence classes bulk-moved since the last flush: (the reason Kueue stores, the head
@@ -77,28 +86,70 @@ class ClusterQueueQueue:
         self.bulk: dict[int | None, tuple[str, str]] = {}
         self.usage_of: Callable[[Workload], float] | None = None  # AdmissionFairSharing's usage
 
+    @property
+    def active(self) -> dict[str, Workload]:
+        """The workloads in the heap (a copy: reports and tests read it, the scheduler does not)."""
+        moved = self._moved
+        return {key: wl for key, wl in self._live.items() if wl.equivalence not in moved}
+
+    @property
+    def inadmissible(self) -> dict[str, Workload]:
+        """The parked workloads, one by one or with their class (a copy, as ``active``)."""
+        moved = self._moved
+        return {**{key: wl for key, wl in self._live.items() if wl.equivalence in moved}, **self._solo}
+
+    def is_active(self, wl: Workload) -> bool:
+        return self._live.get(wl.key) is wl and wl.equivalence not in self._moved
+
+    def is_parked(self, wl: Workload) -> bool:
+        return wl.key in self._solo or (wl.equivalence in self._moved and wl.key in self._live)
+
+    def has_active(self) -> bool:
+        """Whether a pop would give a workload (every class with an active workload is announced)."""
+        return self._best() is not None
+
     def push(self, wl: Workload) -> bool:
         """Kueue's ``PushOrUpdate``: into the heap, or parked at once when an equivalent workload
         was bulk-moved since the last flush. Returns True when it was parked that way."""
-        if wl.key in self.active:
+        key, cls = wl.key, wl.equivalence
+        live = key in self._live
+        if live and cls not in self._moved:
             return False
-        if self.bulk and wl.equivalence in self.bulk and not self.strict and wl.key not in self.inadmissible:
-            if not wl.heaped:
-                self._insert(wl)
-            self.park(wl)
+        if self.bulk and cls in self.bulk and not self.strict and not live and key not in self._solo:
+            if cls in self._moved:
+                self._live[key] = wl  # parked with its class
+                if not wl.heaped:
+                    self._insert(wl)
+            else:
+                if not wl.heaped:
+                    self._insert(wl)
+                self.park(wl)
+            self._parked.add(self.name)
             return True
         self._to_heap(wl)
         return False
 
     def _to_heap(self, wl: Workload) -> None:
-        if wl.key in self.active:
+        cls = wl.equivalence
+        if cls in self._moved:
+            self._unmove(cls)  # one of a moved class goes back alone (rare): park the rest one by one
+        if wl.key in self._live:
             return
-        self.inadmissible.pop(wl.key, None)
-        self.active[wl.key] = wl
+        self._solo.pop(wl.key, None)
+        self._live[wl.key] = wl
         if not wl.heaped:
             self._insert(wl)
-        elif wl.equivalence not in self._announced:
-            self._announce(wl.equivalence)
+        elif cls not in self._announced:
+            self._announce(cls)
+
+    def _unmove(self, cls: int | None) -> None:
+        """Turn a class's bulk move into parking each of its heap workloads by itself."""
+        self._moved.discard(cls)
+        live, solo = self._live, self._solo
+        for _, _, wl in self._classes.get(cls, ()):
+            if live.get(wl.key) is wl:
+                del live[wl.key]
+                solo[wl.key] = wl
 
     def _insert(self, wl: Workload) -> None:
         cls = wl.equivalence
@@ -111,11 +162,13 @@ class ClusterQueueQueue:
         entry = (wl.order if usage_of is None else (usage_of(wl), *wl.order), self._pushes, wl)
         heapq.heappush(heap, entry)
         wl.heaped = True
+        if cls in self._moved:
+            return  # announced again at the flush
         # The class's announced key must stay a lower bound of its heap: a new best entry is
         # announced even when it is parked (a look-alike arriving after a bulk move), or a parked
         # entry put back later (``_to_heap``) would sort behind another class's worse workload.
         announced = cls in self._announced
-        if (heap[0] is entry and announced) or (not announced and (cls not in self.bulk or wl.key in self.active)):
+        if (heap[0] is entry and announced) or (not announced and (cls not in self.bulk or wl.key in self._live)):
             self._announced[cls] = self._pushes
             heapq.heappush(self._tops, (heap[0][0], self._pushes, cls))
 
@@ -127,20 +180,20 @@ class ClusterQueueQueue:
             heapq.heappush(self._tops, (heap[0][0], self._pushes, cls))
 
     def park(self, wl: Workload) -> None:
-        self.active.pop(wl.key, None)
-        self.inadmissible[wl.key] = wl
+        self._live.pop(wl.key, None)
+        self._solo[wl.key] = wl
         self._parked.add(self.name)
 
     def _best(self) -> Workload | None:
         """The active workload first in order, left in place (stale entries on top go)."""
-        tops, active, announced = self._tops, self.active, self._announced
+        tops, live, announced = self._tops, self._live, self._announced
         while tops:
             order, number, cls = tops[0]
             if announced.get(cls) != number:
                 heapq.heappop(tops)
                 continue
             heap = self._classes[cls]
-            while heap and active.get(heap[0][2].key) is not heap[0][2]:
+            while heap and live.get(heap[0][2].key) is not heap[0][2]:
                 heapq.heappop(heap)[2].heaped = False
             if not heap:
                 heapq.heappop(tops)
@@ -160,17 +213,20 @@ class ClusterQueueQueue:
     def _sticky_first(self, sticky: str | None) -> bool:
         """Whether the sticky head goes first: always, unless AdmissionFairSharing finds a
         LocalQueue with less usage (Kueue compares usage before the sticky flag)."""
-        if sticky is None or sticky not in self.active:
+        if sticky is None:
+            return False
+        wl = self._live.get(sticky)
+        if wl is None or wl.equivalence in self._moved:
             return False
         if self.usage_of is None:
             return True
         best = self._best()
-        return best is None or self.usage_of(best) >= self.usage_of(self.active[sticky])
+        return best is None or self.usage_of(best) >= self.usage_of(wl)
 
     def pop(self) -> Workload | None:
         sticky, self.sticky = self.sticky, None
         if sticky is not None and self._sticky_first(sticky):
-            return self.active.pop(sticky)  # its heap entry is now stale and skipped later
+            return self._live.pop(sticky)  # its heap entry is now stale and skipped later
         wl = self._best()
         if wl is None:
             return None
@@ -178,7 +234,7 @@ class ClusterQueueQueue:
         heap = self._classes[cls]
         heapq.heappop(heap)
         wl.heaped = False
-        del self.active[wl.key]
+        del self._live[wl.key]
         if heap:
             self._pushes += 1
             self._announced[cls] = self._pushes
@@ -197,12 +253,12 @@ class ClusterQueueQueue:
         """The workload ``pop`` would return, left in place."""
         sticky = self.sticky
         if sticky is not None and self._sticky_first(sticky):
-            return self.active[sticky]
+            return self._live[sticky]
         return self._best()
 
     def delete(self, key: str) -> None:
-        self.active.pop(key, None)
-        self.inadmissible.pop(key, None)
+        self._live.pop(key, None)
+        self._solo.pop(key, None)
 
     def requeue(
         self, wl: Workload, *, immediate: bool, namespace_mismatch: bool = False, preempting: bool = False
@@ -216,29 +272,22 @@ class ClusterQueueQueue:
             self.sticky = wl.key
         return True
 
-    def bulk_move(self, head: Workload, reason: str) -> int:
+    def bulk_move(self, head: Workload, reason: str) -> None:
         """Kueue's ``handleInadmissibleHash``, for a head just parked after NoFit or Preempt without
         candidates: remember its class with ``reason`` and park every heap workload of the class
-        (BestEffortFIFO only; an unknown class moves nothing). Returns how many moved. Their
-        entries stay in the class's heap for the flush that brings them back."""
+        (BestEffortFIFO only; an unknown class moves nothing). The class is marked, not walked:
+        its workloads stay where they are for the flush that brings them back."""
         cls = head.equivalence
         if self.strict or cls is None:
-            return 0
+            return
         self.bulk[cls] = (reason, head.key)
         self._announced.pop(cls, None)
-        active, inadmissible = self.active, self.inadmissible
-        moved = 0
-        for _, _, wl in self._classes.get(cls, ()):
-            if active.get(wl.key) is wl:
-                del active[wl.key]
-                inadmissible[wl.key] = wl
-                moved += 1
-        return moved
+        self._moved.add(cls)
 
     def bypassed(self, wl: Workload) -> str | None:
         """The reason stored with ``wl``'s class when it is parked only as an equivalent of a
         failed head (Kueue writes no condition for it), else None."""
-        if not self.bulk or wl.key not in self.inadmissible:
+        if not self.bulk or not self.is_parked(wl):
             return None
         found = self.bulk.get(wl.equivalence)
         return found[0] if found is not None and found[1] != wl.key else None
@@ -246,23 +295,26 @@ class ClusterQueueQueue:
     def flush_inadmissible(self) -> None:
         """Kueue's ``queueInadmissibleWorkloads``: everything parked back into the heap, and the
         remembered equivalence classes forgotten."""
-        parked = list(self.inadmissible.values())
-        self.inadmissible.clear()
         self.bulk.clear()
+        self._moved.clear()
         self._parked.discard(self.name)
-        active = self.active
-        for wl in parked:
-            if wl.key not in active:
-                active[wl.key] = wl
-                if not wl.heaped:
-                    self._insert(wl)
+        if self._solo:
+            parked = list(self._solo.values())
+            self._solo.clear()
+            live = self._live
+            for wl in parked:
+                if wl.key not in live:
+                    live[wl.key] = wl
+                    if not wl.heaped:
+                        self._insert(wl)
         self._announce_all()
 
     def _announce_all(self) -> None:
         self._tops.clear()  # cleared, not replaced: no new objects per flush for the collector
         self._announced.clear()
+        moved = self._moved
         for cls, heap in self._classes.items():
-            if not heap:
+            if not heap or cls in moved:
                 continue
             self._pushes += 1
             self._announced[cls] = self._pushes
@@ -280,7 +332,7 @@ class ClusterQueueQueue:
         self._announce_all()
 
     def __len__(self) -> int:
-        return len(self.active) + len(self.inadmissible)
+        return len(self._live) + len(self._solo)
 
     def in_order(self) -> Iterator[Workload]:
         """Pending workloads in heap order (active first), for positions in reports."""
@@ -329,7 +381,7 @@ class Queues:
             self._dirty.clear()
         result = []
         for queue in self.serving:
-            if queue.active:
+            if queue.has_active():  # not popped otherwise: a pop forgets the sticky head
                 wl = queue.pop()
                 if wl is not None:
                     result.append(wl)

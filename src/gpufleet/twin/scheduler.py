@@ -255,7 +255,7 @@ class Twin:
         queues = self.queues
         if queues.dirty_parked():
             return True
-        return any(q.active for q in queues.serving)
+        return any(q.has_active() for q in queues.serving)
 
     # --- Kueue's clocks (clocks.py, timing.py) --------------------------------------------------
     def begin_cycle(self) -> None:

@@ -58,7 +58,7 @@ def run_streak(k: Cluster, previous: tuple[Pending, ...] | None = None) -> Cycle
         pending, preempted = conclude(k, entries, rejected, victims)
         k.end_cycle(bool(admitted))
         stable = cycle_is_stable(bool(admitted), bool(preempted), pending, previous)
-        if waiting is None or stable or not any(q.active for q in k.queues.serving) or not k.quiet_next():
+        if waiting is None or stable or not any(q.has_active() for q in k.queues.serving) or not k.quiet_next():
             return CycleResult(
                 k.cycle,
                 tuple(k.admitted_record(e.wl) for e in admitted),
@@ -72,7 +72,7 @@ def run_streak(k: Cluster, previous: tuple[Pending, ...] | None = None) -> Cycle
         rotated = _rotate(k, entries, pending, bool(waiting), streak)
         if rotated is not None:
             previous = rotated
-            if not any(q.active for q in k.queues.serving):
+            if not any(q.has_active() for q in k.queues.serving):
                 return CycleResult(k.cycle, (), (), tuple(streak), last=rotated)
 
 
@@ -166,7 +166,7 @@ def _rotate(
         cycle: list[Pending] = []
         moves: list[tuple[ClusterQueueQueue, Workload, Pending]] = []
         for queue in k.queues.serving:
-            wl = queue.peek() if queue.active else None
+            wl = queue.peek()
             if wl is None:
                 continue
             seen = last.get(queue.name)

@@ -381,7 +381,7 @@ class Queues:
             self._dirty.clear()
         result = []
         for queue in self.serving:
-            if queue.has_active():  # not popped otherwise: a pop forgets the sticky head
+            if queue.sticky is None or queue.has_active():  # a pop with nothing to give forgets the sticky head
                 wl = queue.pop()
                 if wl is not None:
                     result.append(wl)

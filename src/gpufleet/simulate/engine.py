@@ -132,6 +132,9 @@ class Simulation:
 
     tainted = False  # nodes carry the pools' taints (the queue world renders them)
     waits_out_serving = True  # with nothing left but waiting jobs, let a day of serving changes pass
+    # the jobs placing hold quota (Admitted) until they start or leave: the queue world's do, the
+    # first-apply world's wait Pending; so ``unplaced`` is the count of placing jobs, or none
+    placing_admitted = False
 
     def __init__(
         self, fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, progress: Progress | None = None
@@ -166,8 +169,11 @@ class Simulation:
         self.weights = {t.name: float(t.weight) for t in fleet.policy.teams}
         self.deployments = self._deployments(fleet)
         self.replicas: dict[str, list[str]] = {d.name: [] for d in self.deployments}
-        self.replica_pods: dict[str, PodSpec] = {}
+        # replicas not bound yet, oldest first, with their shape's id; a replica leaves at its bind
+        # or its removal (nothing unbinds a replica that stays)
+        self.replica_waiting: dict[str, tuple[PodSpec, int]] = {}
         self.replica_worth: dict[str, float] = {}  # bound replicas
+        self.shape_ids: dict[tuple[object, ...], int] = {}  # pod shape -> a small id (cheap to hash)
         self.replica_serial = 0
         self.heap: list[tuple[int, int, int, Any]] = []
         self.seq = 0
@@ -284,7 +290,7 @@ class Simulation:
         m = self.meter
         m.set("waiting", self.waiting)
         m.set("idle_waiting", max(self.capacity - m.rate("alloc"), 0.0) if self.waiting else 0.0)
-        m.set("unplaced", sum(1 for r in self.placing.values() if r.state is State.ADMITTED))
+        m.set("unplaced", len(self.placing) if self.placing_admitted else 0)
         wanted = sum(len(v) for v in self.replicas.values())
         m.set("serving_wanted", wanted)
         m.set("serving_starved", wanted - len(self.replica_worth))
@@ -356,42 +362,90 @@ class Simulation:
         run.gpu_seconds += worth * (t - since)
         self.unbind_pod(pod, run.team, worth)
 
+    def shape_id(self, pod: PodSpec) -> int:
+        """The id of the pod's shape: equal shapes get one id, for the whole run."""
+        return self.shape_ids.setdefault(pod.shape, len(self.shape_ids))
+
+    def set_pods(self, run: JobRun, pods: list[PodSpec]) -> None:
+        """The current attempt's pods, none bound yet. ``pod_spec`` builds one attempt's pods alike,
+        so they share a shape (``run.shape_id``)."""
+        run.pods = pods
+        run.placed = 0
+        ids = {self.shape_id(pod) for pod in pods}
+        run.shape_id = ids.pop() if len(ids) == 1 else None
+
     def place_round(self, t: int) -> None:
-        failed: set[tuple[object, ...]] = set()  # pod shapes unschedulable this round
-        for name, pod in self.replica_pods.items():
-            if name in self.replica_worth or pod.shape in failed:
-                continue
-            decision = self.cluster.schedule(pod)
-            if isinstance(decision, Unschedulable):
-                failed.add(pod.shape)
-            else:
-                self.replica_worth[name] = self.bind(pod, decision, SERVING)
-        for run in list(self.placing.values()):
-            last: Unschedulable | None = None
-            placed = 0
-            for pod in run.pods:
-                if pod.name in run.bound:
-                    placed += 1
-                    continue
-                if pod.shape in failed:
+        """Replicas, then the placing jobs in order; a shape that found no node is not tried again.
+
+        A job whose pods share a shape (``run.shape_id``) binds them in order until one finds no
+        node, after which its others would be skipped: so its bound pods are always its first
+        ``run.placed`` (nothing unbinds a pod of the current attempt while the job places), and
+        the round starts from there instead of looking at each pod."""
+        failed: set[int] = set()  # shape ids unschedulable this round
+        if self.replica_waiting:
+            for name, (pod, shape) in list(self.replica_waiting.items()):
+                if shape in failed:
                     continue
                 decision = self.cluster.schedule(pod)
                 if isinstance(decision, Unschedulable):
-                    failed.add(pod.shape)
+                    failed.add(shape)
+                else:
+                    del self.replica_waiting[name]
+                    self.replica_worth[name] = self.bind(pod, decision, SERVING)
+        for run in list(self.placing.values()):
+            same = run.shape_id
+            if same is None:
+                self._place_each(t, run, failed)
+                continue
+            if same in failed:
+                continue
+            pods = run.pods
+            last: Unschedulable | None = None
+            while run.placed < len(pods):
+                pod = pods[run.placed]
+                decision = self.cluster.schedule(pod)
+                if isinstance(decision, Unschedulable):
+                    failed.add(same)
                     last = decision
-                    continue
-                worth = self.bind(pod, decision, run.team)
-                run.bound[pod.name] = (worth, t)
-                hold = Hold(worth, t)
-                run.attempt.holds.append(hold)
-                run.holding[pod.name] = hold
-                run.gpu_worth += worth
-                run.attempt.placements[pod.name] = (decision.node, decision.devices)
-                placed += 1
-            if placed == len(run.pods):
+                    break
+                self._bind_run_pod(t, run, pod, decision)
+            if run.placed == len(pods):
                 self.start(t, run)
             elif last is not None:
                 self.cannot_place(run, last)
+
+    def _place_each(self, t: int, run: JobRun, failed: set[int]) -> None:
+        """``place_round`` for a job whose pods differ in shape (or that has none): pod by pod."""
+        last: Unschedulable | None = None
+        placed = 0
+        for pod in run.pods:
+            if pod.name in run.bound:
+                placed += 1
+                continue
+            shape = self.shape_id(pod)
+            if shape in failed:
+                continue
+            decision = self.cluster.schedule(pod)
+            if isinstance(decision, Unschedulable):
+                failed.add(shape)
+                last = decision
+                continue
+            self._bind_run_pod(t, run, pod, decision)
+            placed += 1
+        if placed == len(run.pods):
+            self.start(t, run)
+        elif last is not None:
+            self.cannot_place(run, last)
+
+    def _bind_run_pod(self, t: int, run: JobRun, pod: PodSpec, decision: Placement) -> None:
+        worth = self.bind(pod, decision, run.team)
+        run.bound[pod.name] = (worth, t)
+        hold = Hold(worth, t)
+        run.attempt.holds.append(hold)
+        run.holding[pod.name] = hold
+        run.gpu_worth += worth
+        run.attempt.placements[pod.name] = (decision.node, decision.devices)
+        run.placed += 1
 
     # --- serving ---------------------------------------------------------------------------------
     def _deployments(self, fleet: Fleet) -> list[Deployment]:
@@ -421,18 +475,18 @@ class Simulation:
                 self.replica_serial += 1
                 name = f"{SERVING}/{dep.name}-{self.replica_serial}"
                 names.append(name)
-                self.replica_pods[name] = PodSpec(
+                pod = PodSpec(
                     name=name,
                     gpus=dep.template.gpus,
                     mig_profile=dep.template.mig_profile,
                     node_selector=dep.template.node_selector,
                     tolerations=dep.template.tolerations,
                 )
+                self.replica_waiting[name] = (pod, self.shape_id(pod))
                 self.place_dirty = True
             while len(names) > wanted:
                 name = names.pop()
-                del self.replica_pods[name]
-                if name in self.replica_worth:
+                if self.replica_waiting.pop(name, None) is None:
                     self.unbind_pod(name, SERVING, self.replica_worth.pop(name))
                     self.place_dirty = True
         self.push(t + HOUR - t % HOUR, SCALE, None)

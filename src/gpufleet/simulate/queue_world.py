@@ -33,6 +33,7 @@ from gpufleet.twin import Admitted, Preempted
 class QueueWorld(Simulation):
     tainted = True
     waits_out_serving = False
+    placing_admitted = True  # ``admitted`` adds a job to ``placing``; it leaves when it starts or its attempt ends
 
     def prepare(self, fleet: Fleet) -> Reaches:
         self.queue = Queue(fleet, fast=not self.config.reference_twin)
@@ -109,7 +110,7 @@ class QueueWorld(Simulation):
         count = a.counts[POD_SET]
         # named after the attempt: the pods of a preempted attempt may still terminate beside them
         name = f"{run.key}/{attempt.number}"
-        run.pods = [pod_spec(f"{name}/{i}", run.job, run.ask, flavor) for i in range(count)]
+        self.set_pods(run, [pod_spec(f"{name}/{i}", run.job, run.ask, flavor) for i in range(count)])
         run.state = State.ADMITTED
         run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
         self.watch.reserve(run.team, *run.quota)

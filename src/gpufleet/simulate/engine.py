@@ -85,6 +85,7 @@ from gpufleet.trace.job import Job
 # timer of Kueue's fires
 ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE, RELEASE = range(8)
 SERVING = "serving"  # the team name serving replicas are counted under
+REFRESHED = ("waiting", "idle_waiting", "unplaced", "serving_wanted", "serving_starved")  # ``refresh`` sets them
 
 Progress = Callable[[int, int], None]
 
@@ -182,6 +183,7 @@ class Simulation:
         self.waiting = 0
         self.arrived = 0
         self.place_dirty = False
+        self.rates: tuple[float, ...] | None = None  # what ``refresh`` last set
 
     # --- what a world says -----------------------------------------------------------------------
     def prepare(self, fleet: Fleet) -> Reaches | None:
@@ -288,12 +290,18 @@ class Simulation:
     def refresh(self) -> None:
         """Rates that depend on several counters, set once the instant has settled."""
         m = self.meter
-        m.set("waiting", self.waiting)
-        m.set("idle_waiting", max(self.capacity - m.rate("alloc"), 0.0) if self.waiting else 0.0)
-        m.set("unplaced", len(self.placing) if self.placing_admitted else 0)
         wanted = sum(len(v) for v in self.replicas.values())
-        m.set("serving_wanted", wanted)
-        m.set("serving_starved", wanted - len(self.replica_worth))
+        rates = (
+            self.waiting,
+            max(self.capacity - m.rate("alloc"), 0.0) if self.waiting else 0.0,
+            len(self.placing) if self.placing_admitted else 0,
+            wanted,
+            wanted - len(self.replica_worth),
+        )
+        if rates != self.rates:  # these series are set only here: the same rates again change nothing
+            self.rates = rates
+            for name, rate in zip(REFRESHED, rates, strict=True):
+                m.set(name, rate)
         self.watch.refresh()
 
     # --- jobs ------------------------------------------------------------------------------------

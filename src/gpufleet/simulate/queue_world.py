@@ -64,15 +64,17 @@ class QueueWorld(Simulation):
         if not self.kueue_dirty:
             return
         self.kueue_dirty = False
+        by_key = self.by_key
         for result in self.queue.cycles(t):
             for victim in result.preempted:
                 self.preempted(t, victim)
             for admitted in result.admitted:
                 self.admitted(t, admitted)
             for pending in result.pending:
-                run = self.by_key.get(pending.workload)
+                run = by_key.get(pending.workload)
                 if run is not None:
-                    run.attempt.reason, run.attempt.message = pending.reason, pending.message
+                    attempt = run.attempts[-1]
+                    attempt.reason, attempt.message = pending.reason, pending.message
         wake = self.queue.wake()
         if wake is not None and (self.kueue_wake is None or self.kueue_wake <= t or wake < self.kueue_wake):
             self.kueue_wake = max(wake, t + 1)

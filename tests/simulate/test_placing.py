@@ -1,8 +1,10 @@
-"""The scheduler's round: a job's pods share a shape and bind in order; pods that differ go one by one."""
+"""The scheduler's round: a job's pods share one shape and bind in order."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+
+import pytest
 
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.first_apply import FirstApplyWorld
@@ -11,12 +13,10 @@ from tests.simulate.fleets import TWO_NODES, fleet, job
 
 
 class MixedPods(FirstApplyWorld):
-    """The first apply, with job m's first pod asking one card less than its sibling."""
+    """The first apply, with a job's first pod asking one card less than its sibling."""
 
     def enter(self, t: int, run: JobRun) -> None:
         super().enter(t, run)
-        if run.job.job_id != "m":
-            return
         first = replace(run.pods[0], gpus=run.pods[0].gpus - 1)
         self.set_pods(run, [first, *run.pods[1:]])
 
@@ -33,15 +33,7 @@ def test_pods_of_one_attempt_share_one_shape_id_and_bind_as_a_prefix() -> None:
     assert second.placed == 0 and not second.bound
 
 
-def test_pods_that_differ_in_shape_are_placed_one_by_one() -> None:
-    """A job of a 1-card and a 2-card pod, then a 2-card job: the 1-card pod takes n1, the
-    2-card pod n2; the second job waits for them."""
-    jobs = [job("m", "a", 0, 600, gpus=2, pods=2), job("w", "a", 0, 600, gpus=2)]
-    sim = MixedPods(fleet(TWO_NODES), jobs, SimulationConfig(mode=Mode.FIRST_APPLY))
-    outcome = sim.run()
-    mixed, waiting = outcome.runs
-    assert mixed.shape_id is None
-    placements = mixed.attempts[0].placements
-    assert sorted(node for node, _ in placements.values()) == ["n1", "n2"]
-    assert mixed.attempts[0].started == 0
-    assert waiting.attempts[0].started == 600
+def test_pods_that_differ_in_more_than_their_names_are_refused() -> None:
+    sim = MixedPods(fleet(TWO_NODES), [job("m", "a", 0, 600, gpus=2, pods=2)], SimulationConfig(mode=Mode.FIRST_APPLY))
+    with pytest.raises(ValueError, match="differ in more than their names"):
+        sim.run()

@@ -175,6 +175,7 @@ class Simulation:
         self.replica_waiting: dict[str, tuple[PodSpec, int]] = {}
         self.replica_worth: dict[str, float] = {}  # bound replicas
         self.shape_ids: dict[tuple[object, ...], int] = {}  # pod shape -> a small id (cheap to hash)
+        self.worths: dict[tuple[str, int, str], float] = {}  # (pool, devices, MIG profile) -> GPUs held
         self.replica_serial = 0
         self.heap: list[tuple[int, int, int, Any]] = []
         self.seq = 0
@@ -348,7 +349,10 @@ class Simulation:
     def bind(self, pod: PodSpec, placement: Placement, team: str) -> float:
         self.cluster.bind(pod, placement)
         pool = self.pool_of_node[placement.node]
-        worth = float(pool.worth(len(placement.devices), pod.mig_profile))
+        held = (pool.name, len(placement.devices), pod.mig_profile)
+        worth = self.worths.get(held)
+        if worth is None:  # fixed by the pool: kept
+            worth = self.worths[held] = float(pool.worth(len(placement.devices), pod.mig_profile))
         self.meter.add("alloc", worth)
         self.meter.add(f"team:{team}", worth)
         self.meter.add(f"pool:{pool.name}", worth)
@@ -375,21 +379,21 @@ class Simulation:
         return self.shape_ids.setdefault(pod.shape, len(self.shape_ids))
 
     def set_pods(self, run: JobRun, pods: list[PodSpec]) -> None:
-        """The current attempt's pods, none bound yet. ``pod_spec`` builds one attempt's pods alike,
-        so they share a shape (``run.shape_id``)."""
+        """The current attempt's pods, none bound yet: a job's pods are identical but for their
+        names (``Job``), so they share one shape (``run.shape_id``)."""
         run.pods = pods
         run.placed = 0
-        ids = {self.shape_id(pod) for pod in pods}
-        run.shape_id = ids.pop() if len(ids) == 1 else None
+        run.shape_id = self.shape_id(pods[0]) if pods else None
+        if any(pod.shape != pods[0].shape for pod in pods[1:]):
+            raise ValueError(f"job {run.key}: its pods differ in more than their names")
 
     def place_round(self, t: int) -> None:
         """Replicas, then the placing jobs in order; a shape that found no node is not tried again.
 
-        A job whose pods share a shape (``run.shape_id``) binds them in order until one finds no
-        node, after which its others would be skipped: so its bound pods are always its first
-        ``run.placed`` (nothing unbinds a pod of the current attempt while the job places), and
-        the round starts from there instead of looking at each pod."""
-        failed: set[int] = set()  # shape ids unschedulable this round
+        A job binds its pods in order until one finds no node; the others, of the same shape, are
+        then skipped. So its bound pods are always its first ``run.placed`` (nothing unbinds a pod
+        of the current attempt while the job places), and the round starts from there."""
+        failed: set[int | None] = set()  # shape ids unschedulable this round
         if self.replica_waiting:
             for name, (pod, shape) in list(self.replica_waiting.items()):
                 if shape in failed:
@@ -401,11 +405,7 @@ class Simulation:
                     del self.replica_waiting[name]
                     self.replica_worth[name] = self.bind(pod, decision, SERVING)
         for run in list(self.placing.values()):
-            same = run.shape_id
-            if same is None:
-                self._place_each(t, run, failed)
-                continue
-            if same in failed:
+            if run.shape_id in failed:
                 continue
             pods = run.pods
             last: Unschedulable | None = None
@@ -413,7 +413,7 @@ class Simulation:
                 pod = pods[run.placed]
                 decision = self.cluster.schedule(pod)
                 if isinstance(decision, Unschedulable):
-                    failed.add(same)
+                    failed.add(run.shape_id)
                     last = decision
                     break
                 self._bind_run_pod(t, run, pod, decision)
@@ -421,29 +421,6 @@ class Simulation:
                 self.start(t, run)
             elif last is not None:
                 self.cannot_place(run, last)
-
-    def _place_each(self, t: int, run: JobRun, failed: set[int]) -> None:
-        """``place_round`` for a job whose pods differ in shape (or that has none): pod by pod."""
-        last: Unschedulable | None = None
-        placed = 0
-        for pod in run.pods:
-            if pod.name in run.bound:
-                placed += 1
-                continue
-            shape = self.shape_id(pod)
-            if shape in failed:
-                continue
-            decision = self.cluster.schedule(pod)
-            if isinstance(decision, Unschedulable):
-                failed.add(shape)
-                last = decision
-                continue
-            self._bind_run_pod(t, run, pod, decision)
-            placed += 1
-        if placed == len(run.pods):
-            self.start(t, run)
-        elif last is not None:
-            self.cannot_place(run, last)
 
     def _bind_run_pod(self, t: int, run: JobRun, pod: PodSpec, decision: Placement) -> None:
         worth = self.bind(pod, decision, run.team)

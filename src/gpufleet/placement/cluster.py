@@ -52,6 +52,7 @@ class Cluster:
         class_ids: dict[tuple[object, ...], int] = {}
         self.nodes: list[NodeState] = []
         self._class_spec: dict[int, NodeSpec] = {}
+        self._class_size: dict[int, int] = {}  # nodes per class (fixed)
         # class -> largest-free bucket -> group id -> members sorted by name
         self._groups: dict[int, dict[int, dict[int, list[NodeState]]]] = {}
         self._group_ids: dict[tuple[int, Signature], int] = {}  # kept for good: memo keys stay valid
@@ -60,6 +61,7 @@ class Cluster:
         for spec in specs:
             cid = class_ids.setdefault((replace(spec, name=""),), len(class_ids))
             self._class_spec.setdefault(cid, spec)
+            self._class_size[cid] = self._class_size.get(cid, 0) + 1
             state = NodeState(spec, cid)
             self.nodes.append(state)
             self._join(state)
@@ -203,11 +205,11 @@ class Cluster:
         histogram: Counter[str] = Counter()
         for class_id, buckets in self._groups.items():
             veto = verdicts[class_id]
+            if veto:  # every node of the class, whatever its group
+                histogram[veto] += self._class_size[class_id]
+                continue
             for groups in buckets.values():
                 for gid, members in groups.items():
-                    if veto:
-                        histogram[veto] += len(members)
-                        continue
                     for reason in self._lack(lacks, gid, members[0], pod):
                         histogram[reason] += len(members)
         return tuple(sorted(histogram.items()))

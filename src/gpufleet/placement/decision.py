@@ -39,5 +39,6 @@ class Unschedulable:
 
 @lru_cache(maxsize=4096)
 def _message(total_nodes: int, histogram: tuple[tuple[str, int], ...]) -> str:
-    """The FitError text, remembered: a pod waiting round after round is told the same thing."""
+    """The FitError text, remembered (nothing but the two arguments decides it): a pod waiting
+    round after round is told the same thing."""
     return unavailable_message(total_nodes, dict(histogram))

@@ -174,8 +174,10 @@ class Simulation:
         # or its removal (nothing unbinds a replica that stays)
         self.replica_waiting: dict[str, tuple[PodSpec, int]] = {}
         self.replica_worth: dict[str, float] = {}  # bound replicas
-        self.shape_ids: dict[tuple[object, ...], int] = {}  # pod shape -> a small id (cheap to hash)
-        self.worths: dict[tuple[str, int, str], float] = {}  # (pool, devices, MIG profile) -> GPUs held
+        # pod shape -> a small id, cheap to hash; ids are never reused or dropped within the run
+        self.shape_ids: dict[tuple[object, ...], int] = {}
+        # (pool, devices, MIG profile) -> GPUs held: the pool's worths never change, so never stale
+        self.worths: dict[tuple[str, int, str], float] = {}
         self.replica_serial = 0
         self.heap: list[tuple[int, int, int, Any]] = []
         self.seq = 0

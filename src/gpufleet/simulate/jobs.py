@@ -92,8 +92,8 @@ class JobRun:
         self.state = State.PENDING
         self.attempts: list[Attempt] = []
         self.pods: list[PodSpec] = []  # the current attempt's pods (``Simulation.set_pods``)
-        # The current attempt's pods bound so far, and their one shape's id in the run (None: the
-        # pods differ in shape, or there are none): see ``Simulation.place_round``
+        # The current attempt's pods bound so far (always its first ones), and their one shape's
+        # id in the run (None: no pods yet): see ``Simulation.place_round``
         self.placed = 0
         self.shape_id: int | None = None
         # pod -> (GPUs it holds, bound since): the current attempt's, and a preempted attempt's that

@@ -191,6 +191,28 @@ def test_unschedulable_message_reads_like_kube_scheduler(pod: PodSpec, message: 
     assert decision.message == message
 
 
+def test_reasons_follow_the_free_state_as_pods_come_and_go() -> None:
+    """The remembered per-group answers follow a node into its new group: with a's cards taken
+    and half of b's, a 4-card pod lacks cards on both; once a's are back it lands there, and with
+    them taken again it gets the same reasons."""
+    cluster = Cluster(three_nodes())
+    taker = PodSpec("taker", 100, GI, gpus=4)
+    cluster.bind(taker, Placement("taker", "a", cluster.node("a").devices_for(taker)))
+    cluster.bind(PodSpec("half", 100, GI, gpus=2), Placement("half", "b", cluster.node("b").devices_for(taker)[:2]))
+    wants = PodSpec("wants", 100, GI, gpus=4)
+    first = cluster.schedule(wants)
+    assert isinstance(first, Unschedulable)
+    assert first.message == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: serving}, 2 Insufficient nvidia.com/gpu."
+    )
+    cluster.unbind("taker")
+    assert cluster.schedule(wants) == Placement("wants", "a", cluster.node("a").devices_for(wants))
+    cluster.bind(taker, Placement("taker", "a", cluster.node("a").devices_for(taker)))
+    again = cluster.schedule(PodSpec("wants-again", 100, GI, gpus=4))
+    assert isinstance(again, Unschedulable)
+    assert again.message == first.message
+
+
 def test_prefer_no_schedule_taint_does_not_filter() -> None:
     soft = Taint("spot", "true", TaintEffect.PREFER_NO_SCHEDULE)
     decision = Cluster([NodeSpec("s", 1000, GI, 1, taints=(soft,))]).schedule(PodSpec("p", gpus=1))

@@ -52,6 +52,7 @@ class Cluster:
         class_ids: dict[tuple[object, ...], int] = {}
         self.nodes: list[NodeState] = []
         self._class_spec: dict[int, NodeSpec] = {}
+        self._class_size: dict[int, int] = {}  # nodes per class (fixed)
         # class -> largest-free bucket -> group id -> members sorted by name
         self._groups: dict[int, dict[int, dict[int, list[NodeState]]]] = {}
         self._group_ids: dict[tuple[int, Signature], int] = {}  # kept for good: memo keys stay valid
@@ -60,12 +61,21 @@ class Cluster:
         for spec in specs:
             cid = class_ids.setdefault((replace(spec, name=""),), len(class_ids))
             self._class_spec.setdefault(cid, spec)
+            self._class_size[cid] = self._class_size.get(cid, 0) + 1
             state = NodeState(spec, cid)
             self.nodes.append(state)
             self._join(state)
         self._by_name = {s.spec.name: s for s in self.nodes}
-        self._verdicts: dict[tuple[int, object], str | None] = {}
+        # Per pod constraint (selector, affinity, tolerations): each class's static verdict, and the
+        # classes that pass. Fixed by the classes' specs: kept (as many as the pods' constraints).
+        self._statics: dict[tuple[object, ...], tuple[list[str | None], list[int]]] = {}
+        # Per request (``_memos``) and group: the policy key, and what the group's nodes lack
+        # (``NodeState.insufficient``'s resources, as reasons). A group's id stands for one class and one
+        # free-state signature for good, and both answers depend on nothing else (the key is pure,
+        # insufficient reads only what the signature holds), so no bind or unbind invalidates
+        # them; they are only dropped, together, past ``KEY_MEMO_LIMIT`` entries.
         self._keys: dict[tuple[object, ...], dict[int, tuple[float, ...]]] = {}
+        self._lacks: dict[tuple[object, ...], dict[int, list[str]]] = {}
         self._memo_size = 0
         self.where: dict[str, str] = {}
         # Bind and unbind count here; a pod shape found unschedulable is remembered with the count
@@ -96,11 +106,36 @@ class Cluster:
     def node(self, name: str) -> NodeState:
         return self._by_name[name]
 
-    def _verdict(self, class_id: int, pod: PodSpec) -> str | None:
-        key = (class_id, (pod.node_selector, pod.affinity, pod.tolerations))
-        if key not in self._verdicts:
-            self._verdicts[key] = static_verdict(self._class_spec[class_id], pod)
-        return self._verdicts[key]
+    def _static(self, pod: PodSpec) -> tuple[list[str | None], list[int]]:
+        """Each class's static verdict on the pod (None: it passes), and the classes that pass."""
+        constraint = (pod.node_selector, pod.affinity, pod.tolerations)
+        found = self._statics.get(constraint)
+        if found is None:
+            verdicts = [static_verdict(self._class_spec[cid], pod) for cid in range(len(self._class_spec))]
+            found = self._statics[constraint] = (verdicts, [cid for cid, v in enumerate(verdicts) if v is None])
+        return found
+
+    def _memos(self, pod: PodSpec) -> tuple[dict[int, tuple[float, ...]], dict[int, list[str]]]:
+        """The request's policy keys and lacks per group (see ``__init__``)."""
+        if self._memo_size > KEY_MEMO_LIMIT:
+            self._keys.clear()
+            self._lacks.clear()
+            self._memo_size = 0
+        request = (pod.cpu_milli, pod.memory, pod.gpus, pod.gpu_milli, pod.mig_profile, pod.shared_name)
+        keys = self._keys.get(request)
+        if keys is None:
+            keys = self._keys[request] = {}
+            self._lacks[request] = {}
+        return keys, self._lacks[request]
+
+    def _lack(self, lacks: dict[int, list[str]], gid: int, head: NodeState, pod: PodSpec) -> list[str]:
+        """What the group's nodes (``head`` among them) lack for the pod, as kube-scheduler's
+        ``Insufficient …`` reasons (none: it fits), remembered."""
+        found = lacks.get(gid)
+        if found is None:
+            found = lacks[gid] = [insufficient_message(r) for r in head.insufficient(pod)]
+            self._memo_size += 1
+        return found
 
     def schedule(self, pod: PodSpec, explain: bool = True) -> Placement | Unschedulable:
         """Pick a node for the pod without binding it. With ``explain=False`` an unschedulable
@@ -115,15 +150,15 @@ class Cluster:
         share, whole = pod.gpu_milli, pod.gpus
         simple_pod = not pod.mig_profile and not pod.shared_name
         need = share or (MILLI if whole else 0)
-        for class_id, buckets in self._groups.items():
-            if self._verdict(class_id, pod) is not None:
-                continue
-            for largest, groups in buckets.items():
+        verdicts, passing = self._static(pod)
+        keys, lacks = self._memos(pod)
+        for class_id in passing:
+            for largest, groups in self._groups[class_id].items():
                 if largest >= 0 and (largest < need or not simple_pod):
                     continue
-                best = self._best_in(groups, pod, simple_pod, best)
+                best = self._best_in(groups, pod, simple_pod, best, keys=keys, lacks=lacks)
         if best is None:
-            reasons = self._reasons(pod) if explain else None
+            reasons = self._reasons(pod, verdicts, lacks) if explain else None
             self._unschedulable[shape] = (self._changes, reasons)
             return Unschedulable(pod.name, len(self.nodes), reasons or ())
         return Placement(pod.name, best[1], self.policy.devices(self._by_name[best[1]], pod))
@@ -134,13 +169,11 @@ class Cluster:
         pod: PodSpec,
         simple_pod: bool,
         best: tuple[tuple[float, ...], str] | None,
+        *,
+        keys: dict[int, tuple[float, ...]],
+        lacks: dict[int, list[str]],
     ) -> tuple[tuple[float, ...], str] | None:
         """The best (key, node name) among the groups, or ``best`` if none beats it."""
-        if self._memo_size > KEY_MEMO_LIMIT:
-            self._keys.clear()
-            self._memo_size = 0
-        request = (pod.cpu_milli, pod.memory, pod.gpus, pod.gpu_milli, pod.mig_profile, pod.shared_name)
-        keys = self._keys.setdefault(request, {})
         group_sig = self._group_sig
         cpu, mem, share, whole = pod.cpu_milli, pod.memory, pod.gpu_milli, pod.gpus
         for gid, members in groups.items():
@@ -154,7 +187,7 @@ class Cluster:
                     continue
                 if whole and sig[3] < whole:
                     continue
-            elif head.insufficient(pod):
+            elif self._lack(lacks, gid, head, pod):
                 continue
             key = keys.get(gid)
             if key is None:
@@ -165,15 +198,20 @@ class Cluster:
                 best = candidate
         return best
 
-    def _reasons(self, pod: PodSpec) -> tuple[tuple[str, int], ...]:
+    def _reasons(
+        self, pod: PodSpec, verdicts: list[str | None], lacks: dict[int, list[str]]
+    ) -> tuple[tuple[str, int], ...]:
         """kube-scheduler's per-node reasons, counted over nodes."""
         histogram: Counter[str] = Counter()
         for class_id, buckets in self._groups.items():
-            veto = self._verdict(class_id, pod)
-            for members in (m for groups in buckets.values() for m in groups.values()):
-                reasons = [veto] if veto else [insufficient_message(r) for r in members[0].insufficient(pod)]
-                for reason in reasons:
-                    histogram[reason] += len(members)
+            veto = verdicts[class_id]
+            if veto:  # every node of the class, whatever its group
+                histogram[veto] += self._class_size[class_id]
+                continue
+            for groups in buckets.values():
+                for gid, members in groups.items():
+                    for reason in self._lack(lacks, gid, members[0], pod):
+                        histogram[reason] += len(members)
         return tuple(sorted(histogram.items()))
 
     def bind(self, pod: PodSpec, placement: Placement) -> None:

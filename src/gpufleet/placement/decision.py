@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from gpufleet.placement.filters import unavailable_message
 from gpufleet.placement.state import DeviceSlot
@@ -33,4 +34,11 @@ class Unschedulable:
 
     @property
     def message(self) -> str:
-        return unavailable_message(self.total_nodes, dict(self.histogram))
+        return _message(self.total_nodes, self.histogram)
+
+
+@lru_cache(maxsize=4096)
+def _message(total_nodes: int, histogram: tuple[tuple[str, int], ...]) -> str:
+    """The FitError text, remembered (nothing but the two arguments decides it): a pod waiting
+    round after round is told the same thing."""
+    return unavailable_message(total_nodes, dict(histogram))

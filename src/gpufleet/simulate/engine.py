@@ -85,6 +85,7 @@ from gpufleet.trace.job import Job
 # timer of Kueue's fires
 ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE, RELEASE = range(8)
 SERVING = "serving"  # the team name serving replicas are counted under
+REFRESHED = ("waiting", "idle_waiting", "unplaced", "serving_wanted", "serving_starved")  # ``refresh`` sets them
 
 Progress = Callable[[int, int], None]
 
@@ -132,6 +133,9 @@ class Simulation:
 
     tainted = False  # nodes carry the pools' taints (the queue world renders them)
     waits_out_serving = True  # with nothing left but waiting jobs, let a day of serving changes pass
+    # the jobs placing hold quota (Admitted) until they start or leave: the queue world's do, the
+    # first-apply world's wait Pending; so ``unplaced`` is the count of placing jobs, or none
+    placing_admitted = False
 
     def __init__(
         self, fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, progress: Progress | None = None
@@ -166,8 +170,14 @@ class Simulation:
         self.weights = {t.name: float(t.weight) for t in fleet.policy.teams}
         self.deployments = self._deployments(fleet)
         self.replicas: dict[str, list[str]] = {d.name: [] for d in self.deployments}
-        self.replica_pods: dict[str, PodSpec] = {}
+        # replicas not bound yet, oldest first, with their shape's id; a replica leaves at its bind
+        # or its removal (nothing unbinds a replica that stays)
+        self.replica_waiting: dict[str, tuple[PodSpec, int]] = {}
         self.replica_worth: dict[str, float] = {}  # bound replicas
+        # pod shape -> a small id, cheap to hash; ids are never reused or dropped within the run
+        self.shape_ids: dict[tuple[object, ...], int] = {}
+        # (pool, devices, MIG profile) -> GPUs held: the pool's worths never change, so never stale
+        self.worths: dict[tuple[str, int, str], float] = {}
         self.replica_serial = 0
         self.heap: list[tuple[int, int, int, Any]] = []
         self.seq = 0
@@ -176,6 +186,7 @@ class Simulation:
         self.waiting = 0
         self.arrived = 0
         self.place_dirty = False
+        self.rates: tuple[float, ...] | None = None  # what ``refresh`` last set
 
     # --- what a world says -----------------------------------------------------------------------
     def prepare(self, fleet: Fleet) -> Reaches | None:
@@ -282,12 +293,18 @@ class Simulation:
     def refresh(self) -> None:
         """Rates that depend on several counters, set once the instant has settled."""
         m = self.meter
-        m.set("waiting", self.waiting)
-        m.set("idle_waiting", max(self.capacity - m.rate("alloc"), 0.0) if self.waiting else 0.0)
-        m.set("unplaced", sum(1 for r in self.placing.values() if r.state is State.ADMITTED))
         wanted = sum(len(v) for v in self.replicas.values())
-        m.set("serving_wanted", wanted)
-        m.set("serving_starved", wanted - len(self.replica_worth))
+        rates = (
+            self.waiting,
+            max(self.capacity - m.rate("alloc"), 0.0) if self.waiting else 0.0,
+            len(self.placing) if self.placing_admitted else 0,
+            wanted,
+            wanted - len(self.replica_worth),
+        )
+        if rates != self.rates:  # these series are set only here: the same rates again change nothing
+            self.rates = rates
+            for name, rate in zip(REFRESHED, rates, strict=True):
+                m.set(name, rate)
         self.watch.refresh()
 
     # --- jobs ------------------------------------------------------------------------------------
@@ -334,7 +351,10 @@ class Simulation:
     def bind(self, pod: PodSpec, placement: Placement, team: str) -> float:
         self.cluster.bind(pod, placement)
         pool = self.pool_of_node[placement.node]
-        worth = float(pool.worth(len(placement.devices), pod.mig_profile))
+        held = (pool.name, len(placement.devices), pod.mig_profile)
+        worth = self.worths.get(held)
+        if worth is None:  # fixed by the pool: kept
+            worth = self.worths[held] = float(pool.worth(len(placement.devices), pod.mig_profile))
         self.meter.add("alloc", worth)
         self.meter.add(f"team:{team}", worth)
         self.meter.add(f"pool:{pool.name}", worth)
@@ -356,42 +376,63 @@ class Simulation:
         run.gpu_seconds += worth * (t - since)
         self.unbind_pod(pod, run.team, worth)
 
+    def shape_id(self, pod: PodSpec) -> int:
+        """The id of the pod's shape: equal shapes get one id, for the whole run."""
+        return self.shape_ids.setdefault(pod.shape, len(self.shape_ids))
+
+    def set_pods(self, run: JobRun, pods: list[PodSpec]) -> None:
+        """The current attempt's pods, none bound yet: a job's pods are identical but for their
+        names (``Job``), so they share one shape (``run.shape_id``)."""
+        run.pods = pods
+        run.placed = 0
+        run.shape_id = self.shape_id(pods[0]) if pods else None
+        if any(pod.shape != pods[0].shape for pod in pods[1:]):
+            raise ValueError(f"job {run.key}: its pods differ in more than their names")
+
     def place_round(self, t: int) -> None:
-        failed: set[tuple[object, ...]] = set()  # pod shapes unschedulable this round
-        for name, pod in self.replica_pods.items():
-            if name in self.replica_worth or pod.shape in failed:
-                continue
-            decision = self.cluster.schedule(pod)
-            if isinstance(decision, Unschedulable):
-                failed.add(pod.shape)
-            else:
-                self.replica_worth[name] = self.bind(pod, decision, SERVING)
-        for run in list(self.placing.values()):
-            last: Unschedulable | None = None
-            placed = 0
-            for pod in run.pods:
-                if pod.name in run.bound:
-                    placed += 1
-                    continue
-                if pod.shape in failed:
+        """Replicas, then the placing jobs in order; a shape that found no node is not tried again.
+
+        A job binds its pods in order until one finds no node; the others, of the same shape, are
+        then skipped. So its bound pods are always its first ``run.placed`` (nothing unbinds a pod
+        of the current attempt while the job places), and the round starts from there."""
+        failed: set[int | None] = set()  # shape ids unschedulable this round
+        if self.replica_waiting:
+            for name, (pod, shape) in list(self.replica_waiting.items()):
+                if shape in failed:
                     continue
                 decision = self.cluster.schedule(pod)
                 if isinstance(decision, Unschedulable):
-                    failed.add(pod.shape)
+                    failed.add(shape)
+                else:
+                    del self.replica_waiting[name]
+                    self.replica_worth[name] = self.bind(pod, decision, SERVING)
+        for run in list(self.placing.values()):
+            if run.shape_id in failed:
+                continue
+            pods = run.pods
+            last: Unschedulable | None = None
+            while run.placed < len(pods):
+                pod = pods[run.placed]
+                decision = self.cluster.schedule(pod)
+                if isinstance(decision, Unschedulable):
+                    failed.add(run.shape_id)
                     last = decision
-                    continue
-                worth = self.bind(pod, decision, run.team)
-                run.bound[pod.name] = (worth, t)
-                hold = Hold(worth, t)
-                run.attempt.holds.append(hold)
-                run.holding[pod.name] = hold
-                run.gpu_worth += worth
-                run.attempt.placements[pod.name] = (decision.node, decision.devices)
-                placed += 1
-            if placed == len(run.pods):
+                    break
+                self._bind_run_pod(t, run, pod, decision)
+            if run.placed == len(pods):
                 self.start(t, run)
             elif last is not None:
                 self.cannot_place(run, last)
+
+    def _bind_run_pod(self, t: int, run: JobRun, pod: PodSpec, decision: Placement) -> None:
+        worth = self.bind(pod, decision, run.team)
+        run.bound[pod.name] = (worth, t)
+        hold = Hold(worth, t)
+        run.attempt.holds.append(hold)
+        run.holding[pod.name] = hold
+        run.gpu_worth += worth
+        run.attempt.placements[pod.name] = (decision.node, decision.devices)
+        run.placed += 1
 
     # --- serving ---------------------------------------------------------------------------------
     def _deployments(self, fleet: Fleet) -> list[Deployment]:
@@ -421,18 +462,18 @@ class Simulation:
                 self.replica_serial += 1
                 name = f"{SERVING}/{dep.name}-{self.replica_serial}"
                 names.append(name)
-                self.replica_pods[name] = PodSpec(
+                pod = PodSpec(
                     name=name,
                     gpus=dep.template.gpus,
                     mig_profile=dep.template.mig_profile,
                     node_selector=dep.template.node_selector,
                     tolerations=dep.template.tolerations,
                 )
+                self.replica_waiting[name] = (pod, self.shape_id(pod))
                 self.place_dirty = True
             while len(names) > wanted:
                 name = names.pop()
-                del self.replica_pods[name]
-                if name in self.replica_worth:
+                if self.replica_waiting.pop(name, None) is None:
                     self.unbind_pod(name, SERVING, self.replica_worth.pop(name))
                     self.place_dirty = True
         self.push(t + HOUR - t % HOUR, SCALE, None)

@@ -16,7 +16,7 @@ from gpufleet.simulate.requests import pod_spec
 
 class FirstApplyWorld(Simulation):
     def enter(self, t: int, run: JobRun) -> None:
-        run.pods = [pod_spec(f"{run.job.job_id}/{i}", run.job, run.ask) for i in range(run.job.pods)]
+        self.set_pods(run, [pod_spec(f"{run.job.job_id}/{i}", run.job, run.ask) for i in range(run.job.pods)])
         self.placing[run.key] = run
         self.place_dirty = True
 

@@ -18,8 +18,9 @@ Two more series feed the pathologies (queue world):
   into (``SlicingMisfit``).
 
 Jobs no quota can ever admit (``gpufleet.simulate.reach``) are left out of usable idle: nothing can
-use idle GPUs for them; they count for ``misfit`` (a MIG profile no pool offers is exactly that). The rates change only when a pod binds or unbinds or the waiting jobs change, so the
-watch recomputes only then.
+use idle GPUs for them; they count for ``misfit`` (a MIG profile no pool offers is exactly that). A pool's rates change only when a pod binds or unbinds there, a team's reservation there
+changes, or a kind of waiting ask it serves (or misfits) comes or goes, so the watch recomputes
+only the pools one of those touched.
 """
 
 from __future__ import annotations
@@ -75,7 +76,6 @@ class IdleWatch:
             self.worth[name] = worth
         self.stuck: Counter[Demand] = Counter()  # jobs no quota admits: only a new slicing could serve them
         self.quota: Counter[tuple[str, str, str]] = Counter()  # (team, pool, resource) -> units reserved
-        self.dirty = True
         self.allowed: dict[str, frozenset[str]] = {}
         self.reach: dict[tuple[str, str, str], tuple[int, bool]] = {}
         teams = {t.name for t in fleet.policy.teams}
@@ -91,11 +91,12 @@ class IdleWatch:
                 for r in entries:
                     self.reach[(team, r.pool, r.resource)] = (r.reach, r.limited)
         self.geometry = {name: cap.gpu.mig for name, cap in fleet.pools.items()}
-        # What a pool's rates read, counted: a pool whose counts are those of its last refresh has
-        # the same rates, and ``refresh`` leaves it be (setting a series to its rate changes nothing).
-        self._asks = self._reserved = 0
-        self._touched: Counter[str] = Counter()
-        self._seen: dict[str, tuple[int, int, int]] = {}
+        # The pools whose rates may have changed since the last refresh: ``refresh`` leaves the others
+        # be (setting a series to its rate changes nothing). A pool's rates read its free room
+        # (``touch``), its teams' reservations there (``reserve``: a flavor is named after its pool),
+        # the waiting kinds of ask it serves and how many are misfits there (``waiting``); each
+        # marks the pool it changes, so the list is complete.
+        self._stale: set[str] = set(pools)
         self._served: dict[tuple[str, Demand], bool] = {}
         self._misfits: dict[tuple[str, Demand], bool] = {}
         # Per pool: the waiting kinds of ask it serves (``_serves``), in ``demand``'s order, and how
@@ -127,22 +128,22 @@ class IdleWatch:
         if not counter[d]:
             del counter[d]
         if not before or d not in counter:
-            self._asks += 1  # a kind of ask came or went (the rates read which kinds wait, not how many)
-            self.dirty = True
+            # a kind of ask came or went (the rates read which kinds wait, not how many)
             came = not before
             for pool in self.pools:
                 if self.misfit(pool, d):
                     self._misfit_asks[pool] += 1 if came else -1
+                    self._stale.add(pool)
                 if counter is self.demand and self._serves(pool, d):
                     if came:  # in the order of ``demand``'s keys
                         self._asking[pool][d] = None
                     else:
                         del self._asking[pool][d]
+                    self._stale.add(pool)
 
     def reserve(self, team: str, pool: str, resource: str, units: int) -> None:
         self.quota[(team, pool, resource)] += units
-        self._reserved += 1
-        self.dirty = True
+        self._stale.add(pool)
 
     def touch(self, pool: str, node: str) -> None:
         """A pod bound or unbound on ``node`` of ``pool``: update the pool's free room from that node."""
@@ -156,8 +157,7 @@ class IdleWatch:
                 hist[resource][old] -= 1
                 hist[resource][new] += 1
         self.node_free[node] = after
-        self._touched[pool] += 1
-        self.dirty = True
+        self._stale.add(pool)
 
     def _node_free(self, name: str) -> dict[str, int]:
         """Free units per GPU resource on one node (whole cards, time-slice replicas, MIG instances)."""
@@ -178,15 +178,13 @@ class IdleWatch:
         return max((k for k, n in self.pool_hist[pool][resource].items() if n > 0), default=0)
 
     def refresh(self) -> None:
-        if not self.dirty:
+        stale = self._stale
+        if not stale:
             return
-        self.dirty = False
         m = self.meter
         for name, pool in self.pools.items():
-            seen = (self._asks, self._reserved, self._touched[name])
-            if self._seen.get(name) == seen:
+            if name not in stale:
                 continue
-            self._seen[name] = seen
             usable = limited = misfit = 0.0
             by_team: dict[str, float] = {}
             total, worth = self.pool_free[name], self.worth[name]
@@ -225,6 +223,7 @@ class IdleWatch:
             m.set(misfit_key, misfit)
             for team, key in team_keys:
                 m.set(key, by_team.get(team, 0.0))
+        stale.clear()
 
     def _serves(self, pool: str, d: Demand) -> bool:
         """The ask's team may use the pool and the ask allows its GPU model (fixed: kept)."""

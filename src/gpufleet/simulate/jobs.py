@@ -74,10 +74,12 @@ class JobRun:
         "job",
         "key",
         "never",
+        "placed",
         "pods",
         "preemptions",
         "quota",
         "requeues",
+        "shape_id",
         "state",
         "work_lost",
     )
@@ -89,7 +91,11 @@ class JobRun:
         self.key = f"{job.namespace}/{job.job_id}"
         self.state = State.PENDING
         self.attempts: list[Attempt] = []
-        self.pods: list[PodSpec] = []  # the current attempt's pods
+        self.pods: list[PodSpec] = []  # the current attempt's pods (``Simulation.set_pods``)
+        # The current attempt's pods bound so far (always its first ones), and their one shape's
+        # id in the run (None: no pods yet): see ``Simulation.place_round``
+        self.placed = 0
+        self.shape_id: int | None = None
         # pod -> (GPUs it holds, bound since): the current attempt's, and a preempted attempt's that
         # still terminate (their names carry the attempt, so the two never meet)
         self.bound: dict[str, tuple[float, int]] = {}

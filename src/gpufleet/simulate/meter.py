@@ -28,16 +28,28 @@ class Meter:
         self.bucket_s = bucket_s
         self.now = 0
         self.series: dict[str, Series] = defaultdict(Series)
+        # The series whose rate is not zero, the only ones ``advance`` has anything to add to; a
+        # rate changes only through ``add`` and ``set``, which keep this current.
+        self._active: dict[str, Series] = {}
         self.steps: dict[str, list[tuple[int, float]]] = {}  # logged series: (since, rate) at each change
 
     def add(self, name: str, delta: float) -> None:
         s = self.series[name]
         s.rate += delta
+        if s.rate:
+            self._active[name] = s
+        else:
+            self._active.pop(name, None)
         if name in self.steps:
             self._step(name, s.rate)
 
     def set(self, name: str, rate: float) -> None:
-        self.series[name].rate = rate
+        s = self.series[name]
+        s.rate = rate
+        if rate:
+            self._active[name] = s
+        else:
+            self._active.pop(name, None)
         if name in self.steps:
             self._step(name, rate)
 
@@ -77,9 +89,18 @@ class Meter:
     def advance(self, t: int) -> None:
         if t <= self.now:
             return
-        active = [s for s in self.series.values() if s.rate]
+        active = self._active.values()
         start = self.now
         width = self.bucket_s
+        bucket = start // width
+        if t <= (bucket + 1) * width:  # within one bucket, as most instants are
+            span = t - start
+            for s in active:
+                area = s.rate * span
+                s.total += area
+                s.buckets[bucket] += area
+            self.now = t
+            return
         while start < t:
             bucket = start // width
             end = min(t, (bucket + 1) * width)

@@ -33,6 +33,7 @@ from gpufleet.twin import Admitted, Preempted
 class QueueWorld(Simulation):
     tainted = True
     waits_out_serving = False
+    placing_admitted = True  # ``admitted`` adds a job to ``placing``; it leaves when it starts or its attempt ends
 
     def prepare(self, fleet: Fleet) -> Reaches:
         self.queue = Queue(fleet, fast=not self.config.reference_twin)
@@ -63,15 +64,17 @@ class QueueWorld(Simulation):
         if not self.kueue_dirty:
             return
         self.kueue_dirty = False
+        by_key = self.by_key
         for result in self.queue.cycles(t):
             for victim in result.preempted:
                 self.preempted(t, victim)
             for admitted in result.admitted:
                 self.admitted(t, admitted)
             for pending in result.pending:
-                run = self.by_key.get(pending.workload)
+                run = by_key.get(pending.workload)
                 if run is not None:
-                    run.attempt.reason, run.attempt.message = pending.reason, pending.message
+                    attempt = run.attempts[-1]
+                    attempt.reason, attempt.message = pending.reason, pending.message
         wake = self.queue.wake()
         if wake is not None and (self.kueue_wake is None or self.kueue_wake <= t or wake < self.kueue_wake):
             self.kueue_wake = max(wake, t + 1)
@@ -109,7 +112,7 @@ class QueueWorld(Simulation):
         count = a.counts[POD_SET]
         # named after the attempt: the pods of a preempted attempt may still terminate beside them
         name = f"{run.key}/{attempt.number}"
-        run.pods = [pod_spec(f"{name}/{i}", run.job, run.ask, flavor) for i in range(count)]
+        self.set_pods(run, [pod_spec(f"{name}/{i}", run.job, run.ask, flavor) for i in range(count)])
         run.state = State.ADMITTED
         run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
         self.watch.reserve(run.team, *run.quota)

@@ -151,7 +151,7 @@ class Preemptor:
         frs = frozenset(contested)
         if self.fair is None:
             return self.classic(wl, cq, request, frs)
-        if self.bound is not None and self.bound.hopeless(wl, cq, request, frs):
+        if self.bounded and self.bound is not None and self.bound.hopeless(wl, cq, request, frs):
             return []
         found = self.find_candidates(wl, cq, frs)
         own = found.by_queue.get(cq.name, [])

@@ -7,6 +7,9 @@ random admitted workloads (borrowing, some marked evicted) and random preemptors
 * the bounded fair-sharing search (``Preemptor.bounded``: targets and whole searches no candidate
   can pass are skipped, the share test asked once per victim usage, candidates kept in order)
   returns the same targets, with the same reasons, as the plain search on the same tree;
+* the flat bound's answers kept for one quota state (``FlatBound.hopeless``: per question, the
+  quantities known hopeless or not; the highest borrowing shares) equal the bound computed afresh
+  for every queue, priority and quantity asked in any order;
 * every quota node's remembered share (``FairShare.share``) equals its share computed afresh, and
   every ClusterQueue's remembered candidate order equals sorting its workloads again, after
   admissions, completions, evictions and cycles.
@@ -21,6 +24,7 @@ from hypothesis import strategies as st
 
 from gpufleet.twin import Twin
 from gpufleet.twin import specs as s
+from gpufleet.twin.flat_bound import FlatBound
 from gpufleet.twin.preemption import Preemptor, in_candidate_order
 from gpufleet.twin.workload import Workload
 from tests.twin.trees import GPU, Job, Queue, pending_spec, tree
@@ -88,6 +92,23 @@ def test_bounded_fair_search_finds_the_plain_search_targets(cluster: Any, data: 
     for job in preemptors:
         wl = twin.add_workload(pending_spec(job))
         assert _targets(twin, wl, bounded=True) == _targets(twin, wl, bounded=False)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.data())
+def test_the_flat_bound_kept_for_a_quota_state_equals_the_bound_afresh(cluster: Any, data: Any) -> None:
+    spec, preemptors = cluster
+    twin = Twin(spec)
+    bound = twin.preemptor.bound
+    assert bound is not None
+    workloads = [twin.add_workload(pending_spec(job)) for job in preemptors]
+    fr = next(i for i, k in enumerate(twin.tree.frs.keys) if k.resource == GPU)
+    frs = frozenset([fr])
+    asks = st.tuples(st.sampled_from(workloads), st.integers(0, 12))
+    for wl, quantity in data.draw(st.lists(asks, min_size=1, max_size=12)):
+        cq = twin.tree.cluster_queues[wl.cluster_queue]
+        fresh = FlatBound(bound.fair, bound.strategy, bound.in_order)
+        assert bound.hopeless(wl, cq, {fr: quantity}, frs) == fresh.flat(wl, cq, {fr: quantity}, frs)
 
 
 def _caches_hold(twin: Twin) -> None:

@@ -54,12 +54,15 @@ class TargetOrdering:
         self.fair = fair
         self.preemptor = preemptor
         self.ancestors = {id(n) for n in preemptor.path[1:]}
-        self.targets = {name: list(part) for name, part in by_queue.items()}
+        # Each queue's candidates, never changed (the fast path's parts are its cache), and how
+        # many of them were popped: what is left of a part is ``part[at:]``.
+        self.targets = by_queue
+        self.at = dict.fromkeys(by_queue, 0)
         self.pruned: set[QuotaNode] = set()  # nodes hash by identity
 
     def __iter__(self) -> Iterator[QuotaNode]:
         if self.preemptor.parent is None:
-            while self.preemptor not in self.pruned and self.targets.get(self.preemptor.name):
+            while self.preemptor not in self.pruned and self.has_workload(self.preemptor):
                 yield self.preemptor
             return
         root = self.preemptor.root
@@ -69,18 +72,30 @@ class TargetOrdering:
                 yield found
 
     def pop(self, node: QuotaNode) -> Workload:
-        return self.targets[node.name].pop(0)
+        at = self.at[node.name]
+        self.at[node.name] = at + 1
+        return self.targets[node.name][at]
 
     def pop_all(self, node: QuotaNode) -> list[Workload]:
         """Every candidate left in ``node``, in order (as ``pop`` until empty)."""
         part = self.targets.get(node.name)
         if not part:
             return []
-        self.targets[node.name] = []
-        return part
+        at = self.at[node.name]
+        self.at[node.name] = len(part)
+        return part[at:]
+
+    def left(self, node: QuotaNode) -> tuple[list[Workload], int]:
+        """``node``'s part and the index of its next candidate (the fast path's scan)."""
+        return self.targets[node.name], self.at[node.name]
+
+    def skip(self, node: QuotaNode, to: int) -> None:
+        """Pop the candidates of ``node`` before index ``to``."""
+        self.at[node.name] = to
 
     def has_workload(self, node: QuotaNode) -> bool:
-        return bool(self.targets.get(node.name))
+        part = self.targets.get(node.name)
+        return part is not None and self.at[node.name] < len(part)
 
     def drop(self, node: QuotaNode) -> None:
         self.pruned.add(node)
@@ -95,7 +110,8 @@ class TargetOrdering:
             share = cq.share  # the remembered share (fast path), else computed
             if share is None:
                 share = fair.share(cq)
-            if (not share.borrowed and cq is not preemptor) or not targets.get(cq.name):
+            part = targets.get(cq.name)
+            if (not share.borrowed and cq is not preemptor) or part is None or self.at[cq.name] >= len(part):
                 pruned.add(cq)
                 continue
             key = share.key()
@@ -123,7 +139,7 @@ class TargetOrdering:
 
     def _first_key(self, cq: QuotaNode) -> tuple[bool, bool, tuple[int, int, str]]:
         """``CandidatesOrdering`` of a queue's first candidate: evicted, other queue, victim key."""
-        wl = self.targets[cq.name][0]
+        wl = self.targets[cq.name][self.at[cq.name]]
         return (not wl.evicted, cq is self.preemptor, wl.victim_key)
 
     # --- shares one level below the least common ancestor -------------------------------------
@@ -243,8 +259,13 @@ class _Search:
             if self.bounded and not may_pass(strategy, new_share, old.key()):
                 retry += ordering.pop_all(target)  # every candidate fails: the loop below would say so
                 continue
-            # Until a victim is taken the tree is unchanged, so the test's outcome depends on the
-            # victim only through its usage (the fast path asks once per usage).
+            if self.bounded:
+                victim = self.scan(
+                    ordering, target, strategy=strategy, new_share=new_share, old=old, theirs=theirs, retry=retry
+                )
+                if victim is not None and self.take(victim, reasons.IN_COHORT_FAIR_SHARING, targets):
+                    return True, targets, []
+                continue  # the shares changed (pick a queue again), or the queue has none left
             outcome: dict[tuple[tuple[int, int], ...], bool] = {}
             while ordering.has_workload(target):
                 victim = ordering.pop(target)
@@ -261,6 +282,46 @@ class _Search:
                 self.tried = True
                 retry.append(victim)
         return False, targets, retry
+
+    def scan(
+        self,
+        ordering: TargetOrdering,
+        target: QuotaNode,
+        *,
+        strategy: str,
+        new_share: tuple[int, float],
+        old: DRS,
+        theirs: QuotaNode,
+        retry: list[Workload],
+    ) -> Workload | None:
+        """The fast path's loop over ``target``'s candidates: the first that passes ``strategy``,
+        popped with those refused before it; None when none passes (all popped).
+
+        Until a victim is taken the tree is unchanged, so the test's outcome depends on the victim
+        only through its usage: asked once per usage, and the part is read in place. Of the refused,
+        only the first goes to ``retry``: the second strategy reads no other (``second``)."""
+        part, start = ordering.left(target)
+        outcome: dict[tuple[tuple[int, int], ...], bool] = {}
+        preemptor, fair = self.preemptor, self.fair
+        found: Workload | None = None
+        end = len(part)  # the first candidate not refused
+        for at in range(start, end):
+            victim = part[at]
+            assert victim.admission is not None
+            used = victim.admission.usage
+            passed = outcome.get(used)
+            if passed is None:
+                passed = outcome[used] = _passes(
+                    strategy, new_share, old, _share_without(preemptor, fair, victim, theirs)
+                )
+            if passed:
+                found, end = victim, at
+                break
+        if end > start:
+            self.tried = True
+            retry.append(part[start])
+        ordering.skip(target, end + 1 if found is not None else end)
+        return found
 
     def second(self, retry: list[Workload], targets: list[Target]) -> bool:
         """Rule S2-b: per queue in target order, its first refused candidate when the preemptor's

@@ -40,11 +40,14 @@ class Verdict:
 class VerdictMemo:
     """Verdicts by look-alike class (``remember=False``: a fresh verdict on every call)."""
 
-    __slots__ = ("_assign", "_shapes", "_verdicts", "remember")
+    __slots__ = ("_assign", "_shapes", "_verdicts", "also", "remember")
 
-    def __init__(self, assign: Assign, *, remember: bool = True) -> None:
+    def __init__(self, assign: Assign, *, remember: bool = True, also: Callable[[], None] | None = None) -> None:
         self._assign = assign
         self.remember = remember
+        # What else lives exactly as long as the verdicts (the preemptor's per-quota-state bounds):
+        # dropped with them on every ``clear``.
+        self.also = also
         self._verdicts: dict[tuple[str, int], Verdict] = {}
         # Look-alike heads share one key object: one tuple per class, not one per workload.
         self._shapes: dict[tuple[object, ...], tuple[str, int]] = {}
@@ -78,3 +81,5 @@ class VerdictMemo:
         """Quota, a reservation time or an evicted flag changed: every verdict may differ."""
         if self._verdicts:
             self._verdicts.clear()
+        if self.also is not None:
+            self.also()

@@ -31,12 +31,12 @@ from operator import attrgetter
 
 from gpufleet.twin import reasons
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
-from gpufleet.twin.fair_preemption import fair_preemptions, may_pass
+from gpufleet.twin.fair_preemption import fair_preemptions
 from gpufleet.twin.fairshare import FairShare
+from gpufleet.twin.flat_bound import FlatBound
 from gpufleet.twin.hierarchical_candidates import attempts, generate, is_valid
 from gpufleet.twin.preemptors import PreemptorWorkloads
-from gpufleet.twin.quota import QuotaNode, add_usage, available, remove_usage
-from gpufleet.twin.resources import UNLIMITED
+from gpufleet.twin.quota import add_usage, remove_usage
 from gpufleet.twin.specs import (
     ANY,
     LESS_THAN_INITIAL_SHARE,
@@ -118,8 +118,17 @@ class Preemptor:
         self.fair = fair
         self.strategies = strategies
         self.preemptors = PreemptorWorkloads(enabled=prioritize_preemptors)
-        self._plains: dict[tuple[QuotaNode, int], bool] = {}  # see _plain (the quota is fixed)
-        self._freed: dict[tuple[str, frozenset[int], int], tuple[list[Workload], dict[int, int] | None]] = {}
+        # The fast path's bound before any candidate list is built (fair sharing only).
+        self.bound = (
+            FlatBound(fair, (strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,))[0], self._in_order)
+            if fair is not None and bounded
+            else None
+        )
+
+    def forget(self) -> None:
+        """The quota state changed (the verdict memo clears): drop what the bound learnt of it."""
+        if self.bound is not None:
+            self.bound.forget()
 
     # --- the snapshot operations -------------------------------------------------------------
     def remove(self, wl: Workload) -> None:
@@ -142,109 +151,13 @@ class Preemptor:
         frs = frozenset(contested)
         if self.fair is None:
             return self.classic(wl, cq, request, frs)
-        if self.bounded and self._flat_hopeless(wl, cq, request, frs):
+        if self.bounded and self.bound is not None and self.bound.hopeless(wl, cq, request, frs):
             return []
         found = self.find_candidates(wl, cq, frs)
         own = found.by_queue.get(cq.name, [])
         if len(found.by_queue) == (1 if own else 0):
             return self.greedy([Target(c, reasons.IN_CLUSTER_QUEUE) for c in own], request, cq, borrowing=True)
         return self.fair_preemptions(cq, request, frs, found.by_queue)
-
-    def _flat_hopeless(self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int]) -> bool:
-        """The fast path's bound before any candidate list is built, for a ClusterQueue directly
-        under a root cohort without child cohorts (each share compared is then a queue's own).
-
-        Beyond nominal, the search takes the preemptor's own candidates without a share test and
-        another queue's only when the preemptor's share (request counted) may pass the target's
-        (``fair_preemption.may_pass``). Taking own victims only lowers the preemptor's share, and
-        a target's share only falls when one of its own victims is taken; so when no borrowing
-        queue's share is passed even by the preemptor's lowest (every own candidate gone), no
-        other queue gives a victim, and the second strategy passes none either. Then the search
-        finds nothing unless its own candidates alone make room: read arithmetically where the
-        tree has no lending or borrowing limit on the request (``_plain``), else no bound."""
-        node = cq.node
-        root = node.parent
-        if root is None or root.parent is not None or root.child_cohorts:
-            return False
-        usage, subtree = node.usage, node.subtree
-        for fr in frs:
-            if usage[fr] + request.get(fr, 0) > subtree[fr]:
-                break
-        else:
-            return False  # within nominal (or nothing contested): reclaimed without a share test
-        policy = cq.spec.preemption
-        freed = self._own_freed(wl, cq, frs) if policy.within_cluster_queue != NEVER else None
-        left = request  # the preemptor's usage beyond what it has now, with its own candidates gone
-        if freed is not None:
-            if not self._plain(root, request):
-                return False
-            for fr, q in request.items():
-                if q > available(node, fr) + freed.get(fr, 0):
-                    break
-            else:
-                return False  # room once its own candidates are gone: the search decides
-            left = dict(request)
-            for fr, q in freed.items():
-                left[fr] = left.get(fr, 0) - q
-        if policy.reclaim_within_cohort == NEVER:
-            return True
-        assert self.fair is not None
-        fair = self.fair
-        highest: tuple[int, float] | None = None  # the highest share among the borrowing queues
-        for other in root.child_queues:
-            if other is node:
-                continue
-            used, quota = other.usage, other.subtree
-            for fr in frs:
-                if used[fr] > quota[fr]:
-                    key = fair.share(other).key()
-                    if highest is None or key > highest:
-                        highest = key
-                    break
-        if highest is None:
-            return True
-        strategy = (self.strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,))[0]
-        return not may_pass(strategy, fair.drs(node, left).key(), highest)  # monotone in the target's share
-
-    def _own_freed(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> dict[int, int] | None:
-        """What ``find_candidates``' part of ``wl``'s own queue uses, per flavor-resource; None when
-        that part is empty. Kept per (queue, contested set, priority) with the candidate order it
-        was read from: a new order means the queue's workloads changed."""
-        part = self._in_order(cq, frs)
-        newer_equal = cq.spec.preemption.within_cluster_queue == LOWER_OR_NEWER_EQUAL_PRIORITY
-        by_priority = not newer_equal and cq.afs_usage is None
-        key = (cq.name, frs, wl.priority)
-        if by_priority:
-            kept = self._freed.get(key)
-            if kept is not None and kept[0] is part:
-                return kept[1]
-        priority, created = wl.priority, wl.created
-        freed: dict[int, int] | None = None
-        for c in part:
-            if c.priority < priority or (c.priority == priority and newer_equal and created < c.created):
-                if freed is None:
-                    freed = {}
-                assert c.admission is not None
-                for fr, q in c.admission.usage:
-                    freed[fr] = freed.get(fr, 0) + q
-            elif by_priority and not c.evicted:
-                break  # the rest are not evicted, in ``victim_key`` order: priority first
-        if by_priority:
-            self._freed[key] = (part, freed)
-        return freed
-
-    def _plain(self, root: QuotaNode, request: dict[int, int]) -> bool:
-        """No lending or borrowing limit in ``root``'s tree on the requested flavor-resources: what a
-        queue can use then grows by exactly the usage its own workloads give back."""
-        for fr in request:
-            key = (root, fr)
-            plain = self._plains.get(key)
-            if plain is None:
-                nodes = (root, *root.child_queues, *root.child_cohorts)
-                plain = self._plains[key] = all(n.local[fr] == 0 and n.borrowing_limit[fr] == UNLIMITED for n in nodes)
-            if not plain:
-                return False
-        return True
 
     def classic(self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int]) -> list[Target]:
         """Kueue's ``classicalPreemptions``: the hierarchical generator's candidates, tried in one or

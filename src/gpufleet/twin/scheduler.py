@@ -102,7 +102,7 @@ class Twin:
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
         self._uses: dict[tuple[tuple[int, int], ...], frozenset[int]] = {}  # Workload.uses by usage, interned
-        self.memo = VerdictMemo(self._assign, remember=memo)
+        self.memo = VerdictMemo(self._assign, remember=memo, also=self.preemptor.forget)
         # Preemption trials of the workload being assigned (see _targets).
         self._trials: dict[tuple[object, ...], list[Target]] = {}
         self.cycle = 0

@@ -170,6 +170,7 @@ bulk_ops = st.lists(
                 "flush",
                 "delete",
                 "bulk",
+                "park-head",
             ]
         ),
         st.integers(0, 11),
@@ -196,6 +197,18 @@ def both(queue: ClusterQueueQueue, model: ModelQueue, op: str, wl: Workload) -> 
     elif op == "flush":
         queue.flush_inadmissible()
         model.flush()
+    elif op == "park-head":  # a rotation's calm head (streaks._rotate): pop, park and bulk-move it
+        head = queue.peek()
+        if head is None:
+            assert queue.pop() is model.pop() is None
+        elif not queue.park_head(head, "WaitingForQuota"):
+            assert queue.pop() is head
+            queue.park(head)
+            queue.bulk_move(head, "WaitingForQuota")
+        if head is not None:
+            assert model.pop() is head
+            model.park(head)
+            model.bulk_move(head)
     else:
         assert op == "bulk", op
         queue.bulk_move(wl, "WaitingForQuota")
@@ -246,7 +259,19 @@ def test_the_class_heaps_pop_as_one_heap_would(steps: list[tuple[str, int]], str
 afs_ops = st.lists(
     st.tuples(
         st.sampled_from(
-            ["push", "push", "park", "pop", "pop", "requeue", "requeue-preempting", "flush", "bulk", "charge"]
+            [
+                "push",
+                "push",
+                "park",
+                "pop",
+                "pop",
+                "requeue",
+                "requeue-preempting",
+                "flush",
+                "bulk",
+                "park-head",
+                "charge",
+            ]
         ),
         st.integers(0, 11),
         st.sampled_from([0.0, 0.5, 1.0, 2.0]),

@@ -284,6 +284,21 @@ class ClusterQueueQueue:
         self._announced.pop(cls, None)
         self._moved.add(cls)
 
+    def park_head(self, head: Workload, reason: str) -> bool:
+        """``pop``, ``park`` and ``bulk_move`` of ``head``, the workload ``peek`` gives, in one step:
+        its class is marked parked and the head stays in its class heap, as its look-alikes do
+        (a parked head and a moved look-alike differ only in ``bulk``, which names the head). A
+        rotation parks one calm head per cycle and the flush would put each back. False (nothing
+        done, the caller takes the three steps): StrictFIFO, no class, or a sticky head."""
+        cls = head.equivalence
+        if self.strict or cls is None or self.sticky is not None:
+            return False
+        self.bulk[cls] = (reason, head.key)
+        self._announced.pop(cls, None)
+        self._moved.add(cls)
+        self._parked.add(self.name)
+        return True
+
     def bypassed(self, wl: Workload) -> str | None:
         """The reason stored with ``wl``'s class when it is parked only as an equivalent of a
         failed head (Kueue writes no condition for it), else None."""

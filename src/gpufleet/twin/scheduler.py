@@ -25,7 +25,7 @@ simulator uses) are the fast path. Both give the same cycles, admissions, evicti
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 from gpufleet.errors import InputError
 from gpufleet.twin import pending, timing
@@ -105,6 +105,7 @@ class Twin:
         self.memo = VerdictMemo(self._assign, remember=memo, also=self.preemptor.forget)
         # Preemption trials of the workload being assigned (see _targets).
         self._trials: dict[tuple[object, ...], list[Target]] = {}
+        self._alone: dict[int, frozenset[int]] = {}  # a flavor-resource contested alone, one set each
         self.cycle = 0
         # Admissions made by the twin happen "after" everything in the input. Kueue writes
         # QuotaReserved's lastTransitionTime in whole seconds and runs its cycles milliseconds apart,
@@ -321,11 +322,15 @@ class Twin:
         return assignment, NO_TARGETS
 
     def _targets(
-        self, wl: Workload, cq: ClusterQueue, request: dict[int, int], contested: Iterable[int]
+        self, wl: Workload, cq: ClusterQueue, request: dict[int, int], contested: Collection[int]
     ) -> list[Target]:
         """Preemption targets, remembered while one workload is assigned (the tree does not change
-        meanwhile): for a single flavor-resource, the oracle's trial is the final request."""
-        key = (tuple(sorted(request.items())), frozenset(contested))
+        meanwhile): for a single flavor-resource, the oracle's trial is the final request. One
+        contested flavor-resource, the common ask, keys by its quantity alone (no sort, no set)."""
+        if len(request) == 1 and len(contested) == 1 and next(iter(request)) in contested:
+            key: tuple[object, ...] = next(iter(request.items()))
+        else:
+            key = (tuple(sorted(request.items())), frozenset(contested))
         found = self._trials.get(key)
         if found is None:
             found = self._trials[key] = self.preemptor.get_targets(wl, cq, request, contested)
@@ -333,7 +338,10 @@ class Twin:
 
     def _oracle(self, wl: Workload, cq: ClusterQueue, fr: int, quantity: int) -> int:
         """Could preemption make ``quantity`` of ``fr`` fit? Reclaim when only other queues lose."""
-        targets = self._targets(wl, cq, {fr: quantity}, (fr,))
+        alone = self._alone.get(fr)
+        if alone is None:
+            alone = self._alone[fr] = frozenset((fr,))
+        targets = self._targets(wl, cq, {fr: quantity}, alone)
         if not targets:
             return NO_CANDIDATES
         return RECLAIM if all(t.workload.cluster_queue != cq.name for t in targets) else PREEMPT

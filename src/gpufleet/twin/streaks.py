@@ -17,6 +17,7 @@ Built from ``cycle.py``'s steps; the reference path (``cycle.schedule``) never c
 
 from __future__ import annotations
 
+from gpufleet.twin import equivalence
 from gpufleet.twin.cohort import ClusterQueue
 from gpufleet.twin.cycle import (
     ASSUMED,
@@ -184,10 +185,12 @@ def _rotate(
             return rotated  # only repeated heads: the full path finds the cycle stable
         k.begin_cycle()  # no timer is due by its start (quiet_next), so none fires
         for queue, wl, calm in moves:
-            queue.pop()
-            queue.park(wl)
             k.last_status[wl.key] = calm
-            bulk_move(k, queue, wl, calm.reason)  # every calm head is NoFit or without candidates
+            # every calm head is NoFit or without candidates: parked with its class
+            if not (k.equivalence_hashing and queue.park_head(wl, equivalence.bulk_reason(calm.reason))):
+                queue.pop()
+                queue.park(wl)
+                bulk_move(k, queue, wl, calm.reason)
             last[queue.name] = (wl, calm)
         k.cycle += 1
         k.end_cycle(False)

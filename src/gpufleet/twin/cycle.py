@@ -290,7 +290,7 @@ def requeue(k: Cluster, e: Entry) -> Pending:
         queue.park(wl)
     if e.status == PREEMPTING:
         k.preemptor.preemptors.mark(wl)  # Kueue's preemptor workload of the ClusterQueue
-    pending = verdict(wl, e.reason, e.message, e.assignment.mode, state)
+    pending = verdict(wl, e.reason, e.message, e.assignment.mode, state, last=k.last_status)
     k.last_status[wl.key] = pending
     return pending
 
@@ -306,6 +306,23 @@ def _fallback(mode: int) -> str:
     return reasons.WAITING_FOR_QUOTA if mode in (PREEMPT, NO_CANDIDATES) else ""
 
 
-def verdict(wl: Workload, reason: str, message: str, mode: int, state: str) -> Pending:
-    """The pending verdict of a head not admitted."""
-    return Pending(wl.key, wl.cluster_queue, reason or _fallback(mode) or reasons.PENDING, message, state)
+def verdict(
+    wl: Workload, reason: str, message: str, mode: int, state: str, *, last: dict[str, Pending] | None = None
+) -> Pending:
+    """The pending verdict of a head not admitted; with ``last`` (the latest verdicts), the head's
+    latest one where it says the same (a value: a backlog's heads get the same verdict after
+    every capacity change, and sharing it saves building one per cycle)."""
+    reason = reason or _fallback(mode) or reasons.PENDING
+    if last is not None:
+        found = last.get(wl.key)
+        if (
+            found is not None
+            and found.message == message
+            and found.reason == reason
+            and found.queue == state
+            and found.cluster_queue == wl.cluster_queue
+            and found.kueue_writes
+            and found.written is None
+        ):
+            return found
+    return Pending(wl.key, wl.cluster_queue, reason, message, state)

@@ -210,4 +210,4 @@ def _calm(k: Cluster, wl: Workload, *, holding: bool) -> Pending | None:
     if part != CALM and not (holding and part == HOLDING):
         return None
     a = found.assignment
-    return verdict(wl, a.reason, a.message, a.mode, INADMISSIBLE)
+    return verdict(wl, a.reason, a.message, a.mode, INADMISSIBLE, last=k.last_status)

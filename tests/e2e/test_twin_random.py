@@ -19,7 +19,8 @@ import yaml
 
 from gpufleet.testbed import Testbed
 from tests.e2e.conftest import own_testbed
-from tests.e2e.random_differential import Outcome, run_seeds
+from tests.e2e.pinned_scenarios import KUEUE_ADMITS, PINNED
+from tests.e2e.random_differential import Outcome, clean_up, configure, run_batch, run_seeds
 from tests.e2e.random_scenarios import (
     GPU,
     LT_INITIAL,
@@ -187,3 +188,27 @@ def test_every_ci_scenario_ran(outcomes: dict[int, Outcome]) -> None:
 def test_the_scenarios_left_nothing_to_kueues_tie_breaks(outcomes: dict[int, Outcome]) -> None:
     """Every Workload of a scenario has its own creation second, so queue order never falls to UIDs."""
     assert {seed: o.ties for seed, o in outcomes.items() if o.ties} == {}
+
+
+# -- hand-written scenarios (tests/e2e/pinned_scenarios.py) ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pinned(random_bed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+    """The pinned scenarios against Kueue, side by side in one batch (they share one Configuration)."""
+    (config,) = {scn.config for scn in PINNED.values()}
+    configure(random_bed, config)
+    batch = {f"pin-{name}": scn for name, scn in PINNED.items()}
+    try:
+        found = run_batch(random_bed, batch, tmp_path_factory.mktemp("pinned-scenarios"))
+    finally:
+        clean_up(random_bed, batch)
+    return {o.prefix.removeprefix("pin-"): o for o in found}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_the_twin_predicts_what_kueue_does_in_the_pinned_scenarios(pinned: dict[str, Outcome], name: str) -> None:
+    outcome = pinned[name]
+    assert set(outcome.real.admitted) == KUEUE_ADMITS[name], "Kueue no longer does what the scenario was written for"
+    found = [d for d in outcome.disagreements if d not in ("KueueWroteNothing", "UnmarkedTwinMessage")]
+    assert found == [], f"{name}: {found}\n  kueue: {outcome.real.describe()}\n  twin:  {outcome.twin.describe()}"

@@ -41,12 +41,15 @@ PREEMPT = 2
 RECLAIM = 3
 FIT = 4
 
-Oracle = Callable[[Workload, ClusterQueue, int, int], int]
-"""Simulates preemption for one flavor-resource and quantity; returns PREEMPT, RECLAIM or NO_CANDIDATES."""
+Oracle = Callable[[Workload, ClusterQueue, int, int], tuple[int, int]]
+"""Simulates preemption for one flavor-resource and quantity (Kueue's ``SimulatePreemption``):
+PREEMPT, RECLAIM or NO_CANDIDATES, and the borrowing level then, with the targets' usage
+removed (with the usage as it is when there are none)."""
 
 # What ``_fits`` reads of the live quota tree (a ``Reading``: kind, flavor-resource, quantity, value).
 AVAILABLE, LEVEL, IN_HIERARCHY, ORACLE = range(4)
-Reading = tuple[int, int, int, int]
+Value = int | tuple[int, int]  # what a reading gives: a number, or the oracle's mode and level
+Reading = tuple[int, int, int, Value]
 
 
 class _Read:
@@ -57,7 +60,7 @@ class _Read:
 
     def __init__(self, kind: int, fr: int, val: int) -> None:
         self.kind, self.fr, self.val = kind, fr, val
-        self.next: dict[int, _Read | Assignment] = {}
+        self.next: dict[Value, _Read | Assignment] = {}
 
 
 class Assignment:
@@ -221,6 +224,7 @@ class FlavorAssigner:
         readings of one key form a tree whose leaves are assignments: walk it reading the live
         tree; a value never seen there ends the walk (None)."""
         tree = cq.node
+        got: Value
         while isinstance(node, _Read):
             kind, fr, val = node.kind, node.fr, node.val
             if kind == AVAILABLE:
@@ -395,11 +399,10 @@ class FlavorAssigner:
                 reading.append((IN_HIERARCHY, fr, val, in_hierarchy))
             if not in_hierarchy:
                 return NO_FIT, 0
-        level = 0 if val <= node.subtree[fr] else _level_without_usage(cq, fr, val)
-        mode = self.oracle(wl, cq, fr, val)
+        found = self.oracle(wl, cq, fr, val)
         if reading is not None:
-            reading.append((ORACLE, fr, val, mode))
-        return mode, level
+            reading.append((ORACLE, fr, val, found))
+        return found
 
 
 def _learn(root: _Read | Assignment | None, readings: list[Reading], result: Assignment) -> _Read | Assignment:
@@ -425,14 +428,6 @@ def _branch(readings: list[Reading], result: Assignment) -> _Read | Assignment:
         node.next[got] = leaf
         leaf = node
     return leaf
-
-
-def _level_without_usage(cq: ClusterQueue, fr: int, val: int) -> int:
-    """Borrowing level a request would need with the tree empty (used for preempting entries)."""
-    for level, n in enumerate(cq.node.path):
-        if val <= n.subtree[fr]:
-            return level
-    return len(cq.node.path) - 1
 
 
 def _rank(mode: int, level: int, preference: str | None) -> tuple[int, ...]:

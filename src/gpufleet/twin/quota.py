@@ -32,6 +32,7 @@ class QuotaNode:
         "child_cohorts",
         "child_queues",
         "defined",
+        "height",
         "is_cohort",
         "lending_limit",
         "local",
@@ -60,6 +61,9 @@ class QuotaNode:
         self.usage = [0] * size
         self.path: tuple[QuotaNode, ...] = (self,)  # self, parent, ..., root
         self.defined: tuple[int, ...] = ()  # flavor-resources this node's subtree lists
+        # Kueue's ``getNodeHeight``: 0 for a ClusterQueue; for a Cohort the longest way down to a
+        # leaf, at least 1 (``recompute_subtree``). Borrowing levels are these heights.
+        self.height = 0
         # The node's dominant resource share as last computed (fairshare.py), dropped by every
         # change of its usage: ``add_usage`` and ``remove_usage`` clear it on each node they touch.
         self.share: DRS | None = None
@@ -144,20 +148,43 @@ def is_borrowing(node: QuotaNode, fr: int) -> bool:
     return node.parent is not None and node.usage[fr] > node.subtree[fr]
 
 
-def borrowing_level(node: QuotaNode, fr: int, val: int) -> int:
-    """How far up the tree ``val`` more of ``fr`` must come from: 0 = within the queue's own quota.
+def borrowing_level(node: QuotaNode, fr: int, val: int, less: dict[QuotaNode, int] | None = None) -> int:
+    """How far up the tree ``val`` more of ``fr`` must come from, as Kueue's
+    ``FindHeightOfLowestSubtreeThatFits`` measures it: 0 within the queue's own quota, else the
+    height of the lowest cohort whose subtree holds it (walking up while the request, less what
+    each node keeps locally, does not fit there), or the root's when none does.
 
-    Kueue's ``FindHeightOfLowestSubtreeThatFits``: walk up while the request, less what each node
-    keeps locally, does not fit in that node's subtree quota.
+    A height, not a count of steps up: a queue right under a root that also has a child cohort
+    borrows at level 2, not 1, and entries of different queues are ordered by these levels.
+    ``less``: usage taken out first (``usage_less``), for the level after preemption.
     """
-    level = 0
     remaining = val
     for n in node.path:
-        if n.usage[fr] + remaining <= n.subtree[fr] or n.parent is None:
-            return level
-        remaining -= local_available(n, fr)
-        level += 1
-    return level
+        used = n.usage[fr] if less is None else n.usage[fr] - less.get(n, 0)
+        if used + remaining <= n.subtree[fr] or n.parent is None:
+            return n.height
+        if n.local[fr] > used:
+            remaining -= n.local[fr] - used
+    return node.path[-1].height
+
+
+def usage_less(fr: int, removed: list[tuple[QuotaNode, int]]) -> dict[QuotaNode, int]:
+    """How much less of ``fr`` each node would use with ``removed`` (queue, quantity) taken out one
+    after the other, as ``remove_usage`` would take them, the tree left untouched (its nodes' kept
+    shares stay valid): what a level after preemption reads."""
+    less: dict[QuotaNode, int] = {}
+    for queue, quantity in removed:
+        val = quantity
+        n: QuotaNode | None = queue
+        while n is not None:
+            was = less.get(n, 0)
+            stored_in_parent = n.usage[fr] - was - n.local[fr]
+            less[n] = was + val
+            if stored_in_parent <= 0:
+                break
+            val = min(val, stored_in_parent)
+            n = n.parent
+    return less
 
 
 def recompute_subtree(root: QuotaNode) -> None:
@@ -179,6 +206,9 @@ def recompute_subtree(root: QuotaNode) -> None:
                 usage[fr] += max(0, child.usage[fr] - child.local[fr])
         root.usage = usage
     root.subtree = subtree
+    if root.is_cohort:
+        children = len(root.child_cohorts) + len(root.child_queues)
+        root.height = max([min(children, 1), *(child.height + 1 for child in root.child_cohorts)])
     _set_local(root)
     root.share = None
     for leaf in root.child_queues:

@@ -42,7 +42,7 @@ from gpufleet.twin.memo import Verdict, VerdictMemo
 from gpufleet.twin.preemption import Preemptor, Target
 from gpufleet.twin.preemptors import PRIORITIZE_PREEMPTOR_WORKLOADS
 from gpufleet.twin.queues import Queues
-from gpufleet.twin.quota import add_usage, remove_usage
+from gpufleet.twin.quota import add_usage, borrowing_level, remove_usage, usage_less
 from gpufleet.twin.reasons import (
     MISCONFIGURED,
     SUSPENDED,
@@ -336,15 +336,28 @@ class Twin:
             found = self._trials[key] = self.preemptor.get_targets(wl, cq, request, contested)
         return found
 
-    def _oracle(self, wl: Workload, cq: ClusterQueue, fr: int, quantity: int) -> int:
-        """Could preemption make ``quantity`` of ``fr`` fit? Reclaim when only other queues lose."""
+    def _oracle(self, wl: Workload, cq: ClusterQueue, fr: int, quantity: int) -> tuple[int, int]:
+        """Could preemption make ``quantity`` of ``fr`` fit? Reclaim when only other queues lose.
+        With the borrowing level Kueue's ``SimulatePreemption`` gives the entry: with the targets'
+        usage removed, or as the usage stands when there are none (a head that cannot preempt
+        still reserves quota by it, and entries are ordered by it)."""
         alone = self._alone.get(fr)
         if alone is None:
             alone = self._alone[fr] = frozenset((fr,))
         targets = self._targets(wl, cq, {fr: quantity}, alone)
         if not targets:
-            return NO_CANDIDATES
-        return RECLAIM if all(t.workload.cluster_queue != cq.name for t in targets) else PREEMPT
+            return NO_CANDIDATES, borrowing_level(cq.node, fr, quantity)
+        queues = self.tree.cluster_queues
+        removed = [
+            (queues[t.workload.cluster_queue].node, q)
+            for t in targets
+            if t.workload.admission is not None
+            for f, q in t.workload.admission.usage
+            if f == fr
+        ]
+        level = borrowing_level(cq.node, fr, quantity, usage_less(fr, removed))
+        mode = RECLAIM if all(t.workload.cluster_queue != cq.name for t in targets) else PREEMPT
+        return mode, level
 
     def namespace_matches(self, cq: ClusterQueue, wl: Workload) -> bool:
         """The ClusterQueue's namespaceSelector against the namespace's labels (null matches none)."""

@@ -155,26 +155,10 @@ def classed(count: int) -> list[Workload]:
     return pool
 
 
+# Operations both property tests draw (pushes and pops twice as often); each adds its own.
+COMMON_OPS = ["push", "push", "park", "pop", "pop", "requeue", "requeue-preempting", "flush", "bulk", "park-head"]
 bulk_ops = st.lists(
-    st.tuples(
-        st.sampled_from(
-            [
-                "push",
-                "push",
-                "park",
-                "pop",
-                "pop",
-                "requeue",
-                "requeue-now",
-                "requeue-preempting",
-                "flush",
-                "delete",
-                "bulk",
-                "park-head",
-            ]
-        ),
-        st.integers(0, 11),
-    ),
+    st.tuples(st.sampled_from([*COMMON_OPS, "requeue-now", "delete"]), st.integers(0, 11)),
     max_size=80,
 )
 
@@ -258,21 +242,7 @@ def test_the_class_heaps_pop_as_one_heap_would(steps: list[tuple[str, int]], str
 
 afs_ops = st.lists(
     st.tuples(
-        st.sampled_from(
-            [
-                "push",
-                "push",
-                "park",
-                "pop",
-                "pop",
-                "requeue",
-                "requeue-preempting",
-                "flush",
-                "bulk",
-                "park-head",
-                "charge",
-            ]
-        ),
+        st.sampled_from([*COMMON_OPS, "charge"]),
         st.integers(0, 11),
         st.sampled_from([0.0, 0.5, 1.0, 2.0]),
     ),

@@ -167,8 +167,11 @@ class ClusterQueueQueue:
         # The class's announced key must stay a lower bound of its heap: a new best entry is
         # announced even when it is parked (a look-alike arriving after a bulk move), or a parked
         # entry put back later (``_to_heap``) would sort behind another class's worse workload.
+        # (The new entry is on top when the top carries its push number: numbers, not identity.)
         announced = cls in self._announced
-        if (heap[0] is entry and announced) or (not announced and (cls not in self.bulk or wl.key in self._live)):
+        if (heap[0][1] == self._pushes and announced) or (
+            not announced and (cls not in self.bulk or wl.key in self._live)
+        ):
             self._announced[cls] = self._pushes
             heapq.heappush(self._tops, (heap[0][0], self._pushes, cls))
 

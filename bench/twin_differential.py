@@ -7,9 +7,13 @@ counts by category. ``--repeat`` runs every disagreeing seed again under a new n
 whose two Kueue runs differ is Kueue's own nondeterminism, one that repeats is a twin finding. Each
 disagreement's scenario, both outcomes and the twin's input are written under ``--out``.
 
-``--rejudge DIR`` judges saved reproducers again against the twin as it is now, without a testbed.
+``--rejudge DIR`` judges saved reproducers again against the twin as it is now, without a testbed;
+``--keep-all DIR`` saves every seed's reproducer, agreeing ones too, so that a change to the twin can
+be judged against a whole run's Kueue outcomes in seconds (rejudging one run's folder with the twin
+that ran it must give the run's own count).
 
-Run: ``python -m bench twin_differential [--count 300] [--first 0 | --seeds N...] [--batch 8] [--repeat] [--out DIR]``.
+Run: ``python -m bench twin_differential [--count 300] [--first 0 | --seeds N...] [--batch 8] [--repeat] [--out DIR]
+[--keep-all DIR]``.
 """
 
 from __future__ import annotations
@@ -42,11 +46,17 @@ def main() -> None:
     parser.add_argument("--repeat", action="store_true", help="run each disagreeing seed a second time")
     parser.add_argument("--out", type=Path, default=Path("twin-differential-findings"))
     parser.add_argument("--rejudge", type=Path, help="judge the reproducers saved under DIR again (no testbed)")
+    parser.add_argument(
+        "--keep-all", type=Path, metavar="DIR", help="save every seed's reproducer under DIR, agreeing ones too"
+    )
     args = parser.parse_args()
     if args.rejudge:
+        agree = total = 0
         for folder in sorted(args.rejudge.glob("seed-*"), key=lambda f: f.name):
-            outcome = rejudge(folder)
-            print(f"{folder.name}: {', '.join(outcome.disagreements) or 'agrees now'}")
+            real = [f for f in rejudge(folder).disagreements if f != UNWRITTEN]
+            agree, total = agree + (not real), total + 1
+            print(f"{folder.name}: {', '.join(real) or 'agrees now'}", flush=True)
+        print(f"\n{agree} of {total} saved scenarios agree with the twin as it is now")
         return
     seeds = args.seeds or list(range(args.first, args.first + args.count))
     fleet = resolve(load_policy(POLICY))
@@ -64,6 +74,8 @@ def main() -> None:
                     last_timings = outcome.timings
                     print(f"batch from seed {outcome.scenario.seed}: {outcome.timings}", flush=True)
                 real = [f for f in found if f != UNWRITTEN]  # unwritten, and marked so: agreement
+                if args.keep_all:
+                    save(outcome, args.keep_all)  # a corpus a later twin change is rejudged against
                 counts["disagree" if real else "agree"] += 1
                 counts.update(found)
                 line = f"seed {outcome.scenario.seed:>4} [{outcome.scenario.config.key}] "

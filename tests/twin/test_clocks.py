@@ -8,6 +8,7 @@ cluster (issue 18, seed 150), and a preempt-back loop converges instead of going
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from gpufleet.cli import app
 from gpufleet.twin import Twin, parse_cluster
 from gpufleet.twin.clocks import BATCH, Clock, ClockSettings
 from gpufleet.twin.loops import PREEMPT_BACK_LOOP
+from gpufleet.twin.results import CycleResult
 from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
 from gpufleet.twin.step import step
 from tests.twin.clock_cluster import CQ, WL, cluster
@@ -277,3 +279,68 @@ def test_a_nested_status_write_brings_the_parked_head_back(
     assert sorted({at for at, _ in written}) == tried_at
     assert written[-1][1].endswith(f"insufficient unused quota for nvidia.com/gpu in flavor gpu, {needed} more needed")
     assert _decisions(report)[-1][1] == ["ns/small"]
+
+
+def _tries(twin: Twin, run: Iterator[CycleResult], key: str, origin: int, tried: list[int]) -> list[CycleResult]:
+    """Run ``run`` out; append the time (ms from ``origin``) of each cycle in which ``key`` was a head."""
+    assert twin.clock is not None
+    results = []
+    for r in run:
+        results.append(r)
+        if any(p.workload == key for p in r.pending):
+            tried.append(twin.clock.now - origin)
+    return results
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "reference"])
+def test_a_new_pending_condition_starts_the_nested_status_reconcile(fast: bool) -> None:
+    """Every update of a Workload asks the ClusterQueue controller for a reconcile one second later
+    (``WorkloadReconciler.Update`` -> ``notifyWatchers`` -> ``ClusterQueueReconciler.NotifyWorkloadUpdate``,
+    ``AddAfter``), and the scheduler's ``requeueAndUpdate`` patches a head whose ``QuotaReserved``
+    message changed. So the condition ``big`` gets at 6 s starts q0's reconcile, which at 7 s finds
+    ``tiny``'s admission (6.5 s), writes the status and, through the Cohort ``team``, asks for the
+    tree's requeue batch: ``big`` is tried again at 8 s. Counting only additions, admissions and
+    releases as events, the reconcile would start at ``tiny``'s arrival and ``big`` wait until 8.5 s."""
+    objects = cluster(
+        [CQ("q0", 0, cohort="team"), CQ("q1", 8, cohort="org")],
+        [WL("h1", "q1", 2, 0, admitted=True), WL("h2", "q1", 4, 0, admitted=True), WL("big", "q0", 6, 1)],
+        fair=False,
+        parents={"team": "org"},
+    )
+    twin = Twin(parse_cluster([("nested.yaml", objects)]), clocks=ClockSettings(), memo=fast, streaks=fast)
+    assert twin.clock is not None
+    origin, tried = twin.clock.now, list[int]()
+    cycles = _tries(twin, twin.run(None), "ns/big", origin, tried)  # 4 more needed: parked
+    twin.advance_to(origin + 5000)
+    twin.finish("ns/h1")  # q1 sits right under the root: its own events reconcile no Cohort
+    cycles += _tries(twin, twin.run(None, until=origin + 6500), "ns/big", origin, tried)  # 2 more needed
+    twin.advance_to(origin + 6500)
+    twin.add_workload(WorkloadSpec("ns", "tiny", "q0", (PodSetSpec("main", 1, (("nvidia.com/gpu", 1),)),), created=10))
+    results = _tries(twin, twin.run(None), "ns/big", origin, tried)
+    assert [a.workload for r in results for a in r.admitted] == ["ns/tiny"]
+    assert tried == [0, 6000, 8000]
+    # reconciles that find the status unchanged (1 s, 9 s, 11 s) wake no cycle: Kueue's loop stays
+    # blocked in ``Manager.Heads`` until a workload is pushed
+    assert all(r.pending or r.admitted for r in cycles + results)
+    assert twin.last_status["ns/big"].message.endswith("3 more needed")
+
+
+def test_an_eviction_is_an_event_on_the_victims_cluster_queue() -> None:
+    """The scheduler writes ``Evicted`` and ``Preempted`` on a victim when it preempts it, an update
+    that asks for its ClusterQueue's reconcile then, not only when its quota is released a second
+    later."""
+    objects = cluster(
+        [CQ("q0", 0, cohort="team"), CQ("q1", 4, cohort="org", reclaim="Any")],
+        [WL("borrower", "q0", 4, 0, admitted=True), WL("owner", "q1", 4, 1)],
+        fair=False,
+        parents={"team": "org"},
+    )
+    twin = Twin(parse_cluster([("evict.yaml", objects)]), clocks=ClockSettings())
+    assert twin.clock is not None
+    origin = twin.clock.now
+    for result in twin.run(1):
+        assert [p.workload for p in result.preempted] == ["ns/borrower"]
+    assert sorted((due - origin, kind, subject) for due, _, kind, subject in twin.clock.timers) == [
+        (1000, "release", "ns/borrower"),
+        (1000, "status", "q0"),
+    ]

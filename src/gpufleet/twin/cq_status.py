@@ -17,10 +17,10 @@ random differential's seeds 167, 277 and 280; Kueue's log shows the chain below)
    their heaps and the equivalence hashes that bypassed their look-alikes are forgotten.
 
 So only a ClusterQueue whose Cohort has a parent sets this off; one right under its root, or
-outside any cohort, never does. The twin follows it on Kueue's clocks only (``clocks.py``), and
-starts the reconcile's second at the first change to the status, where Kueue starts it at the
-first event on any of the ClusterQueue's workloads (a condition the scheduler wrote, for one), so
-Kueue's may come up to a second earlier.
+outside any cohort, never does. The twin follows it on Kueue's clocks only (``clocks.py``). The
+events it sees on a workload: its addition, admission, eviction (``Evicted`` is written when the
+scheduler preempts it), release and finish, and a head's changed ``QuotaReserved`` condition
+(``cycle.record``); the Job controller's own writes are not modelled.
 """
 
 from __future__ import annotations

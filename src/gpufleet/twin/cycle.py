@@ -61,6 +61,8 @@ class Cluster(Protocol):
 
     def evict(self, wl: Workload, reason: str, preemptor: Workload) -> Preempted | None: ...
 
+    def condition_written(self, wl: Workload) -> None: ...
+
     def admitted_record(self, wl: Workload) -> Admitted: ...
 
     def begin_cycle(self) -> None: ...
@@ -291,8 +293,25 @@ def requeue(k: Cluster, e: Entry) -> Pending:
     if e.status == PREEMPTING:
         k.preemptor.preemptors.mark(wl)  # Kueue's preemptor workload of the ClusterQueue
     pending = verdict(wl, e.reason, e.message, e.assignment.mode, state, last=k.last_status)
-    k.last_status[wl.key] = pending
+    record(k, wl, pending)
     return pending
+
+
+def record(k: Cluster, wl: Workload, pending: Pending) -> None:
+    """A head's verdict kept as its latest. Where the condition Kueue writes changes, Kueue patches
+    the Workload (``requeueAndUpdate`` writes only a changed ``QuotaReserved``), and that update is
+    an event on its ClusterQueue (``cq_status.py``)."""
+    before = k.last_status.get(wl.key)
+    k.last_status[wl.key] = pending
+    if pending is not before and written(before) != (pending.reason, pending.message):
+        k.condition_written(wl)
+
+
+def written(p: Pending | None) -> tuple[str, str] | None:
+    """The ``QuotaReserved`` condition Kueue last wrote, as far as ``p`` tells (None: none known)."""
+    if p is None:
+        return None
+    return (p.reason, p.message) if p.kueue_writes else p.written
 
 
 def bulk_move(k: Cluster, queue: ClusterQueueQueue, wl: Workload, reason: str) -> None:

@@ -400,6 +400,7 @@ class Twin:
         if preemptor.spec.job_uid:
             who += f", JobUID: {preemptor.spec.job_uid}"
         message = preempted_message(who, reason, self.path(preemptor.cluster_queue), self.path(cq.name))
+        self._status_event(cq.name)  # Kueue writes the victim's Evicted and Preempted conditions now
         if self.hold_evicted_quota:
             cq.mark_evicted(wl, True)  # the caller says when its quota is released
             self.memo.clear()
@@ -489,6 +490,11 @@ class Twin:
         wl.admission = None
         wl.uses = NO_USES
         self.memo.clear()
+
+    def condition_written(self, wl: Workload) -> None:
+        """Kueue wrote a new ``QuotaReserved`` condition on a pending workload: an event on its ClusterQueue."""
+        if self.status_writes is not None:
+            self.status_writes.event(wl.cluster_queue)
 
     def _status_event(self, name: str) -> None:
         """An event on a workload of ClusterQueue ``name``: a nested one reconciles later (cq_status.py)."""

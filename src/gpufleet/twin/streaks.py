@@ -29,6 +29,7 @@ from gpufleet.twin.cycle import (
     nominate,
     order,
     process,
+    record,
     reserve,
     verdict,
 )
@@ -185,7 +186,7 @@ def _rotate(
             return rotated  # only repeated heads: the full path finds the cycle stable
         k.begin_cycle()  # no timer is due by its start (quiet_next), so none fires
         for queue, wl, calm in moves:
-            k.last_status[wl.key] = calm
+            record(k, wl, calm)
             # every calm head is NoFit or without candidates: parked with its class
             if not (k.equivalence_hashing and queue.park_head(wl, equivalence.bulk_reason(calm.reason))):
                 queue.pop()

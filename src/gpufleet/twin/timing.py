@@ -40,18 +40,30 @@ class KueueTime:
     def begin(self) -> None:
         """The scheduling loop starts a cycle: timers due by then fire first; without heads the
         loop blocks (``Manager.Heads``) until a timer gives it some."""
+        self.wait_for_heads()
+        start = self.clock.next_start
+        if self.sample is not None:
+            self.sample(start)
+        self.clock.begin(start)
+
+    def wait_for_heads(self) -> bool:
+        """The loop's next iteration: timers due by its start fire, then, while no ClusterQueue has
+        a head, the next timers in order (Kueue's loop blocks in ``Manager.Heads`` until a workload
+        is pushed); the iteration starts when the last of them fired. False: no timer gave heads
+        and none is left to fire, so Kueue stays blocked and runs no cycle."""
         clock = self.clock
         start = clock.next_start
         self.fire(start)
-        while not self._has_heads():
+        heads = self._has_heads()
+        while not heads:
             due = clock.due()
             if due is None or not self.may_fire(due):
                 break
             start = max(start, due)
             self.fire(start)
-        if self.sample is not None:
-            self.sample(start)
-        clock.begin(start)
+            heads = self._has_heads()
+        clock.next_start = start
+        return heads
 
     def quiet_next(self) -> bool:
         """Whether the next cycle starts before any timer fires (a streak may run it as quiet)."""
@@ -97,8 +109,9 @@ def run(
         # Kueue's loop blocks without heads (``Manager.Heads``), so on the clocks even a first
         # cycle needs one or a timer to wait for; the unit-test world always runs one.
         first = number == 0 and time is None
-        if cycles is None and not first and not twin.has_heads() and not (time and time.waits(wait, until)):
-            return
+        blocked = cycles is None and not first and not twin.has_heads()
+        if blocked and (time is None or not time.waits(wait, until) or not time.wait_for_heads()):
+            return  # blocked in ``Manager.Heads``, and no timer that may fire gives heads
         result = twin.run_cycle(previous)
         yield result
         if watch is not None:

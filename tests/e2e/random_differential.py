@@ -37,7 +37,6 @@ from tests.e2e.twin_differential import (
     SETTLE_TIMEOUT_S,
     Verdicts,
     job_of,
-    legacy_reason,
     twin_usage,
     twin_verdicts,
     usage_of,
@@ -130,7 +129,7 @@ class Outcome:
                 out.append("KueueWroteNothing")
             if self.unmarked:
                 out.append("UnmarkedTwinMessage")
-            twin_reasons = {j: legacy_reason(r) for j, r in self.twin.reasons.items() if j not in unwritten}
+            twin_reasons = {j: r for j, r in self.twin.reasons.items() if j not in unwritten}
             if {j: r for j, r in self.real.reasons.items() if j not in unwritten} != twin_reasons:
                 out.append("PendingReason")
         if self.real_usage != self.twin_usage:

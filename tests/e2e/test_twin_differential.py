@@ -44,7 +44,6 @@ from tests.e2e.twin_differential import (
     KUEUE_API,
     RESOURCE,
     Verdicts,
-    legacy_reason,
     real_usage,
     real_verdicts,
     settled,
@@ -340,26 +339,10 @@ def test_twin_predicts_what_kueue_does(scenario: tuple[Any, Scenario], tmp_path:
     assert real.admitted == predicted.admitted
     assert real.preempted == predicted.preempted
     assert real.pending == predicted.pending  # Kueue's message, word for word
-    assert real.reasons == {job: legacy_reason(reason) for job, reason in predicted.reasons.items()}
+    assert real.reasons == predicted.reasons  # the reason Kueue writes under its gates, word for word
     cqs = [scn.cq(s) for s in scn.queues]
     assert real_usage(cluster, cqs) == twin_usage(report, cqs)
     # and both did what Kueue's documentation says they should
     assert set(real.admitted) == scn.expect.get("admitted", set())
     assert set(real.preempted) == scn.expect.get("preempted", set())
     assert set(real.pending) == scn.expect.get("pending", set())
-
-
-WAIT = next(s for s in SCENARIOS if s.id == "wait")
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the twin reports the granular QuotaReserved reasons (WaitingForQuota, ...) of the "
-    "UnadmittedWorkloadsObservability gate, which is Beta but off by default in Kueue v0.19.2 "
-    "(pkg/features/kube_features.go); a default install writes the legacy reason Pending",
-)
-@pytest.mark.parametrize("scenario", [WAIT], ids=["wait"], indirect=True)
-def test_twin_pending_reasons_are_the_ones_kueue_writes(scenario: tuple[Any, Scenario], tmp_path: Path) -> None:
-    cluster, scn = scenario
-    real, predicted, _ = run(cluster, scn, tmp_path)
-    assert real.reasons == predicted.reasons

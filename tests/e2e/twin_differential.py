@@ -33,7 +33,7 @@ class Verdicts:
     admitted: dict[str, Placement] = field(default_factory=dict)
     preempted: dict[str, str] = field(default_factory=dict)  # Job -> Kueue's Preempted reason
     pending: dict[str, str] = field(default_factory=dict)  # Job -> Kueue's QuotaReserved message
-    reasons: dict[str, str] = field(default_factory=dict)  # Job -> pending reason (reported, not compared)
+    reasons: dict[str, str] = field(default_factory=dict)  # Job -> the pending reason Kueue writes (twin: kueueReason)
     known: set[str] = field(default_factory=set)
     busy: list[str] = field(default_factory=list)  # why Kueue is still moving
     own: set[str] = field(default_factory=set)  # pending Jobs whose message the twin marks its own (kueueWrites false)
@@ -49,16 +49,6 @@ class Verdicts:
         preempted = ", ".join(f"{j} ({r})" for j, r in sorted(self.preempted.items()))
         pending = "; ".join(f"{j} [{self.reasons.get(j, '')}] {m}" for j, m in sorted(self.pending.items()))
         return f"admitted {{{admitted}}} preempted {{{preempted}}} pending {{{pending}}}"
-
-
-# How Kueue v0.19.2 reports a QuotaReserved=False reason while its UnadmittedWorkloadsObservability gate is
-# off (the default): the mapping its own tests apply (pkg/util/testing/observability.go,
-# AdjustConditionsForDisabledObservabilityInWorkloadController).
-LEGACY_REASONS = {"Misconfigured": "Inadmissible", "Suspended": "Inadmissible", "WaitingForPodsReady": "Waiting"}
-
-
-def legacy_reason(granular: str) -> str:
-    return LEGACY_REASONS.get(granular, "Pending")
 
 
 def job_of(workload: dict[str, Any]) -> str:
@@ -165,7 +155,7 @@ def twin_verdicts(report: dict[str, Any], listing: Path, namespace: str | frozen
     for row in report["cycles"][-1]["pending"] if report["cycles"] else []:
         if row["workload"] in jobs:
             out.pending[jobs[row["workload"]]] = row["message"]
-            out.reasons[jobs[row["workload"]]] = row["reason"]
+            out.reasons[jobs[row["workload"]]] = row.get("kueueReason", row["reason"])  # what Kueue writes
             if not row.get("kueueWrites", True):
                 out.own.add(jobs[row["workload"]])
                 if "kueueStatus" in row:

@@ -160,3 +160,41 @@ def test_quota_check_strategy(strategy: str, admitted: bool) -> None:
         (pending,) = cycle["pending"]
         assert pending["reason"] == "NoMatchingFlavor"
         assert "resource example.com/nic unavailable in ClusterQueue" in pending["message"]
+
+
+HELD_QUEUE = (
+    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {namespace: ns, name: held}\n"
+    "spec: {clusterQueue: a, stopPolicy: Hold}\n---\n"
+)
+
+
+@pytest.mark.parametrize("observability", [False, True], ids=["gate-off", "gate-on"])
+def test_the_reason_kueue_writes_follows_the_observability_gate(observability: bool) -> None:
+    """UnadmittedWorkloadsObservability decides only the reason Kueue writes: granular with it on;
+    with it off (v0.19.2's default) the scheduler writes ``Pending`` (``UnadmittedWorkloadReasonWithFallback``)
+    and the workload controller ``Inadmissible`` for a stopped LocalQueue. The twin's own ``reason``
+    stays granular either way."""
+    quotas = "{name: f1, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}"
+    gates = "featureGates: {UnadmittedWorkloadsObservability: true}\n" if observability else ""
+    text = (
+        f"apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n{gates}---\n"
+        + FLAVORS
+        + HELD_QUEUE
+        + cluster_queue("a", quotas)
+        + workload("fits", "a", "{nvidia.com/gpu: 3}", at=1)
+        + workload("waits", "a", "{nvidia.com/gpu: 2}", at=2)
+        + workload("huge", "a", "{nvidia.com/gpu: 8}", at=3)
+        + workload("nic", "a", "{example.com/nic: 1}", at=4)
+        + workload("held", "held", "{nvidia.com/gpu: 1}", at=5)
+    )
+    report = step([("gates.yaml", text)], None)
+    rows = {p["workload"]: p for p in report["cycles"][-1]["pending"]}
+    granular = {
+        "ns/waits": "WaitingForQuota",
+        "ns/huge": "ExceedsMaxQuota",
+        "ns/nic": "NoMatchingFlavor",
+        "ns/held": "Suspended",
+    }
+    legacy = {"ns/waits": "Pending", "ns/huge": "Pending", "ns/nic": "Pending", "ns/held": "Inadmissible"}
+    assert {w: p["reason"] for w, p in rows.items()} == granular
+    assert {w: p["kueueReason"] for w, p in rows.items()} == (granular if observability else legacy)

@@ -3,7 +3,7 @@
 A default Kueue v0.19 install writes the legacy ``QuotaReserved`` reasons (``Pending``,
 ``Inadmissible``) while its ``UnadmittedWorkloadsObservability`` gate is off; the twin reports the
 granular ones (``WaitingForQuota``, ...). The two agree when Kueue's reason is the twin's or its
-legacy form (Kueue's ``pkg/util/testing/observability.go`` maps them the same way). Messages are
+legacy form (``twin.reasons.written_reason``). Messages are
 compared word for word, and each ClusterQueue's reserved quota against its
 ``status.flavorsReservation``.
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from gpufleet.explain.live import Obj, of_kind
 from gpufleet.explain.release import Outcome
+from gpufleet.twin.reasons import written_reason
 from gpufleet.twin.resources import QuantityError, format_quantity, parse_quantity
 from gpufleet.twin.results import ClusterQueueStatus, Pending
 
-LEGACY_REASONS = {"Misconfigured": "Inadmissible", "Suspended": "Inadmissible", "WaitingForPodsReady": "Waiting"}
 PREEMPTION_PENDING = "Pending the preemption"
 
 
@@ -28,12 +28,9 @@ class Disagreement:
     message: str
 
 
-def legacy_reason(granular: str) -> str:
-    return LEGACY_REASONS.get(granular, "Pending")
-
-
 def reasons_agree(kueue: str, twin: str) -> bool:
-    return kueue in (twin, legacy_reason(twin))
+    """Kueue's reason is the twin's granular one, or its legacy form (the gate's either way)."""
+    return kueue in (twin, written_reason(twin, observability=False))
 
 
 def reserved(cq: Obj) -> dict[str, int]:

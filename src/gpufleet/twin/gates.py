@@ -22,6 +22,7 @@ DEFAULTS: dict[str, bool] = {
     "ReclaimablePods": True,
     "SchedulerLongRequeueInterval": False,
     "SchedulingEquivalenceHashing": True,
+    "UnadmittedWorkloadsObservability": False,
 }
 
 
@@ -36,6 +37,7 @@ FOLLOWED = frozenset(
         "AdmissionFairSharing",
         # the twin never keeps a flavor scan's progress across cycles: Kueue's behaviour with it off
         "FlavorFungibilityPreserveScanProgress",
+        "UnadmittedWorkloadsObservability",  # only the reason Kueue writes (reasons.written_reason)
     }
 )
 

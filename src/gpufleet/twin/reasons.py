@@ -19,6 +19,19 @@ MISCONFIGURED = "Misconfigured"
 SUSPENDED = "Suspended"
 WAITING_FOR_PREEMPTED_WORKLOADS = "WaitingForPreemptedWorkloads"
 
+# What Kueue v0.19.2 writes for those while its ``UnadmittedWorkloadsObservability`` gate (Beta) is
+# off, the default: the scheduler falls back to ``Pending`` (``UnadmittedWorkloadReasonWithFallback``
+# in ``pkg/workload/workload.go``), the workload controller to the legacy reasons below (the mapping
+# Kueue's own tests apply: ``pkg/util/testing/observability.go``).
+LEGACY_REASONS = {MISCONFIGURED: "Inadmissible", SUSPENDED: "Inadmissible", "WaitingForPodsReady": "Waiting"}
+
+
+def written_reason(granular: str, observability: bool) -> str:
+    """The ``QuotaReserved=False`` reason Kueue writes where the twin's is ``granular``: the same
+    with ``UnadmittedWorkloadsObservability`` on, else its legacy form."""
+    return granular if observability else LEGACY_REASONS.get(granular, PENDING)
+
+
 # Preemption reasons.
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"

@@ -20,6 +20,7 @@ from gpufleet.errors import InputError
 from gpufleet.twin.clocks import ClockSettings
 from gpufleet.twin.loops import Loop
 from gpufleet.twin.objects import located, parse_cluster
+from gpufleet.twin.reasons import written_reason
 from gpufleet.twin.results import ClusterQueueStatus, CycleResult
 from gpufleet.twin.scheduler import Twin
 
@@ -78,7 +79,10 @@ def loop_json(loop: Loop) -> dict[str, Any]:
 
 
 def cycle_json(result: CycleResult, twin: Twin, origin: int = 0) -> dict[str, Any]:
-    """One cycle; ``atMs``: when it ran on Kueue's clock, from the run's start (0 without clocks)."""
+    """One cycle; ``atMs``: when it ran on Kueue's clock, from the run's start (0 without clocks).
+    A pending row's ``reason`` is the twin's granular one; ``kueueReason`` (where Kueue writes the
+    condition) and ``kueueStatus`` are what Kueue writes under the Configuration's gates."""
+    observability = twin.spec.config.gate("UnadmittedWorkloadsObservability")
     return {
         "cycle": result.number,
         "atMs": twin.clock.now - origin if twin.clock is not None else 0,
@@ -109,7 +113,12 @@ def cycle_json(result: CycleResult, twin: Twin, origin: int = 0) -> dict[str, An
                 "message": p.message,
                 "queue": p.queue,
                 "kueueWrites": p.kueue_writes,
-                **({"kueueStatus": {"reason": p.written[0], "message": p.written[1]}} if p.written else {}),
+                **({"kueueReason": written_reason(p.reason, observability)} if p.kueue_writes else {}),
+                **(
+                    {"kueueStatus": {"reason": written_reason(p.written[0], observability), "message": p.written[1]}}
+                    if p.written
+                    else {}
+                ),
             }
             for p in twin.pending()
         ],

@@ -493,8 +493,7 @@ class Twin:
 
     def condition_written(self, wl: Workload) -> None:
         """Kueue wrote a new ``QuotaReserved`` condition on a pending workload: an event on its ClusterQueue."""
-        if self.status_writes is not None:
-            self.status_writes.event(wl.cluster_queue)
+        self._status_event(wl.cluster_queue)
 
     def _status_event(self, name: str) -> None:
         """An event on a workload of ClusterQueue ``name``: a nested one reconciles later (cq_status.py)."""

@@ -16,8 +16,13 @@ cycles in 3,619 CPU-s. ``--check-paths N`` also runs the first N jobs through th
 the twin on its reference path (no memo, no streaks) and on the fast path, and demands identical
 results (summary, ledger records, job rows).
 
+Per-CPU-second figures move with the machine (``_revision.py``): ``--against [REV]`` also runs
+this benchmark as of ``REV`` (default: issue 18's baseline, 7e47630) on the same machine, same days
+and seed, and prints the ratios between the two. The baseline is slow: about 40 CPU-s a day at
+first, and its week took 3,619 CPU-s; ``--days 1`` or ``2`` gives a ratio in minutes.
+
 Run: ``make bench NAME=simulate_week`` or
-``python -m bench simulate_week [--days N] [--seed S] [--check-paths N]``
+``python -m bench simulate_week [--days N] [--seed S] [--check-paths N] [--against [REV]]``
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import time
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bench._revision import ISSUE_18_BASELINE, RevisionError, figure, run_at
 from gpufleet.demo import workload_spec
 from gpufleet.policy import Fleet, parse_policy, resolve
 from gpufleet.simulate.config import Mode, SimulationConfig
@@ -115,6 +121,13 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check-paths", type=int, default=0, metavar="N", help="compare both twin paths on N jobs")
+    parser.add_argument(
+        "--against",
+        nargs="?",
+        const=ISSUE_18_BASELINE,
+        metavar="REV",
+        help=f"also run this benchmark as of REV (default {ISSUE_18_BASELINE}, issue 18's baseline) for same-machine ratios",
+    )
     args = parser.parse_args()
     fleet = resolve(parse_policy(policy_text(), "bench-fleet.yaml"))
     gpus = sum(cap.pool.gpu_count for cap in fleet.pools.values())
@@ -145,13 +158,33 @@ def main() -> None:
     queue_s, first_s = cpu_of[Mode.QUEUE], cpu_of[Mode.FIRST_APPLY]
     print(
         f"Kueue cycles replayed: {cycles:,} (before: {BASELINE_CYCLES:,} for the 7-day week, "
-        f"{BASELINE_CPU_S:,.0f} CPU-s)"
+        f"{BASELINE_CPU_S:,.0f} CPU-s on issue 18's machine; --against for this machine's)"
     )
     scale = f" (this run covers {args.days} days; the targets are for 7)" if args.days != 7 else ""
     print(
         f"queue world {queue_s:.1f} CPU-s: target <= {TARGET_CPU_S:.0f} (ratio {queue_s / TARGET_CPU_S:.2f}); "
         f"{queue_s / first_s:.1f}x first apply's {first_s:.1f} CPU-s, target <= {TARGET_FIRST_APPLY_RATIO:.0f}x "
         f"(ratio {queue_s / first_s / TARGET_FIRST_APPLY_RATIO:.2f}){scale}"
+    )
+    if args.against:
+        against(args.against, args.days, args.seed, queue_s, first_s)
+
+
+def against(rev: str, days: int, seed: int, queue_s: float, first_s: float) -> None:
+    """The same trace as of ``rev`` on this machine, and the ratios the targets are measured by."""
+    print(f"running simulate_week as of {rev} on this machine ({days} days) ...", flush=True)
+    try:
+        output = run_at(rev, "simulate_week", ["--days", str(days), "--seed", str(seed)])
+        cpu = r"\s+[\d.]+ s wall\s+([\d.]+) s CPU"
+        queue_before = figure(output, rf"(?m)^{Mode.QUEUE.value}{cpu}", "queue world CPU-s", rev)
+        first_before = figure(output, rf"(?m)^{Mode.FIRST_APPLY.value}{cpu}", "first-apply CPU-s", rev)
+    except RevisionError as e:
+        sys.exit(f"--against {rev}: {e}")
+    print(
+        f"same machine: {rev} queue world {queue_before:.1f} CPU-s, this code {queue_s:.1f}: "
+        f"{queue_before / queue_s:.2f}x faster (the week's target asks {BASELINE_CPU_S / TARGET_CPU_S:.1f}x: "
+        f"{TARGET_CPU_S:.0f} against issue 18's {BASELINE_CPU_S:,.0f}); first apply {first_before:.1f} and "
+        f"{first_s:.1f} CPU-s"
     )
 
 

@@ -8,7 +8,11 @@ Each ClusterQueue has 10 CPU of nominal quota and may borrow from its cohort; on
 full and fair sharing orders every cycle. Cycles are instant (the event loop of
 ``twin_kueue_perf``). The figure is workloads admitted per second of real time, on one core.
 
-Run: ``python -m bench twin_scale [--workloads N] [--profile]``.
+Per-CPU-second figures move with the machine (``_revision.py``): ``--against [REV]`` also runs
+this benchmark as of ``REV`` (default: issue 18's baseline, 7e47630) on the same machine and
+prints the ratio between the two, the figure to hold against the target's 4.92x.
+
+Run: ``python -m bench twin_scale [--workloads N] [--profile] [--against [REV]]``.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ import argparse
 import cProfile
 import pstats
 import random
+import sys
 import time
 
+from bench._revision import ISSUE_18_BASELINE, RevisionError, figure, run_at
 from bench.twin_kueue_perf import Job, cluster, simulate
 
 TARGET_PER_S = 50_000
@@ -52,6 +58,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", type=int, default=1_000_000)
     parser.add_argument("--profile", action="store_true", help="print where the time goes (cProfile)")
+    parser.add_argument(
+        "--against",
+        nargs="?",
+        const=ISSUE_18_BASELINE,
+        metavar="REV",
+        help=f"also run this benchmark as of REV (default {ISSUE_18_BASELINE}, issue 18's baseline) for a same-machine ratio",
+    )
     args = parser.parse_args()
     spec = cluster(COHORTS, QUEUES_PER_COHORT, 10, None, fair=True)
     jobs = scale_trace(args.workloads)
@@ -73,10 +86,26 @@ def main() -> None:
     print(
         f"real time {elapsed:.1f} s, CPU time {out.cpu_s:.1f} s -> {rate:,.0f} workloads admitted per "
         f"CPU-second on one core (target {TARGET_PER_S:,}; ratio {rate / TARGET_PER_S:.2f}; "
-        f"before: {BASELINE_PER_S:,}, {rate / BASELINE_PER_S:.2f}x)"
+        f"before: {BASELINE_PER_S:,} on issue 18's machine, {rate / BASELINE_PER_S:.2f}x; --against for this machine's)"
     )
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
+    if args.against:
+        against(args.against, args.workloads, rate)
+
+
+def against(rev: str, workloads: int, rate: float) -> None:
+    """The same run as of ``rev`` on this machine, and the ratio the target is measured by."""
+    print(f"running twin_scale as of {rev} on this machine ...", flush=True)
+    try:
+        output = run_at(rev, "twin_scale", ["--workloads", str(workloads)])
+        before = figure(output, r"([\d,]+) workloads admitted per CPU-second", "admissions per CPU-second", rev)
+    except RevisionError as e:
+        sys.exit(f"--against {rev}: {e}")
+    print(
+        f"same machine: {rev} {before:,.0f} admitted per CPU-second, this code {rate:,.0f}: {rate / before:.2f}x "
+        f"(the target asks {TARGET_PER_S / BASELINE_PER_S:.2f}x: {TARGET_PER_S:,} against issue 18's {BASELINE_PER_S:,})"
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ ratio is taken between the two.
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import re
@@ -60,3 +61,25 @@ def figure(output: str, pattern: str, what: str, rev: str) -> float:
     if found is None:
         raise RevisionError(f"the output of {rev}'s benchmark has no {what}:\n{output.strip()}")
     return float(found.group(1).replace(",", ""))
+
+
+def add_option(parser: argparse.ArgumentParser) -> None:
+    """``--against [REV]``, the same for every benchmark that takes it."""
+    parser.add_argument(
+        "--against",
+        nargs="?",
+        const=ISSUE_18_BASELINE,
+        metavar="REV",
+        help=f"also run this benchmark as of REV (default {ISSUE_18_BASELINE}, issue 18's baseline) on this machine",
+    )
+
+
+def figures_at(rev: str, name: str, args: list[str], patterns: dict[str, str]) -> dict[str, float]:
+    """Run ``name`` as of ``rev`` and read each named figure off its output; what goes wrong ends the
+    benchmark with its reason, not a traceback."""
+    print(f"running {name} as of {rev} on this machine ...", flush=True)
+    try:
+        output = run_at(rev, name, args)
+        return {what: figure(output, pattern, what, rev) for what, pattern in patterns.items()}
+    except RevisionError as e:
+        sys.exit(f"--against {rev}: {e}")

@@ -33,7 +33,7 @@ import time
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bench._revision import ISSUE_18_BASELINE, RevisionError, figure, run_at
+from bench._revision import add_option, figures_at
 from gpufleet.demo import workload_spec
 from gpufleet.policy import Fleet, parse_policy, resolve
 from gpufleet.simulate.config import Mode, SimulationConfig
@@ -121,13 +121,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check-paths", type=int, default=0, metavar="N", help="compare both twin paths on N jobs")
-    parser.add_argument(
-        "--against",
-        nargs="?",
-        const=ISSUE_18_BASELINE,
-        metavar="REV",
-        help=f"also run this benchmark as of REV (default {ISSUE_18_BASELINE}, issue 18's baseline) for same-machine ratios",
-    )
+    add_option(parser)
     args = parser.parse_args()
     fleet = resolve(parse_policy(policy_text(), "bench-fleet.yaml"))
     gpus = sum(cap.pool.gpu_count for cap in fleet.pools.values())
@@ -172,14 +166,11 @@ def main() -> None:
 
 def against(rev: str, days: int, seed: int, queue_s: float, first_s: float) -> None:
     """The same trace as of ``rev`` on this machine, and the ratios the targets are measured by."""
-    print(f"running simulate_week as of {rev} on this machine ({days} days) ...", flush=True)
-    try:
-        output = run_at(rev, "simulate_week", ["--days", str(days), "--seed", str(seed)])
-        cpu = r"\s+[\d.]+ s wall\s+([\d.]+) s CPU"
-        queue_before = figure(output, rf"(?m)^{Mode.QUEUE.value}{cpu}", "queue world CPU-s", rev)
-        first_before = figure(output, rf"(?m)^{Mode.FIRST_APPLY.value}{cpu}", "first-apply CPU-s", rev)
-    except RevisionError as e:
-        sys.exit(f"--against {rev}: {e}")
+    cpu = r"\s+[\d.]+ s wall\s+([\d.]+) s CPU"
+    worlds = {f"{mode.value} CPU-s": rf"(?m)^{mode.value}{cpu}" for mode in (Mode.QUEUE, Mode.FIRST_APPLY)}
+    queue_before, first_before = figures_at(
+        rev, "simulate_week", ["--days", str(days), "--seed", str(seed)], worlds
+    ).values()
     print(
         f"same machine: {rev} queue world {queue_before:.1f} CPU-s, this code {queue_s:.1f}: "
         f"{queue_before / queue_s:.2f}x faster (the week's target asks {BASELINE_CPU_S / TARGET_CPU_S:.1f}x: "

@@ -21,10 +21,9 @@ import argparse
 import cProfile
 import pstats
 import random
-import sys
 import time
 
-from bench._revision import ISSUE_18_BASELINE, RevisionError, figure, run_at
+from bench._revision import add_option, figures_at
 from bench.twin_kueue_perf import Job, cluster, simulate
 
 TARGET_PER_S = 50_000
@@ -58,13 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", type=int, default=1_000_000)
     parser.add_argument("--profile", action="store_true", help="print where the time goes (cProfile)")
-    parser.add_argument(
-        "--against",
-        nargs="?",
-        const=ISSUE_18_BASELINE,
-        metavar="REV",
-        help=f"also run this benchmark as of REV (default {ISSUE_18_BASELINE}, issue 18's baseline) for a same-machine ratio",
-    )
+    add_option(parser)
     args = parser.parse_args()
     spec = cluster(COHORTS, QUEUES_PER_COHORT, 10, None, fair=True)
     jobs = scale_trace(args.workloads)
@@ -96,12 +89,8 @@ def main() -> None:
 
 def against(rev: str, workloads: int, rate: float) -> None:
     """The same run as of ``rev`` on this machine, and the ratio the target is measured by."""
-    print(f"running twin_scale as of {rev} on this machine ...", flush=True)
-    try:
-        output = run_at(rev, "twin_scale", ["--workloads", str(workloads)])
-        before = figure(output, r"([\d,]+) workloads admitted per CPU-second", "admissions per CPU-second", rev)
-    except RevisionError as e:
-        sys.exit(f"--against {rev}: {e}")
+    rates = {"admissions per CPU-second": r"([\d,]+) workloads admitted per CPU-second"}
+    (before,) = figures_at(rev, "twin_scale", ["--workloads", str(workloads)], rates).values()
     print(
         f"same machine: {rev} {before:,.0f} admitted per CPU-second, this code {rate:,.0f}: {rate / before:.2f}x "
         f"(the target asks {TARGET_PER_S / BASELINE_PER_S:.2f}x: {TARGET_PER_S:,} against issue 18's {BASELINE_PER_S:,})"

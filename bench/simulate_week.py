@@ -18,8 +18,9 @@ results (summary, ledger records, job rows).
 
 Per-CPU-second figures move with the machine (``_revision.py``): ``--against [REV]`` also runs
 this benchmark as of ``REV`` (default: issue 18's baseline, 7e47630) on the same machine, same days
-and seed, and prints the ratios between the two. The baseline is slow: about 40 CPU-s a day at
-first, and its week took 3,619 CPU-s; ``--days 1`` or ``2`` gives a ratio in minutes.
+and seed, and prints the ratios between the two. The baseline is slow: its first day takes about
+45 CPU-s and its week 3,619 CPU-s on issue 18's machine (2,482 on a faster one); ``--days 1`` or
+``2`` gives a ratio in minutes.
 
 Run: ``make bench NAME=simulate_week`` or
 ``python -m bench simulate_week [--days N] [--seed S] [--check-paths N] [--against [REV]]``

@@ -25,24 +25,25 @@ simulator uses) are the fast path. Both give the same cycles, admissions, evicti
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator
 
 from gpufleet.errors import InputError
 from gpufleet.twin import pending, timing
 from gpufleet.twin.admission_fairsharing import UsageLedger
+from gpufleet.twin.assignments import Assignments
 from gpufleet.twin.clocks import Clock, ClockSettings
 from gpufleet.twin.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cq_status import StatusWrites
-from gpufleet.twin.cycle import NO_TARGETS, schedule
+from gpufleet.twin.cycle import schedule
 from gpufleet.twin.equivalence import EquivalenceClasses
 from gpufleet.twin.fairshare import FairShare
-from gpufleet.twin.flavors import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
+from gpufleet.twin.flavors import Assignment
 from gpufleet.twin.loops import Loop
 from gpufleet.twin.memo import Verdict, VerdictMemo
-from gpufleet.twin.preemption import Preemptor, Target
+from gpufleet.twin.preemption import Preemptor
 from gpufleet.twin.preemptors import PRIORITIZE_PREEMPTOR_WORKLOADS
 from gpufleet.twin.queues import Queues
-from gpufleet.twin.quota import add_usage, borrowing_level, remove_usage, usage_less
+from gpufleet.twin.quota import add_usage, remove_usage
 from gpufleet.twin.reasons import (
     MISCONFIGURED,
     SUSPENDED,
@@ -91,7 +92,10 @@ class Twin:
             self.tree, self.fair, spec.config.preemption_strategies,
             prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS), bounded=memo,
         )  # fmt: skip
-        self.assigner = FlavorAssigner(spec.flavors, self._oracle, spec.config.fair_sharing, plans=memo)
+        self.assignments = Assignments(
+            self.tree, spec.flavors, self.preemptor, fair_sharing=spec.config.fair_sharing, plans=memo
+        )
+        self.assigner = self.assignments.assigner
         self.queues = Queues()
         for name in sorted(self.tree.cluster_queues):
             cq = self.tree.cluster_queues[name]
@@ -102,10 +106,7 @@ class Twin:
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
         self._uses: dict[tuple[tuple[int, int], ...], frozenset[int]] = {}  # Workload.uses by usage, interned
-        self.memo = VerdictMemo(self._assign, remember=memo, also=self.preemptor.forget)
-        # Preemption trials of the workload being assigned (see _targets).
-        self._trials: dict[tuple[object, ...], list[Target]] = {}
-        self._alone: dict[int, frozenset[int]] = {}  # a flavor-resource contested alone, one set each
+        self.memo = VerdictMemo(self.assignments.assign, remember=memo, also=self.preemptor.forget)
         self.cycle = 0
         # Admissions made by the twin happen "after" everything in the input. Kueue writes
         # QuotaReserved's lastTransitionTime in whole seconds and runs its cycles milliseconds apart,
@@ -281,83 +282,9 @@ class Twin:
 
     # --- what the cycle calls --------------------------------------------------------------------
     def get_assignments(self, wl: Workload, cq: ClusterQueue) -> Verdict:
-        """Flavors and preemption targets for a head (remembered until quota changes when the
-        twin has its memo: memo.py)."""
+        """Flavors and preemption targets for a head (``assignments.py``; remembered until quota
+        changes when the twin has its memo: memo.py)."""
         return self.memo.get(wl, cq)
-
-    def _assign(self, wl: Workload, cq: ClusterQueue) -> tuple[Assignment, Sequence[Target]]:
-        """Full size first (Fit, or Preempt with targets); then, with ``minCount``, the largest
-        reduced size that fits or can preempt, found by binary search (Kueue's partial admission)."""
-        if self._trials:
-            self._trials.clear()
-        assignment = self.assigner.assign_full(wl, cq)
-        if assignment.mode == FIT:
-            return assignment, NO_TARGETS
-        assignment, targets = self._with_targets(wl, cq, assignment)
-        if targets or not wl.can_be_partially_admitted():
-            return assignment, targets
-        reducible = [ps.count - ps.min_count if ps.min_count is not None else 0 for ps in wl.pod_sets]
-        steps = max(reducible)
-        lo, hi = 1, steps
-        found: tuple[Assignment, Sequence[Target]] | None = None
-        while lo <= hi:
-            mid = (lo + hi) // 2
-            counts = tuple(ps.count - (r * mid) // steps for ps, r in zip(wl.pod_sets, reducible, strict=True))
-            attempt = self._try(wl, cq, counts)
-            if attempt[0].mode == FIT or attempt[1]:
-                found, hi = attempt, mid - 1
-            else:
-                lo = mid + 1
-        return found if found is not None else (assignment, targets)
-
-    def _try(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> tuple[Assignment, Sequence[Target]]:
-        return self._with_targets(wl, cq, self.assigner.assign(wl, cq, counts))
-
-    def _with_targets(
-        self, wl: Workload, cq: ClusterQueue, assignment: Assignment
-    ) -> tuple[Assignment, Sequence[Target]]:
-        """The assignment with its preemption targets (none unless it needs preemption)."""
-        if assignment.mode in (PREEMPT, RECLAIM, NO_CANDIDATES):
-            return assignment, self._targets(wl, cq, assignment.usage, assignment.contested)
-        return assignment, NO_TARGETS
-
-    def _targets(
-        self, wl: Workload, cq: ClusterQueue, request: dict[int, int], contested: Collection[int]
-    ) -> list[Target]:
-        """Preemption targets, remembered while one workload is assigned (the tree does not change
-        meanwhile): for a single flavor-resource, the oracle's trial is the final request. One
-        contested flavor-resource, the common ask, keys by its quantity alone (no sort, no set)."""
-        if len(request) == 1 and len(contested) == 1 and next(iter(request)) in contested:
-            key: tuple[object, ...] = next(iter(request.items()))
-        else:
-            key = (tuple(sorted(request.items())), frozenset(contested))
-        found = self._trials.get(key)
-        if found is None:
-            found = self._trials[key] = self.preemptor.get_targets(wl, cq, request, contested)
-        return found
-
-    def _oracle(self, wl: Workload, cq: ClusterQueue, fr: int, quantity: int) -> tuple[int, int]:
-        """Could preemption make ``quantity`` of ``fr`` fit? Reclaim when only other queues lose.
-        With the borrowing level Kueue's ``SimulatePreemption`` gives the entry: with the targets'
-        usage removed, or as the usage stands when there are none (a head that cannot preempt
-        still reserves quota by it, and entries are ordered by it)."""
-        alone = self._alone.get(fr)
-        if alone is None:
-            alone = self._alone[fr] = frozenset((fr,))
-        targets = self._targets(wl, cq, {fr: quantity}, alone)
-        if not targets:
-            return NO_CANDIDATES, borrowing_level(cq.node, fr, quantity)
-        queues = self.tree.cluster_queues
-        removed = [
-            (queues[t.workload.cluster_queue].node, q)
-            for t in targets
-            if t.workload.admission is not None
-            for f, q in t.workload.admission.usage
-            if f == fr
-        ]
-        level = borrowing_level(cq.node, fr, quantity, usage_less(fr, removed))
-        mode = RECLAIM if all(t.workload.cluster_queue != cq.name for t in targets) else PREEMPT
-        return mode, level
 
     def namespace_matches(self, cq: ClusterQueue, wl: Workload) -> bool:
         """The ClusterQueue's namespaceSelector against the namespace's labels (null matches none)."""

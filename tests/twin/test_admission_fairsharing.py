@@ -33,7 +33,7 @@ HOUR = 60 * MINUTE
 
 # --- the arithmetic ----------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("elapsed", "half_life", "want"),
+    ("since_update_s", "half_life_s", "want"),  # simulated seconds given to the formula: no clock is read
     [
         (10.0, 10.0, 0.5),  # one half-life: half the way to the new value
         (20.0, 10.0, 0.75),
@@ -42,8 +42,8 @@ HOUR = 60 * MINUTE
         (1.0, 10.0, 1 - 0.5**0.1),
     ],
 )
-def test_alpha(elapsed: float, half_life: float, want: float) -> None:
-    assert alpha(elapsed, half_life) == pytest.approx(want, abs=0, rel=1e-15)
+def test_alpha(since_update_s: float, half_life_s: float, want: float) -> None:
+    assert alpha(since_update_s, half_life_s) == pytest.approx(want, abs=0, rel=1e-15)
 
 
 @pytest.mark.parametrize(

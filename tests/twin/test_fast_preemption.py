@@ -74,7 +74,7 @@ def _targets(twin: Twin, wl: Workload, *, bounded: bool) -> list[tuple[str, str]
     preemptor: Preemptor = twin.preemptor
     preemptor.bounded = bounded
     cq = twin.tree.cluster_queues[wl.cluster_queue]
-    request = dict(twin.assigner.assign(wl, cq, (1,)).usage)
+    request = dict(twin.assignments.assigner.assign(wl, cq, (1,)).usage)
     if not request:
         return []
     found = preemptor.get_targets(wl, cq, request, request)

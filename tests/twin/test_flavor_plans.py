@@ -36,7 +36,7 @@ def test_plans_agree_with_the_flavor_search(
 ) -> None:
     twin = Twin(parse_cluster([("cluster.yaml", cluster_yaml(cluster))]), hold_evicted_quota=True)
     play(twin, stream, len(cluster.queues))
-    assigner = twin.assigner
+    assigner = twin.assignments.assigner
     assert assigner.plans
     for n, shape in enumerate(shapes):
         sets = tuple(PodSetSpec(f"ps{i}", pods, (("gpu", gpus),)) for i, (pods, gpus) in enumerate(shape))
@@ -52,16 +52,16 @@ def test_a_plain_fit_skips_the_flavor_search() -> None:
     c = Cluster(1, nested=False, fair=True, afs=False, queues=(queue, queue))
     twin = Twin(parse_cluster([("cluster.yaml", cluster_yaml(c))]))
     searched: list[str] = []
-    search = twin.assigner._assign
+    search = twin.assignments.assigner._assign
 
     def spy(wl: Workload, cq: Any, counts: tuple[int, ...]) -> Assignment:
         searched.append(wl.key)
         return search(wl, cq, counts)
 
-    twin.assigner._assign = spy  # type: ignore[method-assign]
+    twin.assignments.assigner._assign = spy  # type: ignore[method-assign]
     cq = twin.tree.cluster_queues["q0"]
     wl = Workload(WorkloadSpec("team", "probe", "q0", (PodSetSpec("main", 1, (("gpu", 2),)),)), "q0")
-    planned = twin.assigner.assign(wl, cq, (1,))
+    planned = twin.assignments.assigner.assign(wl, cq, (1,))
     assert searched == []
     assert fields(planned) == fields(search(wl, cq, (1,)))
 
@@ -77,7 +77,7 @@ def test_a_borrowing_fit_is_planned_only_where_the_search_stops_there() -> None:
         twin = Twin(parse_cluster([("cluster.yaml", cluster_yaml(c))]))
         cq = twin.tree.cluster_queues["q0"]
         wl = Workload(WorkloadSpec("team", "probe", "q0", (PodSetSpec("main", 1, (("gpu", 2),)),)), "q0")
-        planned = twin.assigner.assign(wl, cq, (1,))
-        assert fields(planned) == fields(twin.assigner._assign(wl, cq, (1,)))
+        planned = twin.assignments.assigner.assign(wl, cq, (1,))
+        assert fields(planned) == fields(twin.assignments.assigner._assign(wl, cq, (1,)))
         chosen.append((planned.pod_sets[0].flavors, planned.borrowing))
     assert chosen == [((("gpu", "f0"),), 1), ((("gpu", "f1"),), 0)]

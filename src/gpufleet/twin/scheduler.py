@@ -95,7 +95,6 @@ class Twin:
         self.assignments = Assignments(
             self.tree, spec.flavors, self.preemptor, fair_sharing=spec.config.fair_sharing, plans=memo
         )
-        self.assigner = self.assignments.assigner
         self.queues = Queues()
         for name in sorted(self.tree.cluster_queues):
             cq = self.tree.cluster_queues[name]

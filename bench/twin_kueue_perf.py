@@ -21,8 +21,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gpufleet.twin.scheduler import Twin
-from gpufleet.twin.specs import (
+from gpufleet.twin.apis.specs import (
     ANY,
     LOWER_PRIORITY,
     ClusterQueueSpec,
@@ -38,6 +37,7 @@ from gpufleet.twin.specs import (
     ResourceQuotaSpec,
     WorkloadSpec,
 )
+from gpufleet.twin.kueue import Twin
 
 KUEUE = {"wall_s": 351.0, "usage_pct": 55.9, "tta_large_s": 16.5, "tta_medium_s": 76.8, "tta_small_s": 215.0}
 CLASSES = {  # name: (cpu, runtime ms, priority, interarrival ms, count per ClusterQueue)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from gpufleet import placement, vocabulary
-from gpufleet.twin import specs
-from gpufleet.twin.objects import parse_cluster
+from gpufleet.twin.apis import specs
+from gpufleet.twin.apis.objects import parse_cluster
 from gpufleet.vocabulary import Operator, Requirement, Taint, TaintEffect, Toleration, TolerationOperator
 
 GPU_TAINT = Taint("nvidia.com/gpu", "present", TaintEffect.NO_SCHEDULE)

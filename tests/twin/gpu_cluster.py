@@ -8,7 +8,7 @@ Written as YAML on purpose: these tests go through ``parse_cluster`` as the CLI'
 from __future__ import annotations
 
 from gpufleet.twin import Twin, parse_cluster
-from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
+from gpufleet.twin.apis.specs import PodSetSpec, WorkloadSpec
 
 GPU = "nvidia.com/gpu"
 

@@ -12,7 +12,11 @@ import math
 
 import pytest
 
-from gpufleet.twin.admission_fairsharing import (
+from gpufleet.twin.apis.admission_fairsharing_fields import parse_duration
+from gpufleet.twin.apis.objects import parse_cluster
+from gpufleet.twin.apis.specs import AdmissionFairSharingSpec
+from gpufleet.twin.kueue import Twin
+from gpufleet.twin.queue.admission_fairsharing import (
     NANO,
     alpha,
     decayed,
@@ -22,10 +26,6 @@ from gpufleet.twin.admission_fairsharing import (
     to_nano,
     usage,
 )
-from gpufleet.twin.admission_fairsharing_fields import parse_duration
-from gpufleet.twin.objects import parse_cluster
-from gpufleet.twin.scheduler import Twin
-from gpufleet.twin.specs import AdmissionFairSharingSpec
 
 MINUTE = 60 * NANO
 HOUR = 60 * MINUTE

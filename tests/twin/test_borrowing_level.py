@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpufleet.twin import Twin
-from gpufleet.twin import specs as s
-from gpufleet.twin.quota import borrowing_level, remove_usage, usage_less
+from gpufleet.twin.apis import specs as s
+from gpufleet.twin.cache.resource_node import borrowing_level, remove_usage, usage_less
 from tests.twin.trees import Job, Queue, tree
 
 CLASSICAL = s.ConfigSpec(fair_sharing=False)

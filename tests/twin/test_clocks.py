@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from gpufleet.twin import Twin, parse_cluster
+from gpufleet.twin.apis.specs import PodSetSpec, WorkloadSpec
 from gpufleet.twin.clocks import BATCH, Clock, ClockSettings
 from gpufleet.twin.loops import PREEMPT_BACK_LOOP
 from gpufleet.twin.results import CycleResult
-from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
 from gpufleet.twin.step import step
 from tests.twin.clock_cluster import CQ, WL, cluster
 from tests.twin.test_paths import Cluster, Queue, cluster_yaml

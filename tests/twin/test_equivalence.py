@@ -18,9 +18,9 @@ from __future__ import annotations
 import pytest
 
 from gpufleet.twin import Twin
-from gpufleet.twin.equivalence import BYPASSED
+from gpufleet.twin.apis.specs import WorkloadSpec
+from gpufleet.twin.queue.equivalence import BYPASSED
 from gpufleet.twin.results import CycleResult
-from gpufleet.twin.specs import WorkloadSpec
 from tests.twin import gpu_cluster
 
 

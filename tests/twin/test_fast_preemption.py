@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpufleet.twin import Twin
-from gpufleet.twin import specs as s
-from gpufleet.twin.flat_bound import FlatBound
-from gpufleet.twin.preemption import Preemptor, in_candidate_order
+from gpufleet.twin.apis import specs as s
+from gpufleet.twin.fastpath.preemption_bound import FlatBound
+from gpufleet.twin.scheduler.preemption.preemption import Preemptor, in_candidate_order
 from gpufleet.twin.workload import Workload
 from tests.twin.trees import GPU, Job, Queue, pending_spec, tree
 

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpufleet.twin import Twin, parse_cluster
-from gpufleet.twin.flavors import Assignment
-from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
+from gpufleet.twin.apis.specs import PodSetSpec, WorkloadSpec
+from gpufleet.twin.scheduler.flavorassigner import Assignment
 from gpufleet.twin.workload import Workload
 from tests.twin.test_paths import SETTINGS, Cluster, Queue, cluster_yaml, clusters, events, play
 

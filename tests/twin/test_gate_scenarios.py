@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gpufleet.twin import Twin
-from gpufleet.twin import specs as s
+from gpufleet.twin.apis import specs as s
 from gpufleet.twin.step import step
 from tests.twin.trees import Job, Queue, tree
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.twin.gates import DEFAULTS
+from gpufleet.twin.features import DEFAULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "twin.md").read_text(encoding="utf-8")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from gpufleet.twin import Twin
-from gpufleet.twin.specs import WorkloadSpec
+from gpufleet.twin.apis.specs import WorkloadSpec
 from tests.twin import gpu_cluster
 
 RECLAIM = "{withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}"

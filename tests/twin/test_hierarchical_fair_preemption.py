@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from gpufleet.twin import Twin
-from gpufleet.twin import specs as s
+from gpufleet.twin.apis import specs as s
 from tests.twin.trees import Job, Queue, jobs, tree
 
 LTE = s.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE

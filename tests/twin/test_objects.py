@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet.twin.flavors import matches
-from gpufleet.twin.objects import parse_cluster
-from gpufleet.twin.specs import (
+from gpufleet.twin.apis.objects import parse_cluster
+from gpufleet.twin.apis.specs import (
     MAY_STOP_SEARCH,
     PodSetSpec,
     Requirement,
@@ -14,6 +13,7 @@ from gpufleet.twin.specs import (
     Taint,
     Toleration,
 )
+from gpufleet.twin.scheduler.flavorassigner import matches
 
 CQ_V1BETA1 = """
 apiVersion: kueue.x-k8s.io/v1beta1

@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpufleet.twin import Twin, parse_cluster
+from gpufleet.twin.apis.specs import PodSetSpec, WorkloadSpec
 from gpufleet.twin.clocks import ClockSettings
-from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
 
 POLICIES = ["Never", "LowerPriority", "Any"]
 WITHIN = ["Never", "LowerPriority", "LowerPriority", "LowerOrNewerEqualPriority"]

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from gpufleet.twin import Twin
-from gpufleet.twin import specs as s
-from gpufleet.twin.objects import parse_cluster
+from gpufleet.twin.apis import specs as s
+from gpufleet.twin.apis.objects import parse_cluster
 from tests.twin.trees import Job, Queue, pending_spec, tree
 
 LOW, MID, HIGH = 1, 2, 3

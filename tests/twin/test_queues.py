@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from gpufleet.twin.queues import ClusterQueueQueue
-from gpufleet.twin.specs import BEST_EFFORT_FIFO, STRICT_FIFO, PodSetSpec, WorkloadSpec
+from gpufleet.twin.apis.specs import BEST_EFFORT_FIFO, STRICT_FIFO, PodSetSpec, WorkloadSpec
+from gpufleet.twin.queue.queues import ClusterQueueQueue
 from gpufleet.twin.workload import Workload
 
 POD_SETS = (PodSetSpec("main", 1, (("nvidia.com/gpu", 1),)),)

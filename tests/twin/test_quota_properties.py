@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpufleet.twin.quota import (
+from gpufleet.twin.cache.resource_node import (
     QuotaNode,
     add_usage,
     available,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from gpufleet.twin import Twin
-from gpufleet.twin.specs import WorkloadSpec
+from gpufleet.twin.apis.specs import WorkloadSpec
 from tests.twin import gpu_cluster
 
 QUEUE = gpu_cluster.queue("a", 2, preemption="{withinClusterQueue: LowerPriority}")

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from gpufleet.policy import load_policy, resolve
 from gpufleet.simulate.queue import cluster_spec
 from gpufleet.twin import Twin
-from gpufleet.twin.specs import ClusterSpec, PodSetSpec, WorkloadSpec
+from gpufleet.twin.apis.specs import ClusterSpec, PodSetSpec, WorkloadSpec
 from tests.support import EXAMPLES
 
 SPEC = cluster_spec(resolve(load_policy(EXAMPLES / "fleet.yaml")))

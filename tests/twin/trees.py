@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpufleet.twin import specs as s
+from gpufleet.twin.apis import specs as s
 
 GPU = "nvidia.com/gpu"
 FLAVOR = "default"

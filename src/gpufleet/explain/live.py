@@ -14,8 +14,8 @@ from typing import Any
 
 from gpufleet.errors import InputError
 from gpufleet.twin import Twin
-from gpufleet.twin.objects import parse_objects
-from gpufleet.twin.specs import ClusterQueueSpec, ClusterSpec, WorkloadSpec
+from gpufleet.twin.apis.objects import parse_objects
+from gpufleet.twin.apis.specs import ClusterQueueSpec, ClusterSpec, WorkloadSpec
 
 Obj = dict[str, Any]
 SOURCE = "the live cluster"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpufleet.explain.release import Alternative
-from gpufleet.twin.specs import ANY, LOWER_OR_NEWER_EQUAL_PRIORITY, NEVER, ClusterQueueSpec
+from gpufleet.twin.apis.specs import ANY, LOWER_OR_NEWER_EQUAL_PRIORITY, NEVER, ClusterQueueSpec
 
 
 @dataclass(frozen=True)

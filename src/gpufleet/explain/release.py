@@ -16,7 +16,7 @@ from itertools import combinations
 
 from gpufleet.explain.live import with_cluster_queue
 from gpufleet.twin import Twin
-from gpufleet.twin.specs import ANY, LOWER_PRIORITY, NEVER, ClusterSpec
+from gpufleet.twin.apis.specs import ANY, LOWER_PRIORITY, NEVER, ClusterSpec
 
 MAX_TRIALS = 128
 MAX_SET = 4

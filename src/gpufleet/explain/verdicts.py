@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from gpufleet.explain.live import Obj, of_kind
 from gpufleet.explain.release import Outcome
-from gpufleet.twin.reasons import written_reason
+from gpufleet.twin.apis.reasons import written_reason
 from gpufleet.twin.resources import QuantityError, format_quantity, parse_quantity
 from gpufleet.twin.results import ClusterQueueStatus, Pending
 

@@ -33,8 +33,8 @@ from gpufleet.explain.live import (
 )
 from gpufleet.explain.release import EndsSearch, Outcome, alternatives, outcome, search_ends
 from gpufleet.explain.verdicts import Disagreement, compare
+from gpufleet.twin.apis.specs import ClusterSpec, WorkloadSpec
 from gpufleet.twin.results import ClusterQueueStatus
-from gpufleet.twin.specs import ClusterSpec, WorkloadSpec
 
 SHORTFALL = re.compile(r"insufficient unused quota for (\S+) in flavor (\S+), (\S+) more needed")
 

@@ -40,7 +40,7 @@ from gpufleet.simulate.idle import demand_of
 from gpufleet.simulate.jobs import JobRun
 from gpufleet.simulate.measures import Measures
 from gpufleet.simulate.reach import Reaches
-from gpufleet.twin.reasons import (
+from gpufleet.twin.apis.reasons import (
     IN_CLUSTER_QUEUE,
     IN_COHORT_FAIR_SHARING,
     IN_COHORT_RECLAIM_WHILE_BORROWING,

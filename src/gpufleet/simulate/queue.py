@@ -16,9 +16,9 @@ from gpufleet.render import kueue_objects
 from gpufleet.simulate.requests import Ask, workload_spec
 from gpufleet.trace.job import Job
 from gpufleet.twin import CycleResult, Twin
+from gpufleet.twin.apis.objects import parse_objects
+from gpufleet.twin.apis.specs import ClusterSpec, ResourceFlavorSpec
 from gpufleet.twin.clocks import ClockSettings
-from gpufleet.twin.objects import parse_objects
-from gpufleet.twin.specs import ClusterSpec, ResourceFlavorSpec
 
 MAX_CYCLES_PER_INSTANT = 10_000  # a guard: Kueue's loop settles long before this
 

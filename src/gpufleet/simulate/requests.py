@@ -27,7 +27,7 @@ from gpufleet.placement import Operator, PodSpec, Requirement, Toleration
 from gpufleet.policy import Fleet
 from gpufleet.policy.slicing import SlicingMode
 from gpufleet.trace.job import Job
-from gpufleet.twin.specs import PodSetSpec, ResourceFlavorSpec, WorkloadSpec
+from gpufleet.twin.apis.specs import PodSetSpec, ResourceFlavorSpec, WorkloadSpec
 
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"

@@ -4,10 +4,10 @@
 Kueue YAML into the frozen specs it takes. See docs/twin.md.
 """
 
+from gpufleet.twin.apis.objects import parse_cluster
 from gpufleet.twin.clocks import ClockSettings
-from gpufleet.twin.objects import parse_cluster
+from gpufleet.twin.kueue import Twin
 from gpufleet.twin.results import Admitted, ClusterQueueStatus, CycleResult, Pending, Preempted
-from gpufleet.twin.scheduler import Twin
 
 __all__ = [
     "Admitted", "ClockSettings", "ClusterQueueStatus", "CycleResult", "Pending", "Preempted", "Twin", "parse_cluster",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from gpufleet.twin.results import CycleResult, Preempted
 
 if TYPE_CHECKING:
-    from gpufleet.twin.scheduler import Twin
+    from gpufleet.twin.kueue import Twin
 
 PREEMPT_BACK_LOOP = "PreemptBackLoop"  # the repeat issues evictions: workloads evict each other
 REPEATING_STATE = "RepeatingState"  # the repeat issues none: Kueue's loop goes round without settling

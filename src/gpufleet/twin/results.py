@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpufleet.twin.reasons import PENDING
+from gpufleet.twin.apis.reasons import PENDING
 from gpufleet.twin.workload import PodSetAdmission
 
 ACTIVE = "active"

@@ -17,12 +17,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpufleet.errors import InputError
+from gpufleet.twin.apis.objects import located, parse_cluster
+from gpufleet.twin.apis.reasons import written_reason
 from gpufleet.twin.clocks import ClockSettings
+from gpufleet.twin.kueue import Twin
 from gpufleet.twin.loops import Loop
-from gpufleet.twin.objects import located, parse_cluster
-from gpufleet.twin.reasons import written_reason
 from gpufleet.twin.results import ClusterQueueStatus, CycleResult
-from gpufleet.twin.scheduler import Twin
 
 REPORT_VERSION = 1
 KUEUE_CLOCKS = ClockSettings()  # the default: Kueue's constants and issue 18's release delay

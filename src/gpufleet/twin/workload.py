@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.errors import InputError
+from gpufleet.twin.apis.specs import PodSetSpec, WorkloadSpec
 from gpufleet.twin.resources import FlavorResources
-from gpufleet.twin.specs import PodSetSpec, WorkloadSpec
 
 
 @dataclass(frozen=True, slots=True)

@@ -325,7 +325,7 @@ def test_preemption_picks_the_victim_of_the_busier_local_queue(memo: bool) -> No
     text = cluster_queue(cpu=8, preemption=preemption) + queues + running + workload("new", "lq-c", 3, priority=10)
     for afs, victim in ((True, "ns/old-a"), (False, "ns/old-b")):
         gates = "" if afs else "featureGates: {AdmissionFairSharing: false}\n"
-        twin = Twin(parse_cluster([("cluster.yaml", config(gates=gates) + text)]), memo=memo)
+        twin = Twin(parse_cluster([("cluster.yaml", config(gates=gates) + text)]), fast=memo)
         (result,) = list(twin.run(cycles=1))
         assert [p.workload for p in result.preempted] == [victim], afs
 

@@ -239,7 +239,7 @@ def test_a_head_that_repeats_its_verdict_after_a_requeue_batch_does_not_end_the_
         [WL("x1", "q", 1, 0, admitted=True), WL("x2", "q", 3, 0, admitted=True), WL("b", "q", 1, 5)],
         fair=False,
     )
-    twin = Twin(parse_cluster([("repeat.yaml", objects)]), clocks=ClockSettings(), memo=fast, streaks=fast)
+    twin = Twin(parse_cluster([("repeat.yaml", objects)]), clocks=ClockSettings(), fast=fast, streaks=fast)
     assert not [a for r in twin.run(None) for a in r.admitted]  # b parked
     twin.finish("ns/x1")
     twin.add_workload(WorkloadSpec("ns", "a", "q", (PodSetSpec("main", 1, (("nvidia.com/gpu", 4),)),), created=1000))
@@ -307,7 +307,7 @@ def test_a_new_pending_condition_starts_the_nested_status_reconcile(fast: bool) 
         fair=False,
         parents={"team": "org"},
     )
-    twin = Twin(parse_cluster([("nested.yaml", objects)]), clocks=ClockSettings(), memo=fast, streaks=fast)
+    twin = Twin(parse_cluster([("nested.yaml", objects)]), clocks=ClockSettings(), fast=fast, streaks=fast)
     assert twin.clock is not None
     origin, tried = twin.clock.now, list[int]()
     cycles = _tries(twin, twin.run(None), "ns/big", origin, tried)  # 4 more needed: parked

@@ -277,7 +277,7 @@ CASES = {
 def test_kueue_hierarchical_preemptions(case: Case, memo: bool) -> None:
     cohorts = {name: (parent, 1.0) for name, parent in case.cohorts.items()}
     spec = tree(cohorts, case.queues, case.running, [case.preemptor], s.ConfigSpec(), cohort_quota=case.quota)
-    twin = Twin(spec, memo=memo)
+    twin = Twin(spec, fast=memo)
     for key in case.evicted:
         wl = twin.workloads[key]
         twin.tree.cluster_queues[wl.cluster_queue].mark_evicted(wl, True)

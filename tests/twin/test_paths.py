@@ -7,10 +7,11 @@ off, BestEffortFIFO and StrictFIFO, AdmissionFairSharing on or off per ClusterQu
 streams of arrivals (drawn from a few shapes, so backlogs of scheduling equivalents form),
 completions and finished evictions run through three twins:
 
-* the reference path, ``Twin(spec, memo=False)``: Kueue's ``schedule()`` with every verdict
-  worked out afresh;
-* the memo alone (``memo=True``): every cycle must be the same, value for value;
-* the full fast path of the simulator (``memo=True, streaks=True``), which returns a streak of
+* the reference path, ``Twin(spec, fast=False)`` (``fast`` is the one switch of every shortcut in
+  ``twin/fastpath/``): Kueue's ``schedule()`` with every verdict worked out afresh;
+* the fast path cycle by cycle (``fast=True``, the default: memo, plans, bound, share cache):
+  every cycle must be the same, value for value;
+* the full fast path of the simulator (``fast=True, streaks=True``), which returns a streak of
   quiet cycles as one result: the same admissions, evictions and verdicts in the same order, the
   same number of cycles, and the same pending workloads with the same reasons.
 
@@ -309,7 +310,7 @@ def _agree(cluster: Cluster, stream: list[Any], clocks: ClockSettings | None, ho
     spec = parse_cluster([("cluster.yaml", cluster_yaml(cluster))])
     count = len(cluster.queues)
     hold = hold or clocks is None  # without clocks the caller always releases (the simulator's way)
-    reference = Twin(spec, hold_evicted_quota=hold, memo=False, clocks=clocks)
+    reference = Twin(spec, hold_evicted_quota=hold, fast=False, clocks=clocks)
     memo = Twin(spec, hold_evicted_quota=hold, clocks=clocks)
     fast = Twin(spec, hold_evicted_quota=hold, streaks=True, clocks=clocks)
     expected = play(reference, stream, count)
@@ -342,7 +343,7 @@ def test_a_bulk_rotation_stops_where_a_release_timer_fires() -> None:
     gpu = (PodSetSpec("main", 1, (("gpu", 4),)),)
     clocks = ClockSettings(release_delay_ms=20)
     logs = []
-    for twin in (Twin(spec, memo=False, clocks=clocks), Twin(spec, streaks=True, clocks=clocks)):
+    for twin in (Twin(spec, fast=False, clocks=clocks), Twin(spec, streaks=True, clocks=clocks)):
         twin.add_workload(WorkloadSpec("team", "low", "q0", gpu, priority=0, created=0, uid="low"))
         list(twin.run(None))
         twin.add_workload(WorkloadSpec("team", "hi", "q0", gpu, priority=10, created=1, uid="hi"))

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpufleet.twin import Twin
-from gpufleet.twin.cache.fair_sharing import _run_root, tournament
 from gpufleet.twin.cache.resource_node import QuotaNode, add_usage, remove_usage
+from gpufleet.twin.scheduler.fair_sharing_iterator import _run_root, tournament
 from tests.twin.test_verdict_memo import SPEC, TEAMS
 
 

@@ -3,7 +3,7 @@
 Differential property test: random streams of arrivals, completions and finished evictions on the
 Kueue objects `gpufleet render` writes for the bundled example (fair sharing, three teams, a
 cohort, four flavors) run through two twins: the real one, and one without the memo
-(``memo=False``). Every cycle must give the same admissions, preemptions and verdicts, message for message.
+(``fast=False``). Every cycle must give the same admissions, preemptions and verdicts, message for message.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def play(twin: Twin, stream: list[Any]) -> list[tuple[Any, ...]]:
 @given(events)
 def test_the_memo_changes_no_cycle(stream: list[Any]) -> None:
     remembering = Twin(SPEC, hold_evicted_quota=True)
-    forgetful = Twin(SPEC, hold_evicted_quota=True, memo=False)
+    forgetful = Twin(SPEC, hold_evicted_quota=True, fast=False)
     assert play(remembering, stream) == play(forgetful, stream)
 
 

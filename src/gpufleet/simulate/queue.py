@@ -39,7 +39,7 @@ class Queue:
         # RELEASE_DELAY_MS in whole seconds): the twin's own release timer would fall between the
         # simulator's instants (its cycles move the clock by milliseconds) and be seen a second late.
         self.twin = Twin(
-            self.spec, hold_evicted_quota=True, memo=fast, streaks=fast, reservations_per_cycle=True,
+            self.spec, hold_evicted_quota=True, fast=fast, streaks=fast, reservations_per_cycle=True,
             clocks=ClockSettings(),
         )  # fmt: skip
         self.priorities = {pc.name: pc.value for pc in fleet.policy.priorityClasses}

@@ -30,7 +30,7 @@ Kueue v0.19.2 runs on three clocks that change *who* is admitted, not only when:
   long that takes is the API server's and the Job controller's; issue 18's testbed measured
   about one second (``RELEASE_DELAY_MS``). Meanwhile the victim counts as evicted (first in
   Kueue's candidate order) and a waiting preemptor picks it again without a new eviction.
-* **A nested ClusterQueue's status** (``cq_status.py``): the ClusterQueue controller reconciles
+* **A nested ClusterQueue's status** (``controller/cq_status.py``): the ClusterQueue controller reconciles
   one ``UpdatesBatchPeriod`` (``pkg/constants``, 1 s) after an event on one of its workloads; a
   status it writes reconciles the Cohorts above it but the root, and each Cohort reconcile asks
   for its tree's requeue batch (``Manager.AddOrUpdateCohort``), so parked workloads come back
@@ -43,6 +43,7 @@ the next timer wakes a loop blocked without heads.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 BACKOFF_INITIAL_MS = 1  # backoff.go initialBackoff
@@ -183,3 +184,76 @@ class Clock:
         now = self.now
         timers = tuple(sorted((due - now, kind, subject) for due, _, kind, subject in self.timers))
         return (timers, self._backoff, self.next_start - now)
+
+
+class KueueTime:
+    """The clock as the loop sees it: ``until`` caps which timers may fire in the current run."""
+
+    __slots__ = ("_has_heads", "_release", "_wake", "clock", "sample", "status", "until")
+
+    def __init__(
+        self, clock: Clock, has_heads: Callable[[], bool], release: Callable[[str], None], wake: Callable[[str], None]
+    ) -> None:
+        self.clock = clock
+        self.until: int | None = None
+        self._has_heads, self._release, self._wake = has_heads, release, wake
+        # AdmissionFairSharing's sampling (``Twin.sample_usage``), set only where it applies: the
+        # LocalQueue controller decays usage once per sampling interval while the loop runs
+        self.sample: Callable[[int], None] | None = None
+        # a nested ClusterQueue's status reconcile (``cq_status.StatusWrites.due``), set where one exists
+        self.status: Callable[[str], None] | None = None
+
+    def begin(self) -> None:
+        """The scheduling loop starts a cycle: timers due by then fire first; without heads the
+        loop blocks (``Manager.Heads``) until a timer gives it some."""
+        self.wait_for_heads()
+        start = self.clock.next_start
+        if self.sample is not None:
+            self.sample(start)
+        self.clock.begin(start)
+
+    def wait_for_heads(self) -> bool:
+        """The loop's next iteration: timers due by its start fire, then, while no ClusterQueue has
+        a head, the next timers in order (Kueue's loop blocks in ``Manager.Heads`` until a workload
+        is pushed); the iteration starts when the last of them fired. False: no timer gave heads
+        and none is left to fire, so Kueue stays blocked and runs no cycle."""
+        clock = self.clock
+        start = clock.next_start
+        self.fire(start)
+        heads = self._has_heads()
+        while not heads:
+            due = clock.due()
+            if due is None or not self.may_fire(due):
+                break
+            start = max(start, due)
+            self.fire(start)
+            heads = self._has_heads()
+        clock.next_start = start
+        return heads
+
+    def quiet_next(self) -> bool:
+        """Whether the next cycle starts before any timer fires (a streak may run it as quiet)."""
+        due = self.clock.due()
+        return due is None or due > self.clock.next_start or not self.may_fire(due)
+
+    def may_fire(self, due: int) -> bool:
+        return self.until is None or due <= self.until
+
+    def fire(self, until: int) -> None:
+        """Every timer due by ``until`` (and by the run's cap), in the order they fall due."""
+        if self.until is not None:
+            until = min(until, self.until)
+        while (timer := self.clock.pop_due(until)) is not None:
+            kind, subject = timer
+            if kind == RELEASE:
+                self._release(subject)
+            elif kind == STATUS:  # the ClusterQueue controller writes the status it finds changed
+                assert self.status is not None
+                self.status(subject)
+            else:  # the requeue batch of a root: its parked workloads go back before the next heads
+                self._wake(subject)
+
+    def waits(self, wait: bool, until: int | None) -> bool:
+        """Whether a settled run goes on: a timer of Kueue's will fire (within ``until``)."""
+        due = self.clock.due()
+        return wait and due is not None and (until is None or due <= until)

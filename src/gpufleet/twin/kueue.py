@@ -1,10 +1,14 @@
 """The twin: Kueue's admission as a pure object, driven by values and returning values.
 
+Kueue v0.19.2 wires its cache (``pkg/cache/scheduler``), queue manager (``pkg/cache/queue``) and
+scheduler (``pkg/scheduler/scheduler.go``) together in ``cmd/kueue/main.go``; ``Twin`` is that
+wiring, over ``cache/``, ``queue/``, ``scheduler/``, ``controller/`` and ``clocks.py``.
+
 ``Twin`` holds the quota tree, the queues and the admitted workloads. A caller (the CLI, the
 event loop of the simulator, a benchmark) adds workloads, runs cycles, finishes workloads, and
 reads per-ClusterQueue figures. Without ``clocks`` (Kueue's unit-test world) a cycle is a
 function call and time is whatever integer the caller puts in ``WorkloadSpec.created``. With
-``clocks`` (``clocks.py``, ``timing.py``) cycles run on a virtual millisecond clock: Kueue's
+``clocks`` (``clocks.py``, ``scheduling_loop.py``) cycles run on a virtual millisecond clock: Kueue's
 backoff between cycles, a victim's quota held for a release delay, parked workloads woken one
 requeue batch after a capacity change; reservations are stamped with the clock's second.
 
@@ -15,12 +19,14 @@ eviction, when Kueue's job reconciler sees the Job stopped, while the pods may s
 order puts evicted workloads first, so a waiting preemptor picks its own victims again and issues
 no new evictions.
 
-Two paths a reader can tell apart: ``Twin(spec, memo=False)`` is the reference path, Kueue's
-``schedule()`` step by step (``cycle.py``) with every verdict worked out afresh; the verdict memo
-(``memo.py``, on by default) and quiet-cycle streaks (``streaks.py``, ``streaks=True``, what the
-simulator uses) are the fast path. Both give the same cycles, admissions, evictions and reasons
-(tests/twin/test_paths.py). ``equivalence_hashing`` is Kueue's SchedulingEquivalenceHashing gate
-(on by default in Kueue v0.19.2; ``equivalence.py``).
+Two paths a reader can tell apart, by ONE switch: ``Twin(spec, fast=False)`` is the reference
+path, Kueue's ``schedule()`` step by step (``scheduler/cycle.py``) with every verdict worked out
+afresh; ``fast=True`` (the default) adds the twin's own shortcuts, all in ``fastpath/``: the
+verdict memo, plain-Fit plans, the fair-sharing preemption bound, the share cache and, where the
+caller also asks for them (``streaks=True``, what the simulator uses), quiet-cycle streaks. Both
+give the same cycles, admissions, evictions and reasons (tests/twin/test_paths.py).
+``equivalence_hashing`` is Kueue's SchedulingEquivalenceHashing gate (on by default in Kueue
+v0.19.2; ``queue/equivalence.py``).
 """
 
 from __future__ import annotations
@@ -40,11 +46,13 @@ from gpufleet.twin.apis.specs import ClusterSpec, WorkloadSpec
 from gpufleet.twin.cache.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cache.fair_sharing import FairShare
 from gpufleet.twin.cache.resource_node import add_usage, remove_usage
-from gpufleet.twin.clocks import Clock, ClockSettings
+from gpufleet.twin.clocks import Clock, ClockSettings, KueueTime
 from gpufleet.twin.controller import pending
 from gpufleet.twin.controller.cq_status import StatusWrites
+from gpufleet.twin.fastpath.fit_plans import make_plan
+from gpufleet.twin.fastpath.preemption_bound import FlatBound
 from gpufleet.twin.fastpath.quiet_streaks import run_streak
-from gpufleet.twin.fastpath.verdict_memo import Verdict, VerdictMemo
+from gpufleet.twin.fastpath.verdict_memo import VerdictMemo
 from gpufleet.twin.loops import Loop
 from gpufleet.twin.queue.admission_fairsharing import UsageLedger
 from gpufleet.twin.queue.equivalence import EquivalenceClasses
@@ -58,11 +66,10 @@ from gpufleet.twin.results import (
     Pending,
     Preempted,
 )
-from gpufleet.twin.scheduler.assignments import Assignments
-from gpufleet.twin.scheduler.cycle import schedule
+from gpufleet.twin.scheduler.assignments import Assignments, FreshVerdicts
+from gpufleet.twin.scheduler.cycle import Verdict, schedule
 from gpufleet.twin.scheduler.flavorassigner import Assignment
 from gpufleet.twin.scheduler.preemption.preemption import Preemptor
-from gpufleet.twin.scheduling_loop import KueueTime
 from gpufleet.twin.workload import NO_USES, Admission, Workload, admission_from_status
 
 
@@ -74,7 +81,7 @@ class Twin:
         spec: ClusterSpec,
         *,
         hold_evicted_quota: bool = False,
-        memo: bool = True,
+        fast: bool = True,
         streaks: bool = False,
         equivalence_hashing: bool = True,
         reservations_per_cycle: bool = False,
@@ -85,16 +92,22 @@ class Twin:
         self.hold_evicted_quota = hold_evicted_quota
         self.equivalence_hashing = equivalence_hashing  # Kueue's SchedulingEquivalenceHashing gate
         self.classes = EquivalenceClasses()
-        self.streaks = streaks  # streaks.py: one result for a streak of quiet cycles
+        self.fast = fast  # the one switch of every shortcut in fastpath/ (off: the reference path)
+        self.streaks = streaks and fast  # fastpath/quiet_streaks.py: one result for a streak of quiet cycles
         self.tree = CohortTree(spec)
         resource_of = [k.resource for k in self.tree.frs.keys]
-        self.fair = FairShare(resource_of, cache=memo) if spec.config.fair_sharing else None
+        self.fair = FairShare(resource_of, cache=fast) if spec.config.fair_sharing else None
         self.preemptor = Preemptor(
             self.tree, self.fair, spec.config.preemption_strategies,
-            prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS), bounded=memo,
+            prioritize_preemptors=spec.config.gate(PRIORITIZE_PREEMPTOR_WORKLOADS), bounded=fast,
+            bound=FlatBound if fast else None,
         )  # fmt: skip
         self.assignments = Assignments(
-            self.tree, spec.flavors, self.preemptor, fair_sharing=spec.config.fair_sharing, plans=memo
+            self.tree,
+            spec.flavors,
+            self.preemptor,
+            fair_sharing=spec.config.fair_sharing,
+            plans=make_plan if fast else None,
         )
         self.queues = Queues()
         for name in sorted(self.tree.cluster_queues):
@@ -106,7 +119,9 @@ class Twin:
         self.held: dict[str, Workload] = {}
         self._ns_match: dict[tuple[str, str], bool] = {}
         self._uses: dict[tuple[tuple[int, int], ...], frozenset[int]] = {}  # Workload.uses by usage, interned
-        self.memo = VerdictMemo(self.assignments.assign, remember=memo, also=self.preemptor.forget)
+        self.memo: VerdictMemo | FreshVerdicts = (VerdictMemo if fast else FreshVerdicts)(
+            self.assignments.assign, also=self.preemptor.forget
+        )
         self.cycle = 0
         # Admissions made by the twin happen "after" everything in the input. Kueue writes
         # QuotaReserved's lastTransitionTime in whole seconds and runs its cycles milliseconds apart,
@@ -388,7 +403,7 @@ class Twin:
 
     def pending(self) -> list[Pending]:
         """Every workload without quota, with its latest verdict (``Pending`` if never considered)."""
-        return pending.of(self)
+        return pending.of(self.queues, self.tree, self.last_status, self.held)
 
     # --- internals -------------------------------------------------------------------------------
     def _reserve(self, wl: Workload, cq: ClusterQueue, admission: Admission, at: int) -> None:

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import groupby
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from gpufleet.twin.clocks import Clock
+from gpufleet.twin.queue.queues import Queues
 from gpufleet.twin.results import CycleResult, Preempted
-
-if TYPE_CHECKING:
-    from gpufleet.twin.kueue import Twin
+from gpufleet.twin.scheduler.preemption.preemption import Preemptor
+from gpufleet.twin.workload import Workload
 
 PREEMPT_BACK_LOOP = "PreemptBackLoop"  # the repeat issues evictions: workloads evict each other
 REPEATING_STATE = "RepeatingState"  # the repeat issues none: Kueue's loop goes round without settling
@@ -42,6 +43,17 @@ class Loop:
     preempted: tuple[Preempted, ...]  # the evictions of one period, in order
 
 
+class Watched(Protocol):
+    """What the fingerprint reads (``kueue.Twin``): the workloads, the queues, the preemptor
+    marks, Kueue's clock and the cycle count."""
+
+    clock: Clock | None
+    cycle: int
+    workloads: dict[str, Workload]
+    queues: Queues
+    preemptor: Preemptor
+
+
 class LoopWatch:
     """Remembers the fingerprint after each reported cycle; ``see`` returns the loop at a repeat."""
 
@@ -49,7 +61,7 @@ class LoopWatch:
         self._seen: dict[tuple[object, ...], int] = {}
         self._history: list[tuple[int, int, tuple[Preempted, ...]]] = []  # (cycle, now, evictions)
 
-    def see(self, twin: Twin, result: CycleResult) -> Loop | None:
+    def see(self, twin: Watched, result: CycleResult) -> Loop | None:
         assert twin.clock is not None
         now = twin.clock.now
         self._history.append((twin.cycle, now, result.preempted))
@@ -78,7 +90,7 @@ def describe(start: int, end: int, period_ms: int, preempted: tuple[Preempted, .
     return Loop(PREEMPT_BACK_LOOP, message, start, end, period_ms, preempted)
 
 
-def fingerprint(twin: Twin, result: CycleResult) -> tuple[object, ...]:
+def fingerprint(twin: Watched, result: CycleResult) -> tuple[object, ...]:
     """The twin's state after a cycle, without absolute times (see the module docstring)."""
     assert twin.clock is not None
     admitted = sorted(

@@ -1,100 +1,33 @@
-"""The twin's scheduling loop on Kueue's clocks: when a cycle starts, what fires before it, and
-how a run goes on while Kueue waits (``clocks.py`` holds the clock and Kueue's rules).
+"""Kueue's scheduling loop as ``Twin.run`` drives it: when a run stops, and how it goes on while
+Kueue waits (``pkg/scheduler/scheduler.go`` ``Start``: ``wait.UntilWithBackoff`` around
+``schedule``, blocked in ``Manager.Heads`` without heads; the clock, its timers and the hooks of a
+cycle are ``clocks.py``'s ``Clock`` and ``KueueTime``).
 
-``Twin`` delegates here so the reference path (``cycle.schedule``) and the fast path
-(``streaks.py``) see the same three hooks: ``begin`` before a cycle takes heads, ``end`` after it,
-``quiet_next`` before a streak runs another cycle as quiet. Without clocks they do nothing and a
-run is the unit-test world's: cycles until stable.
+Without clocks a run is the unit-test world's: cycles until stable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import Protocol
 
-from gpufleet.twin.clocks import RELEASE, STATUS, Clock
-from gpufleet.twin.loops import LoopWatch
+from gpufleet.twin.clocks import KueueTime
+from gpufleet.twin.loops import Loop, LoopWatch, Watched
 from gpufleet.twin.results import CycleResult, Pending
 
-if TYPE_CHECKING:
-    from gpufleet.twin.kueue import Twin
 
+class Runs(Watched, Protocol):
+    """What a run drives (``kueue.Twin``): its cycles, its heads, Kueue's time and the loop found."""
 
-class KueueTime:
-    """The clock as the loop sees it: ``until`` caps which timers may fire in the current run."""
+    time: KueueTime | None
+    loop: Loop | None
 
-    __slots__ = ("_has_heads", "_release", "_wake", "clock", "sample", "status", "until")
-
-    def __init__(
-        self, clock: Clock, has_heads: Callable[[], bool], release: Callable[[str], None], wake: Callable[[str], None]
-    ) -> None:
-        self.clock = clock
-        self.until: int | None = None
-        self._has_heads, self._release, self._wake = has_heads, release, wake
-        # AdmissionFairSharing's sampling (``Twin.sample_usage``), set only where it applies: the
-        # LocalQueue controller decays usage once per sampling interval while the loop runs
-        self.sample: Callable[[int], None] | None = None
-        # a nested ClusterQueue's status reconcile (``cq_status.StatusWrites.due``), set where one exists
-        self.status: Callable[[str], None] | None = None
-
-    def begin(self) -> None:
-        """The scheduling loop starts a cycle: timers due by then fire first; without heads the
-        loop blocks (``Manager.Heads``) until a timer gives it some."""
-        self.wait_for_heads()
-        start = self.clock.next_start
-        if self.sample is not None:
-            self.sample(start)
-        self.clock.begin(start)
-
-    def wait_for_heads(self) -> bool:
-        """The loop's next iteration: timers due by its start fire, then, while no ClusterQueue has
-        a head, the next timers in order (Kueue's loop blocks in ``Manager.Heads`` until a workload
-        is pushed); the iteration starts when the last of them fired. False: no timer gave heads
-        and none is left to fire, so Kueue stays blocked and runs no cycle."""
-        clock = self.clock
-        start = clock.next_start
-        self.fire(start)
-        heads = self._has_heads()
-        while not heads:
-            due = clock.due()
-            if due is None or not self.may_fire(due):
-                break
-            start = max(start, due)
-            self.fire(start)
-            heads = self._has_heads()
-        clock.next_start = start
-        return heads
-
-    def quiet_next(self) -> bool:
-        """Whether the next cycle starts before any timer fires (a streak may run it as quiet)."""
-        due = self.clock.due()
-        return due is None or due > self.clock.next_start or not self.may_fire(due)
-
-    def may_fire(self, due: int) -> bool:
-        return self.until is None or due <= self.until
-
-    def fire(self, until: int) -> None:
-        """Every timer due by ``until`` (and by the run's cap), in the order they fall due."""
-        if self.until is not None:
-            until = min(until, self.until)
-        while (timer := self.clock.pop_due(until)) is not None:
-            kind, subject = timer
-            if kind == RELEASE:
-                self._release(subject)
-            elif kind == STATUS:  # the ClusterQueue controller writes the status it finds changed
-                assert self.status is not None
-                self.status(subject)
-            else:  # the requeue batch of a root: its parked workloads go back before the next heads
-                self._wake(subject)
-
-    def waits(self, wait: bool, until: int | None) -> bool:
-        """Whether a settled run goes on: a timer of Kueue's will fire (within ``until``)."""
-        due = self.clock.due()
-        return wait and due is not None and (until is None or due <= until)
+    def has_heads(self) -> bool: ...
+    def run_cycle(self, previous: tuple[Pending, ...] | None = None) -> CycleResult: ...
 
 
 def run(
-    twin: Twin, cycles: int | None, *, limit: int, wait: bool, until: int | None, loops: bool
+    twin: Runs, cycles: int | None, *, limit: int, wait: bool, until: int | None, loops: bool
 ) -> Iterator[CycleResult]:
     """``Twin.run``: see its docstring."""
     time = twin.time

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from gpufleet.twin.resources import UNLIMITED
 
 if TYPE_CHECKING:
-    from gpufleet.twin.cache.fair_sharing import DRS
+    from gpufleet.twin.cache.drs import DRS
 
 
 class QuotaNode:

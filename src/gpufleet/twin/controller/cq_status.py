@@ -31,7 +31,7 @@ from gpufleet.twin.cache.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.queue.queues import Queues
 
 if TYPE_CHECKING:
-    from gpufleet.twin.scheduling_loop import KueueTime
+    from gpufleet.twin.clocks import KueueTime
 
 Status = tuple[int, int, tuple[int, ...]]
 

@@ -12,18 +12,21 @@ from gpufleet.twin.queue.equivalence import bypassed
 from gpufleet.twin.results import ACTIVE, INADMISSIBLE, Pending, waiting_position
 
 if TYPE_CHECKING:
-    from gpufleet.twin.kueue import Twin
+    from gpufleet.twin.cache.cohort import CohortTree
+    from gpufleet.twin.queue.queues import Queues
+    from gpufleet.twin.workload import Workload
 
 
-def of(twin: Twin) -> list[Pending]:
+def of(queues: Queues, tree: CohortTree, last_status: dict[str, Pending], held: dict[str, Workload]) -> list[Pending]:
     """Every workload without quota, with its latest verdict (``Pending`` if never considered),
-    sorted by workload."""
+    sorted by workload: ``last_status`` holds the verdicts written, ``held`` the evicted workloads
+    still holding quota."""
     result = []
-    for name, queue in twin.queues.by_cq.items():
-        cq = twin.tree.cluster_queues[name]
+    for name, queue in queues.by_cq.items():
+        cq = tree.cluster_queues[name]
         head = None
         for position, wl in enumerate(queue.in_order(), start=1):
-            known = twin.last_status.get(wl.key)
+            known = last_status.get(wl.key)
             state = ACTIVE if queue.is_active(wl) else INADMISSIBLE
             head = head or wl.key
             moved = queue.bypassed(wl)
@@ -37,5 +40,5 @@ def of(twin: Twin) -> list[Pending]:
             else:
                 behind = head if queue.strict and head != wl.key else None
                 result.append(waiting_position(wl.key, name, position, state, behind))
-    orphans = [p for key, p in twin.last_status.items() if p.cluster_queue not in twin.queues.by_cq or key in twin.held]
+    orphans = [p for key, p in last_status.items() if p.cluster_queue not in queues.by_cq or key in held]
     return sorted(result + orphans, key=lambda p: p.workload)

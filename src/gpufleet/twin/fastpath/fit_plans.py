@@ -6,22 +6,19 @@ in order and collecting failure messages; a ``Plan`` is the same answer computed
 (ClusterQueue, pod sets, counts): which flavor-resources to check, with what quantity, and the
 usage and pod-set admissions they give. At each head the plan only reads the quota tree; where it
 cannot vouch for the answer (a request above ``available``, or borrowing while a group has other
-flavors to try) the assigner tries every flavor as before. ``Twin(spec, memo=False)``, the
+flavors to try) the assigner tries every flavor as before. ``Twin(spec, fast=False)``, the
 reference path, never uses plans; ``tests/twin/test_paths.py`` checks both give the same cycles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from gpufleet.twin.apis.specs import TRY_NEXT_FLAVOR, PodSetSpec
 from gpufleet.twin.cache.cohort import ClusterQueue
 from gpufleet.twin.cache.resource_node import QuotaNode, available, borrowing_level
+from gpufleet.twin.scheduler.flavorassigner import Assignment, _Layout
 from gpufleet.twin.workload import PodSetAdmission
-
-if TYPE_CHECKING:
-    from gpufleet.twin.scheduler.flavorassigner import Assignment, _Layout
 
 
 class Plan:
@@ -71,9 +68,6 @@ class Plan:
         if found is None:
             found = self.fits[level] = make(level, self.usage, self.pod_sets)
         return found
-
-
-UNPLANNED = Plan((), {}, (), alone=False)  # a cache miss (None is a plan: "never a plain Fit")
 
 
 def make_plan(

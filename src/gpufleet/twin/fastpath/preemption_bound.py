@@ -17,7 +17,6 @@ the tree is kept for the current quota state (``forget`` drops it when the verdi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from gpufleet.twin.apis.specs import LOWER_OR_NEWER_EQUAL_PRIORITY, NEVER
 from gpufleet.twin.cache.cohort import ClusterQueue
@@ -25,9 +24,9 @@ from gpufleet.twin.cache.fair_sharing import FairShare
 from gpufleet.twin.cache.resource_node import QuotaNode, available
 from gpufleet.twin.resources import UNLIMITED
 from gpufleet.twin.scheduler.preemption.fairsharing import may_pass
+from gpufleet.twin.scheduler.preemption.preemption import InOrder
 from gpufleet.twin.workload import Workload
 
-InOrder = Callable[[ClusterQueue, frozenset[int]], list[Workload]]
 Key = tuple[int, float]  # ``DRS.key``
 
 _NONE: tuple[Key | None, QuotaNode | None, Key | None] = (None, None, None)

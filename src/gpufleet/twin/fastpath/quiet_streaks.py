@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from gpufleet.twin.cache.cohort import ClusterQueue
 from gpufleet.twin.cache.snapshot import Snapshot
-from gpufleet.twin.fastpath.verdict_memo import Verdict
 from gpufleet.twin.queue import equivalence
 from gpufleet.twin.queue.queues import ClusterQueueQueue
 from gpufleet.twin.results import ACTIVE, INADMISSIBLE, CycleResult, Pending
@@ -27,6 +26,7 @@ from gpufleet.twin.scheduler.cycle import (
     ASSUMED,
     Cluster,
     Entry,
+    Verdict,
     bulk_move,
     conclude,
     decide,

@@ -1,5 +1,5 @@
 """The verdict memo: a head's flavor assignment and preemption targets, remembered until quota
-changes (the fast path; ``Twin(spec, memo=False)`` works every verdict out afresh).
+changes (the fast path; ``Twin(spec, fast=False)`` works every verdict out afresh).
 
 The verdict depends on the workload only through its pod sets and priority (and its timestamp
 where ``withinClusterQueue: LowerOrNewerEqualPriority`` compares it), and on the tree only
@@ -14,37 +14,23 @@ the verdict is: remembered, they are remembered together and dropped together.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from gpufleet.twin.apis.specs import LOWER_OR_NEWER_EQUAL_PRIORITY
 from gpufleet.twin.cache.cohort import ClusterQueue
-from gpufleet.twin.scheduler.flavorassigner import Assignment
-from gpufleet.twin.scheduler.preemption.preemption import Target
+from gpufleet.twin.scheduler.assignments import Assign
+from gpufleet.twin.scheduler.cycle import Verdict
 from gpufleet.twin.workload import Workload
-
-Assign = Callable[[Workload, ClusterQueue], tuple[Assignment, Sequence[Target]]]
-
-
-class Verdict:
-    """One head's flavor assignment and preemption targets, and what is derived from them."""
-
-    __slots__ = ("assignment", "quiet", "standing", "targets")
-
-    def __init__(self, assignment: Assignment, targets: Sequence[Target]) -> None:
-        self.assignment = assignment
-        self.targets = targets
-        self.standing: tuple[bool, tuple[int, float]] | None = None  # fairshare.py fills it
-        self.quiet: int | None = None  # streaks.py fills it
 
 
 class VerdictMemo:
-    """Verdicts by look-alike class (``remember=False``: a fresh verdict on every call)."""
+    """Verdicts by look-alike class (the reference path, ``scheduler/assignments.FreshVerdicts``,
+    works every one out afresh)."""
 
-    __slots__ = ("_assign", "_shapes", "_verdicts", "also", "remember")
+    __slots__ = ("_assign", "_shapes", "_verdicts", "also")
 
-    def __init__(self, assign: Assign, *, remember: bool = True, also: Callable[[], None] | None = None) -> None:
+    def __init__(self, assign: Assign, *, also: Callable[[], None] | None = None) -> None:
         self._assign = assign
-        self.remember = remember
         # What else lives exactly as long as the verdicts (the preemptor's per-quota-state bounds):
         # dropped with them on every ``clear``.
         self.also = also
@@ -53,8 +39,6 @@ class VerdictMemo:
         self._shapes: dict[tuple[object, ...], tuple[str, int]] = {}
 
     def get(self, wl: Workload, cq: ClusterQueue) -> Verdict:
-        if not self.remember:
-            return Verdict(*self._assign(wl, cq))
         key = wl.shape
         if key is None or key[0] != cq.name:
             key = self.shape(wl, cq)

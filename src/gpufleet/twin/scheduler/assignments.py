@@ -10,15 +10,44 @@ does not change while one head is assigned, so preemption trials are remembered 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from gpufleet.twin.apis.specs import ResourceFlavorSpec
 from gpufleet.twin.cache.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cache.resource_node import borrowing_level, usage_less
-from gpufleet.twin.scheduler.cycle import NO_TARGETS
-from gpufleet.twin.scheduler.flavorassigner import FIT, NO_CANDIDATES, PREEMPT, RECLAIM, Assignment, FlavorAssigner
+from gpufleet.twin.scheduler.cycle import NO_TARGETS, Verdict
+from gpufleet.twin.scheduler.flavorassigner import (
+    FIT,
+    NO_CANDIDATES,
+    PREEMPT,
+    RECLAIM,
+    Assignment,
+    FlavorAssigner,
+    MakePlan,
+)
 from gpufleet.twin.scheduler.preemption.preemption import Preemptor, Target
 from gpufleet.twin.workload import Workload
+
+Assign = Callable[[Workload, ClusterQueue], tuple[Assignment, Sequence[Target]]]
+
+
+class FreshVerdicts:
+    """The reference path's verdicts: every head's worked out afresh, as Kueue does in each cycle
+    (``fastpath/verdict_memo.VerdictMemo`` remembers them while quota stands still)."""
+
+    __slots__ = ("_assign", "also")
+
+    def __init__(self, assign: Assign, *, also: Callable[[], None] | None = None) -> None:
+        self._assign = assign
+        self.also = also  # what lives as long as a quota state (the preemptor's bounds): dropped on ``clear``
+
+    def get(self, wl: Workload, cq: ClusterQueue) -> Verdict:
+        return Verdict(*self._assign(wl, cq))
+
+    def clear(self) -> None:
+        """Quota, a reservation time or an evicted flag changed."""
+        if self.also is not None:
+            self.also()
 
 
 class Assignments:
@@ -31,7 +60,7 @@ class Assignments:
         preemptor: Preemptor,
         *,
         fair_sharing: bool,
-        plans: bool,
+        plans: MakePlan | None,
     ) -> None:
         self.tree = tree
         self.preemptor = preemptor

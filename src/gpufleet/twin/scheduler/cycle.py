@@ -27,13 +27,13 @@ from typing import Protocol
 
 from gpufleet.twin.apis import reasons
 from gpufleet.twin.cache.cohort import ClusterQueue, CohortTree
-from gpufleet.twin.cache.fair_sharing import FairShare, tournament
+from gpufleet.twin.cache.fair_sharing import FairShare
 from gpufleet.twin.cache.resource_node import QuotaNode, available
 from gpufleet.twin.cache.snapshot import Snapshot
-from gpufleet.twin.fastpath.verdict_memo import Verdict
 from gpufleet.twin.queue import equivalence
 from gpufleet.twin.queue.queues import ClusterQueueQueue, Queues
 from gpufleet.twin.results import ACTIVE, INADMISSIBLE, Admitted, CycleResult, Pending, Preempted
+from gpufleet.twin.scheduler.fair_sharing_iterator import tournament
 from gpufleet.twin.scheduler.flavorassigner import FIT, NO_CANDIDATES, NO_FIT, PREEMPT, Assignment
 from gpufleet.twin.scheduler.preemption.preemption import Preemptor, Target
 from gpufleet.twin.workload import Workload
@@ -41,6 +41,18 @@ from gpufleet.twin.workload import Workload
 SKIPPED, ASSUMED, PREEMPTING, NAMESPACE_MISMATCH = "skipped", "assumed", "preempting", "namespaceMismatch"
 UNASSIGNED = Assignment(mode=NO_FIT)  # shared, never mutated: heads rejected before flavor assignment
 NO_TARGETS: tuple[Target, ...] = ()  # shared: most heads preempt nothing, and need no list each
+
+
+class Verdict:
+    """One head's flavor assignment and preemption targets, and what is derived from them."""
+
+    __slots__ = ("assignment", "quiet", "standing", "targets")
+
+    def __init__(self, assignment: Assignment, targets: Sequence[Target]) -> None:
+        self.assignment = assignment
+        self.targets = targets
+        self.standing: tuple[bool, tuple[int, float]] | None = None  # fair_sharing_iterator.py fills it
+        self.quiet: int | None = None  # fastpath/quiet_streaks.py fills it
 
 
 class Cluster(Protocol):

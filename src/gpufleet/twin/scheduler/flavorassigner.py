@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from gpufleet.twin.apis import reasons
 from gpufleet.twin.apis.specs import (
@@ -29,8 +30,7 @@ from gpufleet.twin.apis.specs import (
     ResourceFlavorSpec,
 )
 from gpufleet.twin.cache.cohort import ClusterQueue, FlavorChoice
-from gpufleet.twin.cache.resource_node import available, borrowing_level, potential_available
-from gpufleet.twin.fastpath.fit_plans import UNPLANNED, Plan, make_plan
+from gpufleet.twin.cache.resource_node import QuotaNode, available, borrowing_level, potential_available
 from gpufleet.twin.scheduler.preemption.classical import may_reclaim_in_hierarchy
 from gpufleet.twin.workload import Admission, PodSetAdmission, Workload
 
@@ -125,22 +125,45 @@ class _Layout:
     # per group: (index, ((resource, per-pod request), ...), ((flavor, mismatch reason or ""), ...))
 
 
+class PlainFit(Protocol):
+    """A plain Fit worked out once per shape (``fastpath/fit_plans.py``'s ``Plan``): the borrowing
+    level at which it holds on the live tree (-1: try every flavor), and its assignment there."""
+
+    def level(self, node: QuotaNode) -> int: ...
+    def assignment(
+        self, level: int, make: Callable[[int, dict[int, int], tuple[PodSetAdmission, ...]], Assignment]
+    ) -> Assignment: ...
+
+
+# The fast path's plan maker (``fastpath/fit_plans.make_plan``): None, the reference path, tries
+# every flavor of every head.
+MakePlan = Callable[
+    [Callable[[ClusterQueue, PodSetSpec], _Layout], ClusterQueue, tuple[PodSetSpec, ...], tuple[int, ...]],
+    PlainFit | None,
+]
+
+
 class FlavorAssigner:
     """Assigns flavors for workloads of one configuration (flavors, fair-sharing flag, oracle)."""
 
     def __init__(
-        self, flavors: dict[str, ResourceFlavorSpec], oracle: Oracle, fair_sharing: bool, *, plans: bool = False
+        self,
+        flavors: dict[str, ResourceFlavorSpec],
+        oracle: Oracle,
+        fair_sharing: bool,
+        *,
+        plans: MakePlan | None = None,
     ) -> None:
         self.flavors = flavors
-        self.plans = plans  # the fast path: a plain Fit checked against a plan (see ``_plan``)
+        self.plans = plans  # the fast path: a plain Fit checked against a plan (see ``_plan``), and replays
         self.oracle = oracle
         self.fair_sharing = fair_sharing
         self._layouts: dict[tuple[str, PodSetSpec], _Layout] = {}
         # Per (ClusterQueue, pod sets, counts): what a plain Fit within the queue's own quota
         # would assign (see ``_plain_fit``); None where the first flavor can never give one.
-        self._plans: dict[tuple[object, ...], Plan | None] = {}
+        self._plans: dict[tuple[object, ...], PlainFit | None] = {}
         # The same plans at full size by the memo's shape alone (``assign_full``).
-        self._full_plans: dict[tuple[str, int], Plan | None] = {}
+        self._full_plans: dict[tuple[str, int], PlainFit | None] = {}
         # Per the same key, the assignments ``_assign`` made, by what it read of the quota tree
         # to make them, in order (see ``_recall``).
         self._replays: dict[tuple[object, ...], _Read | Assignment] = {}
@@ -169,7 +192,7 @@ class FlavorAssigner:
         """The assignment at ``counts``: with ``plans``, a plain Fit is read off the pod sets'
         plan for this queue (most admissions in a busy cluster) instead of trying each flavor,
         and any other assignment is replayed where the tree reads as when it was made."""
-        if not self.plans:
+        if self.plans is None:
             return self._assign(wl, cq, counts)
         shape = wl.shape  # the memo's number for (ClusterQueue, pod sets, ...): cheaper to hash
         key = (shape, counts) if shape is not None and shape[0] == cq.name else (cq.name, wl.pod_sets, counts)
@@ -185,10 +208,11 @@ class FlavorAssigner:
         memo has numbered (``wl.shape``: its queue and look-alike class) finds its plan by that
         number alone: no counts built and hashed per head."""
         shape = wl.shape
-        if not self.plans or shape is None or shape[0] != cq.name:
+        if self.plans is None or shape is None or shape[0] != cq.name:
             return self.assign(wl, cq, full_counts(wl))
-        plan = self._full_plans.get(shape, UNPLANNED)
-        if plan is UNPLANNED:
+        try:
+            plan = self._full_plans[shape]
+        except KeyError:  # None is a plan: "never a plain Fit"
             counts = full_counts(wl)
             plan = self._full_plans[shape] = self._plan((shape, counts), wl, cq, counts)
         if plan is not None:
@@ -241,12 +265,16 @@ class FlavorAssigner:
             node = found
         return node
 
-    def _plan(self, key: tuple[object, ...], wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Plan | None:
+    def _plan(
+        self, key: tuple[object, ...], wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]
+    ) -> PlainFit | None:
         """The plain-Fit plan of ``wl``'s pod sets at ``counts`` in ``cq``, made once per key."""
-        plan = self._plans.get(key, UNPLANNED)
-        if plan is UNPLANNED:
-            plan = self._plans[key] = make_plan(self.layout, cq, wl.pod_sets, counts)
-        return plan
+        try:
+            return self._plans[key]
+        except KeyError:  # None is a plan: "never a plain Fit"
+            assert self.plans is not None
+            plan = self._plans[key] = self.plans(self.layout, cq, wl.pod_sets, counts)
+            return plan
 
     def _assign(self, wl: Workload, cq: ClusterQueue, counts: tuple[int, ...]) -> Assignment:
         """Every flavor of every group tried in order, with the failures of those that do not fit."""

@@ -31,18 +31,34 @@ below the target's initial share (``runSecondFsStrategy``, rule S2-b). Then fill
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from gpufleet.twin.apis import reasons
 from gpufleet.twin.apis.specs import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE
-from gpufleet.twin.cache.fair_sharing import DRS, FairShare
+from gpufleet.twin.cache.drs import DRS
+from gpufleet.twin.cache.fair_sharing import FairShare
 from gpufleet.twin.cache.resource_node import QuotaNode, add_usage, remove_usage
 from gpufleet.twin.scheduler.preemption.common import Target, workload_fits
 from gpufleet.twin.workload import Workload
 
 if TYPE_CHECKING:
-    from gpufleet.twin.cache.cohort import ClusterQueue
-    from gpufleet.twin.scheduler.preemption.preemption import Preemptor
+    from gpufleet.twin.cache.cohort import ClusterQueue, CohortTree
+
+
+class Trials(Protocol):
+    """What the search asks of the preemptor (``preemption.Preemptor``): the tree and its shares,
+    trial removals of victims, and the settling of a found set (fill back, undo)."""
+
+    tree: CohortTree
+    fair: FairShare | None
+    bounded: bool
+
+    def remove(self, wl: Workload) -> None: ...
+    def restore(self, wl: Workload) -> None: ...
+    def settle(
+        self, targets: list[Target], fits: bool, request: dict[int, int], cq: ClusterQueue, *, allow_borrowing: bool
+    ) -> list[Target]: ...
+
 
 NEGATIVE = (-1, 0.0)  # below every share: Kueue's NegativeDRS
 
@@ -157,7 +173,7 @@ def _below(node: QuotaNode, lca: QuotaNode) -> QuotaNode:
 
 
 def fair_preemptions(
-    preemptor: Preemptor,
+    preemptor: Trials,
     cq: ClusterQueue,
     request: dict[int, int],
     by_queue: dict[str, list[Workload]],
@@ -174,7 +190,7 @@ class _Search:
     """One preemptor's search: the twin's preemptor (snapshot operations), its queue and request."""
 
     def __init__(
-        self, preemptor: Preemptor, cq: ClusterQueue, request: dict[int, int], by_queue: dict[str, list[Workload]]
+        self, preemptor: Trials, cq: ClusterQueue, request: dict[int, int], by_queue: dict[str, list[Workload]]
     ) -> None:
         assert preemptor.fair is not None
         self.by_queue = by_queue
@@ -341,7 +357,7 @@ class _Search:
         return False
 
 
-def _share_without(preemptor: Preemptor, fair: FairShare, victim: Workload, at: QuotaNode) -> DRS:
+def _share_without(preemptor: Trials, fair: FairShare, victim: Workload, at: QuotaNode) -> DRS:
     """The share of ``at`` (the target's side below the LCA) with ``victim``'s usage removed."""
     assert victim.admission is not None
     if not at.is_cohort:  # the victim's own queue: its share reads only its own usage array

@@ -28,6 +28,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from operator import attrgetter
+from typing import Protocol
 
 from gpufleet.twin.apis import reasons
 from gpufleet.twin.apis.specs import (
@@ -40,7 +41,6 @@ from gpufleet.twin.apis.specs import (
 from gpufleet.twin.cache.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cache.fair_sharing import FairShare
 from gpufleet.twin.cache.resource_node import add_usage, remove_usage
-from gpufleet.twin.fastpath.preemption_bound import FlatBound
 from gpufleet.twin.queue.preemptors import PreemptorWorkloads
 from gpufleet.twin.scheduler.preemption.classical import attempts, generate, is_valid
 from gpufleet.twin.scheduler.preemption.common import Target, workload_fits
@@ -99,6 +99,20 @@ class Candidates:
         return evicted + [c for c in others if not c.evicted] + [c for c in own if not c.evicted]
 
 
+InOrder = Callable[[ClusterQueue, frozenset[int]], list[Workload]]
+
+
+class Bound(Protocol):
+    """The fast path's bound on a fair-sharing search (``fastpath/preemption_bound.FlatBound``)."""
+
+    def hopeless(self, wl: Workload, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int]) -> bool: ...
+    def forget(self) -> None: ...
+
+
+# Makes the bound from the shares, the search's first strategy and the candidate order.
+MakeBound = Callable[[FairShare, str, InOrder], Bound]
+
+
 class Preemptor:
     """Finds preemption targets against the live quota tree (simulated, then undone)."""
 
@@ -110,6 +124,7 @@ class Preemptor:
         *,
         prioritize_preemptors: bool = False,
         bounded: bool = True,
+        bound: MakeBound | None = None,
     ) -> None:
         self.tree = tree
         # The fast path's bounds (``fair_preemption.may_pass``): a target none of whose candidates
@@ -120,8 +135,8 @@ class Preemptor:
         self.preemptors = PreemptorWorkloads(enabled=prioritize_preemptors)
         # The fast path's bound before any candidate list is built (fair sharing only).
         self.bound = (
-            FlatBound(fair, (strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,))[0], self._in_order)
-            if fair is not None and bounded
+            bound(fair, (strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,))[0], self._in_order)
+            if fair is not None and bounded and bound is not None
             else None
         )
 

@@ -38,7 +38,8 @@ from bench._revision import add_option, figures_at
 from gpufleet.demo import workload_spec
 from gpufleet.policy import Fleet, parse_policy, resolve
 from gpufleet.simulate.config import Mode, SimulationConfig
-from gpufleet.simulate.run import RunResult, simulate
+from gpufleet.simulate.result import RunResult
+from gpufleet.simulate.run import simulate
 from gpufleet.trace import synthesize
 from gpufleet.trace.job import Job
 

@@ -23,7 +23,8 @@ from gpufleet.render import render
 from gpufleet.render.bundle import write_files
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.engine import Progress
-from gpufleet.simulate.run import Assessment, RunResult, Written, compare, results_document, write_into
+from gpufleet.simulate.result import RunResult
+from gpufleet.simulate.run import Assessment, Written, compare, results_document, write_into
 from gpufleet.trace import Job, SynthSpec, synthesize, write_trace
 from gpufleet.trace.synth import fleet_spec
 from gpufleet.tune import output

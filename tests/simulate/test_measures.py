@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from gpufleet.policy import Fleet
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.measures import Measures, as_dict, common_window, measure
-from gpufleet.simulate.run import RunResult, assess, results_document, simulate
+from gpufleet.simulate.result import RunResult
+from gpufleet.simulate.run import assess, results_document, simulate
 from gpufleet.trace.job import Job
 from tests.simulate.fleets import FLAT, TWO_NODES, TWO_TEAMS, fleet, job, limited
 

@@ -17,7 +17,8 @@ from gpufleet.ledger.records import Allocation, WaitInterval
 from gpufleet.simulate.config import PodsReady, SimulationConfig
 from gpufleet.simulate.jobs import JobRun
 from gpufleet.simulate.measures import measure
-from gpufleet.simulate.run import RunResult, simulate
+from gpufleet.simulate.result import RunResult
+from gpufleet.simulate.run import simulate
 from tests.simulate.fleets import FLAT, TWO_TEAMS, fleet, job
 
 START = datetime(2026, 1, 5, tzinfo=UTC)

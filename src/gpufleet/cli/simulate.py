@@ -32,7 +32,8 @@ from gpufleet.policy import load_policy, resolve
 from gpufleet.report.html import num, pct, preempted
 from gpufleet.simulate.config import Mode, PlacementPolicy, SimulationConfig
 from gpufleet.simulate.engine import Progress as ProgressCallback
-from gpufleet.simulate.run import RunResult, compare, results_document, write_outputs
+from gpufleet.simulate.result import RunResult
+from gpufleet.simulate.run import compare, results_document, write_outputs
 from gpufleet.trace import read_trace
 
 

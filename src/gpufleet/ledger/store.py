@@ -25,18 +25,16 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from gpufleet.errors import InputError
-from gpufleet.ledger import chain, connect, derived, merkle, schema
+from gpufleet.ledger import chain, connect, derived, merkle, schema, verification
 from gpufleet.ledger.canonical import canonical_bytes
 from gpufleet.ledger.records import Allocation, Record, WaitInterval, from_canonical
-
-if TYPE_CHECKING:
-    from gpufleet.ledger.verification import LedgerVerdict
+from gpufleet.ledger.verification import LedgerVerdict
 
 _KEY_CHUNK = 500
 
@@ -310,8 +308,6 @@ class Ledger:
 
     def verify(self, expected_head: str | None = None, sizes: frozenset[int] = frozenset()) -> LedgerVerdict:
         """Check the chain and rebuild every derived table from it (see ``verification``)."""
-        from gpufleet.ledger import verification
-
         return verification.verify(self, expected_head, sizes)
 
     def tree_head(self) -> tuple[int, bytes]:

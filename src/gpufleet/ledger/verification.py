@@ -24,17 +24,24 @@ import contextlib
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Engine, select
 
 from gpufleet.ledger import chain, derived, merkle, schema
 
-if TYPE_CHECKING:
-    from gpufleet.ledger.store import Ledger
-
 CURRENT_COLUMNS = tuple(c.name for c in schema.current.columns)
 SHOWN = 3  # how many differing keys a message names
+
+
+class Chained(Protocol):
+    """What verification reads of a ledger (``store.Ledger``): its database and its chain, entry
+    by entry, with the sequence number of a record's hash (to name where a chain breaks)."""
+
+    engine: Engine
+
+    def entries(self, batch: int = 20_000) -> Iterator[chain.Entry]: ...
+    def seq_of_record_hash(self, rec_hash: str) -> int | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +180,7 @@ def _stream(conn: Connection, sql: str, name: str) -> Iterator[Any]:
         cursor.close()
 
 
-def verify(ledger: Ledger, expected_head: str | None = None, sizes: frozenset[int] = frozenset()) -> LedgerVerdict:
+def verify(ledger: Chained, expected_head: str | None = None, sizes: frozenset[int] = frozenset()) -> LedgerVerdict:
     """Check the chain and every derived table, all in one snapshot; the Merkle roots at ``sizes``."""
     postgres = ledger.engine.dialect.name == "postgresql"
     # one snapshot for every table, even while a recorder appends (SQLite: one read transaction)

@@ -41,7 +41,7 @@ from gpufleet.simulate.jobs import Attempt, JobRun, State
 from gpufleet.simulate.metrics import jain, percentile
 
 if TYPE_CHECKING:
-    from gpufleet.simulate.run import RunResult
+    from gpufleet.simulate.result import RunResult
 
 MINUTE = 60
 

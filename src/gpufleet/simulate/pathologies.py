@@ -48,7 +48,7 @@ from gpufleet.twin.apis.reasons import (
 )
 
 if TYPE_CHECKING:
-    from gpufleet.simulate.run import RunResult
+    from gpufleet.simulate.result import RunResult
 
 LOOP_AT = 4  # preemptions of one job that make a loop (the demo's bound is 3)
 MIN_GPU_H = 1.0

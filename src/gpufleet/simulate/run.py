@@ -9,30 +9,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gpufleet.ledger.records import Record, to_plain
+from gpufleet.ledger.records import to_plain
 from gpufleet.outputs import replace_folder
 from gpufleet.policy import Fleet
 from gpufleet.report import ReportFiles, write_report
 from gpufleet.simulate.config import Mode, SimulationConfig, for_policy
-from gpufleet.simulate.engine import Outcome, Progress, Simulation
+from gpufleet.simulate.engine import Progress, Simulation
 from gpufleet.simulate.first_apply import FirstApplyWorld
 from gpufleet.simulate.measures import Measures, as_dict, common_window, measure
 from gpufleet.simulate.metrics import summarize
 from gpufleet.simulate.pathologies import Finding, diagnose
 from gpufleet.simulate.queue_world import QueueWorld
 from gpufleet.simulate.records import job_rows, ledger_records
+from gpufleet.simulate.result import RunResult
 from gpufleet.trace.job import Job
 
 SCHEMA = "gpufleet.io/simulate/v1"
-
-
-@dataclass(frozen=True)
-class RunResult:
-    name: str  # "queue" or "first-apply"
-    outcome: Outcome
-    summary: dict[str, Any]
-    records: list[Record]
-    rows: list[dict[str, Any]]
 
 
 WORLDS: dict[Mode, type[Simulation]] = {Mode.QUEUE: QueueWorld, Mode.FIRST_APPLY: FirstApplyWorld}

@@ -15,7 +15,8 @@ from gpufleet.policy import Fleet, FleetPolicy
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.measures import Measures, as_dict, measure
 from gpufleet.simulate.records import job_rows, ledger_records
-from gpufleet.simulate.run import RunResult, simulate
+from gpufleet.simulate.result import RunResult
+from gpufleet.simulate.run import simulate
 from gpufleet.trace.job import Job
 from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.space import Space, SpaceError, build_space

@@ -21,7 +21,8 @@ from gpufleet.policy import FleetPolicy, resolve
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.measures import Measures, common_window, measure
 from gpufleet.simulate.pathologies import Finding, diagnose
-from gpufleet.simulate.run import RunResult, simulate
+from gpufleet.simulate.result import RunResult
+from gpufleet.simulate.run import simulate
 from gpufleet.trace.job import Job
 from gpufleet.tune import remedies, study
 from gpufleet.tune.diff import Change, diff, touches

@@ -252,7 +252,7 @@ def test_a_head_that_repeats_its_verdict_after_a_requeue_batch_does_not_end_the_
 # Seeds 167, 277 and 280 of the random differential: a head of a nested ClusterQueue fails and
 # parks, a smaller one behind it is admitted, and Kueue tries the parked head again about two
 # seconds later (the ClusterQueue's status write reconciles its Cohort, which asks for the tree's
-# requeue batch: twin/cq_status.py), so its condition counts the later admission.
+# requeue batch: twin/controller/cq_status.py), so its condition counts the later admission.
 def _nested_cluster(nested: bool) -> str:
     return cluster(
         [CQ("q0", 0, cohort="team" if nested else "org"), CQ("q1", 8, cohort="org")],

@@ -1,4 +1,4 @@
-"""Plain-Fit plans (``flavor_plans.py``) give what trying every flavor gives.
+"""Plain-Fit plans (``fastpath/fit_plans.py``) give what trying every flavor gives.
 
 Differential property test below the cycle: on random clusters (those of ``test_paths``) with
 random admitted usage, every ClusterQueue is asked for random workloads of one or two pod sets

@@ -4,7 +4,7 @@ When Kueue v0.19.2's source is on the machine (the testbed's Go module cache), e
 ``pkg/features/kube_features.go`` turns on by default must appear in the table or in the list of
 default-on gates that do not change admission; without the source the test is skipped and says
 where it looked. Every row marked modelled must name a test that exists, and the twin's own list
-of defaults (``twin/gates.py``) must agree with Kueue's.
+of defaults (``twin/features.py``) must agree with Kueue's.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_every_default_on_gate_is_in_the_table() -> None:
     missing = sorted(g for g, on in gates.items() if on and g not in named)
     assert not missing, f"default-on gates missing from docs/twin.md's gate table: {missing}"
     for gate, default in DEFAULTS.items():
-        assert gates[gate] is default, f"twin/gates.py says {gate} defaults to {default}"
+        assert gates[gate] is default, f"twin/features.py says {gate} defaults to {default}"
 
 
 MODELLED = [row for row in rows() if row[3].startswith("yes")]

@@ -1,4 +1,7 @@
-"""Kueue's clocks inside the twin: the scheduler's backoff, the inadmissible requeue batch and the
+"""Kueue v0.19.2: ``pkg/util/wait/backoff.go``, ``pkg/cache/queue/inadmissible_workloads.go``,
+``pkg/scheduler/scheduler.go``.
+
+Kueue's clocks inside the twin: the scheduler's backoff, the inadmissible requeue batch and the
 release of a preempted victim's quota, on one virtual clock in integer milliseconds.
 
 Without them a cycle is a function call and everything it causes happens before the next one.

@@ -1,4 +1,6 @@
-"""Kueue v0.19.2's feature gates that change admission, with their defaults (``pkg/features/kube_features.go``).
+"""Kueue v0.19.2: ``pkg/features/kube_features.go``.
+
+Kueue v0.19.2's feature gates that change admission, with their defaults (``pkg/features/kube_features.go``).
 
 A ``Configuration``'s ``featureGates`` map (the API's alternative to the manager's
 ``--feature-gates`` flag; Kueue refuses both at once) overrides these. The twin acts on the gates

@@ -1,4 +1,6 @@
-"""The twin: Kueue's admission as a pure object, driven by values and returning values.
+"""Kueue v0.19.2: ``cmd/kueue/main.go``, ``pkg/scheduler/scheduler.go``.
+
+The twin: Kueue's admission as a pure object, driven by values and returning values.
 
 Kueue v0.19.2 wires its cache (``pkg/cache/scheduler``), queue manager (``pkg/cache/queue``) and
 scheduler (``pkg/scheduler/scheduler.go``) together in ``cmd/kueue/main.go``; ``Twin`` is that
@@ -155,7 +157,7 @@ class Twin:
             self.add_workload(wl)
         self._built = True
         self.sample_usage(now)
-        # On Kueue's clocks, a nested ClusterQueue's status writes wake its tree (cq_status.py)
+        # On Kueue's clocks, a nested ClusterQueue's status writes wake its tree (controller/cq_status.py)
         self.status_writes = StatusWrites.of(self.tree, self.queues, self.time)
 
     def _admission_fair_sharing(self, now: int) -> UsageLedger | None:
@@ -200,7 +202,7 @@ class Twin:
             spec = spec.counted(self.spec.config.counts)
         wl = Workload(spec, cq_name)
         wl.equivalence = equivalence
-        wl.looks = None if self.spec.config.excluded_prefixes else equivalence  # memo.py's key
+        wl.looks = None if self.spec.config.excluded_prefixes else equivalence  # fastpath/verdict_memo.py's key
         self.workloads[key] = wl
         if spec.admission is not None:
             cq = self.tree.cluster_queues.get(cq_name)
@@ -246,7 +248,7 @@ class Twin:
 
     # --- cycles ----------------------------------------------------------------------------------
     def run_cycle(self, previous: tuple[Pending, ...] | None = None) -> CycleResult:
-        """One cycle (``cycle.schedule``), or with ``streaks`` a streak of quiet ones (streaks.py)."""
+        """One cycle (``cycle.schedule``), or with ``streaks`` a streak of quiet ones (fastpath/quiet_streaks.py)."""
         if self.streaks:
             return run_streak(self, previous)
         return schedule(self, previous)
@@ -274,9 +276,9 @@ class Twin:
             return True
         return any(q.has_active() for q in queues.serving)
 
-    # --- Kueue's clocks (clocks.py, timing.py) --------------------------------------------------
+    # --- Kueue's clocks (clocks.py, scheduling_loop.py) --------------------------------------------------
     def begin_cycle(self) -> None:
-        """Before a cycle takes heads: Kueue's timers due by its start fire (timing.py)."""
+        """Before a cycle takes heads: Kueue's timers due by its start fire (scheduling_loop.py)."""
         if self.time is not None:
             self.time.begin()
 
@@ -297,8 +299,8 @@ class Twin:
 
     # --- what the cycle calls --------------------------------------------------------------------
     def get_assignments(self, wl: Workload, cq: ClusterQueue) -> Verdict:
-        """Flavors and preemption targets for a head (``assignments.py``; remembered until quota
-        changes when the twin has its memo: memo.py)."""
+        """Flavors and preemption targets for a head (``scheduler/assignments.py``; remembered until quota
+        changes when the twin has its memo: fastpath/verdict_memo.py)."""
         return self.memo.get(wl, cq)
 
     def namespace_matches(self, cq: ClusterQueue, wl: Workload) -> bool:
@@ -438,7 +440,7 @@ class Twin:
         self._status_event(wl.cluster_queue)
 
     def _status_event(self, name: str) -> None:
-        """An event on a workload of ClusterQueue ``name``: a nested one reconciles later (cq_status.py)."""
+        """An event on a workload of ClusterQueue ``name``: a nested one reconciles later (controller/cq_status.py)."""
         if self.status_writes is not None:
             self.status_writes.event(name)
 

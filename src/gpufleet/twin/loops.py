@@ -1,4 +1,6 @@
-"""A run that never settles: the twin's state repeats, so Kueue would go round for ever.
+"""Ours, not Kueue's: a diagnosis of a run that never settles, which Kueue has no counterpart for.
+
+A run that never settles: the twin's state repeats, so Kueue would go round for ever.
 
 With Kueue's clocks a preemptor and its victims can evict each other in turn (issue 18, seed 150:
 a fair-sharing preemptor and the reclaiming victims, 130 preemptions in 106 s on the real Kueue):

@@ -1,4 +1,6 @@
-"""Resource quantities as integers, and interned (flavor, resource) keys.
+"""Kueue v0.19.2: ``pkg/resources/resource.go``, ``pkg/resources/requests.go``.
+
+Resource quantities as integers, and interned (flavor, resource) keys.
 
 Kubernetes writes quantities as strings ("500m", "2Gi", "1k"). Kueue does its quota arithmetic on
 integers: milli-units for ``cpu``, plain values for everything else (bytes for memory, counts for

@@ -1,4 +1,7 @@
-"""What a scheduling cycle decided: plain frozen values, ready to print or serialise."""
+"""Ours, not Kueue's: the values a cycle returns (Kueue writes them as Workload conditions and
+ClusterQueue status).
+
+What a scheduling cycle decided: plain frozen values, ready to print or serialise."""
 
 from __future__ import annotations
 

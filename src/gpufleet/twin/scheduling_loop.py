@@ -1,4 +1,6 @@
-"""Kueue's scheduling loop as ``Twin.run`` drives it: when a run stops, and how it goes on while
+"""Kueue v0.19.2: ``pkg/scheduler/scheduler.go``, ``pkg/util/wait/backoff.go``.
+
+Kueue's scheduling loop as ``Twin.run`` drives it: when a run stops, and how it goes on while
 Kueue waits (``pkg/scheduler/scheduler.go`` ``Start``: ``wait.UntilWithBackoff`` around
 ``schedule``, blocked in ``Manager.Heads`` without heads; the clock, its timers and the hooks of a
 cycle are ``clocks.py``'s ``Clock`` and ``KueueTime``).

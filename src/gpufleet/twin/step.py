@@ -1,4 +1,6 @@
-"""``gpufleet twin step``'s core: YAML in, a stable JSON-ready report out.
+"""Ours, not Kueue's: the ``gpufleet twin step`` report.
+
+``gpufleet twin step``'s core: YAML in, a stable JSON-ready report out.
 
 The report's keys are documented in docs/twin.md and kept stable for other tools:
 ``{"cycles": [{"cycle", "atMs", "admitted", "preempted", "pending"}], "clusterQueues": {...},

@@ -1,4 +1,6 @@
-"""A Workload as the scheduler sees it: its spec plus the little state admission changes."""
+"""Kueue v0.19.2: ``pkg/workload/workload.go``.
+
+A Workload as the scheduler sees it: its spec plus the little state admission changes."""
 
 from __future__ import annotations
 
@@ -70,12 +72,12 @@ class Workload:
         # then admitted more recently, then the tie-breaker (set when quota is reserved).
         self.victim_key: tuple[int, int, str] = (self.priority, 0, self.order[2])
         self.shape: tuple[str, int] | None = None  # (ClusterQueue, look-alike class): the twin's memo key
-        # Kueue's scheduling hash as a number (see equivalence.py); None: unknown, never bulk-moved.
+        # Kueue's scheduling hash as a number (see queue/equivalence.py); None: unknown, never bulk-moved.
         self.equivalence: int | None = None
         # A number for (priority, pod sets) as scheduling reads them, when the twin knows one (its
         # scheduling hash, where no request is excluded): the memo's key then hashes no pod sets.
         self.looks: int | None = None
-        self.heaped = False  # its ClusterQueue's heap holds an entry for it (queues.py)
+        self.heaped = False  # its ClusterQueue's heap holds an entry for it (queue/queues.py)
 
     @property
     def created(self) -> int:

@@ -1,4 +1,7 @@
-"""Reading AdmissionFairSharing's fields, refusing what Kueue's API and config validation refuse.
+"""Kueue v0.19.2: ``pkg/config/validation.go``, ``apis/kueue/v1beta2/clusterqueue_types.go``,
+``apis/kueue/v1beta2/localqueue_types.go``.
+
+Reading AdmissionFairSharing's fields, refusing what Kueue's API and config validation refuse.
 
 * the Configuration's ``admissionFairSharing`` (``pkg/config/validation.go``
   ``validateAdmissionFairSharing``): ``usageHalfLifeTime`` a Go duration of 0 or more,

@@ -1,4 +1,7 @@
-"""Kueue's manager ``Configuration`` (``config.kueue.x-k8s.io``): the fields that change admission.
+"""Kueue v0.19.2: ``apis/config/v1beta2/configuration_types.go``, ``pkg/config/config.go``,
+``pkg/config/validation.go``.
+
+Kueue's manager ``Configuration`` (``config.kueue.x-k8s.io``): the fields that change admission.
 
 Fair sharing and its preemption strategies, ``admissionFairSharing``, ``resources.excludeResourcePrefixes`` and
 ``resources.quotaCheckStrategy``, and ``featureGates`` (the API's alternative to the manager's

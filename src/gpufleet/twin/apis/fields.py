@@ -1,4 +1,6 @@
-"""Reading the typed fields of one Kubernetes object, each mistake named by file, line, object and field.
+"""Kueue v0.19.2: ``apis/kueue/v1beta2`` (the CRDs' bounds), ``pkg/webhooks/``.
+
+Reading the typed fields of one Kubernetes object, each mistake named by file, line, object and field.
 
 ``Doc`` is where an object came from; its readers take a field's raw YAML value and return the
 typed value, or record a problem at the field's path and return a harmless stand-in, so every

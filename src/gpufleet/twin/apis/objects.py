@@ -1,4 +1,6 @@
-"""Reading real Kueue objects (what ``kubectl get ... -o yaml`` prints) into frozen specs.
+"""Kueue v0.19.2: ``apis/kueue/v1beta2``, ``apis/kueue/v1beta1``, ``pkg/webhooks/``.
+
+Reading real Kueue objects (what ``kubectl get ... -o yaml`` prints) into frozen specs.
 
 Accepted: ResourceFlavor, Cohort, ClusterQueue, LocalQueue, WorkloadPriorityClass (and core
 PriorityClass), Workload, Namespace, Kueue's ``Configuration`` and ``kind: List`` wrappers, in

@@ -1,4 +1,7 @@
-"""Kueue's machine reasons and the shapes of its human messages, in one place.
+"""Kueue v0.19.2: ``apis/kueue/v1beta2/workload_types.go``, ``pkg/scheduler/scheduler.go``,
+``pkg/scheduler/flavorassigner/flavorassigner.go``.
+
+Kueue's machine reasons and the shapes of its human messages, in one place.
 
 Pending reasons are the ``QuotaReserved=False`` reasons of ``apis/kueue/v1beta2/workload_types.go``
 (granular since Kueue 0.19, ``UnadmittedWorkloadsObservability``); preemption reasons are the

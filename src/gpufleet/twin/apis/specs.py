@@ -1,4 +1,6 @@
-"""Frozen specs of the Kueue objects the twin reads: values in, never mutated.
+"""Kueue v0.19.2: ``apis/kueue/v1beta2/*_types.go``, ``apis/config/v1beta2/configuration_types.go``.
+
+Frozen specs of the Kueue objects the twin reads: values in, never mutated.
 
 Field names follow Kueue's ``v1beta2`` API; ``None`` on a limit means "not set" (unlimited), as in
 the API. Quantities are already integers (see ``resources``).

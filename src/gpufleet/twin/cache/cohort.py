@@ -1,4 +1,7 @@
-"""The cohort tree: ClusterQueues and Cohorts wired into ``QuotaNode``s from their specs.
+"""Kueue v0.19.2: ``pkg/cache/hierarchy/``, ``pkg/cache/scheduler/cohort.go``,
+``pkg/cache/scheduler/clusterqueue.go``.
+
+The cohort tree: ClusterQueues and Cohorts wired into ``QuotaNode``s from their specs.
 
 Kueue's rules carried over: a ClusterQueue naming a Cohort that has no object gets an implicit,
 quota-less Cohort; a Cohort whose ``parentName`` is missing gets an implicit parent; a cycle in
@@ -47,7 +50,7 @@ class ClusterQueue:
         self.workloads: dict[str, Workload] = {}
         # Per flavor-resource, the admitted workloads whose quota uses it: preemption's candidates.
         self.using: dict[int, dict[str, Workload]] = {}
-        # The fast path's candidates in candidate order per contested set (preemption.py), valid
+        # The fast path's candidates in candidate order per contested set (scheduler/preemption/preemption.py), valid
         # until a workload is held, dropped or marked evicted here.
         self.ordered: dict[frozenset[int], list[Workload]] = {}
         self.inactive_reason = "" if spec.stop_policy == "None" else "Stopped"

@@ -1,5 +1,6 @@
-"""A node's dominant resource share as a value (``pkg/cache/scheduler/fair_sharing.go``: ``DRS``,
-``CompareDRS``, ``WeightedShare``).
+"""Kueue v0.19.2: ``pkg/cache/scheduler/fair_sharing.go`` (``DRS``, ``CompareDRS``, ``WeightedShare``).
+
+A node's dominant resource share as a value.
 
 Apart from the computation (``fair_sharing.py``) because the quota node keeps its latest share
 (``QuotaNode.share``) and the computation reads quota nodes: the value sits below both.

@@ -1,4 +1,6 @@
-"""Fair sharing's dominant resource share (DRS) on the quota tree (``pkg/cache/scheduler/fair_sharing.go``).
+"""Kueue v0.19.2: ``pkg/cache/scheduler/fair_sharing.go``.
+
+Fair sharing's dominant resource share (DRS) on the quota tree (``pkg/cache/scheduler/fair_sharing.go``).
 
 DRS of a node with a parent: for each flavor-resource in its
 subtree quota, what it uses beyond that quota (optionally counting a workload's request) is

@@ -1,4 +1,6 @@
-"""The quota tree's arithmetic, per (flavor, resource), exactly as Kueue's ``resource_node.go``.
+"""Kueue v0.19.2: ``pkg/cache/scheduler/resource_node.go``.
+
+The quota tree's arithmetic, per (flavor, resource), exactly as Kueue's ``resource_node.go``.
 
 A node is a ClusterQueue or a Cohort. Per flavor-resource index ``fr`` it holds:
 
@@ -64,7 +66,7 @@ class QuotaNode:
         # Kueue's ``getNodeHeight``: 0 for a ClusterQueue; for a Cohort the longest way down to a
         # leaf, at least 1 (``recompute_subtree``). Borrowing levels are these heights.
         self.height = 0
-        # The node's dominant resource share as last computed (fairshare.py), dropped by every
+        # The node's dominant resource share as last computed (fair_sharing.py), dropped by every
         # change of its usage: ``add_usage`` and ``remove_usage`` clear it on each node they touch.
         self.share: DRS | None = None
 

@@ -1,4 +1,6 @@
-"""The cycle's view of quota (Kueue's cache snapshot): the live tree plus an undo journal.
+"""Kueue v0.19.2: ``pkg/cache/scheduler/snapshot.go``.
+
+The cycle's view of quota (Kueue's cache snapshot): the live tree plus an undo journal.
 
 Kueue deep-copies its cache at the start of a cycle and adds the usage of preemptors and of
 reservations for stuck preemptors to the copy. The twin adds that usage to the live quota tree

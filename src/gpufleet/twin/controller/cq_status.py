@@ -1,4 +1,7 @@
-"""A nested ClusterQueue's status writes, and the requeue each one sets off (Kueue v0.19.2).
+"""Kueue v0.19.2: ``pkg/controller/core/clusterqueue_controller.go``,
+``pkg/controller/core/cohort_controller.go``.
+
+A nested ClusterQueue's status writes, and the requeue each one sets off (Kueue v0.19.2).
 
 Parked workloads do not only wake when quota frees. In a cohort tree, Kueue also moves them back
 to their heaps about two seconds after an admission, and the twin must too, or it reports the

@@ -1,4 +1,6 @@
-"""What each workload without quota says: Kueue's latest verdict for it where Kueue wrote one, and
+"""Kueue v0.19.2: ``pkg/controller/core/workload_controller.go``, ``pkg/scheduler/scheduler.go``.
+
+What each workload without quota says: Kueue's latest verdict for it where Kueue wrote one, and
 the twin's own words (marked ``kueue_writes=False``) where Kueue writes nothing: a workload it has
 not popped yet, or an equivalent the scheduling hash moved in bulk."""
 

@@ -1,7 +1,9 @@
-"""Plain-Fit plans: flavor assignment's common outcome, worked out once per shape (the fast path).
+"""Ours, not Kueue's: a fast path, off with ``Twin(spec, fast=False)`` (see ``fastpath/__init__.py``).
+
+Plain-Fit plans: flavor assignment's common outcome, worked out once per shape (the fast path).
 
 In a busy cluster most heads get a plain Fit: every resource group's first matching flavor holds
-the request within ``available``. ``flavors.FlavorAssigner._assign`` finds that by trying the flavors
+the request within ``available``. ``flavorassigner.FlavorAssigner._assign`` finds that by trying the flavors
 in order and collecting failure messages; a ``Plan`` is the same answer computed once per
 (ClusterQueue, pod sets, counts): which flavor-resources to check, with what quantity, and the
 usage and pod-set admissions they give. At each head the plan only reads the quota tree; where it

@@ -1,9 +1,11 @@
-"""The fast path's bound on fair-sharing preemption before any candidate list is built.
+"""Ours, not Kueue's: a fast path, off with ``Twin(spec, fast=False)`` (see ``fastpath/__init__.py``).
+
+The fast path's bound on fair-sharing preemption before any candidate list is built.
 
 For a ClusterQueue directly under a root cohort without child cohorts (each share compared is
-then a queue's own). Beyond nominal, the search (``fair_preemption``) takes the preemptor's own
+then a queue's own). Beyond nominal, the search (``fairsharing``) takes the preemptor's own
 candidates without a share test and another queue's only when the preemptor's share (request
-counted) may pass the target's (``fair_preemption.may_pass``). Taking own victims only lowers the
+counted) may pass the target's (``fairsharing.may_pass``). Taking own victims only lowers the
 preemptor's share, and a target's share only falls when one of its own victims is taken; so when
 no borrowing queue's share is passed even by the preemptor's lowest (every own candidate gone), no
 other queue gives a victim, and the second strategy passes none either. Then the search finds

@@ -1,4 +1,6 @@
-"""Quiet-cycle streaks and bulk rotation: the fast path of ``Twin(spec, streaks=True)``.
+"""Ours, not Kueue's: a fast path, off with ``Twin(spec, fast=False)`` (see ``fastpath/__init__.py``).
+
+Quiet-cycle streaks and bulk rotation: the fast path of ``Twin(spec, streaks=True)``.
 
 A *quiet* cycle, one in which no head fits and the heads that name victims name only workloads
 already being evicted (preemptors waiting for their victims' pods to go), admits nothing and
@@ -12,7 +14,7 @@ the scheduling loop's own stop rule, so streaks and cycle-by-cycle runs stop at 
 or when no queue has an active head. Their verdicts come back in one result, in cycle order; the
 cycles that only park a backlog's calm heads run in bulk (``_rotate``).
 
-Built from ``cycle.py``'s steps; the reference path (``cycle.schedule``) never calls in here.
+Built from ``scheduler/cycle.py``'s steps; the reference path (``cycle.schedule``) never calls in here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The verdict memo: a head's flavor assignment and preemption targets, remembered until quota
+"""Ours, not Kueue's: a fast path, off with ``Twin(spec, fast=False)`` (see ``fastpath/__init__.py``).
+
+The verdict memo: a head's flavor assignment and preemption targets, remembered until quota
 changes (the fast path; ``Twin(spec, fast=False)`` works every verdict out afresh).
 
 The verdict depends on the workload only through its pod sets and priority (and its timestamp

@@ -1,4 +1,7 @@
-"""Kueue's AdmissionFairSharing: each LocalQueue's decayed usage, which orders its ClusterQueue's heap.
+"""Kueue v0.19.2: ``pkg/cache/queue/afs/usage_ledger.go``,
+``pkg/util/admissionfairsharing/admission_fair_sharing.go``, ``pkg/cache/queue/cluster_queue.go``.
+
+Kueue's AdmissionFairSharing: each LocalQueue's decayed usage, which orders its ClusterQueue's heap.
 
 A ClusterQueue with ``spec.admissionScope.admissionMode: UsageBasedAdmissionFairSharing``, under a
 Configuration with ``admissionFairSharing`` and the gate on (``pkg/util/admissionfairsharing``

@@ -1,4 +1,6 @@
-"""Scheduling equivalence: Kueue's ``SchedulingEquivalenceHashing`` (Beta, on by default since 0.18).
+"""Kueue v0.19.2: ``pkg/workload/workload.go``, ``pkg/cache/queue/cluster_queue.go``.
+
+Scheduling equivalence: Kueue's ``SchedulingEquivalenceHashing`` (Beta, on by default since 0.18).
 
 Kueue hashes what scheduling reads of a Workload (``computeSchedulingHash`` in
 ``pkg/workload/workload.go``): per pod set its name, pod spec shape (requests, node selector,

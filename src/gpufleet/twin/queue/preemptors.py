@@ -1,4 +1,6 @@
-"""Kueue's preemptor workload of each ClusterQueue, and the alpha ``PrioritizePreemptorWorkloads`` gate.
+"""Kueue v0.19.2: ``pkg/cache/queue/cluster_queue.go``.
+
+Kueue's preemptor workload of each ClusterQueue, and the alpha ``PrioritizePreemptorWorkloads`` gate.
 
 Kueue remembers, per ClusterQueue, the workload last requeued while its victims are being
 evicted (``preemptorWorkload`` in ``pkg/cache/queue/cluster_queue.go``, set in

@@ -1,4 +1,7 @@
-"""Pending workloads: one heap per ClusterQueue, plus the inadmissible set it parks heads in.
+"""Kueue v0.19.2: ``pkg/cache/queue/cluster_queue.go``, ``pkg/cache/queue/manager.go``,
+``pkg/cache/queue/inadmissible_workloads.go``.
+
+Pending workloads: one heap per ClusterQueue, plus the inadmissible set it parks heads in.
 
 Heap order is ONE key, ``Workload.order``: higher effective priority first, then the older
 queue-order timestamp, then uid or ``namespace/name``. A push counter follows the key in each heap

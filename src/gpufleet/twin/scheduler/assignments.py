@@ -1,9 +1,12 @@
-"""One head's verdict, worked out afresh: Kueue's ``getAssignments`` with its preemption oracle
-and partial admission's search (the memo, ``memo.py``, decides when to ask again).
+"""Kueue v0.19.2: ``pkg/scheduler/scheduler.go``, ``pkg/scheduler/flavorassigner/podset_reducer.go``,
+``pkg/scheduler/preemption/preemption_oracle.go``.
 
-Flavors come first (``flavors.py``). A flavor that does not fit asks the oracle whether
+One head's verdict, worked out afresh: Kueue's ``getAssignments`` with its preemption oracle
+and partial admission's search (the memo, ``fastpath/verdict_memo.py``, decides when to ask again).
+
+Flavors come first (``flavorassigner.py``). A flavor that does not fit asks the oracle whether
 preemption could make it fit, and at which borrowing level; with no flavor that fits, the
-assignment's targets are the preemptor's (``preemption.py``). A workload with ``minCount`` that
+assignment's targets are the preemptor's (``scheduler/preemption/preemption.py``). A workload with ``minCount`` that
 neither fits nor can preempt at full size is tried at reduced counts, by binary search. The tree
 does not change while one head is assigned, so preemption trials are remembered for that long.
 """

@@ -1,7 +1,9 @@
-"""One scheduling cycle, step by step as Kueue's ``scheduler.go schedule()``: the reference path.
+"""Kueue v0.19.2: ``pkg/scheduler/scheduler.go``.
+
+One scheduling cycle, step by step as Kueue's ``scheduler.go schedule()``: the reference path.
 
 1. Heads: pop one workload from every active ClusterQueue.
-2. Snapshot: the live quota tree plus an undo journal (``snapshot.py``); usage added for
+2. Snapshot: the live quota tree plus an undo journal (``cache/snapshot.py``); usage added for
    preemptors and reservations is rolled back at the end of the cycle.
 3. Nominate: reject what cannot be considered (inactive or missing queue, namespace mismatch),
    assign flavors to the rest, find preemption targets, try partial admission.
@@ -12,11 +14,11 @@
    fits after processing another workload" are skipped; Preempt issues evictions (the preemptor
    is never admitted in the cycle that evicts its victims); Fit is admitted.
 6. Requeue the rest by the queue's strategy (a BestEffortFIFO head parked after NoFit or Preempt
-   without candidates takes its scheduling equivalents with it: ``equivalence.py``), and evict
+   without candidates takes its scheduling equivalents with it: ``queue/equivalence.py``), and evict
    the victims (a victim already being evicted is not evicted again: "preemption ongoing").
 
 The cycle works against ``Cluster``, the little it needs of the twin: the quota tree and queues,
-verdicts for a head, admit and evict. The fast path's quiet-cycle streaks (``streaks.py``) are
+verdicts for a head, admit and evict. The fast path's quiet-cycle streaks (``fastpath/quiet_streaks.py``) are
 built from these steps; this module knows nothing of them.
 """
 
@@ -177,7 +179,7 @@ def nominate(k: Cluster, heads: Iterable[Workload]) -> tuple[list[Entry], list[E
 def decide(k: Cluster, entries: list[Entry], victims: dict[str, tuple[Target, Entry]]) -> list[Entry]:
     """Steps 2, 4 and 5: order the entries; admit greedily against a snapshot; issue preemptions,
     never admitting a preemptor in the cycle of its evictions. Returns the admitted entries;
-    ``victims`` collects what to evict."""
+    ``common`` collects what to evict."""
     snapshot = Snapshot()
     admitted = [e for e in process(k, order(k, entries), snapshot, victims) if e.status == ASSUMED]
     snapshot.rollback()
@@ -313,7 +315,7 @@ def requeue(k: Cluster, e: Entry) -> Pending:
 def record(k: Cluster, wl: Workload, pending: Pending) -> None:
     """A head's verdict kept as its latest. Where the condition Kueue writes changes, Kueue patches
     the Workload (``requeueAndUpdate`` writes only a changed ``QuotaReserved``), and that update is
-    an event on its ClusterQueue (``cq_status.py``)."""
+    an event on its ClusterQueue (``controller/cq_status.py``)."""
     before = k.last_status.get(wl.key)
     k.last_status[wl.key] = pending
     if pending is not before and written(before) != (pending.reason, pending.message):
@@ -328,7 +330,7 @@ def written(p: Pending | None) -> tuple[str, str] | None:
 
 
 def bulk_move(k: Cluster, queue: ClusterQueueQueue, wl: Workload, reason: str) -> None:
-    """Park the parked head's equivalents still in the heap, as Kueue does (equivalence.py);
+    """Park the parked head's equivalents still in the heap, as Kueue does (queue/equivalence.py);
     their verdict is read from the queue while they stay parked (``Twin.pending``)."""
     if k.equivalence_hashing:
         queue.bulk_move(wl, equivalence.bulk_reason(reason))

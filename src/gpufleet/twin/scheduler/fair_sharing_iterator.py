@@ -1,4 +1,6 @@
-"""Admission order under fair sharing: the tournament over the cohort tree
+"""Kueue v0.19.2: ``pkg/scheduler/fair_sharing_iterator.go``.
+
+Admission order under fair sharing: the tournament over the cohort tree
 (``pkg/scheduler/fair_sharing_iterator.go``), on the shares of ``cache/fair_sharing.py``.
 
 At every cohort, from the leaves up, each child offers one candidate (a ClusterQueue its head, a child

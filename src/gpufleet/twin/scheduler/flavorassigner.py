@@ -1,4 +1,6 @@
-"""Flavor assignment: which flavor each pod set gets, and in which mode (Fit, Preempt, NoFit).
+"""Kueue v0.19.2: ``pkg/scheduler/flavorassigner/flavorassigner.go``.
+
+Flavor assignment: which flavor each pod set gets, and in which mode (Fit, Preempt, NoFit).
 
 For each pod set and each resource group of the ClusterQueue, the flavors are tried in the
 queue's order (Kueue's ``flavorassigner.go``):
@@ -83,7 +85,7 @@ class Assignment:
 
     @classmethod
     def fit(cls, borrowing: int, usage: dict[int, int], pod_sets: tuple[PodSetAdmission, ...]) -> Assignment:
-        """A plain Fit (``flavor_plans``) with the plan's usage and pod sets."""
+        """A plain Fit (``fit_plans``) with the plan's usage and pod sets."""
         result = cls()
         result.pod_sets, result.borrowing, result.usage = pod_sets, borrowing, usage
         return result

@@ -1,4 +1,7 @@
-"""Classic preemption's candidates in a cohort tree: Kueue v0.19.2's hierarchical generator.
+"""Kueue v0.19.2: ``pkg/scheduler/preemption/classical/candidate_generator.go``,
+``pkg/scheduler/preemption/classical/hierarchical_preemption.go``.
+
+Classic preemption's candidates in a cohort tree: Kueue v0.19.2's hierarchical generator.
 
 Kueue's classical preemption (``classicalPreemptions``, ``preemption/preemption.go``) always takes
 its candidates from ``classical.NewCandidateIterator`` (``classical/candidate_generator.go`` and

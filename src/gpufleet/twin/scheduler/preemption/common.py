@@ -1,4 +1,7 @@
-"""A preemption target and the fit check every preemption search ends with (classic and fair)."""
+"""Kueue v0.19.2: ``pkg/scheduler/preemption/common/types.go``,
+``pkg/scheduler/preemption/preemption.go``.
+
+A preemption target and the fit check every preemption search ends with (classic and fair)."""
 
 from __future__ import annotations
 

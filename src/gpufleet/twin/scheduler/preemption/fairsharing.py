@@ -1,4 +1,8 @@
-"""Fair-sharing preemption over a cohort tree, as Kueue v0.19.2's ``fairPreemptions``.
+"""Kueue v0.19.2: ``pkg/scheduler/preemption/fairsharing/ordering.go``,
+``pkg/scheduler/preemption/fairsharing/strategy.go``,
+``pkg/scheduler/preemption/fairsharing/least_common_ancestor.go``.
+
+Fair-sharing preemption over a cohort tree, as Kueue v0.19.2's ``fairPreemptions``.
 
 Target order (``fairsharing/ordering.go`` ``nextTarget``): from the root cohort down, at every
 cohort pick the child with the highest dominant resource share, a child cohort winning ties

@@ -1,15 +1,18 @@
-"""Choosing victims: Kueue's classic preemption and its fair-sharing variant.
+"""Kueue v0.19.2: ``pkg/scheduler/preemption/preemption.go``,
+``pkg/scheduler/preemption/common/ordering.go``.
+
+Choosing victims: Kueue's classic preemption and its fair-sharing variant.
 
 Classic (``classicalPreemptions``): the candidates and their order come from Kueue's hierarchical
-generator (``hierarchical_candidates``): the own queue's by ``withinClusterQueue``, other queues'
+generator (``classical``): the own queue's by ``withinClusterQueue``, other queues'
 found by walking the cohort tree up from the preemptor, each with its reason. One or two runs
-(borrowing allowed or not, ``hierarchical_candidates.attempts``) each remove the still-valid
+(borrowing allowed or not, ``classical.attempts``) each remove the still-valid
 candidates in order until the preemptor fits, then fill back; the first run that fits wins.
 
 Fair sharing (``findCandidates``): workloads of the preemptor's own ClusterQueue allowed by
 ``withinClusterQueue``, and workloads of other ClusterQueues in the same cohort tree that are
 *borrowing* on a contested flavor-resource, allowed by ``reclaimWithinCohort``; the search itself
-is ``fair_preemption``. Only workloads that use a contested flavor-resource count, in both.
+is ``fairsharing``. Only workloads that use a contested flavor-resource count, in both.
 
 Candidate order (``CandidatesOrdering``) is ONE key: workloads already being evicted first (their
 quota is about to free anyway); other ClusterQueues before the preemptor's own; lower priority
@@ -127,7 +130,7 @@ class Preemptor:
         bound: MakeBound | None = None,
     ) -> None:
         self.tree = tree
-        # The fast path's bounds (``fair_preemption.may_pass``): a target none of whose candidates
+        # The fast path's bounds (``fairsharing.may_pass``): a target none of whose candidates
         # can pass the strategy is not tried candidate by candidate. Off: the plain search.
         self.bounded = bounded
         self.fair = fair
@@ -293,7 +296,7 @@ class Preemptor:
     def fair_preemptions(
         self, cq: ClusterQueue, request: dict[int, int], frs: frozenset[int], by_queue: dict[str, list[Workload]]
     ) -> list[Target]:
-        """Kueue's hierarchical fair-sharing preemption (see ``fair_preemption``)."""
+        """Kueue's hierarchical fair-sharing preemption (see ``fairsharing``)."""
         strategies = self.strategies or (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
         return fair_preemptions(self, cq, request, by_queue, frs=frs, strategies=strategies)
 

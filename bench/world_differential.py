@@ -62,6 +62,7 @@ def run_scenario(scenario: Scenario, real_runs: int, seeds: int, work: Path) -> 
                        drain_timeout_s=scenario.drain_timeout_s, say=print)  # fmt: skip
         m = from_records(run.records, run.origin)
         real.append(m)
+        (work / f"{scenario.name}-real-{i}" / "origin").write_text(run.origin.isoformat(), encoding="utf-8")
         print(f"  real run {i}: {m.finished}/{m.jobs} jobs finished, {sum(m.preemptions.values())} preemptions "
               f"{m.preemptions}, {m.pods_ready_evictions} podsReady evictions; trace wall {run.wall_s:.0f} s, "
               f"run {time.monotonic() - began:.0f} s; undrained {list(run.undrained)}; late {list(run.late)} "
@@ -102,6 +103,7 @@ def main() -> int:
     parser.add_argument("--scenario", default="all", choices=[*SCENARIOS, "all"])
     parser.add_argument("--real-runs", type=int, help="testbed runs per scenario (default: the scenario's)")
     parser.add_argument("--seeds", type=int, default=5, help="simulated runs of the seeded ensemble")
+    parser.add_argument("--work", type=Path, help="keep every run's testbed logs, bundle and ledger under DIR")
     parser.add_argument("--out", type=Path, help="write the verdicts as JSON into DIR/world-differential.json")
     args = parser.parse_args()
     chosen = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
@@ -109,12 +111,13 @@ def main() -> int:
     runs: set[int] = set()
     docs = []
     with tempfile.TemporaryDirectory(prefix="gpufleet-world-") as tmp:
+        work = args.work or Path(tmp)
         for name in chosen:
             scenario = SCENARIOS[name]()
             r = args.real_runs or scenario.real_runs
             runs.add(r)
             try:
-                a, n, doc = run_scenario(scenario, r, args.seeds, Path(tmp))
+                a, n, doc = run_scenario(scenario, r, args.seeds, work)
             except InputError as exc:
                 print(f"error: {exc.summary()}", file=sys.stderr)
                 return 2

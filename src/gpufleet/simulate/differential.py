@@ -17,7 +17,7 @@ the absolute difference of two totals; for the admission order, how many admissi
 position where two orders differ. The noise floor of a measure is the largest distance between two
 real runs of the same trace; the simulator *agrees* on a measure when the median of its distances to
 the real runs (over every simulated run of the seeded ensemble, ``ensemble``) stays within that floor,
-or within the measure's resolution (whole seconds: Kueue writes its conditions' times to the second).
+or within the measure's resolution (``resolution``: Kubernetes writes its times to the second).
 The spread of the ensemble itself (the largest distance between two simulated runs) is printed beside.
 """
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -36,6 +37,7 @@ from gpufleet.trace.job import Job
 
 HOUR = 3600.0
 PODS_READY = "PodsReadyTimeout"  # Kueue's eviction reason for waitForPodsReady (the Evicted condition)
+KUEUE_WORKLOAD_NAME = re.compile(r"job-(.+)-[0-9a-f]{5}")
 RESOLUTION_S = 1.0  # a time distance this small is below what the ledger can tell apart
 
 
@@ -55,6 +57,18 @@ class WorldMeasures:
     admission_order: tuple[str, ...]
     jobs: int
     finished: int
+    attempts: int = 0  # attempts that held quota
+    attempt_gpus: int = 0  # their GPUs, summed: how far whole-second times can move the GPU-hours
+
+
+def job_name(allocation: Allocation) -> str:
+    """``namespace/name`` of the Job behind an attempt. The simulator names its workloads after the
+    job; Kueue names a batch Job's Workload ``job-<name>-<5 hex digits>`` (its
+    ``GetWorkloadNameForOwnerWithGVK``), which the recorder keeps: both read back as the Job's name."""
+    name = allocation.name
+    if not allocation.simulated and (found := KUEUE_WORKLOAD_NAME.fullmatch(name)):
+        name = found.group(1)
+    return f"{allocation.namespace}/{name}"
 
 
 def _s(t: datetime | None, origin: datetime) -> float | None:
@@ -80,17 +94,19 @@ def from_records(
     completions: dict[str, list[float]] = defaultdict(list)
     good = lost = held = unplaced = 0.0
     preemptions: Counter[str] = Counter()
-    evictions = finished = 0
+    evictions = finished = held_attempts = held_gpus = 0
     first_admission: list[tuple[float, str]] = []
     for _uid, tries in attempts.items():
         tries.sort(key=lambda a: a.attempt)
         created = min(_s(a.created, origin) or 0.0 for a in tries)
         team = tries[0].team or tries[0].namespace
-        name = f"{tries[0].namespace}/{tries[0].name}"
+        name = job_name(tries[0])
         ran_before = 0.0
         for a in tries:
             admitted = _s(a.quota_reserved or a.admitted, origin)
             started, ended = _s(a.started, origin), _s(a.finished, origin)
+            if admitted is not None:
+                held_attempts, held_gpus = held_attempts + 1, held_gpus + a.gpu_count
             if admitted is not None and a.attempt == min(t.attempt for t in tries if t.quota_reserved or t.admitted):
                 first_admission.append((admitted, name))
             not_running_until = started if started is not None else ended
@@ -122,6 +138,8 @@ def from_records(
         admission_order=tuple(name for _, name in sorted(first_admission)),
         jobs=len(attempts),
         finished=finished,
+        attempts=held_attempts,
+        attempt_gpus=held_gpus,
     )
 
 
@@ -173,6 +191,17 @@ class Measure:
     resolution: float = 0.0
 
 
+def resolution(measure: Measure, runs: Sequence[WorldMeasures]) -> float:
+    """The distance whole-second times alone can make: Kubernetes writes condition and status times to
+    the second, so each attempt's span is known to within a second; over a run's attempts that is one
+    second per attempt (its GPUs' worth, for GPU-hours). Time distributions: one second."""
+    if measure.unit == "GPU-h":
+        return max((r.attempt_gpus for r in runs), default=0) / HOUR
+    if measure.unit == "h":
+        return max((r.attempts for r in runs), default=0) / HOUR
+    return measure.resolution
+
+
 def measures_of(runs: Sequence[WorldMeasures]) -> list[Measure]:
     """Every measure the runs have, in a stable order (teams and reasons sorted by name)."""
     teams = sorted({t for r in runs for t in r.teams})
@@ -217,10 +246,11 @@ class Verdict:
     sim_to_real: float  # median distance over every (simulated, real) pair
     real_floor: float  # largest distance between two real runs (0 with one real run)
     sim_spread: float  # largest distance between two simulated runs of the ensemble
+    resolution: float = 0.0  # what whole-second times alone can make (``resolution``)
 
     @property
     def floor(self) -> float:
-        return max(self.real_floor, self.measure.resolution)
+        return max(self.real_floor, self.resolution)
 
     @property
     def agrees(self) -> bool:
@@ -240,7 +270,11 @@ def judge(real: Sequence[WorldMeasures], simulated: Sequence[WorldMeasures]) -> 
         across = [distance(m, s, r) for s in simulated for r in real]
         out.append(
             Verdict(
-                m, statistics.median(across), max(_pairs(m, real), default=0.0), max(_pairs(m, simulated), default=0.0)
+                m,
+                statistics.median(across),
+                max(_pairs(m, real), default=0.0),
+                max(_pairs(m, simulated), default=0.0),
+                resolution(m, real),
             )
         )
     return out

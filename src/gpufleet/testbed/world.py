@@ -35,6 +35,7 @@ from gpufleet.policy import Fleet
 from gpufleet.render import render
 from gpufleet.render.bundle import write_files
 from gpufleet.simulate.config import SimulationConfig
+from gpufleet.simulate.differential import job_name
 from gpufleet.simulate.run import simulate
 from gpufleet.testbed.binaries import Binaries
 from gpufleet.testbed.cluster import Testbed
@@ -92,9 +93,7 @@ def _ledger_finishes(url: str) -> tuple[set[str], list[Record]]:
             records: list[Record] = [*ledger.allocations(), *ledger.waits()]
     except Exception:  # not created yet
         return set(), []
-    done = {
-        f"{r.namespace}/{r.name}" for r in records if isinstance(r, Allocation) and r.end_reason is EndReason.FINISHED
-    }
+    done = {job_name(r) for r in records if isinstance(r, Allocation) and r.end_reason is EndReason.FINISHED}
     return done, records
 
 

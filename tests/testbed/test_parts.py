@@ -11,9 +11,8 @@ import yaml
 
 from gpufleet.policy import FleetPolicy, load_policy, resolve
 from gpufleet.policy.load import parse_policy
-from gpufleet.render import dra
+from gpufleet.render import dra, render
 from gpufleet.render import kueue as render_kueue
-from gpufleet.render import render
 from gpufleet.testbed import kueue, nodes
 from gpufleet.testbed.processes import TestbedError, alive, start, stop, wait_until
 

@@ -13,7 +13,8 @@ from gpufleet.policy import FleetPolicy, load_policy, resolve
 from gpufleet.policy.load import parse_policy
 from gpufleet.render import dra, render
 from gpufleet.render import kueue as render_kueue
-from gpufleet.testbed import kueue, nodes
+from gpufleet.render import scheduler as render_scheduler
+from gpufleet.testbed import kueue, nodes, scheduler
 from gpufleet.testbed.processes import TestbedError, alive, start, stop, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -156,3 +157,20 @@ def test_a_process_that_dies_fails_the_wait_at_once_with_its_log(tmp_path: Path)
     proc = start("crasher", [sys.executable, "-c", "print('bad flag'); raise SystemExit(3)"], tmp_path / "crasher.log")
     with pytest.raises(TestbedError, match="bad flag"):
         wait_until(proc, lambda: False, "health", timeout_s=30)
+
+
+@pytest.mark.parametrize(("scoring", "stock"), [("LeastAllocated", True), ("MostAllocated", False)])
+def test_kube_scheduler_runs_stock_or_with_the_rendered_profile(scoring: str, stock: bool) -> None:
+    data = yaml.safe_load((EXAMPLES / "tiny.yaml").read_text(encoding="utf-8"))
+    data["scheduling"] = {"nodeScoring": scoring}
+    fleet = resolve(parse_policy(yaml.safe_dump(data)))
+    rendered = render_scheduler.scheduler_configuration(fleet)
+    config = scheduler.configuration(rendered, Path("/run/kubeconfig"))
+    argv = scheduler.argv(["kube-scheduler", "--config=/old.yaml", "--v=1"], None if stock else Path("/s.yaml"))
+    if stock:
+        assert config is None and argv == ["kube-scheduler", "--v=1"]
+        return
+    assert config is not None and argv == ["kube-scheduler", "--v=1", "--config=/s.yaml"]
+    assert config["profiles"] == rendered[0]["profiles"]
+    assert config["clientConnection"] == {"kubeconfig": "/run/kubeconfig"}
+    assert config["leaderElection"] == {"leaderElect": False}

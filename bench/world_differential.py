@@ -12,7 +12,8 @@ Then, apart, what compression itself changes: ``simulate`` on the original trace
 on the compressed trace, its times put back on the original scale.
 
 Run: ``python -m bench world_differential [--scenario small|fair|gang|all] [--real-runs R] [--seeds N]
-[--out DIR]``. Ends with ``world differential: N of M measures within the real-vs-real floor (S
+[--factor F] [--work DIR] [--out DIR]``; a trace the testbed cannot run at its factor exits 2 before
+any testbed starts. Ends with ``world differential: N of M measures within the real-vs-real floor (S
 scenarios, R real runs each)``. Wall figures move with the machine's load: say the load beside them.
 """
 
@@ -24,6 +25,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from gpufleet.errors import InputError
@@ -102,6 +104,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", default="all", choices=[*SCENARIOS, "all"])
     parser.add_argument("--real-runs", type=int, help="testbed runs per scenario (default: the scenario's)")
+    parser.add_argument("--factor", type=float, help="compress by this instead of the scenario's factor")
     parser.add_argument("--seeds", type=int, default=5, help="simulated runs of the seeded ensemble")
     parser.add_argument("--work", type=Path, help="keep every run's testbed logs, bundle and ledger under DIR")
     parser.add_argument("--out", type=Path, help="write the verdicts as JSON into DIR/world-differential.json")
@@ -114,6 +117,8 @@ def main() -> int:
         work = args.work or Path(tmp)
         for name in chosen:
             scenario = SCENARIOS[name]()
+            if args.factor:
+                scenario = replace(scenario, factor=args.factor)
             r = args.real_runs or scenario.real_runs
             runs.add(r)
             try:

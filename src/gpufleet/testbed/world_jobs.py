@@ -56,7 +56,7 @@ def job_manifest(job: Job, fleet: Fleet, run: str) -> dict[str, Any]:
         requests["memory"] = str(job.memory)
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
-        "terminationGracePeriodSeconds": 30,
+        "terminationGracePeriodSeconds": job.termination_grace_s,
         "containers": [{"name": "main", "image": "world:differential", "resources": {"limits": requests}}],
     }
     if job.gpu_models:

@@ -455,3 +455,33 @@ def write_configmap(api: Client, obj: dict[str, Any]) -> bool:
 HTTP_FORBIDDEN = 403
 HTTP_CONFLICT = 409
 HTTP_INVALID = 422
+
+
+# --- Jobs the world differential creates on the testbed ----------------------------------------------
+
+
+def create_job(api: Client, obj: dict[str, Any]) -> None:
+    """Create one batch/v1 Job from a plain dict (a user's ``kubectl create``); refusals raise ``WriteRefused``."""
+    meta = obj.get("metadata", {})
+    try:
+        api.create(RESOURCES["jobs"].from_dict(obj), namespace=meta.get("namespace"))
+    except ApiError as exc:
+        raise WriteRefused(f"create job {meta.get('namespace')}/{meta.get('name')}: {exc.status.message}") from exc
+
+
+def job_outcomes(api: Client, label_selector: str) -> dict[str, tuple[int, int]]:
+    """``namespace/name`` -> (succeeded, failed) pods of every Job carrying ``label_selector``."""
+    out: dict[str, tuple[int, int]] = {}
+    for job in api.list(RESOURCES["jobs"], namespace=ALL_NS, labels=_selector(label_selector)):
+        data = _as_dict(job)
+        meta, status = data.get("metadata", {}), data.get("status") or {}
+        out[f"{meta.get('namespace')}/{meta.get('name')}"] = (
+            int(status.get("succeeded", 0)),
+            int(status.get("failed", 0)),
+        )
+    return out
+
+
+def _selector(text: str) -> dict[str, Any]:
+    """``a=b,c=d`` as lightkube's label filter."""
+    return {key: value for key, _, value in (part.partition("=") for part in text.split(",") if part)}

@@ -45,11 +45,15 @@ def cluster_with_b_half_used(policy: Policy) -> Cluster:
     return cluster
 
 
-# One pod asking 1 card, 1 CPU, 4 GiB. c is ruled out by its taint. With b holding 2 cards,
-# 2 CPUs and 8 GiB, kube's per-resource scores (cpu, memory, GPU milli; integer arithmetic) are:
-#   LeastAllocated: a = (7000*100//8000 + 28*100//32 + 3000*100//4000)//3 = (87+87+75)//3 = 83
-#                   b = (5000*100//8000 + 20*100//32 + 1000*100//4000)//3 = (62+62+25)//3 = 49 -> a
-#   MostAllocated:  a = (12+12+25)//3 = 16;  b = (37+37+75)//3 = 49 -> b
+# One pod asking 1 card, 1 CPU, 4 GiB. c is ruled out by its taint. b holds 2 cards, 2 CPUs and 8 GiB.
+# kube-scheduler v1.36.5's scores (framework/plugins/noderesources, integer arithmetic):
+#   LeastAllocated (stock: Fit over cpu and memory, plus BalancedAllocation; the GPU is not scored):
+#     Fit      a = (7000*100//8000 + 28*100//32)//2 = (87+87)//2 = 87;  b = (62+62)//2 = 62
+#     Balanced a = 50 + (50 + 100 - 100)/2 = 75 (cpu and memory fractions equal before and after); b = 75
+#     -> a 162, b 137: a
+#   MostAllocated (render's profile: Fit over the GPU, cpu and memory, plus BalancedAllocation):
+#     Fit      a = (1000*100//4000 + 12 + 12)//3 = (25+12+12)//3 = 16;  b = (75+37+37)//3 = 49
+#     -> a 91, b 124: b
 @pytest.mark.parametrize(
     ("policy", "node"),
     [(LeastAllocated(), "a"), (MostAllocated(), "b")],
@@ -62,11 +66,55 @@ def test_policy_picks_node(policy: Policy, node: str) -> None:
     assert decision.node == node
 
 
-def test_least_allocated_scores_match_kube_arithmetic() -> None:
-    cluster = cluster_with_b_half_used(LeastAllocated())
-    pod = PodSpec("p", 1000, 4 * GI, gpus=1)
-    assert LeastAllocated().key(cluster.node("a"), pod) == (-83.0,)
-    assert MostAllocated().key(cluster.node("b"), pod) == (-49.0,)
+@pytest.mark.parametrize(
+    ("policy", "node", "score"),
+    [
+        (LeastAllocated(), "a", 162),
+        (LeastAllocated(), "b", 137),
+        (MostAllocated(), "a", 91),
+        (MostAllocated(), "b", 124),
+    ],
+)
+def test_scores_match_kube_arithmetic(policy: Policy, node: str, score: int) -> None:
+    cluster = cluster_with_b_half_used(policy)
+    assert policy.key(cluster.node(node), PodSpec("p", 1000, 4 * GI, gpus=1)) == (-float(score),)
+
+
+# Hand-computed against kube-scheduler v1.36.5 on one node of 8 CPU, 32 GiB, 4 cards:
+#   a pod with no cpu/memory request counts 100m / 200 MiB in Fit (NonZeroRequested), and is skipped
+#   by BalancedAllocation (best effort): Fit least = ((8000-100)*100//8000 + (32Gi-200Mi)*100//32Gi)//2
+#   = (98+99)//2 = 98. MostAllocated adds the GPU: (1000*100//4000 + 1 + 0)//3 = 8.
+#   A cpu-only pod of 6 CPUs on an empty node: fractions (0.75, 0) -> std 0.375 -> int(62.5) = 62;
+#   balanced = 50 + (50 + 62 - 100)/2 = 50 + 12/2 = 56; Fit least = (25 + 99)//2 = 62 (memory 200 MiB).
+@pytest.mark.parametrize(
+    ("policy", "pod", "score"),
+    [
+        (LeastAllocated(), PodSpec("bare", gpus=1), 98),
+        (MostAllocated(), PodSpec("bare", gpus=1), 8),
+        (LeastAllocated(), PodSpec("cpu", 6000), 62 + 56),
+        # memory 7/8 used by another pod: before (0, 0.875) s=56, after (0.75, 0.875) s=93 -> 50 + (50+93-56)/2 = 93
+        (LeastAllocated(), PodSpec("late-cpu", 6000), None),
+    ],
+    ids=["least-unrequested", "most-unrequested", "least-cpu-only", "balancing-pod"],
+)
+def test_default_requests_and_balance_follow_kube_scheduler(policy: Policy, pod: PodSpec, score: int | None) -> None:
+    node = NodeSpec("n", 8000, 32 * GI, 4, "A100")
+    cluster = Cluster([node], policy)
+    if score is None:  # memory already 7/8 used: the cpu-heavy pod makes the node more balanced
+        hog = PodSpec("hog", 1, 28 * GI)
+        cluster.bind(hog, Placement("hog", "n", ()))
+        fit = ((8000 - 100 - 6000) * 100 // 8000 + (32 * GI - 28 * GI - 200 * (1 << 20)) * 100 // (32 * GI)) // 2
+        score = fit + 93
+    assert policy.key(cluster.node("n"), pod) == (-float(score),)
+
+
+def test_an_unbalancing_pod_scores_balance_lost_against_the_empty_node() -> None:
+    """A pod of 7.5 CPUs and 1 byte on an empty node: Fit least (500*100//8000 + 99)//2 = 52; balance
+    with the pod: fractions (0.9375, ~0), std 0.46875, int(53.125) = 53; without: 100; so
+    50 + (50 + 53 - 100) // 2 = 51. (The numerator never goes negative: two fractions in [0, 1] have a
+    std of at most 0.5, so Go's truncating division and Python's floor agree.)"""
+    cluster = Cluster([NodeSpec("n", 8000, 32 * GI, 0, "")], LeastAllocated())
+    assert LeastAllocated().key(cluster.node("n"), PodSpec("p", 7500, 1)) == (-103.0,)
 
 
 def test_whole_cards_skip_the_cards_already_held() -> None:

@@ -128,17 +128,19 @@ def test_preemptions_and_work_lost_by_hand() -> None:
 def test_serving_starved_replica_minutes_by_hand() -> None:
     """SERVING_AT_RISK, first apply, one serving replica in hour 0 and four after.
 
-    t1 (2 GPUs) at 0: LeastAllocated prefers the serving node (1 of 4 cards used → 25 % free
-    after, against 0 % on n1). t2 at 60 takes n1. At 3600 serving wants 4 replicas, one card is
-    free: two replicas starve until t1 finishes at 7200 → 2 × 3600 s = 120 replica-minutes.
+    t1 (2 GPUs) at 0: a stock kube-scheduler scores cpu and memory only (LeastAllocated), and the
+    pods request neither (counted as 100m / 200 MiB): n1 and s1 both score 99, BalancedAllocation
+    skips a pod without requests, so the tie goes to n1 by name. t2 at 60 can only take s1, beside
+    the one serving replica. At 3600 serving wants 4 replicas, one card is free: two replicas starve
+    until t2 finishes at 7260 → 2 × 3660 s = 122 replica-minutes.
     Wanted: 60 min × 1 + (7260 − 3600) s × 4 = 304 replica-minutes.
     """
     curve = ServingCurve(hourly=(0.25,) + (1.0,) * 23)
     jobs = [job("t1", "a", 0, 7200, gpus=2), job("t2", "a", 60, 7200, gpus=2)]
     result = simulate(fleet(SERVING_AT_RISK), jobs, SimulationConfig(mode=Mode.FIRST_APPLY, serving=curve))
-    assert result.summary["serving"]["starvedReplicaMinutes"] == 120.0
+    assert result.summary["serving"]["starvedReplicaMinutes"] == 122.0
     assert result.summary["serving"]["wantedReplicaMinutes"] == 304.0
-    assert [row["nodes"] for row in result.rows] == ["s1", "n1"]
+    assert [row["nodes"] for row in result.rows] == ["n1", "s1"]
 
 
 def test_admitted_but_unplaced_hours_by_hand() -> None:

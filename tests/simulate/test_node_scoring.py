@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,14 +24,16 @@ def scored(scoring: str) -> str:
 
 
 def two_singles_then_a_pair() -> list[Job]:
-    """TWO_NODES (n1, n2, two cards each, quota 4): a and b take one card each for an hour, then c
-    asks for two cards in one pod. Spread (LeastAllocated), b goes to the empty node and leaves one
-    free card on each, so c waits for a to end at 3,600 s; packed (MostAllocated), b joins a and c
-    finds n2 whole at once."""
+    """TWO_NODES (n1, n2, two cards, 48 CPUs each, quota 4): a and b take one card and 8 CPUs each for
+    an hour, then c asks for two cards in one pod. Spread (a stock kube-scheduler: cpu and memory
+    scored: n2 161 against n1 153 for b, see tests/placement), b goes to the empty node and leaves one
+    free card on each, so c waits for a to end at 3,600 s; packed (MostAllocated, the GPU scored
+    too: n1 115 against n2 92), b joins a and c finds n2 whole at once. Without cpu requests the
+    stock scheduler would see a tie (99 on both) and pick at random: the simulator takes n1 by name."""
     return [
-        job("a", "a", 0, 3600),
-        job("b", "a", 10, 3600),
-        job("c", "a", 20, 600, gpus=2),
+        replace(job("a", "a", 0, 3600), cpu_milli=8000),
+        replace(job("b", "a", 10, 3600), cpu_milli=8000),
+        replace(job("c", "a", 20, 600, gpus=2), cpu_milli=8000),
     ]
 
 

@@ -119,12 +119,12 @@ def test_a_whole_card_job_that_fits_a_full_pool_is_no_misfit_of_the_mig_pool() -
 
 
 def test_first_apply_batch_on_the_serving_node_starves_serving() -> None:
-    """test_metrics' serving case: two replicas starve 3600–7200 s in first apply: 120 replica-minutes.
+    """test_metrics' serving case: two replicas starve 3600–7260 s in first apply: 122 replica-minutes.
     The queue taints the serving node: nothing starves."""
     curve = ServingCurve(hourly=(0.25,) + (1.0,) * 23)
     jobs = [job("t1", "a", 0, 7200, gpus=2), job("t2", "a", 60, 7200, gpus=2)]
     starved = only(findings(fleet(SERVING_AT_RISK), jobs, Mode.FIRST_APPLY, serving=curve), Reason.SERVING_STARVATION)
-    assert "lacked 120.0 replica-minutes" in starved.message
+    assert "lacked 122.0 replica-minutes" in starved.message
     assert "pools[s1].taints" not in starved.settings and starved.subjects == ("serve",)
     queued = findings(fleet(SERVING_AT_RISK), jobs, Mode.QUEUE, serving=curve)
     assert not [x for x in queued if x.reason is Reason.SERVING_STARVATION]

@@ -9,6 +9,7 @@ preempted at 600 and its pods terminate until 630 on both cards.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -110,3 +111,22 @@ def test_wait_for_pods_ready_counts_from_the_admission_into_released_quota(
 def test_a_negative_release_delay_is_refused() -> None:
     with pytest.raises(ValueError, match="cannot be negative"):
         SimulationConfig(release_delay_s=-1)
+
+
+@pytest.mark.parametrize(
+    ("grace", "gone"),
+    [(30, 630), (5, 605), (0, 601), (120, 720)],
+    ids=["kubernetes-default", "short", "none", "long"],
+)
+def test_each_victim_holds_its_gpus_for_its_own_grace_period(grace: int, gone: int) -> None:
+    """j1's pods say ``terminationGracePeriodSeconds: grace``: they hold both cards until 600 + grace
+    (as the testbed's kwok holds a deleted pod until its deletionTimestamp), and j2, admitted at the
+    release (601), runs from then. With no grace the pods are gone at the eviction, so j2 waits only
+    for the quota (601)."""
+    jobs = [replace(JOBS[0], termination_grace_s=grace), *JOBS[1:]]
+    config = SimulationConfig(serving=FLAT, start=START, release_delay_s=1)
+    result = simulate(fleet(TWO_TEAMS), jobs, config)
+    j1, j2 = runs(result)["j1"], runs(result)["j2"]
+    assert [(h.bound, h.released) for h in j1.attempts[0].holds] == [(0, 600 + grace)]
+    assert j2.attempts[0].started == gone
+    assert j1.work_lost == 2 * (600 + grace)

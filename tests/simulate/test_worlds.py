@@ -21,7 +21,7 @@ NIGHT_THEN_DAY = ServingCurve(hourly=(0.25,) + (1.0,) * 23)
 
 @pytest.mark.parametrize(
     ("mode", "training_on_serving", "starved"),
-    [(Mode.FIRST_APPLY, True, 120.0), (Mode.QUEUE, False, 0.0)],
+    [(Mode.FIRST_APPLY, True, 122.0), (Mode.QUEUE, False, 0.0)],
     ids=["first-apply", "queue"],
 )
 def test_training_lands_on_serving_nodes_only_without_the_queue(

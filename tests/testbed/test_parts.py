@@ -7,11 +7,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
-from gpufleet.policy import load_policy, resolve
+from gpufleet.policy import FleetPolicy, load_policy, resolve
+from gpufleet.policy.load import parse_policy
+from gpufleet.render import dra, render
 from gpufleet.render import kueue as render_kueue
-from gpufleet.render import render
-from gpufleet.testbed import kueue, nodes
+from gpufleet.render import scheduler as render_scheduler
+from gpufleet.testbed import kueue, nodes, scheduler
 from gpufleet.testbed.processes import TestbedError, alive, start, stop, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -82,13 +85,60 @@ def test_kueue_webhooks_point_at_the_local_process_and_keep_only_running_integra
     assert job["namespaceSelector"]["matchExpressions"][0]["values"] == list(kueue.SYSTEM_NAMESPACES)
 
 
-def test_kueue_config_carries_the_rendered_fields() -> None:
-    fleet = resolve(load_policy(EXAMPLES / "fleet.yaml"))
-    rendered = render_kueue.configuration(fleet, [])
+def _leaves(obj: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(obj, dict) and obj:
+        out: dict[str, object] = {}
+        for key, value in obj.items():
+            out.update(_leaves(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: obj}
+
+
+def _variant(path: Path, **queueing: object) -> FleetPolicy:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data.setdefault("queueing", {}).update(queueing)
+    data["monitoring"] = {**data.get("monitoring", {}), "enabled": True}
+    return parse_policy(yaml.safe_dump(data), str(path))
+
+
+RICH = {"fairSharing": True, "prioritizePreemptorWorkloads": True, "waitForPodsReady": {"timeoutSeconds": 90}}
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [load_policy(p) for p in POLICIES] + [_variant(p, **RICH) for p in POLICIES],
+    ids=[p.stem for p in POLICIES] + [f"{p.stem}-rich" for p in POLICIES],
+)
+def test_every_rendered_kueue_field_reaches_the_testbed_config(policy: FleetPolicy) -> None:
+    fleet = resolve(policy)
+    mappings = dra.device_class_mappings(fleet) if dra.enabled(fleet) else []
+    rendered = render_kueue.configuration(fleet, mappings)
     config = kueue.manager_config(webhook_port=1, health_port=2, cert_dir="/c", rendered=rendered)
-    assert config["resources"] == rendered["resources"]
-    assert config["fairSharing"] == rendered["fairSharing"]
+    got = _leaves(config)
+    local = tuple(kueue.LOCAL_KEYS)
+    wanted = {k: v for k, v in _leaves(rendered).items() if not any(k == p or k.startswith(p + ".") for p in local)}
+    assert {k: got.get(k) for k in wanted} == wanted
     assert config["webhook"] == {"host": "127.0.0.1", "port": 1, "certDir": "/c"}
+    assert config["metrics"]["bindAddress"] == "0"
+
+
+def test_the_rich_variant_renders_what_the_testbed_must_carry() -> None:
+    """Guards the table above: the variant really renders waitForPodsReady, fair sharing and the rest."""
+    fleet = resolve(_variant(EXAMPLES / "fleet.yaml", **RICH))
+    rendered = render_kueue.configuration(fleet, [])
+    assert rendered["waitForPodsReady"] == {"timeout": "1m30s"}
+    assert {"fairSharing", "featureGates", "metrics", "resources"} <= rendered.keys()
+    config = kueue.manager_config(webhook_port=1, health_port=2, cert_dir="/c", rendered=rendered)
+    assert config["featureGates"] == {"VisibilityOnDemand": False, "PrioritizePreemptorWorkloads": True}
+    assert config["metrics"] == {"bindAddress": "0", "enableClusterQueueResources": True}
+
+
+def test_a_rendered_local_field_never_moves_the_testbed_process() -> None:
+    rendered = {"webhook": {"port": 9443}, "metrics": {"bindAddress": ":8443"}, "waitForPodsReady": {"timeout": "5s"}}
+    config = kueue.manager_config(webhook_port=1, health_port=2, cert_dir="/c", rendered=rendered)
+    assert config["webhook"]["port"] == 1
+    assert config["metrics"]["bindAddress"] == "0"
+    assert config["waitForPodsReady"] == {"timeout": "5s"}
 
 
 def test_stop_ends_a_started_process_and_only_that_one(tmp_path: Path) -> None:
@@ -107,3 +157,20 @@ def test_a_process_that_dies_fails_the_wait_at_once_with_its_log(tmp_path: Path)
     proc = start("crasher", [sys.executable, "-c", "print('bad flag'); raise SystemExit(3)"], tmp_path / "crasher.log")
     with pytest.raises(TestbedError, match="bad flag"):
         wait_until(proc, lambda: False, "health", timeout_s=30)
+
+
+@pytest.mark.parametrize(("scoring", "stock"), [("LeastAllocated", True), ("MostAllocated", False)])
+def test_kube_scheduler_runs_stock_or_with_the_rendered_profile(scoring: str, stock: bool) -> None:
+    data = yaml.safe_load((EXAMPLES / "tiny.yaml").read_text(encoding="utf-8"))
+    data["scheduling"] = {"nodeScoring": scoring}
+    fleet = resolve(parse_policy(yaml.safe_dump(data)))
+    rendered = render_scheduler.scheduler_configuration(fleet)
+    config = scheduler.configuration(rendered, Path("/run/kubeconfig"))
+    argv = scheduler.argv(["kube-scheduler", "--config=/old.yaml", "--v=1"], None if stock else Path("/s.yaml"))
+    if stock:
+        assert config is None and argv == ["kube-scheduler", "--v=1"]
+        return
+    assert config is not None and argv == ["kube-scheduler", "--v=1", "--config=/s.yaml"]
+    assert config["profiles"] == rendered[0]["profiles"]
+    assert config["clientConnection"] == {"kubeconfig": "/run/kubeconfig"}
+    assert config["leaderElection"] == {"leaderElect": False}

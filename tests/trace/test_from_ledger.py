@@ -8,16 +8,19 @@ was submitted and how long it ran.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
+from gpufleet.ledger.records import Allocation, EndReason, Placement
 from gpufleet.ledger.store import Ledger
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.run import simulate
 from gpufleet.trace import Job, JobKind, read_trace
+from gpufleet.trace.from_ledger import catalogue_name, to_jobs
 from tests.ledger.conftest import postgres_url
 from tests.ledger.ledger_pgserver import create_database
 from tests.tune.cases import LIMITED, job, policy
@@ -78,3 +81,81 @@ def test_a_missing_ledger_file_is_refused_not_created(tmp_path: Path) -> None:
     assert not missing.exists() and not (tmp_path / "t.csv").exists()
     both = runner.invoke(app, ["trace", "convert", "x.csv", "--from-ledger", str(missing), "-o", "t.csv"])
     assert both.exit_code == 2
+
+
+# Records shaped exactly as ``gpufleet record`` writes them from a real cluster (not written by the
+# recorder here: no testbed run in this unit test): the placement's gpu_model is the node's
+# ``nvidia.com/gpu.product`` label, taken from the testbed's own nodes for the e2e fleet.
+E2E_FLEET = Path(__file__).resolve().parents[1] / "e2e" / "fleet.yaml"
+
+
+def _recorded(uid: str, node: str, product: str, resource: str = "nvidia.com/gpu") -> Allocation:
+    at = datetime(2026, 1, 5, tzinfo=UTC)
+    return Allocation(
+        workload_uid=uid, attempt=1, namespace="alpha", name=f"job-{uid}", team="alpha", model=None,
+        data_class=None, checkpoint=None, local_queue="alpha", cluster_queue="alpha", priority=100,
+        flavors=((resource, "train"),), gpu_resource=resource, gpu_count=1,
+        placements=(Placement(node, 1, (), product),), created=at, quota_reserved=at, admitted=at,
+        started=at, finished=at + timedelta(seconds=60), end_reason=EndReason.FINISHED, end_detail="Succeeded",
+        end_message="", borrowing=False, simulated=False,
+    )  # fmt: skip
+
+
+def test_recorded_gfd_products_become_the_catalogue_names_the_simulator_pins_on() -> None:
+    from gpufleet.policy import load_policy, resolve
+    from gpufleet.testbed.nodes import fake_nodes
+
+    fleet = resolve(load_policy(E2E_FLEET))
+    records = [
+        _recorded(str(i), n["metadata"]["name"], n["metadata"]["labels"]["nvidia.com/gpu.product"])
+        for i, n in enumerate(fake_nodes(fleet))
+    ]
+    converted = to_jobs(records, fleet.policy)
+    by_node = {r.placements[0].node: j.gpu_models for r, j in zip(records, converted.jobs, strict=True)}
+    labels = {n["metadata"]["name"]: n["metadata"]["labels"]["gpufleet.io/gpu"] for n in fake_nodes(fleet)}
+    assert by_node == {node: (model,) for node, model in labels.items()}
+    assert set(labels.values()) == {"H100-SXM5-80GB", "A100-SXM4-80GB", "L4"}
+
+
+@pytest.mark.parametrize(
+    ("recorded", "name"),
+    [
+        ("NVIDIA-H100-80GB-HBM3", "H100-SXM5-80GB"),  # GFD's product
+        ("NVIDIA-L4-SHARED", "L4"),  # a time-sliced node whose resource is not renamed
+        ("NVIDIA-A100-SXM4-80GB-MIG-1g.10gb", "A100-SXM4-80GB"),  # the single MIG strategy
+        ("nvidia-a100-80gb-pcie", "A100-PCIE-80GB"),  # letter case does not matter
+        ("H100-SXM5-80GB", "H100-SXM5-80GB"),  # a ledger the simulator wrote
+        ("H100-80GB", "H100-SXM5-80GB"),  # an alias
+    ],
+)
+def test_a_recorded_model_maps_to_its_catalogue_name(recorded: str, name: str) -> None:
+    assert catalogue_name(recorded) == name
+
+
+def test_an_unknown_product_stops_the_conversion_naming_workload_node_and_value(tmp_path: Path) -> None:
+    url = str(tmp_path / "ledger.sqlite")
+    with Ledger.open(url) as ledger:
+        ledger.append([_recorded("w-1", "node-7", "NVIDIA-Imaginary-9000")])
+    out = tmp_path / "trace.csv"
+    result = runner.invoke(app, ["trace", "convert", "--from-ledger", url, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "NVIDIA-Imaginary-9000" in result.output and "node-7" in result.output and "w-1" in result.output
+    assert url in result.output
+    assert not out.exists()
+
+
+def test_a_product_two_models_share_is_settled_by_the_policy_or_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No two catalogue models share a GFD product today, so the catalogue is extended here (a test
+    double of the table: the real one cannot show the case) with a twin of the L4."""
+    from dataclasses import replace as copy_with
+
+    from gpufleet import gpus
+    from gpufleet.policy import load_policy
+
+    real = gpus.models()
+    l4 = next(m for m in real if m.name == "L4")
+    monkeypatch.setattr(gpus, "models", lambda: (*real, copy_with(l4, name="L4-TWIN", aliases=())))
+    with pytest.raises(ValueError, match="ambiguous: it is the product of L4, L4-TWIN"):
+        catalogue_name("NVIDIA-L4")
+    tiny = load_policy(Path(__file__).resolve().parents[2] / "examples" / "tiny.yaml")  # an L4 pool
+    assert catalogue_name("NVIDIA-L4", tiny) == "L4"

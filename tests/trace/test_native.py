@@ -38,6 +38,7 @@ def jobs(draw: st.DrawFn) -> Job:
         model=draw(text.map(str.strip)),
         data_class=draw(text.map(str.strip)),
         checkpoint=draw(text.map(str.strip)),
+        termination_grace_s=draw(st.integers(0, 3600)),
     )
 
 
@@ -139,3 +140,4 @@ def test_namespace_defaults_to_team(tmp_path: Path) -> None:
     path.write_text("job_id,team,submit_s,duration_s,kind\nj,research,0,1,dev\n")
     (job,) = read_trace(path)
     assert (job.namespace, job.pods, job.gpus) == ("research", 1, 0)
+    assert job.termination_grace_s == 30  # Kubernetes' default, for traces written before the column

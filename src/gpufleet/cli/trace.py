@@ -97,7 +97,7 @@ def convert(
         raise InputError.one("give a trace file to convert or --from-ledger URL (one of them)", path="SOURCE")
     if from_ledger is not None:
         fleet_policy = load_policy(policy) if policy is not None else None
-        converted = ledger_jobs(read_allocations(from_ledger), fleet_policy)
+        converted = ledger_jobs(read_allocations(from_ledger), fleet_policy, from_ledger)
         write_trace(converted.jobs, output)
         left = {"unfinished": converted.unfinished, "withoutGpus": converted.without_gpus}
         if as_json:

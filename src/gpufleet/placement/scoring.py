@@ -5,10 +5,25 @@ capacity, its free state and the pod's requests, so the cluster may memoize it) 
 pod would get there; the cluster appends the node name as the final tie-breaker, so every run is
 reproducible (kube-scheduler itself breaks ties at random).
 
-- ``LeastAllocated`` (kube-scheduler's default NodeResourcesFit strategy) and ``MostAllocated``
-  (its bin-packing strategy) score 0..100 per resource with kube's integer arithmetic, over CPU,
-  memory and the node's GPU resource (milli of its full cards, its time-slice replicas, or the
-  pod's MIG profile), weight 1 each, a resource the node lacks left out. A fractional share goes to
+- ``LeastAllocated`` is what a kube-scheduler started without ``--config`` does (v1.36.5,
+  ``pkg/scheduler/apis/config/v1/default_plugins.go`` and ``defaults.go``): NodeResourcesFit with
+  LeastAllocated over ``defaultResourceSpec``, cpu and memory only, weight 1 each, plus
+  NodeResourcesBalancedAllocation (plugin weight 1) over the same two. The GPU is not scored: a stock
+  scheduler spreads GPU pods only by their cpu and memory. ``MostAllocated`` is the profile ``render``
+  writes for ``scheduling.nodeScoring: MostAllocated``: NodeResourcesFit MostAllocated over the GPU
+  resources, cpu and memory, weight 1 each, with BalancedAllocation still on (the profile leaves it
+  as it is). Both follow ``framework/plugins/noderesources`` exactly: Fit counts a container's
+  missing cpu or memory request as 100m / 200 MiB (``NonZeroRequested``, the node's pods too) and
+  scores ``(alloc - used) * 100 // alloc`` (least) or ``used * 100 // alloc`` (most) per resource,
+  the weighted mean in integers; an extended resource the pod does not ask for, or the node lacks,
+  is left out. BalancedAllocation takes the real requests, skips a pod asking for neither cpu nor
+  memory (0 everywhere), and scores ``50 + (50 + s_with − s_without) // 2``, ``s = int((1 − |f_cpu − f_mem| / 2) · 100)`` over the fractions used (capped at 1),
+  with and without the pod. The other default scorers (TaintToleration, NodeAffinity, ImageLocality,
+  PodTopologySpread, InterPodAffinity) give every node the same score for gpufleet's pods (no
+  PreferNoSchedule taints, no preferred affinity, no images on fake nodes, Job pods outside the system
+  spreading selectors), so the key is minus the sum of the two. A request of 0 is taken as no
+  request. A fractional share (``gpu_milli``, not a Kubernetes resource) is scored as milli of the
+  node's full cards by MostAllocated, as the FGD simulator's GPU-share plugin does; a share goes to
   the fullest card that still fits it (best fit), then the lowest index.
 - ``FragmentationAware``: the least increase in expected fragmentation (see ``fragmentation``),
   counted in bands of ``resolution`` milli (a tenth of a card by default: smaller differences are
@@ -34,7 +49,7 @@ from typing import Protocol
 from gpufleet.placement.fragmentation import FragmentMeter, ShapeMix
 from gpufleet.placement.node import MILLI
 from gpufleet.placement.pod import PodSpec
-from gpufleet.placement.state import DeviceSlot, NodeState
+from gpufleet.placement.state import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, DeviceSlot, NodeState
 
 MAX_NODE_SCORE = 100
 
@@ -50,23 +65,68 @@ class Policy(Protocol):
     def devices(self, node: NodeState, pod: PodSpec) -> tuple[DeviceSlot, ...]: ...
 
 
-def _usage_after(node: NodeState, pod: PodSpec) -> list[tuple[int, int]]:
-    """(requested after placing the pod, allocatable) per scored resource."""
+def nonzero(pod: PodSpec) -> tuple[int, int]:
+    """The pod's cpu (milli) and memory as NodeResourcesFit counts them: a missing request as the default."""
+    return pod.cpu_milli or DEFAULT_MILLI_CPU, pod.memory or DEFAULT_MEMORY
+
+
+def _fit_core(node: NodeState, pod: PodSpec) -> list[tuple[int, int]]:
+    """(requested after placing the pod, allocatable) for cpu and memory, non-zero requests."""
+    cpu, mem = nonzero(pod)
     spec = node.spec
-    dims = [
-        (spec.cpu_milli - node.cpu_free + pod.cpu_milli, spec.cpu_milli),
-        (spec.memory - node.mem_free + pod.memory, spec.memory),
-    ]
+    return [(node.cpu_nonzero + cpu, spec.cpu_milli), (node.mem_nonzero + mem, spec.memory)]
+
+
+def _gpu_usage_after(node: NodeState, pod: PodSpec) -> list[tuple[int, int]]:
+    """(requested after placing the pod, allocatable) of the GPU resource the pod asks for, if any."""
+    if not pod.wants_gpu():
+        return []  # an extended resource the pod does not request is left out
+    spec = node.spec
     if pod.mig_profile:
         alloc = sum(p == pod.mig_profile for c in range(spec.gpus) for p in spec.card_profiles(c))
-        dims.append((alloc - len(node.mig_free.get(pod.mig_profile, ())) + pod.gpus, alloc))
+        dims = [(alloc - len(node.mig_free.get(pod.mig_profile, ())) + pod.gpus, alloc)]
     elif node.timesliced:
         alloc = len(spec.full_cards) * spec.timeslice_replicas
-        dims.append((sum(node.used_replicas) + pod.gpus, alloc))
+        dims = [(sum(node.used_replicas) + pod.gpus, alloc)]
     else:
-        alloc = len(spec.full_cards) * MILLI
-        dims.append((node.gpu_milli_used() + pod.gpu_milli_total, alloc))
+        dims = [(node.gpu_milli_used() + pod.gpu_milli_total, len(spec.full_cards) * MILLI)]
     return [(used, alloc) for used, alloc in dims if alloc > 0]
+
+
+def _mean(scores: list[int]) -> int:
+    return sum(scores) // len(scores) if scores else 0
+
+
+def _balance(fractions: list[float]) -> int:
+    """BalancedAllocation's ``balancedResourceScore`` for two resources: ``int((1 - std) * 100)``."""
+    std = abs((fractions[0] - fractions[1]) / 2) if len(fractions) == 2 else 0.0
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def balanced_allocation(node: NodeState, pod: PodSpec) -> int:
+    """NodeResourcesBalancedAllocation over cpu and memory (its default resources), real requests."""
+    if not pod.cpu_milli and not pod.memory:
+        return 0  # a best-effort pod: the plugin skips it, every node scores the same
+    spec = node.spec
+    used = ((spec.cpu_milli - node.cpu_free, spec.cpu_milli), (spec.memory - node.mem_free, spec.memory))
+    asks = (pod.cpu_milli, pod.memory)
+    before = [min(u / a, 1.0) for u, a in used if a]
+    after = [min((u + ask) / a, 1.0) for (u, a), ask in zip(used, asks, strict=True) if a]
+    half = MAX_NODE_SCORE // 2
+    # Go divides by 2 truncating toward zero; the numerator is never negative (a two-resource std is
+    # at most 0.5, so a balance score is at least 50), where floor division agrees
+    return half + (half + _balance(after) - _balance(before)) // 2
+
+
+def least_allocated(node: NodeState, pod: PodSpec) -> int:
+    """NodeResourcesFit's LeastAllocated with kube-scheduler's default resources (cpu, memory)."""
+    return _mean([(a - u) * MAX_NODE_SCORE // a if u <= a else 0 for u, a in _fit_core(node, pod)])
+
+
+def most_allocated(node: NodeState, pod: PodSpec) -> int:
+    """NodeResourcesFit's MostAllocated over the rendered resources: the GPU asked for, cpu, memory."""
+    dims = _gpu_usage_after(node, pod) + _fit_core(node, pod)
+    return _mean([min(u, a) * MAX_NODE_SCORE // a for u, a in dims])
 
 
 def _best_fit_card(node: NodeState, pod: PodSpec) -> int | None:
@@ -77,12 +137,12 @@ def _best_fit_card(node: NodeState, pod: PodSpec) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class LeastAllocated:
+    """A stock kube-scheduler: Fit LeastAllocated (cpu, memory) + BalancedAllocation."""
+
     name: str = "LeastAllocated"
 
     def key(self, node: NodeState, pod: PodSpec) -> Key:
-        dims = _usage_after(node, pod)
-        score = sum((alloc - used) * MAX_NODE_SCORE // alloc for used, alloc in dims) // len(dims)
-        return (float(-score),)
+        return (float(-(least_allocated(node, pod) + balanced_allocation(node, pod))),)
 
     def devices(self, node: NodeState, pod: PodSpec) -> tuple[DeviceSlot, ...]:
         return node.devices_for(pod, _best_fit_card(node, pod))
@@ -90,12 +150,12 @@ class LeastAllocated:
 
 @dataclass(frozen=True, slots=True)
 class MostAllocated:
+    """The rendered profile: Fit MostAllocated (GPU resources, cpu, memory) + BalancedAllocation."""
+
     name: str = "MostAllocated"
 
     def key(self, node: NodeState, pod: PodSpec) -> Key:
-        dims = _usage_after(node, pod)
-        score = sum(used * MAX_NODE_SCORE // alloc for used, alloc in dims) // len(dims)
-        return (float(-score),)
+        return (float(-(most_allocated(node, pod) + balanced_allocation(node, pod))),)
 
     def devices(self, node: NodeState, pod: PodSpec) -> tuple[DeviceSlot, ...]:
         return node.devices_for(pod, _best_fit_card(node, pod))

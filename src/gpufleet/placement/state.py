@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from gpufleet.placement.node import GPU_MILLI, MILLI, NodeSpec, mig_resource
 from gpufleet.placement.pod import PodSpec
 
-Signature = tuple[int, int, tuple[int, ...], int, tuple[object, ...]]
+Signature = tuple[int, int, tuple[int, ...], int, tuple[object, ...], tuple[int, int]]
+DEFAULT_MILLI_CPU = 100  # kube-scheduler counts a missing cpu request as this (NonZeroRequested)
+DEFAULT_MEMORY = 200 * 1024 * 1024  # and a missing memory request as this, in bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +37,10 @@ class NodeState:
         "bound",
         "class_id",
         "cpu_free",
+        "cpu_nonzero",
         "free",
         "mem_free",
+        "mem_nonzero",
         "mig_free",
         "spec",
         "used_replicas",
@@ -47,6 +51,9 @@ class NodeState:
         self.class_id = class_id
         self.cpu_free = spec.cpu_milli
         self.mem_free = spec.memory
+        # cpu and memory requested as kube-scheduler's NodeResourcesFit scores them: 0 counts as a default
+        self.cpu_nonzero = 0
+        self.mem_nonzero = 0
         full = set(spec.full_cards)
         self.free = [MILLI if i in full else 0 for i in range(spec.gpus)]
         self.used_replicas = [0] * spec.gpus
@@ -67,7 +74,8 @@ class NodeState:
 
     def signature(self) -> Signature:
         """The free state that fit and scores depend on: CPU, memory, the card frees as a multiset,
-        the count of fully free cards, and (time-sliced or MIG nodes) replica use and free instances."""
+        the count of fully free cards, (time-sliced or MIG nodes) replica use and free instances, and
+        the cpu and memory requested as the scheduler's scoring counts them."""
         frees = tuple(sorted(self.free))
         extra: tuple[object, ...] = ()
         if not self.plain:
@@ -75,7 +83,7 @@ class NodeState:
                 tuple(sorted(self.used_replicas)),
                 tuple(sorted((p, len(v)) for p, v in self.mig_free.items())),
             )
-        return (self.cpu_free, self.mem_free, frees, frees.count(MILLI), extra)
+        return (self.cpu_free, self.mem_free, frees, frees.count(MILLI), extra, (self.cpu_nonzero, self.mem_nonzero))
 
     def insufficient(self, pod: PodSpec) -> list[str]:
         """The resources this node lacks for the pod, each as kube-scheduler names it."""
@@ -130,6 +138,8 @@ class NodeState:
     def take(self, pod: PodSpec, devices: tuple[DeviceSlot, ...]) -> None:
         self.cpu_free -= pod.cpu_milli
         self.mem_free -= pod.memory
+        self.cpu_nonzero += pod.cpu_milli or DEFAULT_MILLI_CPU
+        self.mem_nonzero += pod.memory or DEFAULT_MEMORY
         for d in devices:
             if pod.mig_profile:
                 self.mig_free[pod.mig_profile].remove((d.gpu, d.instance or 0))
@@ -143,6 +153,8 @@ class NodeState:
         pod, devices = self.bound.pop(name)
         self.cpu_free += pod.cpu_milli
         self.mem_free += pod.memory
+        self.cpu_nonzero -= pod.cpu_milli or DEFAULT_MILLI_CPU
+        self.mem_nonzero -= pod.memory or DEFAULT_MEMORY
         for d in devices:
             if pod.mig_profile:
                 free = self.mig_free[pod.mig_profile]

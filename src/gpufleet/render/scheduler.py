@@ -3,9 +3,13 @@
 
 kube-scheduler's NodeResourcesFit plugin scores a node by how much of it a pod would leave in use:
 LeastAllocated (its default) spreads pods, so a gang of whole-node pods can find every node part
-full; MostAllocated packs them, so whole nodes stay free. LeastAllocated renders nothing (the
-cluster runs as it does); MostAllocated renders a profile for the scheduler's ``--config`` file,
-not an API object, so kustomize never applies it and ``render --check`` does not validate it.
+full; MostAllocated packs them, so whole nodes stay free. LeastAllocated renders nothing: the
+cluster runs kube-scheduler's defaults, which score cpu and memory only (``defaultResourceSpec``)
+and add NodeResourcesBalancedAllocation, and that is what the simulator models for it
+(``placement.scoring``). MostAllocated renders a profile for the scheduler's ``--config`` file, not an
+API object, so kustomize never applies it and ``render --check`` does not validate it; the profile
+sets only NodeResourcesFit's arguments, so BalancedAllocation stays on beside it, as the simulator
+models too. The testbed starts its kube-scheduler with exactly this file (``testbed.scheduler``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ API = "kubescheduler.config.k8s.io/v1"
 DEFAULT_SCHEDULER = "default-scheduler"
 # Weight 1 each, the GPU resources and cpu and memory: the scoring the simulator models
 # (gpufleet.placement.scoring), so the cluster packs as the simulated runs did. kube-scheduler takes
-# a resource the node lacks out of the mean, so a MIG profile scores only on the nodes that offer it.
+# a resource the node lacks, or an extended one the pod does not ask for, out of the mean, so a MIG
+# profile scores only for the pods asking for it, on the nodes that offer it.
 WEIGHT = 1
 
 HEADER = """kube-scheduler's node scoring the policy asks for (scheduling.nodeScoring: MostAllocated). This is not

@@ -88,14 +88,14 @@ class SimulationConfig:
     placement: PlacementPolicy | None = None  # None: the policy's scheduling.nodeScoring (for_policy)
     pods_ready: PodsReady = field(default_factory=PodsReady)
     serving: ServingCurve = field(default_factory=ServingCurve)
-    termination_grace_s: int = 30  # a preempted pod's grace period: it holds its GPUs until then
     release_delay_s: int = RELEASE_DELAY_MS // 1000
     """Seconds from a preemption to the release of the victim's quota. Kueue's job reconciler clears
     the reservation once the Job is no longer active (``jobframework/reconciler.go``, "handle
     eviction"; ``IsActive`` is ``status.active != 0`` for a batch Job), and the Job controller does
     not count pods being deleted as active: so the quota frees about a second after the eviction
     (the twin's ``RELEASE_DELAY_MS``, measured on issue 18's testbed), while the pods still hold
-    their GPUs for ``termination_grace_s``. 0: at the eviction's own instant."""
+    their GPUs for their grace period (each job's ``termination_grace_s``, Kubernetes' 30 s unless
+    the trace says otherwise). 0: at the eviction's own instant."""
     bucket_s: int = HOUR  # width of one time-series bucket
     start: datetime = datetime(2026, 1, 5, tzinfo=UTC)  # wall time of trace second 0 (ledger times)
     until_s: int | None = None  # stop here even if work remains (None: see horizon_after_last_s)
@@ -103,8 +103,8 @@ class SimulationConfig:
     reference_twin: bool = False  # the queue world's Kueue on the twin's reference path (no memo, no streaks)
 
     def __post_init__(self) -> None:
-        if self.release_delay_s < 0 or self.termination_grace_s < 0:
-            raise ValueError("a release delay or grace period cannot be negative")
+        if self.release_delay_s < 0:
+            raise ValueError("a release delay cannot be negative")
 
 
 def for_policy(config: SimulationConfig, policy: FleetPolicy) -> SimulationConfig:

@@ -24,8 +24,8 @@ queue-order timestamp. Pods are ready the moment they are bound (no image pulls,
 Kueue's own clocks (the queue world): a parked workload wakes one requeue batch (1 s) after the
 capacity change that frees it, at an instant booked for it (``KUEUE``).
 
-Preemption is Kueue's graceful eviction: the victim's pods terminate for ``termination_grace_s``
-(Kubernetes' default grace period), holding their GPUs until they are gone (``GONE``). Its quota
+Preemption is Kueue's graceful eviction: the victim's pods terminate for their grace period (the
+job's ``termination_grace_s``, Kubernetes' 30 s by default), holding their GPUs until they are gone (``GONE``). Its quota
 frees sooner, ``release_delay_s`` after the eviction (``RELEASE``): Kueue's job reconciler clears a
 Workload's reservation once its Job has no active pod, and pods being deleted are not active. Until
 then the victim is marked evicted, and the waiting preemptor picks it again (Kueue orders the evicted

@@ -3,9 +3,8 @@
 Each pool's nodes carry the labels and taints gpufleet renders (the pool selector, the GPU
 Operator's config label, the ``gpufleet.io/pool`` taint); the first-apply world has the labels but
 no taints. A MIG pool's cards are cut by the policy's layout; a time-sliced pool's cards are shared
-``replicas`` ways. The policy says nothing about CPU and memory, so every node gets room for
-``CPU_PER_GPU`` and ``MEMORY_PER_GPU`` per card plus one card's worth for the system: GPU jobs are
-limited by their GPUs, as in the fleets gpufleet is made for.
+``replicas`` ways. Names, CPU, memory and the other labels (GFD's, the kubelet's, the GPU model's)
+are ``policy.node_shape``'s, the testbed's kwok nodes' too, so a differential compares like nodes.
 
 A device's worth in GPUs (for GPU-hours and utilization): a full card 1; a MIG instance its compute
 slices over the card's (3g on a 7-slice A100: 3/7); a time-slice replica 1/replicas.
@@ -18,15 +17,13 @@ from fractions import Fraction
 
 from gpufleet.gpus import MigGeometry
 from gpufleet.placement import NodeSpec, Taint, TaintEffect
-from gpufleet.policy import Fleet
+from gpufleet.policy import Fleet, node_shape
 from gpufleet.policy.capacity import PoolCapacity
 from gpufleet.policy.slicing import SlicingMode
 from gpufleet.render.common import pool_taints
 from gpufleet.render.gpu_operator import node_labels
-from gpufleet.simulate.requests import GPU_MODEL_LABEL
 
-CPU_PER_GPU = 16_000  # milli-CPU
-MEMORY_PER_GPU = 128 << 30  # bytes
+node_names = node_shape.node_names
 
 
 @dataclass(frozen=True)
@@ -52,12 +49,6 @@ class PoolNodes:
         return devices * self.replica_worth
 
 
-def node_names(cap: PoolCapacity) -> tuple[str, ...]:
-    """The policy's node names, or ``<pool>-01…`` where it gives a count."""
-    pool = cap.pool
-    return pool.node_names or tuple(f"{pool.name}-{i:02d}" for i in range(1, pool.node_count + 1))
-
-
 def _mig_worth(geometry: MigGeometry | None, layout: dict[str, int]) -> dict[str, Fraction]:
     if geometry is None:
         return {}
@@ -74,20 +65,19 @@ def pool_nodes(cap: PoolCapacity, *, tainted: bool) -> PoolNodes:
     layout = dict(decision.layout or {}) if decision.mode is SlicingMode.MIG else {}
     card = tuple(profile for profile, count in sorted(layout.items()) for _ in range(count))
     replicas = decision.replicas if decision.mode is SlicingMode.TIMESLICE and decision.replicas else 1
-    labels = {**node_labels(cap), GPU_MODEL_LABEL: cap.gpu.name}
     taints = tuple(Taint(t["key"], t["value"], TaintEffect(t["effect"])) for t in pool_taints(pool)) if tainted else ()
     per_node = pool.gpusPerNode
     nodes = tuple(
         NodeSpec(
             name=name,
-            cpu_milli=(per_node + 1) * CPU_PER_GPU,
-            memory=(per_node + 1) * MEMORY_PER_GPU,
+            cpu_milli=node_shape.cpu_milli(cap),
+            memory=node_shape.memory(cap),
             gpus=per_node,
             gpu_model=cap.gpu.name,
             mig=(card,) * per_node if card else (),
             timeslice_replicas=replicas,
             rename_shared="nvidia.com/gpu.shared" in cap.units,
-            labels=tuple(sorted(labels.items())),
+            labels=tuple(sorted({**node_shape.labels(cap, name), **node_labels(cap)}.items())),
             taints=taints,
         )
         for name in node_names(cap)

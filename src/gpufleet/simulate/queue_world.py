@@ -121,12 +121,13 @@ class QueueWorld(Simulation):
         self.push(t + self.config.pods_ready.timeout_s, TIMEOUT, (run, attempt.number))
 
     def preempted(self, t: int, p: Preempted) -> None:
-        """The victim's pods start terminating and keep their GPUs until the grace period ends
-        (``pods_gone``); its Workload keeps its quota, marked evicted, until Kueue releases it a
+        """The victim's pods start terminating and keep their GPUs until their grace period ends
+        (``pods_gone``; the job's ``termination_grace_s``, as a kubelet honours the pod's
+        ``terminationGracePeriodSeconds``); its Workload keeps its quota, marked evicted, until Kueue releases it a
         release delay later (``quota_released``). Its work since the start is lost, the grace
         period included."""
         run = self.by_key[p.workload]
-        gone = t + self.config.termination_grace_s
+        gone = t + run.job.termination_grace_s
         ended = run.attempt
         pods = [pod.name for pod in run.pods]
         if run.state is State.RUNNING:

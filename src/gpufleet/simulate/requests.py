@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.placement import Operator, PodSpec, Requirement, Toleration
-from gpufleet.policy import Fleet
+from gpufleet.policy import Fleet, node_shape
 from gpufleet.policy.slicing import SlicingMode
 from gpufleet.trace.job import Job
 from gpufleet.twin.apis.specs import PodSetSpec, ResourceFlavorSpec, WorkloadSpec
@@ -32,7 +32,7 @@ from gpufleet.twin.apis.specs import PodSetSpec, ResourceFlavorSpec, WorkloadSpe
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"
 POD_SET = "main"
-GPU_MODEL_LABEL = "gpufleet.io/gpu"  # the label every simulated node carries with its catalogue model
+GPU_MODEL_LABEL = node_shape.GPU_MODEL_LABEL  # the label every node carries with its catalogue model
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,8 @@ from gpufleet import files
 from gpufleet.policy.fleet import Fleet
 from gpufleet.render import dra
 from gpufleet.render import kueue as render_kueue
-from gpufleet.testbed import etcd, kueue, kwok, nodes, pki
+from gpufleet.render import scheduler as render_scheduler
+from gpufleet.testbed import etcd, kueue, kwok, nodes, pki, scheduler
 from gpufleet.testbed.binaries import Binaries
 from gpufleet.testbed.processes import (
     Started,
@@ -241,7 +242,7 @@ class Testbed:
         done("kube-apiserver")
         self._kueue_crds()
         done("kueue-crds")
-        self._controllers(ports, certs)
+        self._controllers(fleet, ports, certs)
         done("controllers")
         self._kueue(fleet, ports, certs)
         done("kueue")
@@ -310,8 +311,9 @@ class Testbed:
         self.kubectl("create", "namespace", kueue.NAMESPACE)
         self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
 
-    def _controllers(self, ports: Ports, certs: Certificates) -> None:
-        """Step 5: kube-controller-manager (the controllers listed in CONTROLLERS) and kube-scheduler."""
+    def _controllers(self, fleet: Fleet, ports: Ports, certs: Certificates) -> None:
+        """Step 5: kube-controller-manager (the controllers listed in CONTROLLERS) and kube-scheduler,
+        stock or with the profile the policy renders (``testbed.scheduler``)."""
         kc = str(self.kubeconfig)
         delegated = [
             f"--kubeconfig={kc}",
@@ -326,13 +328,33 @@ class Testbed:
             f"--service-account-private-key-file={certs.tokens.key}", f"--root-ca-file={certs.ca.cert}",
             "--use-service-account-credentials=false", "--v=1",
         ])  # fmt: skip
-        scheduler = self._start("kube-scheduler", [
+        argv = scheduler.argv([
             str(self.bin.path("kube-scheduler")), *delegated, f"--secure-port={ports.scheduler}",
             f"--cert-dir={self.run / 'scheduler-certs'}", "--v=1",
-        ])  # fmt: skip
-        for proc, port in ((kcm, ports.controller_manager), (scheduler, ports.scheduler)):
+        ], self._scheduler_config(render_scheduler.scheduler_configuration(fleet)))  # fmt: skip
+        sched = self._start("kube-scheduler", argv)
+        for proc, port in ((kcm, ports.controller_manager), (sched, ports.scheduler)):
             check = http_ok(f"https://127.0.0.1:{port}/healthz", insecure_context())
             wait_until(proc, check, "healthz", START_TIMEOUT_S)
+
+    def _scheduler_config(self, rendered: list[Any]) -> Path | None:
+        """Write kube-scheduler's ``--config`` file for a rendered profile; None (and no file) for stock."""
+        path = self.config / "kube-scheduler.yaml"
+        config = scheduler.configuration(rendered, self.kubeconfig)
+        if config is None:
+            path.unlink(missing_ok=True)
+            return None
+        self.config.mkdir(parents=True, exist_ok=True)
+        files.write_text(path, yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def reconfigure_scheduler(self, rendered: list[Any], timeout_s: float = START_TIMEOUT_S) -> None:
+        """Restart kube-scheduler with ``rendered`` (``render.scheduler``'s documents; empty: stock)."""
+        state = self.state()
+        if state is None:
+            raise TestbedError(f"no testbed runs from {self.run}")
+        old = next(p for p in state.processes if p.name == "kube-scheduler")
+        self.restart("kube-scheduler", timeout_s, argv=scheduler.argv(old.argv, self._scheduler_config(rendered)))
 
     def _kueue(self, fleet: Fleet, ports: Ports, certs: Certificates) -> None:
         """Step 6: Kueue as a local process, then its webhooks pointed at it."""
@@ -382,8 +404,8 @@ class Testbed:
         state = self.state()
         return [p.name for p in state.processes if alive(p)] if state else []
 
-    def restart(self, name: str, timeout_s: float = START_TIMEOUT_S) -> None:
-        """Stop one component and start it again with the same arguments, as an operator's restart.
+    def restart(self, name: str, timeout_s: float = START_TIMEOUT_S, argv: list[str] | None = None) -> None:
+        """Stop one component and start it again with the same arguments (or ``argv``), as an operator's restart.
 
         Waits until the new process runs and the API server answers ``/readyz`` again; the state file
         records the new pid. Tests use it to show that nothing is lost across a restart.
@@ -395,7 +417,7 @@ class Testbed:
         if old is None:
             raise TestbedError(f"no component named {name}; running: {', '.join(p.name for p in state.processes)}")
         stop(old)
-        new = start(old.name, old.argv, old.log, dict(old.env))
+        new = start(old.name, argv if argv is not None else old.argv, old.log, dict(old.env))
         processes = [new if p.name == name else p for p in state.processes]
         self._started = processes
         self.state_file.write_text(replace(state, processes=processes).dump(), encoding="utf-8")

@@ -5,8 +5,11 @@ as a local process, so the webhook configurations shipped in the Kueue module ar
 ``https://127.0.0.1:<port>/<path>`` with the testbed CA, and internal certificate management is off.
 Only the webhooks of the integrations the testbed enables (batch/v1 Jobs) and of Kueue's own objects
 are registered: a webhook for a disabled integration would only add a failure point to every pod.
-The fields gpufleet renders for Kueue's Configuration (excluded resources, fair sharing, DRA device
-class mappings) are merged in, so the testbed's Kueue behaves as the policy asks a production one to.
+Every field gpufleet renders for Kueue's Configuration (excluded resources and DRA device class
+mappings, fair sharing, waitForPodsReady, feature gates, queue-resource metrics: whatever ``render``
+emits) is merged in, so the testbed's Kueue behaves as the policy asks a production one to. Only what
+must stay local wins over it (``LOCAL_KEYS``: where Kueue listens, how it finds its certificates, that it
+leads alone, which integrations run); every other rendered leaf overrides the testbed's own.
 """
 
 from __future__ import annotations
@@ -23,7 +26,20 @@ FRAMEWORKS = ("batch/job",)
 KEPT_PATH_PARTS = ("-batch-v1-job", "-kueue-x-k8s-io-")
 # As Kueue's own kustomization does: its job webhooks never intercept the system namespaces.
 SYSTEM_NAMESPACES = ("kube-system", NAMESPACE)
-RENDERED_KEYS = ("resources", "fairSharing")
+# Leaves of the local Configuration that the rendered one may never change: the process's own plumbing.
+LOCAL_KEYS = (
+    "namespace",
+    "health",
+    "metrics.bindAddress",
+    "webhook",
+    "leaderElection",
+    "internalCertManagement",
+    "clientConnection",
+    "integrations",
+    "featureGates.VisibilityOnDemand",
+)
+# Identity of the document, not a setting.
+IDENTITY_KEYS = ("apiVersion", "kind")
 
 
 def manager_config(*, webhook_port: int, health_port: int, cert_dir: str, rendered: Obj) -> Obj:
@@ -44,10 +60,31 @@ def manager_config(*, webhook_port: int, health_port: int, cert_dir: str, render
         # outside internal certificate management; the testbed does not serve that API.
         "featureGates": {"VisibilityOnDemand": False},
     }
-    for key in RENDERED_KEYS:
-        if key in rendered:
-            config[key] = copy.deepcopy(rendered[key])
-    return config
+    return merge(config, rendered_fields(rendered))
+
+
+def rendered_fields(rendered: Obj) -> Obj:
+    """The rendered Configuration's settings: all of it but its identity and the ``LOCAL_KEYS``."""
+    out = {k: copy.deepcopy(v) for k, v in rendered.items() if k not in IDENTITY_KEYS}
+    for dotted in LOCAL_KEYS:
+        *parents, leaf = dotted.split(".")
+        node: Any = out
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return out
+
+
+def merge(base: Obj, over: Obj) -> Obj:
+    """``base`` with ``over`` laid on it: maps merge key by key, any other value of ``over`` wins."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def _kept(hook: dict[str, Any]) -> bool:

@@ -3,8 +3,16 @@
 kwok simulates kubelets by patching object status when a Stage's selector matches. These four stages
 are the whole life the testbed needs: a node turns Ready; a scheduled pod starts Running; a Job's pod
 succeeds after the duration in its ``RUN_FOR_ANNOTATION`` (a Go duration such as ``30s``; a day when
-absent, so an unannotated pod holds its GPUs until deleted); and a deleted pod is removed at once,
-finalizers and all, as a kubelet would after its containers stopped.
+absent, so an unannotated pod holds its GPUs until deleted); and a deleted pod is removed, finalizers
+and all, at its ``deletionTimestamp``: the API server sets that to the deletion's instant plus the
+pod's ``terminationGracePeriodSeconds`` (``pkg/registry/core/pod/strategy.go`` ``CheckGracefulDelete``
+and ``apiserver/pkg/registry/rest/delete.go`` ``BeforeDelete``, Kubernetes v1.36.5), so a terminating
+pod holds its node's resources for its whole grace period, as a kubelet whose containers use all of it
+does. kwok v0.8 reads a delay from a time-valued field as that time minus now
+(``pkg/utils/lifecycle/value_duration_from.go``); its own ``pod-delete`` stage puts the field in
+``jitterDurationFrom``, which draws a random instant between one second and the deletionTimestamp;
+the testbed puts it in ``durationFrom`` so the delay is exactly the grace period. A pod that never ran
+or already finished has a grace period of 0 (the API server deletes it at once).
 """
 
 from __future__ import annotations
@@ -139,5 +147,6 @@ def stages() -> list[Stage]:
             "Pod",
             [_exists(".metadata.deletionTimestamp")],
             {"finalizers": {"empty": True}, "delete": True},
+            delay={"durationMilliseconds": 0, "durationFrom": {"expressionFrom": ".metadata.deletionTimestamp"}},
         ),
     ]

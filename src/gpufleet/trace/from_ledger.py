@@ -8,6 +8,14 @@ as its successful attempt ran (``started`` → ``finished``). A workload without
 that asked for no GPU; ``Converted`` counts both. The ledger does not know a job's kind: a gang or four cards or more is training, a MIG
 instance or a shared card is dev, anything else batch-eval (documented in docs/traces.md).
 
+A placement's GPU model is what the recorder saw on the node: GPU Feature Discovery's
+``nvidia.com/gpu.product`` (``NVIDIA-H100-80GB-HBM3``; ``-SHARED`` appended on a time-sliced node,
+``-MIG-<profile>`` under the single MIG strategy), or a catalogue name in a ledger the simulator
+wrote. ``gpu_models`` are catalogue names (``H100-SXM5-80GB``), which the simulator's nodes carry, so
+each value is mapped through the catalogue's ``product`` column (``catalogue_name``); a value the
+catalogue does not know, or knows under two names the policy cannot tell apart, stops the conversion
+with the workload, the node and the value named.
+
 Only the ledger's public read API is used (``Ledger.open`` without migrating, ``allocations``), and a
 ledger file that does not exist is refused instead of created: reading never changes what it reads.
 """
@@ -19,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpufleet import gpus
 from gpufleet.errors import InputError
 from gpufleet.ledger.records import Allocation, EndReason
 from gpufleet.ledger.store import Ledger
@@ -26,6 +35,8 @@ from gpufleet.policy import FleetPolicy
 from gpufleet.trace.job import Job, JobKind
 
 MIG_PREFIX = "nvidia.com/mig-"
+SHARED_SUFFIX = "-SHARED"  # GFD's product on a time-sliced node whose resource is not renamed
+MIG_PRODUCT_INFIX = "-MIG-"  # GFD's product under the single MIG strategy: <product>-MIG-<profile>
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,46 @@ def guess_kind(pods: int, gpus: int, sliced: bool) -> JobKind:
     return JobKind.DEV if sliced else JobKind.BATCH_EVAL
 
 
+def catalogue_name(value: str, policy: FleetPolicy | None = None) -> str:
+    """The catalogue name for a recorded GPU model: a catalogue name or alias as it is, or a GFD
+    product mapped through the catalogue. Raises ValueError (unknown, or ambiguous where the policy's
+    pools do not settle it)."""
+    known = gpus.lookup(value)
+    if known is not None:
+        return known.name
+    product = value.strip()
+    if product.upper().endswith(SHARED_SUFFIX):
+        product = product[: -len(SHARED_SUFFIX)]
+    cut = product.upper().find(MIG_PRODUCT_INFIX)
+    if cut > 0:
+        product = product[:cut]
+    found = [m.name for m in gpus.models() if m.product.casefold() == product.casefold()]
+    if len(found) > 1 and policy is not None:
+        pooled = {model.name for p in policy.pools if (model := gpus.lookup(p.gpu)) is not None}
+        found = [name for name in found if name in pooled] or found
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise ValueError(f"GPU product {value!r} is ambiguous: it is the product of {', '.join(found)}")
+    raise ValueError(
+        f"GPU model {value!r} is neither a catalogue name nor a GPU Feature Discovery product the catalogue "
+        f"knows (products: {', '.join(m.product for m in gpus.models())})"
+    )
+
+
+def _models(allocation: Allocation, policy: FleetPolicy | None, source: str) -> tuple[str, ...]:
+    out = set()
+    for place in allocation.placements:
+        if place.gpus <= 0 or not place.gpu_model:
+            continue
+        try:
+            out.add(catalogue_name(place.gpu_model, policy))
+        except ValueError as exc:
+            where = f"workload {allocation.workload_uid} attempt {allocation.attempt}, node {place.node}: gpu_model"
+            raise InputError.one(str(exc), file=source, path=where) from None
+    return tuple(sorted(out))
+
+
 def _priority_classes(policy: FleetPolicy | None) -> dict[int, str]:
     if policy is None:
         return {}
@@ -72,8 +123,9 @@ def _team(a: Allocation, teams: dict[str, str]) -> str:
     return teams.get(a.namespace) or a.team or a.namespace
 
 
-def to_jobs(allocations: Sequence[Allocation], policy: FleetPolicy | None = None) -> Converted:
-    """One job per workload with a finished attempt; ``policy`` names the teams and priority classes."""
+def to_jobs(allocations: Sequence[Allocation], policy: FleetPolicy | None = None, source: str = "") -> Converted:
+    """One job per workload with a finished attempt; ``policy`` names the teams and priority classes
+    (and settles a GPU product two catalogue models share); ``source`` names the ledger in errors."""
     by_uid: dict[str, list[Allocation]] = defaultdict(list)
     for a in allocations:
         by_uid[a.workload_uid].append(a)
@@ -102,7 +154,7 @@ def to_jobs(allocations: Sequence[Allocation], policy: FleetPolicy | None = None
         first = attempts[0]
         places = [p for p in done.placements if p.gpus > 0]
         pods = len(places) if places and done.gpu_count % len(places) == 0 else 1
-        models = tuple(sorted({p.gpu_model for p in places if p.gpu_model}))
+        models = _models(done, policy, source)
         job_id = done.name if done.name not in seen else f"{done.name}-{uid[:8]}"
         seen.add(job_id)
         mig = done.gpu_resource.removeprefix(MIG_PREFIX) if done.gpu_resource.startswith(MIG_PREFIX) else ""

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 MILLI = 1000
+# Kubernetes' default terminationGracePeriodSeconds (the API server fills it into every pod spec)
+DEFAULT_TERMINATION_GRACE_S = 30
 
 
 class JobKind(StrEnum):
@@ -19,7 +21,8 @@ class JobKind(StrEnum):
 class Job:
     """One job: ``pods`` identical pods, each asking for ``gpus`` devices (whole cards, time-slice
     replicas, or MIG instances of ``mig_profile``) or ``gpu_milli`` (a share of one card).
-    Times are integer seconds from the trace's start; memory is in bytes."""
+    Times are integer seconds from the trace's start; memory is in bytes. ``termination_grace_s`` is
+    the pods' ``terminationGracePeriodSeconds``: a preempted pod holds its GPUs this long."""
 
     job_id: str
     team: str
@@ -38,6 +41,7 @@ class Job:
     model: str = ""
     data_class: str = ""
     checkpoint: str = ""
+    termination_grace_s: int = DEFAULT_TERMINATION_GRACE_S
 
     def __post_init__(self) -> None:
         problems = job_problems(self)
@@ -67,6 +71,8 @@ def job_problems(job: Job) -> list[str]:
         out.append("duration_s must be >= 0")
     if job.pods < 1:
         out.append("pods must be >= 1")
+    if job.termination_grace_s < 0:
+        out.append("termination_grace_s must be >= 0")
     if min(job.gpus, job.gpu_milli, job.cpu_milli, job.memory) < 0:
         out.append("requests must be >= 0")
     if job.gpu_milli and (job.gpus or job.mig_profile or job.gpu_milli >= MILLI):

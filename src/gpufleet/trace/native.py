@@ -17,14 +17,16 @@ from typing import TYPE_CHECKING
 
 from gpufleet.errors import InputError, Problem
 from gpufleet.files import atomic_path
-from gpufleet.trace.job import Job, JobKind, job_problems
+from gpufleet.trace.job import DEFAULT_TERMINATION_GRACE_S, Job, JobKind, job_problems
 
 if TYPE_CHECKING:  # polars loads with the first trace read or written, not with every command
     import polars as pl
 
 COLUMNS = tuple(f.name for f in fields(Job))
 REQUIRED = ("job_id", "team", "submit_s", "duration_s", "kind")
-INT_COLUMNS = ("submit_s", "duration_s", "pods", "gpus", "gpu_milli", "cpu_milli", "memory")
+INT_COLUMNS = ("submit_s", "duration_s", "pods", "gpus", "gpu_milli", "cpu_milli", "memory", "termination_grace_s")
+# An empty integer cell (or a trace without the column) is 0, but for these
+INT_DEFAULTS = {"pods": 1, "termination_grace_s": DEFAULT_TERMINATION_GRACE_S}
 MODEL_SEPARATOR = "|"
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -144,7 +146,7 @@ def _job(
             if not cell:
                 if name in REQUIRED:
                     problems.append(locate(f"{name} is required", name))
-                values[name] = 1 if name == "pods" else 0
+                values[name] = INT_DEFAULTS.get(name, 0)
                 continue
             if not _INTEGER.fullmatch(cell):  # int() would also take '1_000' and '١٢'
                 problems.append(locate(f"{name}: expected an integer, got {_shown(cell)}", name))

@@ -1,0 +1,109 @@
+"""The simulator against the real control plane (issue 32): the small scenario, run for real twice.
+
+Two runs of the compressed small trace (``world_scenarios.small``) on fresh testbeds (Kueue v0.19.2,
+kube-scheduler, kwok pods that run for their durations, ``gpufleet record`` writing the ledger), and a
+seeded ensemble of ``simulate`` runs on the same trace: every measure's sim-to-real distance must stay
+within the real-vs-real floor (``simulate.differential.judge``). Then the first run's own ledger goes
+through ``gpufleet trace convert --from-ledger`` and ``simulate`` under the same policy, which must
+reproduce the recorded run within that floor, and under another policy, where every job must run.
+The run folders (testbed logs, bundle, ledger) stay in pytest's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli import app
+from gpufleet.policy import load_policy, resolve
+from gpufleet.simulate.differential import WorldMeasures, ensemble, from_records, judge
+from gpufleet.testbed import TestbedError, ensure
+from gpufleet.testbed.binaries import ENV_BIN
+from gpufleet.testbed.world import ORIGIN, RealRun, run_real, run_simulated
+from gpufleet.trace.compression import check_runnable, compress
+from gpufleet.trace.native import read_trace
+from tests.e2e.conftest import GO, REPO
+from tests.e2e.world_scenarios import HERE as SCENARIOS
+from tests.e2e.world_scenarios import small
+
+SEEDS = 4
+
+
+@dataclass
+class Runs:
+    real: list[RealRun]
+    measures: list[WorldMeasures]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    if not (os.environ.get(ENV_BIN) or shutil.which("go") or GO.exists()):
+        pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
+    if shutil.which("go") is None and GO.exists():
+        os.environ["PATH"] = f"{GO.parent}:{os.environ['PATH']}"
+    try:
+        binaries = ensure(REPO)
+    except TestbedError as exc:
+        pytest.fail(f"cannot build the testbed: {exc}")
+    scenario = small()
+    fleet = scenario.fleet()
+    jobs = compress(scenario.jobs, scenario.factor)
+    check_runnable(jobs, fleet)
+    real = []
+    for i in range(scenario.real_runs):
+        run = run_real(fleet, jobs, tmp_path_factory.mktemp(f"world-{i}"), binaries,
+                       drain_timeout_s=scenario.drain_timeout_s)  # fmt: skip
+        assert not run.undrained, f"Jobs still running at the drain deadline: {run.undrained}"
+        real.append(run)
+    yield Runs(real, [from_records(r.records, r.origin) for r in real])
+
+
+def _disagreements(real: list[WorldMeasures], simulated: list[WorldMeasures]) -> list[str]:
+    return [
+        f"{v.measure.name}: {v.sim_to_real:.3f} {v.measure.unit} > floor {v.floor:.3f}"
+        for v in judge(real, simulated)
+        if not v.agrees
+    ]
+
+
+def test_every_job_of_the_trace_ran_on_the_testbed(runs: Runs) -> None:
+    jobs = len(small().jobs)
+    assert [(m.jobs, m.finished) for m in runs.measures] == [(jobs, jobs)] * len(runs.measures)
+
+
+def test_the_simulator_agrees_with_the_testbed_within_the_floor(runs: Runs) -> None:
+    scenario = small()
+    jobs = compress(scenario.jobs, scenario.factor)
+    sims = [from_records(run_simulated(scenario.fleet(), ensemble(jobs, seed)), ORIGIN) for seed in range(SEEDS)]
+    assert _disagreements(runs.measures, sims) == []
+
+
+def _replayed(runs: Runs, policy: Path, out: Path) -> WorldMeasures:
+    """The first real run's ledger → ``trace convert --from-ledger`` → ``simulate`` under ``policy``."""
+    trace = out / "replayed.csv"
+    result = CliRunner().invoke(
+        app, ["trace", "convert", "--from-ledger", runs.real[0].ledger, "--policy", str(policy), "-o", str(trace)]
+    )
+    assert result.exit_code == 0, result.output
+    jobs = read_trace(trace)
+    assert len(jobs) == len(small().jobs)
+    return from_records(run_simulated(resolve(load_policy(policy)), jobs), ORIGIN)
+
+
+def test_the_recorded_ledger_replays_within_the_floor(runs: Runs, tmp_path: Path) -> None:
+    replay = _replayed(runs, small().policy, tmp_path)
+    assert replay.finished == replay.jobs
+    assert _disagreements(runs.measures, [replay]) == []
+
+
+def test_the_recorded_ledger_runs_under_another_policy(runs: Runs, tmp_path: Path) -> None:
+    """Under the fair-sharing policy (three teams, the same nodes) the replayed jobs are placed and finish:
+    none is pinned to a GPU model no node carries."""
+    replay = _replayed(runs, SCENARIOS / "fair.yaml", tmp_path)
+    assert replay.jobs == len(small().jobs) and replay.finished == replay.jobs

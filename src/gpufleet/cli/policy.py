@@ -183,16 +183,29 @@ def render_cmd(
     crds: Annotated[
         Path | None, typer.Option("--crds", help="Folder of Kueue CRD YAML files (needed by --check)")
     ] = None,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            "--image",
+            help="The gpufleet image the webhook and recorder run (build it with `make image` and push it first); "
+            "overrides the policy's cluster.image",
+            show_default=False,
+        ),
+    ] = None,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
     legacy_out: LegacyOut = None,
 ) -> None:
     """Write the manifests that put Kueue in front of the cards (a kustomize-ready folder)."""
+    from gpufleet.policy.images import image_problem
     from gpufleet.render import render, write_bundle
 
     out = pick_output(output, legacy_out)
+    problem = None if image is None else image_problem(image)
+    if problem is not None:
+        raise InputError.one(f"{image!r}: {problem}", path="--image")
     loaded = load_policy(policy)
-    bundle = render(resolve(loaded))
+    bundle = render(resolve(loaded), image=image)
     target = outputs.check(out, force=force)  # before --check's work, and before anything is written
     document: dict[str, Any] = {}
     if check:

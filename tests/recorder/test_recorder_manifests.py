@@ -9,6 +9,7 @@ import pytest
 import typer
 
 from gpufleet.cli import app
+from gpufleet.cli.commands import LazyGroup
 from gpufleet.recorder.manifests import recorder_objects
 
 
@@ -76,7 +77,10 @@ def test_the_recorder_signs_checkpoints_with_the_secret_key_and_the_cli_takes_it
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert key == f"{mounts['ledger-key']['mountPath']}/key" and mounts["ledger-key"]["readOnly"]
     assert volumes["ledger-key"]["secret"] == {"secretName": "gpufleet-ledger-key", "defaultMode": 0o440}
-    record = typer.main.get_command(app).commands[args[0]]  # type: ignore[attr-defined]
+    root = typer.main.get_command(app)
+    assert isinstance(root, LazyGroup)
+    root.load(args[0])  # the root lists commands by name until one runs: build this one
+    record = root.commands[args[0]]
     argv = [a.replace("$(LEDGER_URL)", "postgresql://x@db/l") for a in args[1:]]
     context = record.make_context(args[0], argv)  # parses, runs nothing: every option exists
     assert str(context.params["checkpoint_key"]) == key

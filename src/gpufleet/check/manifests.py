@@ -18,6 +18,7 @@ from gpufleet.check import cel
 from gpufleet.check.facts import SYSTEM_NAMESPACES, admission_facts
 from gpufleet.check.workloads import KINDS
 from gpufleet.policy.fleet import Fleet
+from gpufleet.policy.images import PUBLISHED
 
 Obj = dict[str, Any]
 NAME = "gpufleet-admission"
@@ -29,7 +30,7 @@ POLICY_PATH = "/etc/gpufleet/fleet.yaml"
 TLS_DIR = "/etc/gpufleet/tls"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpufleet"}
 APP = {"app.kubernetes.io/name": WEBHOOK}
-DEFAULT_IMAGE = f"ghcr.io/gpufleet/gpufleet:{__version__}"
+DEFAULT_IMAGE = f"{PUBLISHED}:{__version__}"  # unpublished until a release: README, "On a real cluster"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 
 

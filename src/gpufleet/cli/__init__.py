@@ -1,6 +1,7 @@
 """The ``gpufleet`` command line: parsing and printing only, one core call per command.
 
-Each command group lives in its own module and is registered here. ``main`` owns the exit codes:
+Each command group lives in its own module, listed in ``gpufleet.cli.commands`` and imported only when
+that command runs (so ``--help`` and ``check`` start at once). ``main`` owns the exit codes:
 0 success or intact, 1 a finding (denied, tampered, invalid), 2 unusable input (a user mistake, a
 usage error), 70 a crash (a bug: the traceback goes to a file, or to stderr with GPUFLEET_DEBUG=1),
 130 interrupted, 141 the reader of stdout went away (a closed pipe).
@@ -18,13 +19,7 @@ import typer
 from typer import rich_utils
 
 from gpufleet import __version__
-from gpufleet.cli import check, demo, evidence, policy, scan, trace
-from gpufleet.cli import simulate as simulate_cli
-from gpufleet.cli import tune as tune_cli
-from gpufleet.cli import twin as twin_cli
-from gpufleet.cli import whatif as whatif_cli
-from gpufleet.cli import why as why_cli
-from gpufleet.cli.audit import audit_app, record
+from gpufleet.cli.commands import LazyGroup
 from gpufleet.cli.common import err_console, error_document
 from gpufleet.errors import Problem
 
@@ -38,11 +33,8 @@ app = typer.Typer(
     help="A queue in front of the card: plan, render, simulate and audit a shared GPU fleet with Kueue.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=LazyGroup,
 )
-
-
-app.add_typer(twin_cli.app, name="twin")
-app.add_typer(trace.app, name="trace")
 
 
 def _print_version(value: bool) -> None:
@@ -64,19 +56,6 @@ def _root(
 def version() -> None:
     """Print gpufleet's version."""
     typer.echo(__version__)
-
-
-policy.register(app)
-evidence.register(app)
-check.register(app)
-scan.register(app)
-demo.register(app)
-tune_cli.register(app)
-app.command()(simulate_cli.simulate)
-app.add_typer(audit_app)
-app.command()(record)
-app.command("why")(why_cli.why)
-app.command("what-if")(whatif_cli.whatif)
 
 
 def _crash(exc: Exception, as_json: bool) -> None:

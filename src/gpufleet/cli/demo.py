@@ -125,7 +125,3 @@ def demo(
         soft_wrap=True,
     )
     print_kept(target)
-
-
-def register(app: typer.Typer) -> None:
-    app.command()(demo)

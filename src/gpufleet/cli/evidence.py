@@ -175,7 +175,3 @@ def print_evidence(result: Evidence) -> None:
         "'not measured' gives the reason (evidence.html lists each one).",
         highlight=False,
     )
-
-
-def register(app: typer.Typer) -> None:
-    app.command()(evidence)

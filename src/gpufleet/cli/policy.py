@@ -1,4 +1,7 @@
-"""``gpufleet schema | init | plan | render``: the policy file and what it becomes."""
+"""``gpufleet schema | init | plan | render``: the policy file and what it becomes.
+
+What only one of them needs (the renderer and its validator, the cluster scan, the simulator behind
+``plan --trace``) is imported inside that command, so ``plan`` starts without them."""
 
 from __future__ import annotations
 
@@ -23,20 +26,10 @@ from gpufleet.cli.common import (
     print_kept,
     print_table,
 )
-from gpufleet.cli.simulate import progress_bar
 from gpufleet.errors import InputError
 from gpufleet.files import write_text
 from gpufleet.plan import Plan, make_plan
 from gpufleet.policy import FleetPolicy, load_policy, resolve
-from gpufleet.render import render, write_bundle
-from gpufleet.render.check import check_bundle
-from gpufleet.scan import analyse
-from gpufleet.scan.fetch import fetch
-from gpufleet.simulate.config import SimulationConfig
-from gpufleet.simulate.measures import as_dict
-from gpufleet.simulate.run import assess, simulate
-from gpufleet.trace import read_trace
-from gpufleet.validation import load_crds
 
 PolicyArg = Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)]
 
@@ -59,6 +52,9 @@ def init(
     if path.exists() and not force:
         raise InputError.one("already exists; pass --force to overwrite it", file=str(path))
     if from_cluster:
+        from gpufleet.scan import analyse
+        from gpufleet.scan.fetch import fetch
+
         text = analyse(fetch(kubeconfig), "gpufleet.io/team").starter_policy()
     else:
         text = (importlib.resources.files("gpufleet.policy") / "init.yaml").read_text(encoding="utf-8")
@@ -149,6 +145,12 @@ def plan(
     document: dict[str, Any] = result.as_dict()
     judged = None
     if trace is not None:
+        from gpufleet.cli.simulate import progress_bar
+        from gpufleet.simulate.config import SimulationConfig
+        from gpufleet.simulate.measures import as_dict
+        from gpufleet.simulate.run import assess, simulate
+        from gpufleet.trace import read_trace
+
         jobs = read_trace(trace)
         with progress_bar(1, quiet=as_json) as update:
             run = simulate(fleet, jobs, SimulationConfig(), update)
@@ -181,14 +183,29 @@ def render_cmd(
     crds: Annotated[
         Path | None, typer.Option("--crds", help="Folder of Kueue CRD YAML files (needed by --check)")
     ] = None,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            "--image",
+            help="The gpufleet image the webhook and recorder run (build it with `make image` and push it first); "
+            "overrides the policy's cluster.image",
+            show_default=False,
+        ),
+    ] = None,
     force: ForceOpt = False,
     as_json: JsonOpt = False,
     legacy_out: LegacyOut = None,
 ) -> None:
     """Write the manifests that put Kueue in front of the cards (a kustomize-ready folder)."""
+    from gpufleet.policy.images import image_problem
+    from gpufleet.render import render, write_bundle
+
     out = pick_output(output, legacy_out)
+    problem = None if image is None else image_problem(image)
+    if problem is not None:
+        raise InputError.one(f"{image!r}: {problem}", path="--image")
     loaded = load_policy(policy)
-    bundle = render(resolve(loaded))
+    bundle = render(resolve(loaded), image=image)
     target = outputs.check(out, force=force)  # before --check's work, and before anything is written
     document: dict[str, Any] = {}
     if check:
@@ -198,6 +215,9 @@ def render_cmd(
                 "(config/components/crd/bases of the Kueue release you run)",
                 path="--crds",
             )
+        from gpufleet.render.check import check_bundle
+        from gpufleet.validation import load_crds
+
         report = check_bundle(bundle, kubernetes=loaded.cluster.kubernetes, crds=load_crds(crds))
         if report.findings:
             if as_json:
@@ -231,10 +251,3 @@ def render_cmd(
     for path in paths:
         console.print(f"  {path.relative_to(target.path)}", highlight=False, soft_wrap=True)
     print_kept(target)
-
-
-def register(app: typer.Typer) -> None:
-    app.command()(schema)
-    app.command()(init)
-    app.command()(plan)
-    app.command("render")(render_cmd)

@@ -95,7 +95,3 @@ def scan(
         write_text(write_policy, report.starter_policy())
         if not as_json:
             console.print(f"wrote {write_policy}; next: [bold]gpufleet plan {write_policy}[/]")
-
-
-def register(app: typer.Typer) -> None:
-    app.command()(scan)

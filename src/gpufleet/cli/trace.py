@@ -14,14 +14,9 @@ from rich.table import Table
 from gpufleet.cli.common import JsonOpt, console, guarded, print_table
 from gpufleet.durations import human
 from gpufleet.errors import InputError
-from gpufleet.evidence.window import parse_time
 from gpufleet.policy import load_policy, resolve
-from gpufleet.prom import DEFAULT_TIMEOUT_S, Connection
+from gpufleet.prom import DEFAULT_TIMEOUT_S, Connection  # the option default; httpx2 only, no query
 from gpufleet.trace import SynthSpec, load_spec, read_trace, synthesize, write_trace
-from gpufleet.trace.alibaba import read_pods, to_jobs
-from gpufleet.trace.from_ledger import read_allocations
-from gpufleet.trace.from_ledger import to_jobs as ledger_jobs
-from gpufleet.trace.from_prometheus import read_prometheus
 from gpufleet.trace.summary import peak_gpus, summarize
 from gpufleet.trace.synth import fleet_spec
 
@@ -96,6 +91,9 @@ def convert(
     if (source is None) == (from_ledger is None):
         raise InputError.one("give a trace file to convert or --from-ledger URL (one of them)", path="SOURCE")
     if from_ledger is not None:
+        from gpufleet.trace.from_ledger import read_allocations
+        from gpufleet.trace.from_ledger import to_jobs as ledger_jobs  # SQLAlchemy: only for a ledger
+
         fleet_policy = load_policy(policy) if policy is not None else None
         converted = ledger_jobs(read_allocations(from_ledger), fleet_policy, from_ledger)
         write_trace(converted.jobs, output)
@@ -112,6 +110,8 @@ def convert(
         )
         return
     assert source is not None
+    from gpufleet.trace.alibaba import read_pods, to_jobs
+
     jobs = to_jobs(read_pods(source), compression, team, str(source)) if alibaba else read_trace(source)
     write_trace(jobs, output)
     if as_json:
@@ -137,6 +137,9 @@ def from_prometheus(
     as_json: JsonOpt = False,
 ) -> None:
     """A cluster's history before any queue, from kube-state-metrics in its Prometheus, as a trace."""
+    from gpufleet.evidence.window import parse_time
+    from gpufleet.trace.from_prometheus import read_prometheus
+
     since, until = parse_time(start, option="--from"), parse_time(end, option="--to")
     if until <= since:
         raise InputError.one(f"--to {end} must be after --from {start}", path="--to")

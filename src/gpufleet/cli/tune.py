@@ -212,7 +212,3 @@ def tune_command(
         if not as_json:
             err_console.print("no trial met the constraints: " + "; ".join(constraints.describe()))
         raise typer.Exit(EXIT_NOTHING_FEASIBLE)
-
-
-def register(app: typer.Typer) -> None:
-    app.command("tune")(tune_command)

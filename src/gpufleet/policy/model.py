@@ -25,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from gpufleet.policy.images import PUBLISHED, image_problem
+
 UNLIMITED: Literal["unlimited"] = "unlimited"
 Limit = NonNegativeInt | Literal["unlimited"]
 """A borrowing or lending limit: a count, or the explicit word ``unlimited`` (Kueue's nil)."""
@@ -87,6 +89,19 @@ class Cluster(Spec):
     dra: DraMode = DraMode.AUTO
     labels: Labels = Labels()
     checkpointAnnotation: LabelKey = "gpufleet.io/checkpoint"
+    image: str | None = Field(
+        default=None,
+        description="The gpufleet image the admission webhook and the recorder run (`make image` builds it; push it "
+        "to a registry the cluster pulls from). Unset: " + PUBLISHED + ":<version>, not published until a release is",
+    )
+
+    @field_validator("image")
+    @classmethod
+    def _image_reference(cls, value: str | None) -> str | None:
+        problem = None if value is None else image_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("dra", mode="before")
     @classmethod

@@ -59,16 +59,24 @@ def kueue_objects(fleet: Fleet) -> list[Obj]:
     ]
 
 
+def image_of(fleet: Fleet, image: str | None = None) -> str:
+    """The image the webhook and the recorder run: ``render --image``, else the policy's
+    ``cluster.image``, else the project's published name (which must be built and pushed first)."""
+    return image or fleet.policy.cluster.image or DEFAULT_WEBHOOK_IMAGE
+
+
 def recorder_objects(fleet: Fleet, image: str = DEFAULT_WEBHOOK_IMAGE) -> list[Obj]:
     """The recorder that writes the ledger from the cluster's watch (same image as the webhook)."""
     postgres = fleet.policy.recorder.ledger == "postgresql"
     return recorder_manifests(NAMESPACE, image, "secret" if postgres else None)
 
 
-def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundle:
-    """Every object the policy implies, grouped into files; empty concerns produce no file."""
+def render(fleet: Fleet, *, image: str | None = None) -> Bundle:
+    """Every object the policy implies, grouped into files; empty concerns produce no file. ``image``
+    (see ``image_of``) is what the webhook and recorder Deployments run."""
     dra_on = dra.enabled(fleet)
-    webhook = webhook_objects(fleet, webhook_image)
+    own_image = image_of(fleet, image)
+    webhook = webhook_objects(fleet, own_image)
     # gpufleet's own namespace holds the recorder too, so it is applied with the other namespaces
     own_namespace = [o for o in webhook if o["kind"] == "Namespace"]
     webhook = [o for o in webhook if o["kind"] != "Namespace"]
@@ -86,7 +94,7 @@ def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundl
         RenderedFile("nodes.yaml", nodes.node_patches(fleet)),
         RenderedFile("serving.yaml", serving.serving_objects(fleet)),
         RenderedFile("admission-policy.yaml", validating_admission_policy(fleet)),
-        RenderedFile("recorder.yaml", recorder_objects(fleet)),
+        RenderedFile("recorder.yaml", recorder_objects(fleet, own_image)),
         RenderedFile("admission-webhook.yaml", webhook, resource=False, header=WEBHOOK_HEADER),
     ]
     if dra_on:
@@ -115,4 +123,4 @@ def render(fleet: Fleet, *, webhook_image: str = DEFAULT_WEBHOOK_IMAGE) -> Bundl
     return Bundle([f for f in files if f.objects])
 
 
-__all__ = ["Bundle", "RenderedFile", "describe", "kueue_objects", "render", "write_bundle"]
+__all__ = ["Bundle", "RenderedFile", "describe", "image_of", "kueue_objects", "render", "write_bundle"]

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpufleet.errors import InputError
@@ -152,7 +152,7 @@ class Simulation:
         self.meter = Meter(config.bucket_s)
         for logged in ("serving_starved", f"team:{SERVING}"):  # the measures integrate them over a window
             self.meter.log(logged)
-        catalog = Catalog.of(fleet)
+        self.catalog = catalog = Catalog.of(fleet)
         self.runs: list[JobRun] = []
         self.skipped: list[Job] = []
         for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):  # arrival order; the id breaks ties
@@ -187,6 +187,10 @@ class Simulation:
         self.arrived = 0
         self.place_dirty = False
         self.rates: tuple[float, ...] | None = None  # what ``refresh`` last set
+        # the loop's own state (``advance``): begun, over, quiet since (serving only), stopped at
+        self.begun = self.over = False
+        self.quiet_since: int | None = None
+        self.stopped_at: int | None = None
 
     # --- what a world says -----------------------------------------------------------------------
     def prepare(self, fleet: Fleet) -> Reaches | None:
@@ -222,28 +226,37 @@ class Simulation:
         heapq.heappush(self.heap, (t, self.seq, kind, subject))
 
     def run(self) -> Outcome:
-        if self.deployments:
-            self.push(0, SCALE, None)
-        for r in self.runs:
-            self.push(r.job.submit_s, ARRIVE, r)
-        quiet_since: int | None = None
+        self.advance()
+        return self.outcome()
+
+    def advance(self, through: int | None = None) -> bool:
+        """Run every instant up to ``through`` (None: to the end) and pause there; False once the run
+        is over. A paused simulation is a state to branch from (``gpufleet.forecast`` copies it and
+        runs each copy on with its own sampled runtimes): the loop's own variables live on ``self``."""
+        if not self.begun:
+            self.begun = True
+            if self.deployments:
+                self.push(0, SCALE, None)
+            for r in self.runs:
+                self.push(r.job.submit_s, ARRIVE, r)
         until = self.config.until_s
         if until is None and self.runs:
             until = self.runs[-1].job.submit_s + self.config.horizon_after_last_s
-        stopped_at: int | None = None
-        while self.heap:
+        while self.heap and not self.over:
             t = self.heap[0][0]
+            if through is not None and t > through:
+                return True
             if until is not None and t > until:
-                stopped_at = until
+                self.stopped_at = until
                 break
             if self.active == 0:
                 if self.waiting == 0 or not self.waits_out_serving:
                     break
-                quiet_since = t if quiet_since is None else quiet_since
-                if t >= quiet_since + DAY:
+                self.quiet_since = t if self.quiet_since is None else self.quiet_since
+                if t >= self.quiet_since + DAY:
                     break
             else:
-                quiet_since = None
+                self.quiet_since = None
             self.meter.advance(t)
             while self.heap and self.heap[0][0] == t:
                 _, _, kind, subject = heapq.heappop(self.heap)
@@ -252,8 +265,46 @@ class Simulation:
                 self.handle(t, kind, subject)
             self.settle(t)
             self.refresh()
-        if stopped_at is not None:
-            self.meter.advance(stopped_at)
+        self.over = True
+        return False
+
+    def retime(self, at: int, durations: dict[str, int]) -> None:
+        """At a pause at ``at``, give jobs (by key) new durations: a forecast's sampled runtimes. A
+        running job then finishes its new duration after its start, at the earliest the next instant."""
+        running = {}
+        for key, duration in durations.items():
+            run = self.by_key[key]
+            run.job = replace(run.job, duration_s=duration)
+            if run.state is State.RUNNING:
+                running[key] = run
+        if not running:
+            return
+        kept = [e for e in self.heap if not (e[2] == FINISH and e[3][0].key in running)]
+        self.active -= len(self.heap) - len(kept)
+        self.heap = kept
+        heapq.heapify(self.heap)
+        for run in running.values():
+            started = run.attempt.started
+            assert started is not None
+            self.push(max(started + run.job.duration_s, at + 1), FINISH, (run, run.attempt.number))
+
+    def join(self, jobs: Sequence[Job]) -> None:
+        """At a pause, jobs arriving later than it (a forecast's sampled arrivals), in arrival order."""
+        for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):
+            ask = self.catalog.ask_of(job)
+            run = None if ask is None else JobRun(job, ask, len(self.runs))
+            if run is None or run.key in self.by_key:
+                continue
+            if self.reaches is not None:
+                run.never = self.reaches.never_admissible(job, run.ask)
+            self.runs.append(run)
+            self.by_key[run.key] = run
+            self.push(job.submit_s, ARRIVE, run)
+
+    def outcome(self) -> Outcome:
+        """What the finished run leaves behind."""
+        if self.stopped_at is not None:
+            self.meter.advance(self.stopped_at)
         if self.progress is not None:
             self.progress(len(self.runs), len(self.runs))
         priorities, local_queues, cycles = self.facts()

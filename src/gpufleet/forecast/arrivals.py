@@ -1,0 +1,78 @@
+"""Work not yet submitted, sampled from the arrivals seen before the forecast.
+
+A new job of a higher priority, or of a team below its fair share, can be admitted before a
+workload that waits now, so a forecast that ignores arrivals is too early. Teams submit in bursts
+(a sweep of evaluation jobs seconds apart), so arrivals are drawn as *bursts*: per team, the bursts
+of the last ``WINDOW_S`` (jobs less than ``BURST_GAP_S`` apart) give a rate, and each sampled burst
+copies one of them, its jobs at their own offsets, under fresh names. A Poisson process at the
+window's mean rate: the day's rhythm is averaged over, which a forecast hours ahead can afford.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from gpufleet.trace.job import Job
+
+WINDOW_S = 24 * 3600  # the arrivals a rate is taken from
+BURST_GAP_S = 60  # jobs of one team closer than this are one burst
+PREFIX = "fc"  # sampled jobs are named fc<sample>-<n>-<the job copied>
+
+
+@dataclass(frozen=True)
+class Burst:
+    offsets: tuple[int, ...]  # seconds from the burst's first job
+    jobs: tuple[Job, ...]
+
+
+@dataclass(frozen=True)
+class ArrivalModel:
+    """Per team, the bursts seen in the window and their rate (bursts per second)."""
+
+    at: int
+    window_s: int
+    bursts: dict[str, tuple[Burst, ...]]
+
+    @classmethod
+    def of(cls, seen: Sequence[Job], at: int, window_s: int = WINDOW_S) -> ArrivalModel:
+        """From the jobs submitted by ``at``: those of the last ``window_s`` (or since the start)."""
+        since = max(0, at - window_s)
+        per_team: dict[str, list[Job]] = defaultdict(list)
+        for job in sorted(seen, key=lambda j: (j.submit_s, j.job_id)):
+            if since < job.submit_s <= at:
+                per_team[job.team].append(job)
+        bursts: dict[str, tuple[Burst, ...]] = {}
+        for team, jobs in sorted(per_team.items()):
+            groups: list[list[Job]] = [[jobs[0]]]
+            for job in jobs[1:]:
+                if job.submit_s - groups[-1][-1].submit_s < BURST_GAP_S:
+                    groups[-1].append(job)
+                else:
+                    groups.append([job])
+            bursts[team] = tuple(Burst(tuple(j.submit_s - g[0].submit_s for j in g), tuple(g)) for g in groups)
+        return cls(at, max(at - since, 1), bursts)
+
+    @property
+    def teams(self) -> dict[str, float]:
+        """Bursts per hour, per team."""
+        return {team: len(b) * 3600 / self.window_s for team, b in self.bursts.items()}
+
+    def sample(self, rng: random.Random, horizon_s: int, tag: str) -> list[Job]:
+        """Jobs submitted after ``at``, to ``at + horizon_s``: each team's bursts as a Poisson process."""
+        out: list[Job] = []
+        for bursts in self.bursts.values():
+            rate = len(bursts) / self.window_s
+            t = float(self.at)
+            while True:
+                t += rng.expovariate(rate)
+                if t > self.at + horizon_s:
+                    break
+                burst = bursts[rng.randrange(len(bursts))]
+                start = int(t) + 1
+                for offset, job in zip(burst.offsets, burst.jobs, strict=True):
+                    name = f"{PREFIX}{tag}-{len(out)}-{job.job_id}"
+                    out.append(replace(job, job_id=name, submit_s=start + offset))
+        return out

@@ -1,0 +1,205 @@
+"""The forecast itself: from a paused simulation, many futures, and when each waiting workload was
+admitted in them.
+
+Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer), draws a
+runtime for every workload not finished (a running one's conditioned on the time it has run,
+``runtimes``), optionally adds sampled arrivals (``arrivals``), and lets the simulator's own loop run
+it to its end. A waiting workload's admission is the first quota reservation it gets after the
+moment; a sample in which it never gets one counts as "not within the run" (censored, reported as
+such, never as a figure). The quantiles are nearest-rank over the samples; the 80 % interval is
+p10–p90. Which workloads it waits for: in each sample, the workloads whose end came at most
+``FREED_BY_S`` before its admission (the finish that freed the quota, and Kueue's requeue second).
+
+Samples are seeded (``Settings.seed`` and the sample's number), so one state and one seed always
+give the same answer.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import random
+from bisect import bisect_left, bisect_right
+from collections import Counter
+from dataclasses import dataclass, replace
+
+from gpufleet.forecast.arrivals import ArrivalModel
+from gpufleet.forecast.runtimes import Declared, RuntimeHistory, Shape
+from gpufleet.simulate.engine import Simulation
+from gpufleet.simulate.jobs import JobRun, State
+from gpufleet.trace.job import Job
+
+DAY = 86_400
+FREED_BY_S = 2  # an end this close before an admission freed it (the finish, Kueue's requeue batch)
+WAITING = (State.PENDING, State.BACKOFF, State.TERMINATING)  # waiting for quota at the moment
+DONE = (State.FINISHED, State.DEACTIVATED)
+WAITS_FOR_SHARE = 0.25  # named as waited for when its end freed the quota in this share of samples
+
+
+@dataclass(frozen=True)
+class Settings:
+    samples: int = 40
+    seed: int = 0
+    arrivals: bool = True
+    arrival_horizon_s: int = 2 * DAY
+
+
+@dataclass(frozen=True)
+class Moment:
+    """The state a forecast starts from: a simulation paused at ``at`` (seconds), the runtime
+    history before it, the arrivals seen, and what owners declared (by workload key)."""
+
+    simulation: Simulation
+    at: int
+    history: RuntimeHistory
+    arrivals: ArrivalModel | None
+    declared: dict[str, Declared]
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """One waiting workload's expected admission, in seconds from the moment."""
+
+    workload: str
+    team: str
+    waited_s: int  # since it last entered the queue
+    quantiles: dict[str, int | None]  # p10, p50, p90; None: not admitted within the run in that share
+    admitted: int  # samples in which it was admitted
+    samples: int
+    waits_for: tuple[tuple[str, float], ...]  # workload, share of samples its end freed the quota
+    declined: str = ""  # why there is no figure (then the quantiles are empty)
+
+    @property
+    def interval(self) -> tuple[int | None, int | None]:
+        return self.quantiles.get("p10"), self.quantiles.get("p90")
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What every forecast of one moment rests on."""
+
+    at: int
+    samples: int
+    seed: int
+    arrivals: bool
+    arrival_rates: dict[str, float]  # bursts per hour per team, when arrivals were sampled
+    history_runs: int
+    sources: dict[str, int]  # runtime source -> draws, over every sample
+    declined: str = ""
+
+
+@dataclass(frozen=True)
+class Report:
+    basis: Basis
+    forecasts: tuple[Forecast, ...]  # waiting workloads, by key
+
+
+def shape_of(run: JobRun) -> Shape:
+    return Shape(run.job.team, run.job.model, run.ask.resource, run.ask.count * run.job.pods)
+
+
+def admission(run: JobRun, since: int) -> int | None:
+    """When the run's quota was first reserved from its attempt ``since`` on (None: not yet)."""
+    return next((a.reserved for a in run.attempts[since:] if a.reserved is not None), None)
+
+
+def quantile(values: list[float], q: float) -> float:
+    """Nearest rank: the smallest value with at least ``q`` of the values at or below it."""
+    return values[max(math.ceil(q * len(values)) - 1, 0)]
+
+
+def forecast(moment: Moment, settings: Settings) -> Report:
+    paused, at = moment.simulation, moment.at
+    waiting = sorted((r for r in paused.runs if r.state in WAITING), key=lambda r: r.key)
+    alive = [r for r in paused.runs if r.state not in DONE]
+    rates = moment.arrivals.teams if settings.arrivals and moment.arrivals is not None else {}
+    if moment.history.level(Shape("", "", "", 0), 0) is None:
+        why = f"too little history: {moment.history.runs} finished runs before the moment, at least 10 needed"
+        basis = Basis(at, 0, settings.seed, settings.arrivals, rates, moment.history.runs, {}, why)
+        return Report(basis, tuple(_declined(r, at, why) for r in waiting))
+    frozen = pickle.dumps(paused, protocol=pickle.HIGHEST_PROTOCOL)  # one snapshot, copied per sample
+    delays: dict[str, list[float]] = {r.key: [] for r in waiting}
+    freed: dict[str, Counter[str]] = {r.key: Counter() for r in waiting}
+    sources: Counter[str] = Counter()
+    for k in range(settings.samples):
+        rng = random.Random(settings.seed * 1_000_003 + k)
+        sim: Simulation = pickle.loads(frozen)
+        durations = {}
+        for r in alive:
+            started = r.attempt.started if r.state is State.RUNNING else None
+            draw = moment.history.draw(
+                shape_of(r), 0 if started is None else at - started, rng, moment.declared.get(r.key)
+            )
+            assert draw is not None  # the fleet level answers (checked above)
+            durations[r.key] = draw.runtime_s
+            sources[draw.source] += 1
+        sim.retime(at, durations)
+        if rates and moment.arrivals is not None:
+            sim.join(_arrivals(moment, settings, rng, k))
+        _run_until_admitted(sim, at, {r.key: len(r.attempts) - 1 for r in waiting})
+        ends = sorted(
+            (a.ended, r.key)
+            for r in sim.runs
+            for a in r.attempts
+            if a.end_reason == "Finished" and a.ended is not None and a.ended > at
+        )
+        times = [t for t, _ in ends]
+        for r in waiting:
+            run = sim.by_key[r.key]
+            admitted = admission(run, len(r.attempts) - 1)
+            if admitted is None:
+                delays[r.key].append(math.inf)
+                continue
+            delays[r.key].append(admitted - at)
+            lo, hi = bisect_left(times, admitted - FREED_BY_S), bisect_right(times, admitted)
+            freed[r.key].update({key for _, key in ends[lo:hi] if key != r.key})
+    basis = Basis(at, settings.samples, settings.seed, bool(rates), rates, moment.history.runs, dict(sources))
+    return Report(basis, tuple(_forecast(r, at, delays[r.key], freed[r.key], settings.samples) for r in waiting))
+
+
+def _run_until_admitted(sim: Simulation, at: int, keys: dict[str, int]) -> None:
+    """Run the sample on until every watched workload was admitted (what comes after is not asked),
+    in spans that double from an hour, or to the run's end."""
+    span, through = 3600, at
+    while keys:
+        through += span
+        span *= 2
+        if not sim.advance(through):
+            return
+        keys = {k: i for k, i in keys.items() if admission(sim.by_key[k], i) is None}
+
+
+def _arrivals(moment: Moment, settings: Settings, rng: random.Random, k: int) -> list[Job]:
+    """Sample ``k``'s arrivals, each with a runtime drawn like any fresh workload's."""
+    assert moment.arrivals is not None
+    catalog = moment.simulation.catalog
+    out = []
+    for job in moment.arrivals.sample(rng, settings.arrival_horizon_s, str(k)):
+        ask = catalog.ask_of(job)
+        if ask is None:
+            continue
+        draw = moment.history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods), 0, rng)
+        if draw is not None:
+            out.append(replace(job, duration_s=draw.runtime_s))
+    return out
+
+
+def _declined(run: JobRun, at: int, why: str) -> Forecast:
+    return Forecast(run.key, run.team, at - run.attempt.queued, {}, 0, 0, (), why)
+
+
+def _forecast(run: JobRun, at: int, delays: list[float], freed: Counter[str], samples: int) -> Forecast:
+    if run.never:
+        return _declined(run, at, "never admitted: it asks more than its team's quota can ever reach")
+    delays.sort()
+    quantiles: dict[str, int | None] = {}
+    for name, q in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9)):
+        value = quantile(delays, q)
+        quantiles[name] = None if math.isinf(value) else int(value)
+    admitted = sum(1 for d in delays if not math.isinf(d))
+    waits = tuple(
+        (key, round(n / samples, 2))
+        for key, n in sorted(freed.items(), key=lambda kv: (-kv[1], kv[0]))
+        if n / samples >= WAITS_FOR_SHARE
+    )[:3]
+    return Forecast(run.key, run.team, at - run.attempt.queued, quantiles, admitted, samples, waits)

@@ -1,0 +1,159 @@
+"""Where a workload's runtime comes from, in order: what its owner declared, the ledger's history
+of runs like it, the fleet's history as a whole; and nothing where there is too little.
+
+The history is empirical: the runtimes of attempts that finished (``end_reason`` Finished) before the
+moment of the forecast, grouped from the finest key to the coarsest (``LEVELS``): team, model, GPU
+resource and size; the same without the model; resource and size; the whole fleet. A level answers
+when it holds at least ``MIN_RUNS`` runtimes and, for a running workload, at least ``MIN_TAIL`` longer
+than the time it has already run (the distribution *conditioned* on that time: a job 3 h in is not
+a fresh draw). The ledger records no job kind, so the resource and size stand for it (a MIG slice,
+a time-slice replica, 8 full cards). Each draw names its level, so an answer says what it rests on.
+
+A declared runtime (``gpufleet.io/expected-runtime``) is taken as it is while the workload has not
+run past it; ``activeDeadlineSeconds`` bounds a draw from history (the Job is killed there).
+"""
+
+from __future__ import annotations
+
+import random
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from gpufleet.ledger.records import Allocation, EndReason, Record
+
+MIN_RUNS = 10  # runtimes a level needs before it answers
+MIN_TAIL = 5  # of which longer than a running workload's elapsed time
+LEVELS = ("team/model/size", "team/size", "size", "fleet")
+DECLARED, DEADLINE, BEYOND = "declared", "history ≤ deadline", "beyond history"
+
+Key = tuple[str, str, str, int]  # team, model, GPU resource, GPUs
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a workload's runtime is looked up by: its team, model, GPU resource and size."""
+
+    team: str
+    model: str
+    resource: str
+    gpus: int
+
+    def lookups(self) -> tuple[tuple[object, ...], ...]:
+        """The lookup key at every level, finest first (``LEVELS``)."""
+        return (
+            (self.team, self.model, self.resource, self.gpus),
+            (self.team, self.resource, self.gpus),
+            (self.resource, self.gpus),
+            (),
+        )
+
+    def label(self, level: int) -> str:
+        parts = [
+            f"{self.team}/{self.model or '-'}/{self.gpus}×{short(self.resource)}",
+            f"{self.team}/{self.gpus}×{short(self.resource)}",
+            f"{self.gpus}×{short(self.resource)}",
+            "fleet-wide",
+        ]
+        return parts[level]
+
+
+def short(resource: str) -> str:
+    return resource.removeprefix("nvidia.com/")
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What the workload's owner said: an expected runtime, and the Job's active deadline (a bound)."""
+
+    expected_s: int | None = None
+    deadline_s: int | None = None
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One sampled runtime (seconds, from the workload's start) and the source it came from."""
+
+    runtime_s: int
+    source: str
+
+
+@dataclass
+class RuntimeHistory:
+    """Finished runtimes, sorted, per lookup key at every level (``Shape.keys``)."""
+
+    by_key: dict[tuple[object, ...], list[int]] = field(default_factory=lambda: defaultdict(list))
+    runs: int = 0
+
+    @classmethod
+    def of(cls, samples: Iterable[tuple[Shape, int]]) -> RuntimeHistory:
+        out = cls()
+        for shape, runtime in samples:
+            out.runs += 1
+            for key in shape.lookups():
+                out.by_key[key].append(runtime)
+        for values in out.by_key.values():
+            values.sort()
+        return out
+
+    @classmethod
+    def from_records(cls, records: Iterable[Record], before: datetime) -> RuntimeHistory:
+        """The runtimes of attempts the ledger saw finish before ``before`` (the latest version of
+        each attempt as of then: later versions are not yet written)."""
+        return cls.of(
+            (
+                Shape(r.team or "", r.model or "", r.gpu_resource, r.gpu_count),
+                int((r.finished - r.started).total_seconds()),
+            )
+            for r in records
+            if isinstance(r, Allocation)
+            and r.end_reason is EndReason.FINISHED
+            and r.started is not None
+            and r.finished is not None
+            and r.finished < before
+        )
+
+    def level(self, shape: Shape, elapsed: int = 0) -> tuple[int, list[int], int] | None:
+        """The finest level that answers for ``shape`` having run ``elapsed`` seconds: (level, its
+        sorted runtimes, the index of the first longer than ``elapsed``); None: none does."""
+        for i, key in enumerate(shape.lookups()):
+            values = self.by_key.get(key)
+            if not values or len(values) < MIN_RUNS:
+                continue
+            first = bisect_right(values, elapsed)
+            if len(values) - first >= MIN_TAIL:
+                return i, values, first
+        return None
+
+    def draw(self, shape: Shape, elapsed: int, rng: random.Random, declared: Declared | None = None) -> Draw | None:
+        """A runtime for ``shape`` longer than ``elapsed``; None: too little history to say."""
+        if declared is not None and declared.expected_s is not None and declared.expected_s > elapsed:
+            return Draw(declared.expected_s, DECLARED)
+        found = self.level(shape, elapsed)
+        if found is None:
+            return self._beyond(shape, elapsed, rng)
+        i, values, first = found
+        runtime = values[rng.randrange(first, len(values))]
+        if declared is not None and declared.deadline_s is not None and declared.deadline_s > elapsed:
+            return Draw(min(runtime, declared.deadline_s), DEADLINE)
+        return Draw(runtime, shape.label(i))
+
+    def _beyond(self, shape: Shape, elapsed: int, rng: random.Random) -> Draw | None:
+        """A workload running longer than nearly every run like it: its remaining time is drawn from
+        the runtimes of its level as a fresh run (the tail starts again), and the source says so. With
+        no level holding ``MIN_RUNS`` runtimes there is no figure at all."""
+        found = self.level(shape, 0)
+        if found is None or elapsed == 0:
+            return None
+        _, values, _ = found
+        return Draw(elapsed + values[rng.randrange(len(values))], BEYOND)
+
+    def describe(self, shape: Shape, elapsed: int = 0) -> str:
+        """The level a draw for ``shape`` rests on, with its count, or why there is none."""
+        found = self.level(shape, elapsed)
+        if found is None:
+            return f"too little history ({self.runs} finished runs, {MIN_RUNS} needed per level)"
+        i, values, first = found
+        return f"{shape.label(i)} (n={len(values) - first})"

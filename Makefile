@@ -37,7 +37,7 @@ dist: $(STAMP)
 # gpufleet's OCI image, dist/gpufleet-<version>.oci.tar, built without a container daemon (needs root,
 # mmdebstrap and umoci: .ci/setup.d/image.sh). Push it: skopeo copy oci-archive:dist/... docker://...
 image: $(STAMP)
-	$(BIN)/python -m build --wheel --outdir dist .
+	$(BIN)/python -m build --wheel -q --outdir dist .
 	PY=$(BIN)/python bash image/build.sh
 
 # The testbed: a real control plane with Kueue and kwok fake GPU nodes on 127.0.0.1 (docs/testbed.md).

@@ -12,7 +12,6 @@ then admits; the recorder writes a ledger of real Jobs. Needs root, mmdebstrap a
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
@@ -253,16 +252,19 @@ def test_the_webhook_from_the_image_mutates_a_real_job_that_kueue_admits(cluster
         )  # fmt: skip
 
 
-def _kubeconfig_with_data(path: str) -> dict[str, Any]:
-    """The testbed's kubeconfig with its files inlined: the image's user cannot read root's files."""
+def _kubeconfig_for_the_image(path: str, folder: Path, mounted: str) -> None:
+    """The testbed's kubeconfig and the files it names, copied into ``folder`` (mounted at ``mounted``):
+    the image's user cannot read root's files. Paths, not inlined data, which the client would write
+    to a temporary file that a read-only root does not have."""
     config = yaml.safe_load(Path(path).read_text())
     for entry, keys in (("clusters", ("certificate-authority",)), ("users", ("client-certificate", "client-key"))):
         for item in config[entry]:
             inner = item["cluster" if entry == "clusters" else "user"]
             for key in keys:
                 if key in inner:
-                    inner[f"{key}-data"] = base64.b64encode(Path(inner.pop(key)).read_bytes()).decode()
-    return config  # type: ignore[no-any-return]
+                    shutil.copy(inner[key], folder / key)
+                    inner[key] = f"{mounted}/{key}"
+    (folder / "config").write_text(yaml.safe_dump(config))
 
 
 def test_the_recorder_from_the_image_writes_a_ledger_of_real_jobs(
@@ -271,7 +273,7 @@ def test_the_recorder_from_the_image_writes_a_ledger_of_real_jobs(
     kube, key, data = tmp_path / "kube", tmp_path / "key", tmp_path / "ledger"
     for folder in (kube, key, data):
         folder.mkdir()
-    (kube / "config").write_text(yaml.safe_dump(_kubeconfig_with_data(cluster.kubeconfig)))
+    _kubeconfig_for_the_image(cluster.kubeconfig, kube, "/etc/gpufleet/kube")
     made = CliRunner().invoke(app, ["audit", "keygen", "-o", str(key / "key"), "--name", "image-e2e"])
     assert made.exit_code == 0, made.output
     for folder in (kube, key, data):

@@ -65,7 +65,8 @@ base_key=$( (echo "$SUITE $MIRROR"; echo "$PRUNE"; sed -n '/^# --- layer 1/,/^# 
 BASE=$CACHE/base-$SUITE-$base_key.tar
 if [ ! -f "$BASE" ]; then
   step=$(date +%s)
-  mmdebstrap --quiet --variant=essential --include=python3,ca-certificates,tzdata \
+  # --skip=output/dev: no device nodes in a layer (the runtime mounts /dev; unpacking needs no mknod)
+  mmdebstrap --quiet --variant=essential --include=python3,ca-certificates,tzdata --skip=output/dev \
     --aptopt='Acquire::Check-Valid-Until "false"' --aptopt='Acquire::Check-Date "false"' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \

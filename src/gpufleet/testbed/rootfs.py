@@ -100,6 +100,8 @@ def contained(bundle: Bundle, args: Sequence[str], volumes: Sequence[Volume] = (
     """The command line running ``args`` (the image's entrypoint and its arguments) inside ``bundle``,
     read-only, as the image's user, with ``volumes`` mounted."""
     root = bundle.rootfs
+    for system in ("proc", "dev"):  # the image carries no device nodes; a runtime mounts both
+        (root / system).mkdir(exist_ok=True)
     for volume in volumes:  # mount points, made before the root goes read-only (a runtime does the same)
         point = _inside(root, volume.target)
         if volume.source.is_dir():

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean dist image
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,7 +28,17 @@ bench: $(STAMP)
 	$(BIN)/python -m bench $(NAME) $(ARGS)
 
 clean:
-	rm -rf $(VENV) demo-out
+	rm -rf $(VENV) demo-out dist build
+
+# The wheel and sdist (`twine check dist/*` before an upload).
+dist: $(STAMP)
+	$(BIN)/python -m build --outdir dist .
+
+# gpufleet's OCI image, dist/gpufleet-<version>.oci.tar, built without a container daemon (needs root,
+# mmdebstrap and umoci: .ci/setup.d/image.sh). Push it: skopeo copy oci-archive:dist/... docker://...
+image: $(STAMP)
+	$(BIN)/python -m build --wheel -q --outdir dist .
+	PY=$(BIN)/python bash image/build.sh
 
 # The testbed: a real control plane with Kueue and kwok fake GPU nodes on 127.0.0.1 (docs/testbed.md).
 # POLICY picks the fleet whose nodes are faked; `export KUBECONFIG=...` is printed by testbed-up.

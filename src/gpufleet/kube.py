@@ -455,3 +455,36 @@ def write_configmap(api: Client, obj: dict[str, Any]) -> bool:
 HTTP_FORBIDDEN = 403
 HTTP_CONFLICT = 409
 HTTP_INVALID = 422
+
+
+# --- server-side apply of whole objects (the testbed's stand-in DRA driver publishes ResourceSlices) ---
+
+
+def _plural_of(kind: str) -> str:
+    """The REST plural of the kinds applied here (regular English plurals of CamelCase kinds)."""
+    lower = kind.lower()
+    return f"{lower[:-1]}ies" if lower.endswith("y") else f"{lower}es" if lower.endswith("s") else f"{lower}s"
+
+
+def apply_objects(objects: list[dict[str, Any]], kubeconfig: Path | None, *, field_manager: str) -> None:
+    """Server-side apply each object (forced, under ``field_manager``), as a controller owning them does.
+
+    Cluster-scoped and namespaced kinds alike; the API server's refusal is raised as an InputError
+    naming the object.
+    """
+    api = sync_client(kubeconfig)
+    for obj in objects:
+        group, _, version = str(obj["apiVersion"]).rpartition("/")
+        kind, meta = str(obj["kind"]), obj.get("metadata") or {}
+        namespace = meta.get("namespace")
+        make = create_namespaced_resource if namespace else create_global_resource
+        res = make(group, version, kind, _plural_of(kind))
+        scope = {"namespace": namespace} if namespace else {}
+        try:
+            api.patch(
+                res, meta["name"], obj, patch_type=PatchType.APPLY, field_manager=field_manager, force=True, **scope
+            )
+        except ApiError as exc:
+            raise InputError.one(f"the API server refused {kind} {meta['name']}: {exc.status.message}") from None
+        except httpx2.HTTPError as exc:
+            raise InputError.one(f"cannot reach the API server: {exc}") from None

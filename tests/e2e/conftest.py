@@ -112,9 +112,11 @@ def _buildable() -> bool:
 
 
 @contextlib.contextmanager
-def own_testbed(folder: Path, what: str, kueue: dict[str, Any] | None = None) -> Iterator[Cluster]:
-    """A testbed of the example fleet in ``folder`` (skipped where it cannot be built), its Kueue
-    Configuration extended by ``kueue`` when given (``Testbed.reconfigure_kueue``); down at the end."""
+def own_testbed(
+    folder: Path, what: str, kueue: dict[str, Any] | None = None, policy: Path = POLICY
+) -> Iterator[Cluster]:
+    """A testbed of ``policy`` (the e2e fleet by default) in ``folder`` (skipped where it cannot be built),
+    its Kueue Configuration extended by ``kueue`` when given (``Testbed.reconfigure_kueue``); down at the end."""
     if not _buildable():
         pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
     if shutil.which("go") is None and GO.exists():
@@ -123,7 +125,7 @@ def own_testbed(folder: Path, what: str, kueue: dict[str, Any] | None = None) ->
         binaries = ensure(REPO)
     except TestbedError as exc:
         pytest.fail(f"cannot build the testbed: {exc}")
-    fleet = resolve(load_policy(POLICY))
+    fleet = resolve(load_policy(policy))
     bed = Testbed(folder, binaries)
     try:
         state = bed.up(fleet)
@@ -132,7 +134,7 @@ def own_testbed(folder: Path, what: str, kueue: dict[str, Any] | None = None) ->
     except TestbedError as exc:
         pytest.fail(f"{what} did not start: {exc}")
     try:
-        yield Cluster(bed=bed, fleet=fleet, kubeconfig=state.kubeconfig)
+        yield Cluster(bed=bed, fleet=fleet, kubeconfig=state.kubeconfig, policy=policy)
     finally:
         bed.down()
 

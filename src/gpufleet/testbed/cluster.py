@@ -28,6 +28,7 @@ from gpufleet import files
 from gpufleet.policy.fleet import Fleet
 from gpufleet.render import dra
 from gpufleet.render import kueue as render_kueue
+from gpufleet.testbed import dra as dra_driver
 from gpufleet.testbed import etcd, kueue, kwok, nodes, pki
 from gpufleet.testbed.binaries import Binaries
 from gpufleet.testbed.processes import (
@@ -241,7 +242,7 @@ class Testbed:
         done("kube-apiserver")
         self._kueue_crds()
         done("kueue-crds")
-        self._controllers(ports, certs)
+        self._controllers(ports, certs, dra_driver.controllers(fleet))
         done("controllers")
         self._kueue(fleet, ports, certs)
         done("kueue")
@@ -310,8 +311,8 @@ class Testbed:
         self.kubectl("create", "namespace", kueue.NAMESPACE)
         self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
 
-    def _controllers(self, ports: Ports, certs: Certificates) -> None:
-        """Step 5: kube-controller-manager (the controllers listed in CONTROLLERS) and kube-scheduler."""
+    def _controllers(self, ports: Ports, certs: Certificates, extra: tuple[str, ...] = ()) -> None:
+        """Step 5: kube-controller-manager (CONTROLLERS, plus ``extra``: DRA's) and kube-scheduler."""
         kc = str(self.kubeconfig)
         delegated = [
             f"--kubeconfig={kc}",
@@ -322,7 +323,7 @@ class Testbed:
         ]
         kcm = self._start("kube-controller-manager", [
             str(self.bin.path("kube-controller-manager")), *delegated, f"--secure-port={ports.controller_manager}",
-            f"--cert-dir={self.run / 'kcm-certs'}", f"--controllers={','.join(CONTROLLERS)}",
+            f"--cert-dir={self.run / 'kcm-certs'}", f"--controllers={','.join(CONTROLLERS + extra)}",
             f"--service-account-private-key-file={certs.tokens.key}", f"--root-ca-file={certs.ca.cert}",
             "--use-service-account-credentials=false", "--v=1",
         ])  # fmt: skip
@@ -362,8 +363,13 @@ class Testbed:
             f"--manage-nodes-with-annotation-selector={nodes.KWOK_ANNOTATION}={nodes.KWOK_VALUE}",
             f"--node-ip={NODE_IP}", f"--cidr={POD_CIDR}", "--node-lease-duration-seconds=0",
         ])  # fmt: skip
-        self.kubectl("create", f"--filename={_write_yaml(self.config / 'nodes.yaml', nodes.fake_nodes(fleet))}")
+        fake_nodes = [dra_driver.without_device_plugin(n, fleet) for n in nodes.fake_nodes(fleet)]
+        self.kubectl("create", f"--filename={_write_yaml(self.config / 'nodes.yaml', fake_nodes)}")
         wait_until(fake, self._nodes_ready, "Ready nodes", START_TIMEOUT_S)
+        slices = dra_driver.resource_slices(fleet)
+        if slices:  # DRA mode: what NVIDIA's DRA kubelet plugin would publish on each node
+            _write_yaml(self.config / "resourceslices.yaml", slices)
+            dra_driver.publish(slices, self.kubeconfig)
 
     def _nodes_ready(self) -> bool:
         result = self.kubectl("get", "nodes", "--selector=type=kwok", "--output=json", check=False)

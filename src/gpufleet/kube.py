@@ -460,7 +460,7 @@ HTTP_INVALID = 422
 # --- server-side apply of whole objects (the testbed's stand-in DRA driver publishes ResourceSlices) ---
 
 
-def _plural_of(kind: str) -> str:
+def rest_plural(kind: str) -> str:
     """The REST plural of the kinds applied here (regular English plurals of CamelCase kinds)."""
     lower = kind.lower()
     return f"{lower[:-1]}ies" if lower.endswith("y") else f"{lower}es" if lower.endswith("s") else f"{lower}s"
@@ -478,7 +478,7 @@ def apply_objects(objects: list[dict[str, Any]], kubeconfig: Path | None, *, fie
         kind, meta = str(obj["kind"]), obj.get("metadata") or {}
         namespace = meta.get("namespace")
         make = create_namespaced_resource if namespace else create_global_resource
-        res = make(group, version, kind, _plural_of(kind))
+        res = make(group, version, kind, rest_plural(kind))
         scope = {"namespace": namespace} if namespace else {}
         try:
             api.patch(

@@ -139,14 +139,16 @@ def test_a_claim_job_is_counted_allocated_on_its_pool_runs_and_releases_the_clai
         )),
         "the Job to complete",
     )  # fmt: skip
-    dra.eventually(
-        lambda: (
-            not any(
-                c.get("status", {}).get("reservedFor") for c in dra.get("resourceclaims", "--namespace=alpha")["items"]
-            )
-        ),
-        "the claim to be released",
-    )
+    # the resourceclaim-controller deletes a template's claim once its pod is done; Kueue frees the quota
+    dra.eventually(lambda: not dra.get("resourceclaims", "--namespace=alpha")["items"], "the claim to be deleted")
+
+    def used() -> int:
+        usage = dra.get("clusterqueue", "alpha")["status"]["flavorsUsage"]
+        return sum(
+            int(r["total"]) for f in usage if f["name"] == flavor for r in f["resources"] if r["name"] == resource
+        )
+
+    dra.eventually(lambda: used() == 0, f"alpha's {resource} usage on {flavor} back to 0")
 
 
 def test_a_claim_job_over_the_quota_waits_with_kueues_message(dra: Cluster) -> None:

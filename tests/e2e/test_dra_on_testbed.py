@@ -23,12 +23,16 @@ The product comparison turns the driver's spaces into dashes because GPU Feature
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 
+from gpufleet.render import dra as render_dra
 from gpufleet.testbed.kwok import RUN_FOR_ANNOTATION
+from gpufleet.testbed.nodes import node_names
 from tests.e2e.batch_jobs import batch_job
 from tests.e2e.conftest import POLICY, Cluster, own_testbed
 from tests.e2e.test_queueing import QUEUE_LABEL, admitted, condition, workload_of
@@ -36,6 +40,7 @@ from tests.e2e.test_queueing import QUEUE_LABEL, admitted, condition, workload_o
 H100_TEMPLATE = "h100-sxm5-80gb-gpu"  # rendered: gpufleet-<gpu>-<unit> without its prefix
 MIG_TEMPLATE = "a100-sxm4-80gb-1g-10gb"
 TRAIN_NODES = {"e2e-h100-0", "e2e-h100-1"}
+ME_LAYOUT = "layout: {1g.10gb+me: 1, 1g.10gb: 1, 2g.20gb: 1, 3g.40gb: 1}"
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +50,10 @@ def dra_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     text = POLICY.read_text(encoding="utf-8")
     assert "dra: off" in text, "the e2e fleet no longer says dra: off; update this fixture"
     policy = folder / "fleet-dra.yaml"
-    policy.write_text(text.replace("dra: off", "dra: on"), encoding="utf-8")
+    assert "layout: all-balanced" in text, "the e2e fleet's MIG layout changed; update this fixture"
+    # all-balanced with one 1g.10gb as 1g.10gb+me per card: the same units, and the driver's "+me" profile
+    dra_text = text.replace("dra: off", "dra: on").replace("layout: all-balanced", ME_LAYOUT)
+    policy.write_text(dra_text, encoding="utf-8")
     with own_testbed(folder / "testbed", "the DRA testbed", policy=policy) as cluster:
         bundle = cluster.render(policy, folder / "manifests")
         cluster.prepare_namespaces(bundle)
@@ -96,13 +104,79 @@ def test_dra_nodes_publish_the_drivers_slice_and_no_extended_resource(dra_cluste
     assert h100[0]["capacity"]["memory"]["value"] == str(80 << 30)
     mig = slices["e2e-a100-0"]["devices"]
     assert {d["attributes"]["type"]["string"] for d in mig} == {"mig"}
-    assert (
-        sorted(d["attributes"]["profile"]["string"] for d in mig) == ["1g.10gb"] * 4 + ["2g.20gb"] * 2 + ["3g.40gb"] * 2
-    )
+    profiles = Counter(d["attributes"]["profile"]["string"] for d in mig)
+    assert profiles == {"1g.10gb": 2, "1g.10gb+me": 2, "2g.20gb": 2, "3g.40gb": 2}
     nodes = {n["metadata"]["name"]: n["status"]["allocatable"] for n in dra_cluster.get("nodes")["items"]}
     for node in slices:
         assert not [r for r in nodes[node] if r.startswith("nvidia.com/")], nodes[node]
     assert nodes["e2e-l4-0"]["nvidia.com/gpu"] == "2"  # the serving pool keeps the device plugin
+
+
+PROBE = "dra-probe"
+
+
+def _probe(name: str, klass: str, count: int, node: str) -> list[dict[str, Any]]:
+    """A claim template for ``count`` devices of ``klass`` and a pod outside Kueue using it on ``node``."""
+    request = {"name": "all", "exactly": {"deviceClassName": klass, "allocationMode": "ExactCount", "count": count}}
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": PROBE},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": PROBE},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [{"operator": "Exists"}],
+            "resourceClaims": [{"name": "all", "resourceClaimTemplateName": name}],
+            "containers": [{"name": "main", "image": "probe", "resources": {"claims": [{"name": "all"}]}}],
+        },
+    }
+    return [template, pod]
+
+
+def test_every_unit_the_quota_counts_is_allocatable_through_its_device_class(dra_cluster: Cluster) -> None:
+    """Per DRA resource, a pod outside Kueue claims all of one node's units through the mapped class:
+    kube-scheduler must allocate every one (the ``+me`` instances included), so quota and devices agree."""
+    c = dra_cluster
+    c.kubectl("create", "namespace", PROBE)
+    mappings = {m["name"]: m["deviceClassNames"] for m in _mappings(c)}
+    wanted: dict[str, tuple[str, int]] = {}
+    for cap in render_dra.dra_pools(c.fleet):
+        node = node_names(cap)[0]
+        for resource in cap.units:
+            (klass,) = mappings[resource]
+            name = klass.removeprefix("gpufleet-")
+            wanted[name] = (node, cap.units_per_node(resource))
+            c.apply(_probe(name, klass, cap.units_per_node(resource), node))
+    try:
+
+        def placed() -> bool:
+            pods = c.get("pods", f"--namespace={PROBE}")["items"]
+            on = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
+            return all(on.get(name) == node for name, (node, _) in wanted.items())
+
+        c.eventually(placed, "every probe pod to be scheduled with all of its node's units")
+        claims = c.get("resourceclaims", f"--namespace={PROBE}")["items"]
+        got = {
+            cl["metadata"]["ownerReferences"][0]["name"]: sorted(
+                r["device"] for r in cl["status"]["allocation"]["devices"]["results"]
+            )
+            for cl in claims
+        }
+        print("allocated:", got)
+        assert {name: len(devices) for name, devices in got.items()} == {n: k for n, (_, k) in wanted.items()}
+    finally:
+        c.kubectl("delete", "namespace", PROBE, "--wait=true", "--timeout=60s")
+
+
+def _mappings(c: Cluster) -> list[dict[str, Any]]:
+    """The deviceClassMappings the testbed's Kueue runs with (the rendered ones)."""
+    config = yaml.safe_load((c.bed.config / "kueue.yaml").read_text(encoding="utf-8"))
+    return list(config["resources"]["deviceClassMappings"])
 
 
 @pytest.mark.parametrize(

@@ -35,11 +35,11 @@ def _class_name(cap: PoolCapacity, resource: str) -> str:
 def _expression(cap: PoolCapacity, resource: str) -> str:
     attrs = f'device.attributes["{DRIVER}"]'
     parts = [f'device.driver == "{DRIVER}"', f'{attrs}.productName.replace(" ", "-") == "{cap.gpu.product}"']
-    if resource.startswith("nvidia.com/mig-"):
-        parts += [
-            f'{attrs}.type == "mig"',
-            f'{attrs}.profile == "{resource.removeprefix("nvidia.com/mig-")}"',
-        ]
+    if resource.startswith("nvidia.com/mig-") and cap.gpu.mig is not None:
+        # The quota resource counts a ``+me`` instance under its base profile (as the device plugin
+        # advertises it); NVIDIA's driver names its profile ``1g.10gb+me`` (go-nvlib MigProfileInfo.String).
+        profiles = ", ".join(f'"{p.name}"' for p in cap.gpu.mig.profiles if p.resource_name == resource)
+        parts += [f'{attrs}.type == "mig"', f"{attrs}.profile in [{profiles}]"]
     else:
         parts.append(f'{attrs}.type == "gpu"')
     return " && ".join(parts)

@@ -4,8 +4,7 @@
 certificates, RBAC, ValidatingAdmissionPolicy and admission webhooks on), Kueue's CRDs, the
 kube-controller-manager (Job, namespace, garbage-collector, service-account, Deployment and
 ReplicaSet controllers), kube-scheduler, Kueue with its webhooks, and kwok with the policy's nodes,
-which must all turn Ready (in DRA mode also the ``resourceclaim-controller`` and, per DRA node, the
-ResourceSlice NVIDIA's DRA driver would publish: ``gpufleet.testbed.dra``). Every process logs into ``<run>/logs``; a failed start stops what it had
+which must all turn Ready. Every process logs into ``<run>/logs``; a failed start stops what it had
 started and keeps the logs. ``down`` stops the recorded processes and deletes etcd's data.
 """
 

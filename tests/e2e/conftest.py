@@ -115,8 +115,9 @@ def _buildable() -> bool:
 def own_testbed(
     folder: Path, what: str, kueue: dict[str, Any] | None = None, policy: Path = POLICY
 ) -> Iterator[Cluster]:
-    """A testbed of ``policy`` (the e2e fleet by default) in ``folder`` (skipped where it cannot be built),
-    its Kueue Configuration extended by ``kueue`` when given (``Testbed.reconfigure_kueue``); down at the end."""
+    """A testbed of ``policy``'s fleet (the e2e one by default) in ``folder`` (skipped where it cannot be
+    built), its Kueue Configuration extended by ``kueue`` when given (``Testbed.reconfigure_kueue``);
+    down at the end."""
     if not _buildable():
         pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
     if shutil.which("go") is None and GO.exists():

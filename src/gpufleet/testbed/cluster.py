@@ -24,11 +24,11 @@ from typing import Any
 
 import yaml
 
+import gpufleet.testbed.dra as dra_driver
 from gpufleet import files
 from gpufleet.policy.fleet import Fleet
 from gpufleet.render import dra
 from gpufleet.render import kueue as render_kueue
-from gpufleet.testbed import dra as dra_driver
 from gpufleet.testbed import etcd, kueue, kwok, nodes, pki
 from gpufleet.testbed.binaries import Binaries
 from gpufleet.testbed.processes import (
@@ -242,7 +242,7 @@ class Testbed:
         done("kube-apiserver")
         self._kueue_crds()
         done("kueue-crds")
-        self._controllers(ports, certs, dra_driver.controllers(fleet))
+        self._controllers(fleet, ports, certs)
         done("controllers")
         self._kueue(fleet, ports, certs)
         done("kueue")
@@ -311,8 +311,8 @@ class Testbed:
         self.kubectl("create", "namespace", kueue.NAMESPACE)
         self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
 
-    def _controllers(self, ports: Ports, certs: Certificates, extra: tuple[str, ...] = ()) -> None:
-        """Step 5: kube-controller-manager (CONTROLLERS, plus ``extra``: DRA's) and kube-scheduler."""
+    def _controllers(self, fleet: Fleet, ports: Ports, certs: Certificates) -> None:
+        """Step 5: kube-controller-manager (the controllers listed in CONTROLLERS) and kube-scheduler."""
         kc = str(self.kubeconfig)
         delegated = [
             f"--kubeconfig={kc}",
@@ -323,7 +323,7 @@ class Testbed:
         ]
         kcm = self._start("kube-controller-manager", [
             str(self.bin.path("kube-controller-manager")), *delegated, f"--secure-port={ports.controller_manager}",
-            f"--cert-dir={self.run / 'kcm-certs'}", f"--controllers={','.join(CONTROLLERS + extra)}",
+            f"--cert-dir={self.run / 'kcm-certs'}", f"--controllers={','.join(CONTROLLERS + dra_driver.controllers(fleet))}",
             f"--service-account-private-key-file={certs.tokens.key}", f"--root-ca-file={certs.ca.cert}",
             "--use-service-account-credentials=false", "--v=1",
         ])  # fmt: skip

@@ -485,3 +485,36 @@ def job_outcomes(api: Client, label_selector: str) -> dict[str, tuple[int, int]]
 def _selector(text: str) -> dict[str, Any]:
     """``a=b,c=d`` as lightkube's label filter."""
     return {key: value for key, _, value in (part.partition("=") for part in text.split(",") if part)}
+
+
+# --- server-side apply of whole objects (the testbed's stand-in DRA driver publishes ResourceSlices) ---
+
+
+def rest_plural(kind: str) -> str:
+    """The REST plural of the kinds applied here (regular English plurals of CamelCase kinds)."""
+    lower = kind.lower()
+    return f"{lower[:-1]}ies" if lower.endswith("y") else f"{lower}es" if lower.endswith("s") else f"{lower}s"
+
+
+def apply_objects(objects: list[dict[str, Any]], kubeconfig: Path | None, *, field_manager: str) -> None:
+    """Server-side apply each object (forced, under ``field_manager``), as a controller owning them does.
+
+    Cluster-scoped and namespaced kinds alike; the API server's refusal is raised as an InputError
+    naming the object.
+    """
+    api = sync_client(kubeconfig)
+    for obj in objects:
+        group, _, version = str(obj["apiVersion"]).rpartition("/")
+        kind, meta = str(obj["kind"]), obj.get("metadata") or {}
+        namespace = meta.get("namespace")
+        make = create_namespaced_resource if namespace else create_global_resource
+        res = make(group, version, kind, rest_plural(kind))
+        scope = {"namespace": namespace} if namespace else {}
+        try:
+            api.patch(
+                res, meta["name"], obj, patch_type=PatchType.APPLY, field_manager=field_manager, force=True, **scope
+            )
+        except ApiError as exc:
+            raise InputError.one(f"the API server refused {kind} {meta['name']}: {exc.status.message}") from None
+        except httpx2.HTTPError as exc:
+            raise InputError.one(f"cannot reach the API server: {exc}") from None

@@ -179,7 +179,7 @@ def test_dra_objects_only_when_the_cluster_supports_it() -> None:
         "gpufleet-a100-pcie-80gb-3g-40gb",
     }
     expression = classes["gpufleet-a100-pcie-80gb-1g-10gb"]["spec"]["selectors"][0]["cel"]["expression"]
-    assert 'profile == "1g.10gb"' in expression and 'type == "mig"' in expression
+    assert 'profile in ["1g.10gb", "1g.10gb+me"]' in expression and 'type == "mig"' in expression
     config = next(o for o in aks.objects(resources_only=False) if o["kind"] == "Configuration")
     mappings = {m["name"]: m["deviceClassNames"] for m in config["resources"]["deviceClassMappings"]}
     assert mappings["nvidia.com/gpu"] == ["gpufleet-h100-sxm5-80gb-gpu"]

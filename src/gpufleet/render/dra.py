@@ -35,24 +35,25 @@ def _class_name(cap: PoolCapacity, resource: str) -> str:
 def _expression(cap: PoolCapacity, resource: str) -> str:
     attrs = f'device.attributes["{DRIVER}"]'
     parts = [f'device.driver == "{DRIVER}"', f'{attrs}.productName.replace(" ", "-") == "{cap.gpu.product}"']
-    if resource.startswith("nvidia.com/mig-"):
-        parts += [
-            f'{attrs}.type == "mig"',
-            f'{attrs}.profile == "{resource.removeprefix("nvidia.com/mig-")}"',
-        ]
+    if resource.startswith("nvidia.com/mig-") and cap.gpu.mig is not None:
+        # The quota resource counts a ``+me`` instance under its base profile (as the device plugin
+        # advertises it); NVIDIA's driver names its profile ``1g.10gb+me`` (go-nvlib MigProfileInfo.String).
+        profiles = ", ".join(f'"{p.name}"' for p in cap.gpu.mig.profiles if p.resource_name == resource)
+        parts += [f'{attrs}.type == "mig"', f"{attrs}.profile in [{profiles}]"]
     else:
         parts.append(f'{attrs}.type == "gpu"')
     return " && ".join(parts)
 
 
-def _dra_pools(fleet: Fleet) -> list[PoolCapacity]:
+def dra_pools(fleet: Fleet) -> list[PoolCapacity]:
+    """The pools whose cards are handed out through DRA: queued pools cut whole or into MIG instances."""
     # time-slicing through DRA needs per-request opaque config, which Kueue's DRA accounting does not support
     return [p for p in fleet.queued_pools() if p.decision.mode in ("full", "mig")]
 
 
 def device_classes(fleet: Fleet) -> list[Obj]:
     seen: dict[str, Obj] = {}
-    for cap in _dra_pools(fleet):
+    for cap in dra_pools(fleet):
         for resource in cap.units:
             name = _class_name(cap, resource)
             seen.setdefault(
@@ -70,7 +71,7 @@ def device_classes(fleet: Fleet) -> list[Obj]:
 def claim_templates(fleet: Fleet) -> list[Obj]:
     out: list[Obj] = []
     for team in fleet.policy.teams:
-        pools = [p for p in _dra_pools(fleet) if fleet.reachable(team.name, p.pool)]
+        pools = [p for p in dra_pools(fleet) if fleet.reachable(team.name, p.pool)]
         for namespace in team.namespaces:
             for cap in pools:
                 for resource in cap.units:
@@ -93,7 +94,7 @@ def claim_templates(fleet: Fleet) -> list[Obj]:
 
 def device_class_mappings(fleet: Fleet) -> list[Obj]:
     by_resource: dict[str, list[str]] = {}
-    for cap in _dra_pools(fleet):
+    for cap in dra_pools(fleet):
         for resource in cap.units:
             names = by_resource.setdefault(resource, [])
             klass = _class_name(cap, resource)

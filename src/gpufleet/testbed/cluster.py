@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+import gpufleet.testbed.dra as dra_driver
 from gpufleet import files
 from gpufleet.policy.fleet import Fleet
 from gpufleet.render import dra
@@ -324,7 +325,7 @@ class Testbed:
         ]
         kcm = self._start("kube-controller-manager", [
             str(self.bin.path("kube-controller-manager")), *delegated, f"--secure-port={ports.controller_manager}",
-            f"--cert-dir={self.run / 'kcm-certs'}", f"--controllers={','.join(CONTROLLERS)}",
+            f"--cert-dir={self.run / 'kcm-certs'}", f"--controllers={','.join(CONTROLLERS + dra_driver.controllers(fleet))}",
             f"--service-account-private-key-file={certs.tokens.key}", f"--root-ca-file={certs.ca.cert}",
             "--use-service-account-credentials=false", "--v=1",
         ])  # fmt: skip
@@ -384,8 +385,13 @@ class Testbed:
             f"--manage-nodes-with-annotation-selector={nodes.KWOK_ANNOTATION}={nodes.KWOK_VALUE}",
             f"--node-ip={NODE_IP}", f"--cidr={POD_CIDR}", "--node-lease-duration-seconds=0",
         ])  # fmt: skip
-        self.kubectl("create", f"--filename={_write_yaml(self.config / 'nodes.yaml', nodes.fake_nodes(fleet))}")
+        fake_nodes = [dra_driver.without_device_plugin(n, fleet) for n in nodes.fake_nodes(fleet)]
+        self.kubectl("create", f"--filename={_write_yaml(self.config / 'nodes.yaml', fake_nodes)}")
         wait_until(fake, self._nodes_ready, "Ready nodes", START_TIMEOUT_S)
+        slices = dra_driver.resource_slices(fleet)
+        if slices:  # DRA mode: what NVIDIA's DRA kubelet plugin would publish on each node
+            _write_yaml(self.config / "resourceslices.yaml", slices)
+            dra_driver.publish(slices, self.kubeconfig)
 
     def _nodes_ready(self) -> bool:
         result = self.kubectl("get", "nodes", "--selector=type=kwok", "--output=json", check=False)

@@ -1,0 +1,283 @@
+"""DRA end to end: a rendered ResourceClaimTemplate, Kueue's quota, kube-scheduler's allocation, kwok's pod.
+
+One testbed for the module, started from the e2e fleet with ``dra: on``: kube-controller-manager runs
+the ``resourceclaim-controller`` and the testbed's stand-in for NVIDIA's DRA driver publishes a
+ResourceSlice per node of the train (H100, whole cards) and mig (A100, all-balanced) pools, which carry
+no ``nvidia.com/*`` extended resources. The serving pool keeps the device plugin.
+
+The rendered DeviceClasses (``render/dra.py``) and the stand-in (``testbed/dra.py``) both follow NVIDIA's
+driver (github.com/NVIDIA/k8s-dra-driver-gpu), never each other. Where each name the selectors read comes
+from in that repository:
+
+- driver ``gpu.nvidia.com``: ``cmd/gpu-kubelet-plugin/main.go`` (``DriverName``);
+- ``productName`` (NVML's device name), ``type`` = ``gpu``, ``uuid``: ``cmd/gpu-kubelet-plugin/deviceinfo.go``
+  (``GpuInfo.Attributes``), the value ``gpu`` from ``cmd/gpu-kubelet-plugin/types.go`` (``GpuDeviceType``);
+- ``type`` = ``mig``, ``profile``, ``parentUUID``: ``cmd/gpu-kubelet-plugin/mig.go`` (``CommonAttributesMig``);
+- capacity ``memory`` in bytes: ``partitions.go`` (``fullGpuCapacity``) and ``mig.go`` (``CommonCapacitiesMig``);
+- device names ``gpu-<minor>`` and ``gpu-<minor>-mig-<profile>-<id>-<start>``: ``deviceinfo.go``, ``mig.go``;
+- one pool per node, named after the node: ``driver.go`` (``publishResources``).
+
+The product comparison turns the driver's spaces into dashes because GPU Feature Discovery's
+``nvidia.com/gpu.product`` label (gpufleet's catalogue) is NVML's name with spaces as dashes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from gpufleet.render import dra as render_dra
+from gpufleet.testbed.kwok import RUN_FOR_ANNOTATION
+from gpufleet.testbed.nodes import node_names
+from tests.e2e.batch_jobs import batch_job
+from tests.e2e.conftest import POLICY, Cluster, own_testbed
+from tests.e2e.test_queueing import QUEUE_LABEL, admitted, condition, workload_of
+
+H100_TEMPLATE = "h100-sxm5-80gb-gpu"  # rendered: gpufleet-<gpu>-<unit> without its prefix
+MIG_TEMPLATE = "a100-sxm4-80gb-1g-10gb"
+TRAIN_NODES = {"e2e-h100-0", "e2e-h100-1"}
+ME_LAYOUT = "layout: {1g.10gb+me: 1, 1g.10gb: 1, 2g.20gb: 1, 3g.40gb: 1}"
+
+
+@pytest.fixture(scope="module")
+def dra_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The e2e fleet with ``dra: on``, its bundle applied (DeviceClasses, claim templates, Kueue objects)."""
+    folder = tmp_path_factory.mktemp("dra")
+    text = POLICY.read_text(encoding="utf-8")
+    assert "dra: off" in text, "the e2e fleet no longer says dra: off; update this fixture"
+    policy = folder / "fleet-dra.yaml"
+    assert "layout: all-balanced" in text, "the e2e fleet's MIG layout changed; update this fixture"
+    # all-balanced with one 1g.10gb as 1g.10gb+me per card: the same units, and the driver's "+me" profile
+    dra_text = text.replace("dra: off", "dra: on").replace("layout: all-balanced", ME_LAYOUT)
+    policy.write_text(dra_text, encoding="utf-8")
+    with own_testbed(folder / "testbed", "the DRA testbed", policy=policy) as cluster:
+        bundle = cluster.render(policy, folder / "manifests")
+        cluster.prepare_namespaces(bundle)
+        cluster.kubectl("apply", "--server-side", f"--kustomize={bundle}")
+        for team in ("alpha", "beta"):
+
+            def active(team: str = team) -> bool:
+                return (condition(cluster.get("clusterqueue", team), "Active") or {}).get("status") == "True"
+
+            cluster.eventually(active, f"ClusterQueue {team} to be Active")
+        yield cluster
+
+
+@pytest.fixture
+def dra(dra_cluster: Cluster) -> Iterator[Cluster]:
+    yield dra_cluster
+    dra_cluster.kubectl("delete", "jobs", "--all", "--namespace=alpha", "--cascade=foreground", "--timeout=60s")
+    dra_cluster.kubectl("delete", "resourceclaims", "--all", "--namespace=alpha", "--timeout=60s")
+    dra_cluster.eventually(lambda: not dra_cluster.get("workloads", "--namespace=alpha")["items"], "no workloads")
+
+
+def claim_job(name: str, claims: list[dict[str, Any]], *, pods: int = 1, run_for: str = "3s") -> dict[str, Any]:
+    """A Job of alpha's whose pods get their GPU from ``claims`` (pod resourceClaims), no extended resource."""
+    labels = {QUEUE_LABEL: "alpha", "gpufleet.io/team": "alpha", "gpufleet.io/model": "tiny"}
+    labels["gpufleet.io/data-class"] = "internal"
+    pod = {"labels": labels, "annotations": {RUN_FOR_ANNOTATION: run_for}}
+    job = batch_job(name, "alpha", labels, pods=pods, limits={"cpu": "1"}, pod_metadata=pod)
+    spec = job["spec"]["template"]["spec"]
+    spec["resourceClaims"] = claims
+    spec["containers"][0]["resources"]["claims"] = [{"name": c["name"]} for c in claims]
+    return job
+
+
+def from_template(template: str) -> list[dict[str, Any]]:
+    return [{"name": "gpu", "resourceClaimTemplateName": template}]
+
+
+def test_dra_nodes_publish_the_drivers_slice_and_no_extended_resource(dra_cluster: Cluster) -> None:
+    slices = {s["spec"]["nodeName"]: s["spec"] for s in dra_cluster.get("resourceslices")["items"]}
+    print({node: [d["name"] for d in s["devices"]] for node, s in sorted(slices.items())})
+    assert set(slices) == {*TRAIN_NODES, "e2e-a100-0"}
+    for node, spec in slices.items():
+        assert spec["driver"] == "gpu.nvidia.com" and spec["pool"]["name"] == node
+    h100 = slices["e2e-h100-0"]["devices"]
+    assert [d["name"] for d in h100] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    assert {d["attributes"]["productName"]["string"] for d in h100} == {"NVIDIA H100 80GB HBM3"}
+    assert {d["attributes"]["type"]["string"] for d in h100} == {"gpu"}
+    assert h100[0]["capacity"]["memory"]["value"] == str(80 << 30)
+    mig = slices["e2e-a100-0"]["devices"]
+    assert {d["attributes"]["type"]["string"] for d in mig} == {"mig"}
+    profiles = Counter(d["attributes"]["profile"]["string"] for d in mig)
+    assert profiles == {"1g.10gb": 2, "1g.10gb+me": 2, "2g.20gb": 2, "3g.40gb": 2}
+    nodes = {n["metadata"]["name"]: n["status"]["allocatable"] for n in dra_cluster.get("nodes")["items"]}
+    for node in slices:
+        assert not [r for r in nodes[node] if r.startswith("nvidia.com/")], nodes[node]
+    assert nodes["e2e-l4-0"]["nvidia.com/gpu"] == "2"  # the serving pool keeps the device plugin
+
+
+PROBE = "dra-probe"
+
+
+def _probe(name: str, klass: str, count: int, node: str) -> list[dict[str, Any]]:
+    """A claim template for ``count`` devices of ``klass`` and a pod outside Kueue using it on ``node``."""
+    request = {"name": "all", "exactly": {"deviceClassName": klass, "allocationMode": "ExactCount", "count": count}}
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": PROBE},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": PROBE},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [{"operator": "Exists"}],
+            "resourceClaims": [{"name": "all", "resourceClaimTemplateName": name}],
+            "containers": [{"name": "main", "image": "probe", "resources": {"claims": [{"name": "all"}]}}],
+        },
+    }
+    return [template, pod]
+
+
+def test_every_unit_the_quota_counts_is_allocatable_through_its_device_class(dra_cluster: Cluster) -> None:
+    """Per DRA resource, a pod outside Kueue claims all of one node's units through the mapped class:
+    kube-scheduler must allocate every one (the ``+me`` instances included), so quota and devices agree."""
+    c = dra_cluster
+    c.kubectl("create", "namespace", PROBE)
+    mappings = {m["name"]: m["deviceClassNames"] for m in _mappings(c)}
+    wanted: dict[str, tuple[str, int]] = {}
+    for cap in render_dra.dra_pools(c.fleet):
+        node = node_names(cap)[0]
+        for resource in cap.units:
+            (klass,) = mappings[resource]
+            name = klass.removeprefix("gpufleet-")
+            wanted[name] = (node, cap.units_per_node(resource))
+            c.apply(_probe(name, klass, cap.units_per_node(resource), node))
+    try:
+
+        def placed() -> bool:
+            pods = c.get("pods", f"--namespace={PROBE}")["items"]
+            on = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
+            return all(on.get(name) == node for name, (node, _) in wanted.items())
+
+        c.eventually(placed, "every probe pod to be scheduled with all of its node's units")
+        claims = c.get("resourceclaims", f"--namespace={PROBE}")["items"]
+        got = {
+            cl["metadata"]["ownerReferences"][0]["name"]: sorted(
+                r["device"] for r in cl["status"]["allocation"]["devices"]["results"]
+            )
+            for cl in claims
+        }
+        print("allocated:", got)
+        assert {name: len(devices) for name, devices in got.items()} == {n: k for n, (_, k) in wanted.items()}
+    finally:
+        c.kubectl("delete", "namespace", PROBE, "--wait=true", "--timeout=60s")
+
+
+def _mappings(c: Cluster) -> list[dict[str, Any]]:
+    """The deviceClassMappings the testbed's Kueue runs with (the rendered ones)."""
+    config = yaml.safe_load((c.bed.config / "kueue.yaml").read_text(encoding="utf-8"))
+    return list(config["resources"]["deviceClassMappings"])
+
+
+@pytest.mark.parametrize(
+    ("template", "resource", "flavor", "node_names", "device_prefix"),
+    [
+        (H100_TEMPLATE, "nvidia.com/gpu", "train", TRAIN_NODES, "gpu-"),
+        (MIG_TEMPLATE, "nvidia.com/mig-1g.10gb", "mig", {"e2e-a100-0"}, "gpu-0-mig-1g10gb-"),
+    ],
+)
+def test_a_claim_job_is_counted_allocated_on_its_pool_runs_and_releases_the_claim(
+    dra: Cluster, template: str, resource: str, flavor: str, node_names: set[str], device_prefix: str
+) -> None:
+    dra.apply([claim_job("claimed", from_template(template))])
+    wl = dra.eventually(lambda: admitted(dra, "alpha", "claimed"), "the claim Job to be admitted")
+    assignment = wl["status"]["admission"]["podSetAssignments"][0]
+    print("admitted:", assignment["flavors"], assignment["resourceUsage"])
+    assert assignment["flavors"][resource] == flavor
+    assert assignment["resourceUsage"][resource] == "1"  # the claim, mapped by deviceClassMappings
+
+    def allocated() -> dict[str, Any] | None:
+        claims = dra.get("resourceclaims", "--namespace=alpha")["items"]
+        return next((c for c in claims if c.get("status", {}).get("allocation")), None)
+
+    claim = dra.eventually(allocated, "kube-scheduler to allocate the claim")
+    result = claim["status"]["allocation"]["devices"]["results"][0]
+    print("allocated:", claim["metadata"]["name"], result)
+    assert result["driver"] == "gpu.nvidia.com" and result["pool"] in node_names
+    assert result["device"].startswith(device_prefix)
+    pod = dra.get("pods", "--namespace=alpha", "--selector=job-name=claimed")["items"][0]
+    assert pod["spec"]["nodeName"] == result["pool"]
+    dra.eventually(
+        lambda: any(c["type"] == "Complete" for c in dra.get("job", "claimed", "--namespace=alpha")["status"].get(
+            "conditions", []
+        )),
+        "the Job to complete",
+    )  # fmt: skip
+    # the resourceclaim-controller deletes a template's claim once its pod is done; Kueue frees the quota
+    dra.eventually(lambda: not dra.get("resourceclaims", "--namespace=alpha")["items"], "the claim to be deleted")
+
+    def used() -> int:
+        usage = dra.get("clusterqueue", "alpha")["status"]["flavorsUsage"]
+        return sum(
+            int(r["total"]) for f in usage if f["name"] == flavor for r in f["resources"] if r["name"] == resource
+        )
+
+    dra.eventually(lambda: used() == 0, f"alpha's {resource} usage on {flavor} back to 0")
+
+
+def test_a_claim_job_over_the_quota_waits_with_kueues_message(dra: Cluster) -> None:
+    dra.apply([claim_job("greedy", from_template(H100_TEMPLATE), pods=5, run_for="1h")])
+
+    def pending() -> dict[str, Any] | None:
+        c = condition(workload_of(dra, "alpha", "greedy"), "QuotaReserved")
+        return c if c and c["status"] == "False" and c.get("message") else None
+
+    reserved = dra.eventually(pending, "Kueue to hold the Job back")
+    print("pending:", reserved["reason"], reserved["message"])
+    assert reserved["reason"] == "Pending"
+    assert "insufficient quota for nvidia.com/gpu in flavor train" in reserved["message"]
+    assert not dra.get("resourceclaims", "--namespace=alpha")["items"]  # no pod, so no claim
+
+
+UNMAPPED_CLASS = "e2e-unmapped-gpu"
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        # pkg/dra/claims.go, GetResourceRequestsForResourceClaimTemplates
+        ("unmapped", f"DeviceClass {UNMAPPED_CLASS} is not mapped in DRA configuration for podset main"),
+        # pkg/controller/core/workload_controller.go, a pod claim naming a ResourceClaim
+        ("named", "KueueDRAIntegration feature does not support use of resource claims"),
+    ],
+)
+def test_kueue_refuses_claims_it_cannot_count(dra: Cluster, case: str, message: str) -> None:
+    gpu_class = dra.get("deviceclass", f"gpufleet-{H100_TEMPLATE}")
+    klass = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": UNMAPPED_CLASS},
+        "spec": {"selectors": gpu_class["spec"]["selectors"]},
+    }
+    request = {"name": "gpu", "exactly": {"deviceClassName": UNMAPPED_CLASS, "count": 1}}
+    spec = {"devices": {"requests": [request]}}
+    if case == "unmapped":
+        template = {"metadata": {"name": "unmapped", "namespace": "alpha"}, "spec": {"spec": spec}}
+        dra.apply([klass, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", **template}])
+        claims = from_template("unmapped")
+    else:
+        claim = {"metadata": {"name": "named", "namespace": "alpha"}, "spec": spec}
+        dra.apply([klass, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", **claim}])
+        claims = [{"name": "gpu", "resourceClaimName": "named"}]
+    dra.apply([claim_job(case, claims)])
+
+    def refused() -> dict[str, Any] | None:
+        c = condition(workload_of(dra, "alpha", case), "QuotaReserved")
+        return c if c and message in c.get("message", "") else None
+
+    reserved = dra.eventually(refused, f"Kueue's refusal: {message}")
+    print(f"{case}:", reserved["reason"], reserved["message"])
+    assert reserved["status"] == "False"
+    assert admitted(dra, "alpha", case) is None
+    dra.kubectl("delete", "deviceclass", UNMAPPED_CLASS, "--ignore-not-found")
+    dra.kubectl("delete", "resourceclaimtemplate", "unmapped", "--namespace=alpha", "--ignore-not-found")

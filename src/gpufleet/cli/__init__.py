@@ -23,6 +23,7 @@ from gpufleet.cli import simulate as simulate_cli
 from gpufleet.cli import tune as tune_cli
 from gpufleet.cli import twin as twin_cli
 from gpufleet.cli import whatif as whatif_cli
+from gpufleet.cli import forecast as forecast_cli
 from gpufleet.cli import why as why_cli
 from gpufleet.cli.audit import audit_app, record
 from gpufleet.cli.common import err_console, error_document
@@ -77,6 +78,7 @@ app.add_typer(audit_app)
 app.command()(record)
 app.command("why")(why_cli.why)
 app.command("what-if")(whatif_cli.whatif)
+app.command("forecast")(forecast_cli.forecast)
 
 
 def _crash(exc: Exception, as_json: bool) -> None:

@@ -41,7 +41,7 @@ class Settings:
     samples: int = 40
     seed: int = 0
     arrivals: bool = True
-    arrival_horizon_s: int = 2 * DAY
+    arrival_horizon_s: int = 7 * DAY
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from gpufleet.ledger.records import Allocation, EndReason, Record
 
 MIN_RUNS = 10  # runtimes a level needs before it answers
 MIN_TAIL = 5  # of which longer than a running workload's elapsed time
-LEVELS = ("team/model/size", "team/size", "size", "fleet")
+LEVELS = ("team/model/size", "team/size", "size", "size or larger", "fleet")
 DECLARED, DEADLINE, BEYOND = "declared", "history ≤ deadline", "beyond history"
 
 Key = tuple[str, str, str, int]  # team, model, GPU resource, GPUs
@@ -47,14 +47,16 @@ class Shape:
             (self.team, self.model, self.resource, self.gpus),
             (self.team, self.resource, self.gpus),
             (self.resource, self.gpus),
+            (self.resource, ">=", self.gpus),
             (),
         )
 
     def label(self, level: int) -> str:
         parts = [
-            f"{self.team}/{self.model or '-'}/{self.gpus}×{short(self.resource)}",
-            f"{self.team}/{self.gpus}×{short(self.resource)}",
+            f"{self.team} · {self.model or '-'} · {self.gpus}×{short(self.resource)}",
+            f"{self.team} · {self.gpus}×{short(self.resource)}",
             f"{self.gpus}×{short(self.resource)}",
+            f"≥{self.gpus}×{short(self.resource)}",
             "fleet-wide",
         ]
         return parts[level]
@@ -82,50 +84,107 @@ class Draw:
 
 @dataclass
 class RuntimeHistory:
-    """Finished runtimes, sorted, per lookup key at every level (``Shape.keys``)."""
+    """Runtimes per lookup key at every level (``Shape.lookups``): those that finished, and those
+    still running at the moment (*censored*: they will run at least that long). Leaving the running
+    ones out would bias every draw short, since the long runs are the ones not finished yet; with
+    them, a draw is from the Kaplan–Meier estimate, and the mass it cannot place (the longest runs
+    are still running) is a draw "beyond history" (``_beyond``)."""
 
     by_key: dict[tuple[object, ...], list[int]] = field(default_factory=lambda: defaultdict(list))
+    censored: dict[tuple[object, ...], list[int]] = field(default_factory=lambda: defaultdict(list))
     runs: int = 0
+    _km: dict[tuple[tuple[object, ...], int], tuple[list[int], list[float]]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, samples: Iterable[tuple[Shape, int]]) -> RuntimeHistory:
+    def of(cls, samples: Iterable[tuple[Shape, int]], running: Iterable[tuple[Shape, int]] = ()) -> RuntimeHistory:
+        """From finished runtimes and the elapsed times of runs still going."""
         out = cls()
         for shape, runtime in samples:
             out.runs += 1
             for key in shape.lookups():
                 out.by_key[key].append(runtime)
-        for values in out.by_key.values():
-            values.sort()
+        for shape, elapsed in running:
+            for key in shape.lookups():
+                out.censored[key].append(elapsed)
+        for table in (out.by_key, out.censored):
+            for values in table.values():
+                values.sort()
         return out
 
     @classmethod
-    def from_records(cls, records: Iterable[Record], before: datetime) -> RuntimeHistory:
+    def from_records(
+        cls, records: Iterable[Record], before: datetime, running: Iterable[tuple[Shape, int]] = ()
+    ) -> RuntimeHistory:
         """The runtimes of attempts the ledger saw finish before ``before`` (the latest version of
-        each attempt as of then: later versions are not yet written)."""
+        each attempt as of then: later versions are not yet written), and the runs still going."""
         return cls.of(
             (
-                Shape(r.team or "", r.model or "", r.gpu_resource, r.gpu_count),
-                int((r.finished - r.started).total_seconds()),
-            )
-            for r in records
-            if isinstance(r, Allocation)
-            and r.end_reason is EndReason.FINISHED
-            and r.started is not None
-            and r.finished is not None
-            and r.finished < before
+                (
+                    Shape(r.team or "", r.model or "", r.gpu_resource, r.gpu_count),
+                    int((r.finished - r.started).total_seconds()),
+                )
+                for r in records
+                if isinstance(r, Allocation)
+                and r.end_reason is EndReason.FINISHED
+                and r.started is not None
+                and r.finished is not None
+                and r.finished < before
+            ),
+            running,
         )
+
+    def runtimes(self, key: tuple[object, ...], table: dict[tuple[object, ...], list[int]] | None = None) -> list[int]:
+        """The sorted runtimes at one lookup key; "size or larger" is gathered at its first use."""
+        table = self.by_key if table is None else table
+        values = table.get(key)
+        if values is None and len(key) == 3:
+            resource, _, gpus = key
+            values = sorted(
+                v
+                for k, vs in list(table.items())
+                if len(k) == 2 and k[0] == resource and k[1] >= gpus  # type: ignore[operator]
+                for v in vs
+            )
+            table[key] = values
+        return values or []
 
     def level(self, shape: Shape, elapsed: int = 0) -> tuple[int, list[int], int] | None:
         """The finest level that answers for ``shape`` having run ``elapsed`` seconds: (level, its
-        sorted runtimes, the index of the first longer than ``elapsed``); None: none does."""
+        sorted finished runtimes, the index of the first longer than ``elapsed``); None: none does."""
         for i, key in enumerate(shape.lookups()):
-            values = self.by_key.get(key)
-            if not values or len(values) < MIN_RUNS:
+            values = self.runtimes(key)
+            if len(values) < MIN_RUNS:
                 continue
             first = bisect_right(values, elapsed)
             if len(values) - first >= MIN_TAIL:
                 return i, values, first
         return None
+
+    def kaplan_meier(self, key: tuple[object, ...], elapsed: int) -> tuple[list[int], list[float]]:
+        """The finished runtimes longer than ``elapsed`` and the cumulative probability up to each,
+        censored runs counted at risk; 1 − the last cumulative is the mass beyond them."""
+        cached = self._km.get((key, elapsed))
+        if cached is not None:
+            return cached
+        done = self.runtimes(key)
+        going = self.runtimes(key, self.censored)
+        events = sorted(
+            [(t, 0) for t in done[bisect_right(done, elapsed) :]]
+            + [(t, 1) for t in going[bisect_right(going, elapsed) :]]
+        )  # at a tie a finish counts before a censoring, as Kaplan–Meier does
+        at_risk, survival, cumulative = len(events), 1.0, 0.0
+        times: list[int] = []
+        cum: list[float] = []
+        for t, censored in events:
+            if not censored:
+                mass = survival / at_risk
+                survival -= mass
+                cumulative += mass
+                times.append(t)
+                cum.append(cumulative)
+            at_risk -= 1
+        self._km[(key, elapsed)] = (times, cum)
+        return times, cum
 
     def draw(self, shape: Shape, elapsed: int, rng: random.Random, declared: Declared | None = None) -> Draw | None:
         """A runtime for ``shape`` longer than ``elapsed``; None: too little history to say."""
@@ -134,14 +193,19 @@ class RuntimeHistory:
         found = self.level(shape, elapsed)
         if found is None:
             return self._beyond(shape, elapsed, rng)
-        i, values, first = found
-        runtime = values[rng.randrange(first, len(values))]
+        i = found[0]
+        times, cum = self.kaplan_meier(shape.lookups()[i], elapsed)
+        u = rng.random()
+        j = bisect_right(cum, u)
+        if j >= len(times):  # the mass of runs longer than any that finished
+            return self._beyond(shape, max(elapsed, times[-1]), rng)
+        runtime = times[j]
         if declared is not None and declared.deadline_s is not None and declared.deadline_s > elapsed:
             return Draw(min(runtime, declared.deadline_s), DEADLINE)
         return Draw(runtime, shape.label(i))
 
     def _beyond(self, shape: Shape, elapsed: int, rng: random.Random) -> Draw | None:
-        """A workload running longer than nearly every run like it: its remaining time is drawn from
+        """A run longer than nearly every one like it that finished: its remaining time is drawn from
         the runtimes of its level as a fresh run (the tail starts again), and the source says so. With
         no level holding ``MIN_RUNS`` runtimes there is no figure at all."""
         found = self.level(shape, 0)

@@ -19,11 +19,11 @@ from typer import rich_utils
 
 from gpufleet import __version__
 from gpufleet.cli import check, demo, evidence, policy, scan, trace
+from gpufleet.cli import forecast as forecast_cli
 from gpufleet.cli import simulate as simulate_cli
 from gpufleet.cli import tune as tune_cli
 from gpufleet.cli import twin as twin_cli
 from gpufleet.cli import whatif as whatif_cli
-from gpufleet.cli import forecast as forecast_cli
 from gpufleet.cli import why as why_cli
 from gpufleet.cli.audit import audit_app, record
 from gpufleet.cli.common import err_console, error_document

@@ -53,7 +53,9 @@ def print_forecast(doc: dict) -> None:  # type: ignore[type-arg]
     from gpufleet.durations import human
 
     b = doc["basis"]
-    table = Table(title=f"Expected admission of the workloads waiting at {human(doc['atSeconds'])}", title_justify="left")
+    table = Table(
+        title=f"Expected admission of the workloads waiting at {human(doc['atSeconds'])}", title_justify="left"
+    )
     for column in ("workload", "team", "waited", "p10", "p50", "p90", "waits for"):
         table.add_column(column, justify="right" if column in ("waited", "p10", "p50", "p90") else "left")
     for w in doc["workloads"]:

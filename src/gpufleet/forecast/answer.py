@@ -1,8 +1,8 @@
 """A forecast as a person and a script read it, and the questions a user may get wrong.
 
 The sentence: "expected to start in 25 min (80 %: 10 min – 1 h 10 min), when wf-beta/job-x and
-wf-beta/job-y end". A bound the samples never reached reads "not within the run" (the run ends when
-nothing is left to happen): never a number the model did not produce. JSON keeps seconds.
+wf-beta/job-y end". A bound the samples never reached reads "not within the horizon" (``Settings.horizon_s``,
+two days by default): never a number the model did not produce. JSON keeps seconds.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from gpufleet.forecast.estimate import Forecast, Report
 from gpufleet.simulate.jobs import JobRun, State
 
 SCHEMA = "gpufleet.io/forecast/v1"
-NOT_WITHIN = "not within the run"
+NOT_WITHIN = "not within the horizon"
 _UNITS = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
 _TIME = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
@@ -67,7 +67,7 @@ def sentence(f: Forecast) -> str:
         return f"no estimate: {f.declined}"
     p10, p50, p90 = (f.quantiles[q] for q in ("p10", "p50", "p90"))
     if p50 is None:
-        return f"not expected to start within the run (admitted in {f.admitted} of {f.samples} samples)"
+        return f"not expected to start within the horizon (admitted in {f.admitted} of {f.samples} samples)"
     text = f"expected to start in {human(p50)} (80 %: {human(p10)} – {human(p90, missing=NOT_WITHIN)})"
     if f.waits_for:
         text += ", when " + " and ".join(k for k, _ in f.waits_for) + " end"

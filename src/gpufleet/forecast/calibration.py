@@ -3,7 +3,8 @@ what was known then, and compare with when the same run admitted it.
 
 A check is *covered* when the admission fell inside the 80 % interval (p10–p90; a p90 "not within
 the run" is unbounded above, and a workload the run never admitted is covered only by such an
-interval). The error is |p50 − actual| relative to the actual remaining wait (at least
+interval). An admission later than the forecast's horizon counts as "not within the horizon",
+which only an interval open above covers. The error is |p50 − actual| relative to the actual remaining wait (at least
 ``MIN_WAIT_S``, so a workload admitted the next second does not turn a few seconds into 1000 %).
 Wait bands are of the actual remaining wait.
 """
@@ -36,7 +37,7 @@ class Check:
     at: int
     p10: float
     p50: float
-    p90: float  # inf: not within the run
+    p90: float  # inf: not within the horizon
     actual: float  # seconds from the moment to the admission; inf: never admitted in the run
 
     @property
@@ -82,9 +83,8 @@ def checks_at(
             continue
         admitted = admission(actual[f.workload], len(paused[f.workload].attempts) - 1)
         q = {k: math.inf if v is None else float(v) for k, v in f.quantiles.items()}
-        out.append(
-            Check(f.workload, f.team, at, q["p10"], q["p50"], q["p90"], math.inf if admitted is None else admitted - at)
-        )
+        late = admitted is None or admitted - at > settings.horizon_s  # beyond what the forecast looks at
+        out.append(Check(f.workload, f.team, at, q["p10"], q["p50"], q["p90"], math.inf if late else admitted - at))
     return out
 
 

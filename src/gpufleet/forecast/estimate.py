@@ -5,7 +5,7 @@ Each sample copies the paused run (the twin's queues, the cluster's bindings, ev
 runtime for every workload not finished (a running one's conditioned on the time it has run,
 ``runtimes``), optionally adds sampled arrivals (``arrivals``), and lets the simulator's own loop run
 it to its end. A waiting workload's admission is the first quota reservation it gets after the
-moment; a sample in which it never gets one counts as "not within the run" (censored, reported as
+moment; a sample in which it never gets one counts as "not within the horizon" (censored, reported as
 such, never as a figure). The quantiles are nearest-rank over the samples; the 80 % interval is
 p10–p90. Which workloads it waits for: in each sample, the workloads whose end came at most
 ``FREED_BY_S`` before its admission (the finish that freed the quota, and Kueue's requeue second).
@@ -41,7 +41,7 @@ class Settings:
     samples: int = 40
     seed: int = 0
     arrivals: bool = True
-    arrival_horizon_s: int = 7 * DAY
+    horizon_s: int = 2 * DAY  # how far ahead: an admission later than this is "not within the horizon"
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Forecast:
     workload: str
     team: str
     waited_s: int  # since it last entered the queue
-    quantiles: dict[str, int | None]  # p10, p50, p90; None: not admitted within the run in that share
+    quantiles: dict[str, int | None]  # p10, p50, p90; None: not admitted within the horizon in that share
     admitted: int  # samples in which it was admitted
     samples: int
     waits_for: tuple[tuple[str, float], ...]  # workload, share of samples its end freed the quota
@@ -136,7 +136,7 @@ def forecast(moment: Moment, settings: Settings) -> Report:
         sim.retime(at, durations)
         if rates and moment.arrivals is not None:
             sim.join(_arrivals(moment, settings, rng, k))
-        _run_until_admitted(sim, at, {r.key: len(r.attempts) - 1 for r in waiting})
+        _run_until_admitted(sim, at, at + settings.horizon_s, {r.key: len(r.attempts) - 1 for r in waiting})
         ends = sorted(
             (a.ended, r.key)
             for r in sim.runs
@@ -157,14 +157,14 @@ def forecast(moment: Moment, settings: Settings) -> Report:
     return Report(basis, tuple(_forecast(r, at, delays[r.key], freed[r.key], settings.samples) for r in waiting))
 
 
-def _run_until_admitted(sim: Simulation, at: int, keys: dict[str, int]) -> None:
+def _run_until_admitted(sim: Simulation, at: int, end: int, keys: dict[str, int]) -> None:
     """Run the sample on until every watched workload was admitted (what comes after is not asked),
     in spans that double from an hour, or to the run's end."""
     span, through = 3600, at
     while keys:
-        through += span
+        through = min(through + span, end)
         span *= 2
-        if not sim.advance(through):
+        if not sim.advance(through) or through == end:
             return
         keys = {k: i for k, i in keys.items() if admission(sim.by_key[k], i) is None}
 
@@ -174,7 +174,7 @@ def _arrivals(moment: Moment, settings: Settings, rng: random.Random, k: int) ->
     assert moment.arrivals is not None
     catalog = moment.simulation.catalog
     out = []
-    for job in moment.arrivals.sample(rng, settings.arrival_horizon_s, str(k)):
+    for job in moment.arrivals.sample(rng, settings.horizon_s, str(k)):
         ask = catalog.ask_of(job)
         if ask is None:
             continue

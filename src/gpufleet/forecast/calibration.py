@@ -83,8 +83,8 @@ def checks_at(
             continue
         admitted = admission(actual[f.workload], len(paused[f.workload].attempts) - 1)
         q = {k: math.inf if v is None else float(v) for k, v in f.quantiles.items()}
-        late = admitted is None or admitted - at > settings.horizon_s  # beyond what the forecast looks at
-        out.append(Check(f.workload, f.team, at, q["p10"], q["p50"], q["p90"], math.inf if late else admitted - at))
+        delay = math.inf if admitted is None or admitted - at > settings.horizon_s else float(admitted - at)
+        out.append(Check(f.workload, f.team, at, q["p10"], q["p50"], q["p90"], delay))
     return out
 
 

@@ -90,7 +90,10 @@ def main() -> None:
             print(f"  moment {at:>7} s: {r.admissions:>4} waiting, 80 % covers {pct(r.coverage)}", flush=True)
     table("per team", summarize(checks, lambda c: c.team))
     table("per wait (actual, from the moment)", by_band(checks))
-    print(f"\n{time.monotonic() - started:.0f} s wall")
+    early = sum(c.actual > c.p90 for c in checks)
+    late = sum(c.actual < c.p10 for c in checks)
+    print(f"\nmissed: {early} admitted after p90 (forecast too early), {late} before p10 (too late)")
+    print(f"{time.monotonic() - started:.0f} s wall")
     print(final_line(checks))
 
 

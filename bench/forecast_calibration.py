@@ -55,7 +55,7 @@ def _moment(args: tuple[int, int, Settings]) -> list[Check]:
 
 
 def pct(x: float) -> str:
-    return "–" if math.isnan(x) else f"{x * 100:.0f} %"
+    return "–" if math.isnan(x) else "∞" if math.isinf(x) else f"{x * 100:.0f} %"
 
 
 def table(title: str, rows: list) -> None:  # type: ignore[type-arg]

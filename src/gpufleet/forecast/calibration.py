@@ -28,6 +28,7 @@ from gpufleet.trace.job import Job
 
 MIN_WAIT_S = 60
 BANDS = ((600, "< 10 min"), (3600, "10 min – 1 h"), (6 * 3600, "1 h – 6 h"), (math.inf, "≥ 6 h"))
+AFTER = "after the horizon"  # admitted later than the forecast looks, or never
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class Check:
 
     @property
     def band(self) -> str:
-        return next(label for bound, label in BANDS if self.actual < bound)
+        return next((label for bound, label in BANDS if self.actual < bound), AFTER)
 
 
 def moments(seed: int, count: int, start: int, end: int) -> list[int]:
@@ -115,7 +116,7 @@ def row(label: str, checks: Sequence[Check]) -> Row:
 
 
 def by_band(checks: Sequence[Check]) -> list[Row]:
-    order = [label for _, label in BANDS]
+    order = [label for _, label in BANDS] + [AFTER]
     rows = {r.label: r for r in summarize(checks, lambda c: c.band)}
     return [rows[label] for label in order if label in rows]
 

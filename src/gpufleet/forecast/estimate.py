@@ -1,8 +1,8 @@
 """The forecast itself: from a paused simulation, many futures, and when each waiting workload was
 admitted in them.
 
-Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer), draws a
-runtime for every workload not finished (a running one's conditioned on the time it has run,
+Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer), resamples
+the runtime history (a bootstrap, ``RuntimeHistory.bootstrap``), draws a runtime for every workload not finished (a running one's conditioned on the time it has run,
 ``runtimes``), optionally adds sampled arrivals (``arrivals``), and lets the simulator's own loop run
 it to its end. A waiting workload's admission is the first quota reservation it gets after the
 moment; a sample in which it never gets one counts as "not within the horizon" (censored, reported as
@@ -125,17 +125,16 @@ def forecast(moment: Moment, settings: Settings) -> Report:
         rng = random.Random(settings.seed * 1_000_003 + k)
         sim: Simulation = pickle.loads(frozen)
         durations = {}
+        history = moment.history.bootstrap(rng)
         for r in alive:
             started = r.attempt.started if r.state is State.RUNNING else None
-            draw = moment.history.draw(
-                shape_of(r), 0 if started is None else at - started, rng, moment.declared.get(r.key)
-            )
+            draw = history.draw(shape_of(r), 0 if started is None else at - started, rng, moment.declared.get(r.key))
             assert draw is not None  # the fleet level answers (checked above)
             durations[r.key] = draw.runtime_s
             sources[draw.source] += 1
         sim.retime(at, durations)
         if rates and moment.arrivals is not None:
-            sim.join(_arrivals(moment, settings, rng, k))
+            sim.join(_arrivals(moment, history, settings, rng, k))
         _run_until_admitted(sim, at, at + settings.horizon_s, {r.key: len(r.attempts) - 1 for r in waiting})
         ends = sorted(
             (a.ended, r.key)
@@ -169,7 +168,7 @@ def _run_until_admitted(sim: Simulation, at: int, end: int, keys: dict[str, int]
         keys = {k: i for k, i in keys.items() if admission(sim.by_key[k], i) is None}
 
 
-def _arrivals(moment: Moment, settings: Settings, rng: random.Random, k: int) -> list[Job]:
+def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: random.Random, k: int) -> list[Job]:
     """Sample ``k``'s arrivals, each with a runtime drawn like any fresh workload's."""
     assert moment.arrivals is not None
     catalog = moment.simulation.catalog
@@ -178,7 +177,7 @@ def _arrivals(moment: Moment, settings: Settings, rng: random.Random, k: int) ->
         ask = catalog.ask_of(job)
         if ask is None:
             continue
-        draw = moment.history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods), 0, rng)
+        draw = history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods), 0, rng)
         if draw is not None:
             out.append(replace(job, duration_s=draw.runtime_s))
     return out

@@ -15,6 +15,7 @@ run past it; ``activeDeadlineSeconds`` bounds a draw from history (the Job is ki
 
 from __future__ import annotations
 
+import math
 import random
 from bisect import bisect_right
 from collections import defaultdict
@@ -133,6 +134,18 @@ class RuntimeHistory:
             running,
         )
 
+    def bootstrap(self, rng: random.Random) -> RuntimeHistory:
+        """The same history resampled with replacement, key by key: one per sampled future, so the
+        forecast carries the uncertainty of the distribution itself, not only of each draw from it.
+        Without it a deep queue's wait, a sum of many runtimes, would come out far too certain: its
+        spread shrinks with the queue's depth while an error in the mean runtime does not."""
+        out = RuntimeHistory(runs=self.runs)
+        for source, target in ((self.by_key, out.by_key), (self.censored, out.censored)):
+            for key, values in source.items():
+                if len(key) != 3:  # "size or larger" is gathered again from the resampled sizes
+                    target[key] = sorted(values[rng.randrange(len(values))] for _ in values)
+        return out
+
     def runtimes(self, key: tuple[object, ...], table: dict[tuple[object, ...], list[int]] | None = None) -> list[int]:
         """The sorted runtimes at one lookup key; "size or larger" is gathered at its first use."""
         table = self.by_key if table is None else table
@@ -149,15 +162,14 @@ class RuntimeHistory:
         return values or []
 
     def level(self, shape: Shape, elapsed: int = 0) -> tuple[int, list[int], int] | None:
-        """The finest level that answers for ``shape`` having run ``elapsed`` seconds: (level, its
-        sorted finished runtimes, the index of the first longer than ``elapsed``); None: none does."""
+        """The finest level with ``MIN_RUNS`` finished runs for ``shape``: (level, its sorted finished
+        runtimes, the index of the first longer than ``elapsed``); None: no level has them. Its runs
+        are not traded for a coarser level's when few ran longer than ``elapsed``: other shapes' long
+        runs say little about this one's, and the draw goes beyond history instead (``_beyond``)."""
         for i, key in enumerate(shape.lookups()):
             values = self.runtimes(key)
-            if len(values) < MIN_RUNS:
-                continue
-            first = bisect_right(values, elapsed)
-            if len(values) - first >= MIN_TAIL:
-                return i, values, first
+            if len(values) >= MIN_RUNS:
+                return i, values, bisect_right(values, elapsed)
         return None
 
     def kaplan_meier(self, key: tuple[object, ...], elapsed: int) -> tuple[list[int], list[float]]:
@@ -192,27 +204,18 @@ class RuntimeHistory:
             return Draw(declared.expected_s, DECLARED)
         found = self.level(shape, elapsed)
         if found is None:
-            return self._beyond(shape, elapsed, rng)
-        i = found[0]
+            return None
+        i, values, first = found
+        if len(values) - first < MIN_TAIL:
+            return _beyond(elapsed, rng)
         times, cum = self.kaplan_meier(shape.lookups()[i], elapsed)
-        u = rng.random()
-        j = bisect_right(cum, u)
-        if j >= len(times):  # the mass of runs longer than any that finished
-            return self._beyond(shape, max(elapsed, times[-1]), rng)
+        j = bisect_right(cum, rng.random())
+        if j >= len(times):  # the mass of runs longer than any that finished (they are still running)
+            return _beyond(max(elapsed, times[-1]), rng)
         runtime = times[j]
         if declared is not None and declared.deadline_s is not None and declared.deadline_s > elapsed:
             return Draw(min(runtime, declared.deadline_s), DEADLINE)
         return Draw(runtime, shape.label(i))
-
-    def _beyond(self, shape: Shape, elapsed: int, rng: random.Random) -> Draw | None:
-        """A run longer than nearly every one like it that finished: its remaining time is drawn from
-        the runtimes of its level as a fresh run (the tail starts again), and the source says so. With
-        no level holding ``MIN_RUNS`` runtimes there is no figure at all."""
-        found = self.level(shape, 0)
-        if found is None or elapsed == 0:
-            return None
-        _, values, _ = found
-        return Draw(elapsed + values[rng.randrange(len(values))], BEYOND)
 
     def describe(self, shape: Shape, elapsed: int = 0) -> str:
         """The level a draw for ``shape`` rests on, with its count, or why there is none."""
@@ -220,4 +223,15 @@ class RuntimeHistory:
         if found is None:
             return f"too little history ({self.runs} finished runs, {MIN_RUNS} needed per level)"
         i, values, first = found
+        if len(values) - first < MIN_TAIL:
+            return f"{BEYOND} (it has run longer than {len(values) - first} of {shape.label(i)}'s {len(values)} runs)"
         return f"{shape.label(i)} (n={len(values) - first})"
+
+
+def _beyond(base: int, rng: random.Random) -> Draw:
+    """A run already longer than (nearly) every finished one like it: seen at a uniformly random point
+    of its life, the share of it already run is uniform, so its runtime is ``base / u`` (u uniform in
+    (0, 1]): as likely to end within as long again as not, with the heavy tail long GPU jobs have
+    (Gott's and Lindy's argument). Named "beyond history" in the answer."""
+    u = 1.0 - rng.random()  # (0, 1]
+    return Draw(max(base + 1, math.ceil(base / u)), BEYOND)

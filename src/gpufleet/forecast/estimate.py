@@ -95,7 +95,7 @@ class Report:
 
 
 def shape_of(run: JobRun) -> Shape:
-    return Shape(run.job.team, run.job.model, run.ask.resource, run.ask.count * run.job.pods)
+    return Shape(run.job.team, run.job.model, run.ask.resource, run.ask.count * run.job.pods, run.job.kind.value)
 
 
 def admission(run: JobRun, since: int) -> int | None:
@@ -113,7 +113,7 @@ def forecast(moment: Moment, settings: Settings) -> Report:
     waiting = sorted((r for r in paused.runs if r.state in WAITING), key=lambda r: r.key)
     alive = [r for r in paused.runs if r.state not in DONE]
     rates = moment.arrivals.teams if settings.arrivals and moment.arrivals is not None else {}
-    if moment.history.level(Shape("", "", "", 0), 0) is None:
+    if moment.history.level(Shape("", "", "", 0), 0) is None:  # not even the fleet level answers
         why = f"too little history: {moment.history.runs} finished runs before the moment, at least 10 needed"
         basis = Basis(at, 0, settings.seed, settings.arrivals, rates, moment.history.runs, {}, why)
         return Report(basis, tuple(_declined(r, at, why) for r in waiting))
@@ -177,7 +177,7 @@ def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: 
         ask = catalog.ask_of(job)
         if ask is None:
             continue
-        draw = history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods), 0, rng)
+        draw = history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods, job.kind.value), 0, rng)
         if draw is not None:
             out.append(replace(job, duration_s=draw.runtime_s))
     return out

@@ -27,7 +27,8 @@ from gpufleet.ledger.records import Allocation, EndReason, Record
 
 MIN_RUNS = 10  # runtimes a level needs before it answers
 MIN_TAIL = 5  # of which longer than a running workload's elapsed time
-LEVELS = ("team/model/size", "team/size", "size", "size or larger", "fleet")
+LEVELS = ("team/kind/model/size", "team/kind/size", "kind/size", "size", "size or larger", "fleet")
+SIZE, LARGER = "size", "larger"
 DECLARED, DEADLINE, BEYOND = "declared", "history ≤ deadline", "beyond history"
 
 Key = tuple[str, str, str, int]  # team, model, GPU resource, GPUs
@@ -35,29 +36,35 @@ Key = tuple[str, str, str, int]  # team, model, GPU resource, GPUs
 
 @dataclass(frozen=True)
 class Shape:
-    """What a workload's runtime is looked up by: its team, model, GPU resource and size."""
+    """What a workload's runtime is looked up by: its team, kind (training, batch-eval...; empty where
+    the source does not say), model, GPU resource and size."""
 
     team: str
     model: str
     resource: str
     gpus: int
+    kind: str = ""
 
     def lookups(self) -> tuple[tuple[object, ...], ...]:
-        """The lookup key at every level, finest first (``LEVELS``)."""
+        """The lookup key at every level, finest first (``LEVELS``); each starts with its level's tag."""
         return (
-            (self.team, self.model, self.resource, self.gpus),
-            (self.team, self.resource, self.gpus),
-            (self.resource, self.gpus),
-            (self.resource, ">=", self.gpus),
-            (),
+            ("tkms", self.team, self.kind, self.model, self.resource, self.gpus),
+            ("tks", self.team, self.kind, self.resource, self.gpus),
+            ("ks", self.kind, self.resource, self.gpus),
+            (SIZE, self.resource, self.gpus),
+            (LARGER, self.resource, self.gpus),
+            ("fleet",),
         )
 
     def label(self, level: int) -> str:
+        size = f"{self.gpus}×{short(self.resource)}"
+        kind = f"{self.kind} · " if self.kind else ""
         parts = [
-            f"{self.team} · {self.model or '-'} · {self.gpus}×{short(self.resource)}",
-            f"{self.team} · {self.gpus}×{short(self.resource)}",
-            f"{self.gpus}×{short(self.resource)}",
-            f"≥{self.gpus}×{short(self.resource)}",
+            f"{self.team} · {kind}{self.model or '-'} · {size}",
+            f"{self.team} · {kind}{size}",
+            f"{kind}{size}",
+            size,
+            f"≥{size}",
             "fleet-wide",
         ]
         return parts[level]
@@ -114,14 +121,26 @@ class RuntimeHistory:
 
     @classmethod
     def from_records(
-        cls, records: Iterable[Record], before: datetime, running: Iterable[tuple[Shape, int]] = ()
+        cls,
+        records: Iterable[Record],
+        before: datetime,
+        running: Iterable[tuple[Shape, int]] = (),
+        kinds: dict[tuple[str, str], str] | None = None,
     ) -> RuntimeHistory:
         """The runtimes of attempts the ledger saw finish before ``before`` (the latest version of
-        each attempt as of then: later versions are not yet written), and the runs still going."""
+        each attempt as of then: later versions are not yet written), and the runs still going. The
+        ledger records no job kind: ``kinds`` gives it by (namespace, name) where the source knows it
+        (a trace, a Job label)."""
         return cls.of(
             (
                 (
-                    Shape(r.team or "", r.model or "", r.gpu_resource, r.gpu_count),
+                    Shape(
+                        r.team or "",
+                        r.model or "",
+                        r.gpu_resource,
+                        r.gpu_count,
+                        (kinds or {}).get((r.namespace, r.name), ""),
+                    ),
                     int((r.finished - r.started).total_seconds()),
                 )
                 for r in records
@@ -142,7 +161,7 @@ class RuntimeHistory:
         out = RuntimeHistory(runs=self.runs)
         for source, target in ((self.by_key, out.by_key), (self.censored, out.censored)):
             for key, values in source.items():
-                if len(key) != 3:  # "size or larger" is gathered again from the resampled sizes
+                if key[0] != LARGER:  # "size or larger" is gathered again from the resampled sizes
                     target[key] = sorted(values[rng.randrange(len(values))] for _ in values)
         return out
 
@@ -150,12 +169,12 @@ class RuntimeHistory:
         """The sorted runtimes at one lookup key; "size or larger" is gathered at its first use."""
         table = self.by_key if table is None else table
         values = table.get(key)
-        if values is None and len(key) == 3:
-            resource, _, gpus = key
+        if values is None and key[0] == LARGER:
+            _, resource, gpus = key
             values = sorted(
                 v
                 for k, vs in list(table.items())
-                if len(k) == 2 and k[0] == resource and k[1] >= gpus  # type: ignore[operator]
+                if k[0] == SIZE and k[1] == resource and k[2] >= gpus  # type: ignore[operator]
                 for v in vs
             )
             table[key] = values

@@ -67,7 +67,8 @@ def moment_at(
         for r in world.runs
         if r.state is State.RUNNING and r.attempt.started is not None
     ]
-    history = RuntimeHistory.from_records(records, cutoff + timedelta(seconds=1), running)
+    kinds = {(j.namespace, j.job_id): j.kind.value for j in seen}  # the trace says what the ledger does not
+    history = RuntimeHistory.from_records(records, cutoff + timedelta(seconds=1), running, kinds)
     return Moment(world, at, history, ArrivalModel.of(seen, at), declared or {})
 
 

@@ -70,7 +70,7 @@ def sentence(f: Forecast) -> str:
         return f"not expected to start within the horizon (admitted in {f.admitted} of {f.samples} samples)"
     text = f"expected to start in {human(p50)} (80 %: {human(p10)} – {human(p90, missing=NOT_WITHIN)})"
     if f.waits_for:
-        text += ", when " + " and ".join(k for k, _ in f.waits_for) + " end"
+        text += ", when " + " and ".join(k for k, _ in f.waits_for) + (" ends" if len(f.waits_for) == 1 else " end")
     return text
 
 

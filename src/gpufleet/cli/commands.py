@@ -46,6 +46,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("record", "gpufleet.cli.audit:record", "Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."),
     Entry("why", "gpufleet.cli.why:why", "Why a Workload waits: Kueue's reason, what holds its quota, what would let it in (reads only)."),
     Entry("what-if", "gpufleet.cli.whatif:whatif", "What applying POLICY would do now: admissions, preemptions, inadmissible work, changed objects."),
+    Entry("forecast", "gpufleet.cli.forecast:forecast", "When each waiting workload is expected to be admitted: quantiles of simulated futures, what they rest on."),
     Entry("twin", "gpufleet.cli.twin:app", "Simulate Kueue's admission on real Kueue objects."),
     Entry("trace", "gpufleet.cli.trace:app", "Make, convert and inspect job traces."),
     Entry("webhook", "gpufleet.cli.webhook:app", "The admission webhook (validating and mutating, AdmissionReview v1)."),

@@ -5,7 +5,9 @@ workload that waits now, so a forecast that ignores arrivals is too early. Teams
 (a sweep of evaluation jobs seconds apart), so arrivals are drawn as *bursts*: per team, the bursts
 of the last ``WINDOW_S`` (jobs less than ``BURST_GAP_S`` apart) give a rate, and each sampled burst
 copies one of them, its jobs at their own offsets, under fresh names. A Poisson process at the
-window's mean rate: the day's rhythm is averaged over, which a forecast hours ahead can afford.
+window's mean rate, shaped over the day by the hour-of-day profile of every burst seen so far (all
+teams, whole days only, smoothed over three hours): a forecast made in the evening expects the
+quiet night before the morning's rush. Weekly rhythm is not modelled (a week of history is rare).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from dataclasses import dataclass, replace
 
 from gpufleet.trace.job import Job
 
-WINDOW_S = 24 * 3600  # the arrivals a rate is taken from
+HOUR, DAY = 3600, 24 * 3600
+WINDOW_S = DAY  # the arrivals a rate is taken from
 BURST_GAP_S = 60  # jobs of one team closer than this are one burst
 PREFIX = "fc"  # sampled jobs are named fc<sample>-<n>-<the job copied>
 
@@ -35,6 +38,7 @@ class ArrivalModel:
     at: int
     window_s: int
     bursts: dict[str, tuple[Burst, ...]]
+    profile: tuple[float, ...] = (1.0,) * 24  # rate multiplier per hour of the day (mean 1)
 
     @classmethod
     def of(cls, seen: Sequence[Job], at: int, window_s: int = WINDOW_S) -> ArrivalModel:
@@ -53,7 +57,7 @@ class ArrivalModel:
                 else:
                     groups.append([job])
             bursts[team] = tuple(Burst(tuple(j.submit_s - g[0].submit_s for j in g), tuple(g)) for g in groups)
-        return cls(at, max(at - since, 1), bursts)
+        return cls(at, max(at - since, 1), bursts, daily_profile(seen, at))
 
     @property
     def teams(self) -> dict[str, float]:
@@ -63,16 +67,39 @@ class ArrivalModel:
     def sample(self, rng: random.Random, horizon_s: int, tag: str) -> list[Job]:
         """Jobs submitted after ``at``, to ``at + horizon_s``: each team's bursts as a Poisson process."""
         out: list[Job] = []
+        peak = max(self.profile)
         for bursts in self.bursts.values():
-            rate = len(bursts) / self.window_s
+            rate = len(bursts) / self.window_s * peak
             t = float(self.at)
             while True:
-                t += rng.expovariate(rate)
+                t += rng.expovariate(rate)  # thinning: candidates at the peak rate, kept by the hour's share
                 if t > self.at + horizon_s:
                     break
+                if rng.random() * peak > self.profile[int(t) % DAY // HOUR]:
+                    continue
                 burst = bursts[rng.randrange(len(bursts))]
                 start = int(t) + 1
                 for offset, job in zip(burst.offsets, burst.jobs, strict=True):
                     name = f"{PREFIX}{tag}-{len(out)}-{job.job_id}"
                     out.append(replace(job, job_id=name, submit_s=start + offset))
         return out
+
+
+def daily_profile(seen: Sequence[Job], at: int) -> tuple[float, ...]:
+    """Bursts per hour of the day over the whole days before ``at``, smoothed over three hours and
+    scaled to a mean of 1; flat with less than a day seen."""
+    days = at // DAY
+    if days < 1:
+        return (1.0,) * 24
+    counts = [0] * 24
+    last: dict[str, int] = {}
+    for job in sorted(seen, key=lambda j: (j.submit_s, j.job_id)):
+        if job.submit_s >= days * DAY:
+            continue
+        previous = last.get(job.team)
+        last[job.team] = job.submit_s
+        if previous is None or job.submit_s - previous >= BURST_GAP_S:
+            counts[job.submit_s % DAY // HOUR] += 1
+    smooth = [(counts[h - 1] + counts[h] + counts[(h + 1) % 24]) / 3 + 0.1 for h in range(24)]
+    mean = sum(smooth) / 24
+    return tuple(v / mean for v in smooth)

@@ -3,7 +3,8 @@ what was known then, and compare with when the same run admitted it.
 
 A check is *covered* when the admission fell inside the 80 % interval (p10–p90; a p90 "not within
 the run" is unbounded above, and a workload the run never admitted is covered only by such an
-interval). The error is |p50 − actual| relative to the actual remaining wait (at least
+interval). An admission later than the forecast's horizon counts as "not within the horizon",
+which only an interval open above covers. The error is |p50 − actual| relative to the actual remaining wait (at least
 ``MIN_WAIT_S``, so a workload admitted the next second does not turn a few seconds into 1000 %).
 Wait bands are of the actual remaining wait.
 """
@@ -27,6 +28,7 @@ from gpufleet.trace.job import Job
 
 MIN_WAIT_S = 60
 BANDS = ((600, "< 10 min"), (3600, "10 min – 1 h"), (6 * 3600, "1 h – 6 h"), (math.inf, "≥ 6 h"))
+AFTER = "after the horizon"  # admitted later than the forecast looks, or never
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class Check:
     at: int
     p10: float
     p50: float
-    p90: float  # inf: not within the run
+    p90: float  # inf: not within the horizon
     actual: float  # seconds from the moment to the admission; inf: never admitted in the run
 
     @property
@@ -52,7 +54,7 @@ class Check:
 
     @property
     def band(self) -> str:
-        return next(label for bound, label in BANDS if self.actual < bound)
+        return next((label for bound, label in BANDS if self.actual < bound), AFTER)
 
 
 def moments(seed: int, count: int, start: int, end: int) -> list[int]:
@@ -82,9 +84,8 @@ def checks_at(
             continue
         admitted = admission(actual[f.workload], len(paused[f.workload].attempts) - 1)
         q = {k: math.inf if v is None else float(v) for k, v in f.quantiles.items()}
-        out.append(
-            Check(f.workload, f.team, at, q["p10"], q["p50"], q["p90"], math.inf if admitted is None else admitted - at)
-        )
+        delay = math.inf if admitted is None or admitted - at > settings.horizon_s else float(admitted - at)
+        out.append(Check(f.workload, f.team, at, q["p10"], q["p50"], q["p90"], delay))
     return out
 
 
@@ -115,7 +116,7 @@ def row(label: str, checks: Sequence[Check]) -> Row:
 
 
 def by_band(checks: Sequence[Check]) -> list[Row]:
-    order = [label for _, label in BANDS]
+    order = [label for _, label in BANDS] + [AFTER]
     rows = {r.label: r for r in summarize(checks, lambda c: c.band)}
     return [rows[label] for label in order if label in rows]
 

@@ -1,11 +1,11 @@
 """The forecast itself: from a paused simulation, many futures, and when each waiting workload was
 admitted in them.
 
-Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer), draws a
-runtime for every workload not finished (a running one's conditioned on the time it has run,
+Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer), resamples
+the runtime history (a bootstrap, ``RuntimeHistory.bootstrap``), draws a runtime for every workload not finished (a running one's conditioned on the time it has run,
 ``runtimes``), optionally adds sampled arrivals (``arrivals``), and lets the simulator's own loop run
 it to its end. A waiting workload's admission is the first quota reservation it gets after the
-moment; a sample in which it never gets one counts as "not within the run" (censored, reported as
+moment; a sample in which it never gets one counts as "not within the horizon" (censored, reported as
 such, never as a figure). The quantiles are nearest-rank over the samples; the 80 % interval is
 p10–p90. Which workloads it waits for: in each sample, the workloads whose end came at most
 ``FREED_BY_S`` before its admission (the finish that freed the quota, and Kueue's requeue second).
@@ -41,7 +41,7 @@ class Settings:
     samples: int = 40
     seed: int = 0
     arrivals: bool = True
-    arrival_horizon_s: int = 2 * DAY
+    horizon_s: int = 2 * DAY  # how far ahead: an admission later than this is "not within the horizon"
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Forecast:
     workload: str
     team: str
     waited_s: int  # since it last entered the queue
-    quantiles: dict[str, int | None]  # p10, p50, p90; None: not admitted within the run in that share
+    quantiles: dict[str, int | None]  # p10, p50, p90; None: not admitted within the horizon in that share
     admitted: int  # samples in which it was admitted
     samples: int
     waits_for: tuple[tuple[str, float], ...]  # workload, share of samples its end freed the quota
@@ -95,7 +95,7 @@ class Report:
 
 
 def shape_of(run: JobRun) -> Shape:
-    return Shape(run.job.team, run.job.model, run.ask.resource, run.ask.count * run.job.pods)
+    return Shape(run.job.team, run.job.model, run.ask.resource, run.ask.count * run.job.pods, run.job.kind.value)
 
 
 def admission(run: JobRun, since: int) -> int | None:
@@ -113,7 +113,7 @@ def forecast(moment: Moment, settings: Settings) -> Report:
     waiting = sorted((r for r in paused.runs if r.state in WAITING), key=lambda r: r.key)
     alive = [r for r in paused.runs if r.state not in DONE]
     rates = moment.arrivals.teams if settings.arrivals and moment.arrivals is not None else {}
-    if moment.history.level(Shape("", "", "", 0), 0) is None:
+    if moment.history.level(Shape("", "", "", 0), 0) is None:  # not even the fleet level answers
         why = f"too little history: {moment.history.runs} finished runs before the moment, at least 10 needed"
         basis = Basis(at, 0, settings.seed, settings.arrivals, rates, moment.history.runs, {}, why)
         return Report(basis, tuple(_declined(r, at, why) for r in waiting))
@@ -125,18 +125,17 @@ def forecast(moment: Moment, settings: Settings) -> Report:
         rng = random.Random(settings.seed * 1_000_003 + k)
         sim: Simulation = pickle.loads(frozen)
         durations = {}
+        history = moment.history.bootstrap(rng)
         for r in alive:
             started = r.attempt.started if r.state is State.RUNNING else None
-            draw = moment.history.draw(
-                shape_of(r), 0 if started is None else at - started, rng, moment.declared.get(r.key)
-            )
+            draw = history.draw(shape_of(r), 0 if started is None else at - started, rng, moment.declared.get(r.key))
             assert draw is not None  # the fleet level answers (checked above)
             durations[r.key] = draw.runtime_s
             sources[draw.source] += 1
         sim.retime(at, durations)
         if rates and moment.arrivals is not None:
-            sim.join(_arrivals(moment, settings, rng, k))
-        _run_until_admitted(sim, at, {r.key: len(r.attempts) - 1 for r in waiting})
+            sim.join(_arrivals(moment, history, settings, rng, k))
+        _run_until_admitted(sim, at, at + settings.horizon_s, {r.key: len(r.attempts) - 1 for r in waiting})
         ends = sorted(
             (a.ended, r.key)
             for r in sim.runs
@@ -157,28 +156,28 @@ def forecast(moment: Moment, settings: Settings) -> Report:
     return Report(basis, tuple(_forecast(r, at, delays[r.key], freed[r.key], settings.samples) for r in waiting))
 
 
-def _run_until_admitted(sim: Simulation, at: int, keys: dict[str, int]) -> None:
+def _run_until_admitted(sim: Simulation, at: int, end: int, keys: dict[str, int]) -> None:
     """Run the sample on until every watched workload was admitted (what comes after is not asked),
     in spans that double from an hour, or to the run's end."""
     span, through = 3600, at
     while keys:
-        through += span
+        through = min(through + span, end)
         span *= 2
-        if not sim.advance(through):
+        if not sim.advance(through) or through == end:
             return
         keys = {k: i for k, i in keys.items() if admission(sim.by_key[k], i) is None}
 
 
-def _arrivals(moment: Moment, settings: Settings, rng: random.Random, k: int) -> list[Job]:
+def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: random.Random, k: int) -> list[Job]:
     """Sample ``k``'s arrivals, each with a runtime drawn like any fresh workload's."""
     assert moment.arrivals is not None
     catalog = moment.simulation.catalog
     out = []
-    for job in moment.arrivals.sample(rng, settings.arrival_horizon_s, str(k)):
+    for job in moment.arrivals.sample(rng, settings.horizon_s, str(k)):
         ask = catalog.ask_of(job)
         if ask is None:
             continue
-        draw = moment.history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods), 0, rng)
+        draw = history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods, job.kind.value), 0, rng)
         if draw is not None:
             out.append(replace(job, duration_s=draw.runtime_s))
     return out

@@ -15,6 +15,7 @@ run past it; ``activeDeadlineSeconds`` bounds a draw from history (the Job is ki
 
 from __future__ import annotations
 
+import math
 import random
 from bisect import bisect_right
 from collections import defaultdict
@@ -26,7 +27,8 @@ from gpufleet.ledger.records import Allocation, EndReason, Record
 
 MIN_RUNS = 10  # runtimes a level needs before it answers
 MIN_TAIL = 5  # of which longer than a running workload's elapsed time
-LEVELS = ("team/model/size", "team/size", "size", "fleet")
+LEVELS = ("team/kind/model/size", "team/kind/size", "kind/size", "size", "size or larger", "fleet")
+SIZE, LARGER = "size", "larger"
 DECLARED, DEADLINE, BEYOND = "declared", "history ≤ deadline", "beyond history"
 
 Key = tuple[str, str, str, int]  # team, model, GPU resource, GPUs
@@ -34,27 +36,35 @@ Key = tuple[str, str, str, int]  # team, model, GPU resource, GPUs
 
 @dataclass(frozen=True)
 class Shape:
-    """What a workload's runtime is looked up by: its team, model, GPU resource and size."""
+    """What a workload's runtime is looked up by: its team, kind (training, batch-eval...; empty where
+    the source does not say), model, GPU resource and size."""
 
     team: str
     model: str
     resource: str
     gpus: int
+    kind: str = ""
 
     def lookups(self) -> tuple[tuple[object, ...], ...]:
-        """The lookup key at every level, finest first (``LEVELS``)."""
+        """The lookup key at every level, finest first (``LEVELS``); each starts with its level's tag."""
         return (
-            (self.team, self.model, self.resource, self.gpus),
-            (self.team, self.resource, self.gpus),
-            (self.resource, self.gpus),
-            (),
+            ("tkms", self.team, self.kind, self.model, self.resource, self.gpus),
+            ("tks", self.team, self.kind, self.resource, self.gpus),
+            ("ks", self.kind, self.resource, self.gpus),
+            (SIZE, self.resource, self.gpus),
+            (LARGER, self.resource, self.gpus),
+            ("fleet",),
         )
 
     def label(self, level: int) -> str:
+        size = f"{self.gpus}×{short(self.resource)}"
+        kind = f"{self.kind} · " if self.kind else ""
         parts = [
-            f"{self.team}/{self.model or '-'}/{self.gpus}×{short(self.resource)}",
-            f"{self.team}/{self.gpus}×{short(self.resource)}",
-            f"{self.gpus}×{short(self.resource)}",
+            f"{self.team} · {kind}{self.model or '-'} · {size}",
+            f"{self.team} · {kind}{size}",
+            f"{kind}{size}",
+            size,
+            f"≥{size}",
             "fleet-wide",
         ]
         return parts[level]
@@ -82,50 +92,130 @@ class Draw:
 
 @dataclass
 class RuntimeHistory:
-    """Finished runtimes, sorted, per lookup key at every level (``Shape.keys``)."""
+    """Runtimes per lookup key at every level (``Shape.lookups``): those that finished, and those
+    still running at the moment (*censored*: they will run at least that long). Leaving the running
+    ones out would bias every draw short, since the long runs are the ones not finished yet; with
+    them, a draw is from the Kaplan–Meier estimate, and the mass it cannot place (the longest runs
+    are still running) is a draw "beyond history" (``_beyond``)."""
 
     by_key: dict[tuple[object, ...], list[int]] = field(default_factory=lambda: defaultdict(list))
+    censored: dict[tuple[object, ...], list[int]] = field(default_factory=lambda: defaultdict(list))
     runs: int = 0
+    _km: dict[tuple[tuple[object, ...], int], tuple[list[int], list[float]]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, samples: Iterable[tuple[Shape, int]]) -> RuntimeHistory:
+    def of(cls, samples: Iterable[tuple[Shape, int]], running: Iterable[tuple[Shape, int]] = ()) -> RuntimeHistory:
+        """From finished runtimes and the elapsed times of runs still going."""
         out = cls()
         for shape, runtime in samples:
             out.runs += 1
             for key in shape.lookups():
                 out.by_key[key].append(runtime)
-        for values in out.by_key.values():
-            values.sort()
+        for shape, elapsed in running:
+            for key in shape.lookups():
+                out.censored[key].append(elapsed)
+        for table in (out.by_key, out.censored):
+            for values in table.values():
+                values.sort()
         return out
 
     @classmethod
-    def from_records(cls, records: Iterable[Record], before: datetime) -> RuntimeHistory:
+    def from_records(
+        cls,
+        records: Iterable[Record],
+        before: datetime,
+        running: Iterable[tuple[Shape, int]] = (),
+        kinds: dict[tuple[str, str], str] | None = None,
+    ) -> RuntimeHistory:
         """The runtimes of attempts the ledger saw finish before ``before`` (the latest version of
-        each attempt as of then: later versions are not yet written)."""
+        each attempt as of then: later versions are not yet written), and the runs still going. The
+        ledger records no job kind: ``kinds`` gives it by (namespace, name) where the source knows it
+        (a trace, a Job label)."""
         return cls.of(
             (
-                Shape(r.team or "", r.model or "", r.gpu_resource, r.gpu_count),
-                int((r.finished - r.started).total_seconds()),
-            )
-            for r in records
-            if isinstance(r, Allocation)
-            and r.end_reason is EndReason.FINISHED
-            and r.started is not None
-            and r.finished is not None
-            and r.finished < before
+                (
+                    Shape(
+                        r.team or "",
+                        r.model or "",
+                        r.gpu_resource,
+                        r.gpu_count,
+                        (kinds or {}).get((r.namespace, r.name), ""),
+                    ),
+                    int((r.finished - r.started).total_seconds()),
+                )
+                for r in records
+                if isinstance(r, Allocation)
+                and r.end_reason is EndReason.FINISHED
+                and r.started is not None
+                and r.finished is not None
+                and r.finished < before
+            ),
+            running,
         )
 
+    def bootstrap(self, rng: random.Random) -> RuntimeHistory:
+        """The same history resampled with replacement, key by key: one per sampled future, so the
+        forecast carries the uncertainty of the distribution itself, not only of each draw from it.
+        Without it a deep queue's wait, a sum of many runtimes, would come out far too certain: its
+        spread shrinks with the queue's depth while an error in the mean runtime does not."""
+        out = RuntimeHistory(runs=self.runs)
+        for source, target in ((self.by_key, out.by_key), (self.censored, out.censored)):
+            for key, values in source.items():
+                if key[0] != LARGER:  # "size or larger" is gathered again from the resampled sizes
+                    target[key] = sorted(values[rng.randrange(len(values))] for _ in values)
+        return out
+
+    def runtimes(self, key: tuple[object, ...], table: dict[tuple[object, ...], list[int]] | None = None) -> list[int]:
+        """The sorted runtimes at one lookup key; "size or larger" is gathered at its first use."""
+        table = self.by_key if table is None else table
+        values = table.get(key)
+        if values is None and key[0] == LARGER:
+            _, resource, gpus = key
+            values = sorted(
+                v
+                for k, vs in list(table.items())
+                if k[0] == SIZE and k[1] == resource and k[2] >= gpus  # type: ignore[operator]
+                for v in vs
+            )
+            table[key] = values
+        return values or []
+
     def level(self, shape: Shape, elapsed: int = 0) -> tuple[int, list[int], int] | None:
-        """The finest level that answers for ``shape`` having run ``elapsed`` seconds: (level, its
-        sorted runtimes, the index of the first longer than ``elapsed``); None: none does."""
+        """The finest level with ``MIN_RUNS`` finished runs for ``shape``: (level, its sorted finished
+        runtimes, the index of the first longer than ``elapsed``); None: no level has them. Its runs
+        are not traded for a coarser level's when few ran longer than ``elapsed``: other shapes' long
+        runs say little about this one's, and the draw goes beyond history instead (``_beyond``)."""
         for i, key in enumerate(shape.lookups()):
-            values = self.by_key.get(key)
-            if not values or len(values) < MIN_RUNS:
-                continue
-            first = bisect_right(values, elapsed)
-            if len(values) - first >= MIN_TAIL:
-                return i, values, first
+            values = self.runtimes(key)
+            if len(values) >= MIN_RUNS:
+                return i, values, bisect_right(values, elapsed)
         return None
+
+    def kaplan_meier(self, key: tuple[object, ...], elapsed: int) -> tuple[list[int], list[float]]:
+        """The finished runtimes longer than ``elapsed`` and the cumulative probability up to each,
+        censored runs counted at risk; 1 − the last cumulative is the mass beyond them."""
+        cached = self._km.get((key, elapsed))
+        if cached is not None:
+            return cached
+        done = self.runtimes(key)
+        going = self.runtimes(key, self.censored)
+        events = sorted(
+            [(t, 0) for t in done[bisect_right(done, elapsed) :]]
+            + [(t, 1) for t in going[bisect_right(going, elapsed) :]]
+        )  # at a tie a finish counts before a censoring, as Kaplan–Meier does
+        at_risk, survival, cumulative = len(events), 1.0, 0.0
+        times: list[int] = []
+        cum: list[float] = []
+        for t, censored in events:
+            if not censored:
+                mass = survival / at_risk
+                survival -= mass
+                cumulative += mass
+                times.append(t)
+                cum.append(cumulative)
+            at_risk -= 1
+        self._km[(key, elapsed)] = (times, cum)
+        return times, cum
 
     def draw(self, shape: Shape, elapsed: int, rng: random.Random, declared: Declared | None = None) -> Draw | None:
         """A runtime for ``shape`` longer than ``elapsed``; None: too little history to say."""
@@ -133,22 +223,18 @@ class RuntimeHistory:
             return Draw(declared.expected_s, DECLARED)
         found = self.level(shape, elapsed)
         if found is None:
-            return self._beyond(shape, elapsed, rng)
+            return None
         i, values, first = found
-        runtime = values[rng.randrange(first, len(values))]
+        if len(values) - first < MIN_TAIL:
+            return _beyond(elapsed, rng)
+        times, cum = self.kaplan_meier(shape.lookups()[i], elapsed)
+        j = bisect_right(cum, rng.random())
+        if j >= len(times):  # the mass of runs longer than any that finished (they are still running)
+            return _beyond(max(elapsed, times[-1]), rng)
+        runtime = times[j]
         if declared is not None and declared.deadline_s is not None and declared.deadline_s > elapsed:
             return Draw(min(runtime, declared.deadline_s), DEADLINE)
         return Draw(runtime, shape.label(i))
-
-    def _beyond(self, shape: Shape, elapsed: int, rng: random.Random) -> Draw | None:
-        """A workload running longer than nearly every run like it: its remaining time is drawn from
-        the runtimes of its level as a fresh run (the tail starts again), and the source says so. With
-        no level holding ``MIN_RUNS`` runtimes there is no figure at all."""
-        found = self.level(shape, 0)
-        if found is None or elapsed == 0:
-            return None
-        _, values, _ = found
-        return Draw(elapsed + values[rng.randrange(len(values))], BEYOND)
 
     def describe(self, shape: Shape, elapsed: int = 0) -> str:
         """The level a draw for ``shape`` rests on, with its count, or why there is none."""
@@ -156,4 +242,15 @@ class RuntimeHistory:
         if found is None:
             return f"too little history ({self.runs} finished runs, {MIN_RUNS} needed per level)"
         i, values, first = found
+        if len(values) - first < MIN_TAIL:
+            return f"{BEYOND} (it has run longer than {len(values) - first} of {shape.label(i)}'s {len(values)} runs)"
         return f"{shape.label(i)} (n={len(values) - first})"
+
+
+def _beyond(base: int, rng: random.Random) -> Draw:
+    """A run already longer than (nearly) every finished one like it: seen at a uniformly random point
+    of its life, the share of it already run is uniform, so its runtime is ``base / u`` (u uniform in
+    (0, 1]): as likely to end within as long again as not, with the heavy tail long GPU jobs have
+    (Gott's and Lindy's argument). Named "beyond history" in the answer."""
+    u = 1.0 - rng.random()  # (0, 1]
+    return Draw(max(base + 1, math.ceil(base / u)), BEYOND)

@@ -14,12 +14,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
+from gpufleet.forecast.answer import check_moment, check_workload
 from gpufleet.forecast.arrivals import ArrivalModel
-from gpufleet.forecast.estimate import Moment
+from gpufleet.forecast.estimate import Moment, Report, Settings, forecast, shape_of
 from gpufleet.forecast.runtimes import Declared, RuntimeHistory
 from gpufleet.ledger.records import Allocation, EndReason, Record
 from gpufleet.policy import Fleet
 from gpufleet.simulate.config import SimulationConfig
+from gpufleet.simulate.jobs import State
 from gpufleet.simulate.queue_world import QueueWorld
 from gpufleet.simulate.records import ledger_records
 from gpufleet.trace.job import Job
@@ -60,5 +62,34 @@ def moment_at(
     ]
     world = QueueWorld(fleet, seen, config)
     world.advance(at)
-    history = RuntimeHistory.from_records(records, cutoff + timedelta(seconds=1))
+    running = [
+        (shape_of(r), at - r.attempt.started)
+        for r in world.runs
+        if r.state is State.RUNNING and r.attempt.started is not None
+    ]
+    kinds = {(j.namespace, j.job_id): j.kind.value for j in seen}  # the trace says what the ledger does not
+    history = RuntimeHistory.from_records(records, cutoff + timedelta(seconds=1), running, kinds)
     return Moment(world, at, history, ArrivalModel.of(seen, at), declared or {})
+
+
+def forecast_trace(
+    fleet: Fleet,
+    jobs: Sequence[Job],
+    at: int,
+    *,
+    settings: Settings,
+    config: SimulationConfig,
+    workload: str | None = None,
+) -> Report:
+    """``gpufleet forecast --trace``: every workload waiting at ``at`` of simulating ``jobs`` (or the
+    one named), forecast from the run's state and ledger as of then."""
+    if not jobs:
+        check_moment(at, 0, 0)
+    check_moment(at, min(j.submit_s for j in jobs), max(j.submit_s for j in jobs))
+    moment = moment_at(fleet, jobs, records_at(fleet, jobs, at, config), at, config=config)
+    if workload is not None:
+        check_workload(workload, moment.simulation.by_key, at)
+    report = forecast(moment, settings)
+    if workload is None:
+        return report
+    return Report(report.basis, tuple(f for f in report.forecasts if f.workload == workload))

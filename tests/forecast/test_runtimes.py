@@ -1,0 +1,93 @@
+"""Where a runtime comes from: declared, the finest level of history that answers, coarser levels,
+or no figure at all; conditioned on the time already run."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpufleet.forecast.runtimes import BEYOND, DEADLINE, DECLARED, MIN_RUNS, Declared, RuntimeHistory, Shape
+
+GPU = "nvidia.com/gpu"
+A1 = Shape("alpha", "llama", GPU, 1)
+A8 = Shape("alpha", "llama", GPU, 8)
+B1 = Shape("beta", "bert", GPU, 1)
+
+
+def history(*groups: tuple[Shape, list[int]], running: tuple[tuple[Shape, int], ...] = ()) -> RuntimeHistory:
+    return RuntimeHistory.of(((s, v) for s, values in groups for v in values), running)
+
+
+def draws(h: RuntimeHistory, shape: Shape, elapsed: int = 0, n: int = 400, declared: Declared | None = None) -> list:  # type: ignore[type-arg]
+    rng = random.Random(7)
+    return [h.draw(shape, elapsed, rng, declared) for _ in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("groups", "shape", "source"),
+    [
+        ([(A1, list(range(100, 120)))], A1, "alpha · llama · 1×gpu"),
+        ([(Shape("alpha", "other", GPU, 1), list(range(100, 120)))], A1, "alpha · 1×gpu"),
+        ([(B1, list(range(100, 120)))], A1, "1×gpu"),
+        ([(B1, list(range(100, 120))), (Shape("beta", "bert", GPU, 16), list(range(5000, 5020)))], A8, "≥8×gpu"),
+        ([(B1, list(range(100, 120)))], A8, "fleet-wide"),
+    ],
+)
+def test_the_finest_level_with_enough_runs_answers_and_is_named(groups, shape, source) -> None:  # type: ignore[no-untyped-def]
+    h = history(*groups)
+    got = draws(h, shape)
+    assert {d.source for d in got} == {source}
+
+
+def test_too_little_history_gives_no_figure() -> None:
+    h = history((A1, list(range(100, 100 + MIN_RUNS - 1))))
+    assert draws(h, A1, n=5) == [None] * 5
+    assert "too little history" in h.describe(A1)
+
+
+def test_a_draw_without_censoring_is_the_empirical_distribution_above_the_elapsed_time() -> None:
+    h = history((A1, [10 * i for i in range(1, 21)]))
+    got = {d.runtime_s for d in draws(h, A1, elapsed=105)}
+    assert got == {10 * i for i in range(11, 21)}
+
+
+def test_runs_still_going_push_the_distribution_longer() -> None:
+    """Leaving the running workloads out biases short: with ten runs still going past the longest
+    finished one, a fresh draw lands beyond history about a third of the time (Kaplan–Meier)."""
+    finished = (A1, [100 + i for i in range(20)])
+    plain = draws(history(finished), A1, n=2000)
+    censored = draws(history(finished, running=tuple((A1, 500) for _ in range(10))), A1, n=2000)
+    assert all(d.source != BEYOND for d in plain)
+    beyond = sum(d.source == BEYOND for d in censored) / len(censored)
+    assert 0.25 < beyond < 0.42  # 10 of 30 at risk never finished: mass 1/3
+    assert all(d.runtime_s > 119 for d in censored if d.source == BEYOND)  # longer than any finished
+
+
+def test_a_declared_runtime_is_taken_until_the_workload_runs_past_it() -> None:
+    h = history((A1, list(range(100, 120))))
+    assert {(d.runtime_s, d.source) for d in draws(h, A1, declared=Declared(expected_s=3600))} == {(3600, DECLARED)}
+    past = draws(h, A1, elapsed=4000, declared=Declared(expected_s=3600))
+    assert all(d.source == BEYOND and d.runtime_s > 4000 for d in past)
+
+
+def test_an_active_deadline_bounds_the_draw() -> None:
+    h = history((A1, list(range(100, 200))))
+    got = draws(h, A1, declared=Declared(deadline_s=150))
+    assert max(d.runtime_s for d in got) == 150
+    assert {d.source for d in got} == {DEADLINE}
+
+
+@given(
+    values=st.lists(st.integers(1, 10_000), min_size=MIN_RUNS, max_size=60),
+    running=st.lists(st.integers(1, 10_000), max_size=20),
+    elapsed=st.integers(0, 12_000),
+    seed=st.integers(0, 2**32),
+)
+def test_a_running_workload_never_draws_a_runtime_it_has_already_passed(values, running, elapsed, seed) -> None:  # type: ignore[no-untyped-def]
+    h = history((A1, values), running=tuple((A1, r) for r in running))
+    d = h.draw(A1, elapsed, random.Random(seed))
+    assert d is not None
+    assert d.runtime_s > elapsed or (elapsed == 0 and d.runtime_s >= 1)

@@ -23,7 +23,8 @@ from gpufleet.forecast.calibration import Check, by_band, checks_at, final_line,
 from gpufleet.forecast.estimate import Settings
 from gpufleet.policy import Fleet, parse_policy, resolve
 from gpufleet.simulate.config import SimulationConfig
-from gpufleet.simulate.run import RunResult, simulate
+from gpufleet.simulate.result import RunResult
+from gpufleet.simulate.run import simulate
 from gpufleet.trace import synthesize
 from gpufleet.trace.job import Job
 

@@ -9,7 +9,8 @@ import pytest
 from gpufleet.demo import SEED, example_text, workload_spec
 from gpufleet.policy import Fleet, parse_policy, resolve
 from gpufleet.simulate.config import SimulationConfig
-from gpufleet.simulate.run import RunResult, simulate
+from gpufleet.simulate.result import RunResult
+from gpufleet.simulate.run import simulate
 from gpufleet.trace import synthesize
 from gpufleet.trace.job import Job
 

@@ -168,3 +168,24 @@ def test_gang_records_measure_alike() -> None:
     m = from_records(result.records, START)
     assert m.goodput_gpu_h == pytest.approx(4 * 900 / 3600) and m.finished == 1
     assert replace(m, goodput_gpu_h=0).jobs == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("job-w016-75ba4", "a/w016"),
+        ("job-my-job-0a1b2", "a/my-job"),
+        ("w016", "a/w016"),
+        ("job-x-XYZ12", "a/job-x-XYZ12"),
+    ],
+)
+def test_kueue_s_workload_names_read_back_as_the_job_s(name: str, expected: str) -> None:
+    from gpufleet.simulate.differential import job_name
+
+    assert job_name(replace(_alloc("x", 1, 0, 0, 0, 1, EndReason.FINISHED), name=name)) == expected
+
+
+def test_the_floor_of_gpu_hours_is_a_second_per_attempt_of_the_real_runs() -> None:
+    real = [replace(_world((1.0,), 0), attempt_gpus=36, attempts=12)]
+    (v,) = [v for v in judge(real, [replace(_world((1.0,), 0), goodput_gpu_h=1.009)]) if v.measure.name == "goodput"]
+    assert v.resolution == pytest.approx(36 / 3600) and v.agrees

@@ -64,9 +64,10 @@ class WorldMeasures:
 def job_name(allocation: Allocation) -> str:
     """``namespace/name`` of the Job behind an attempt. The simulator names its workloads after the
     job; Kueue names a batch Job's Workload ``job-<name>-<5 hex digits>`` (its
-    ``GetWorkloadNameForOwnerWithGVK``), which the recorder keeps: both read back as the Job's name."""
+    ``GetWorkloadNameForOwnerWithGVK``), which the recorder keeps, and a trace converted from such a
+    ledger carries it as the job id: all read back as the Job's name."""
     name = allocation.name
-    if not allocation.simulated and (found := KUEUE_WORKLOAD_NAME.fullmatch(name)):
+    if found := KUEUE_WORKLOAD_NAME.fullmatch(name):
         name = found.group(1)
     return f"{allocation.namespace}/{name}"
 

@@ -281,12 +281,16 @@ def judge(real: Sequence[WorldMeasures], simulated: Sequence[WorldMeasures]) -> 
     return out
 
 
-def ensemble(jobs: Sequence[Job], seed: int, jitter_s: int = 1) -> list[Job]:
-    """The trace as one run of the real system may see it (seed 0: unchanged): each arrival later by
-    0..``jitter_s`` seconds, drawn from ``seed``. Kueue orders same-second arrivals by UID (random in
-    a cluster) and the API server's latency moves a creation across a second's boundary; so the
-    simulator's deterministic tie-breaks by job id are shuffled, and a one-second race can go either way."""
+def ensemble(jobs: Sequence[Job], seed: int) -> list[Job]:
+    """The trace as one run of the real system may order it (seed 0: unchanged). Kueue orders workloads
+    by their creation second, then by UID, which is random in a cluster; the simulator breaks the tie by
+    job id, always the same way. So each job that shares its arrival second with another is delayed
+    by one second with probability 1/2 (drawn from ``seed``): a tie goes either way. Jobs a second
+    or more apart keep their order, as on the testbed, where the API server's latency (well under a
+    second) does not reorder them. Node tie-breaks (kube-scheduler's random pick among equal scores)
+    and the release delay are not perturbed."""
     if seed == 0:
         return list(jobs)
     rng = random.Random(seed)
-    return [replace(j, submit_s=j.submit_s + rng.randint(0, jitter_s)) for j in jobs]
+    seconds = Counter(j.submit_s for j in jobs)
+    return [replace(j, submit_s=j.submit_s + 1) if seconds[j.submit_s] > 1 and rng.random() < 0.5 else j for j in jobs]

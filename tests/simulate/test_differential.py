@@ -192,3 +192,24 @@ def test_the_floor_of_gpu_hours_is_a_second_per_attempt_of_the_real_runs() -> No
     real = [replace(_world((1.0,), 0), attempt_gpus=36, attempts=12)]
     (v,) = [v for v in judge(real, [replace(_world((1.0,), 0), goodput_gpu_h=1.009)]) if v.measure.name == "goodput"]
     assert v.resolution == pytest.approx(36 / 3600) and v.agrees
+
+
+PRIORITIES = TWO_NODES.replace(
+    "priorityClasses: [{name: batch, value: 100}]",
+    "priorityClasses: [{name: batch, value: 100}, {name: low, value: 1}]",
+).replace("priorityClasses: [batch]", "priorityClasses: [batch, low]")
+
+
+def test_a_gang_bound_in_two_steps_started_with_its_first_pod_as_the_recorder_writes() -> None:
+    """Found by the world differential: the recorder's ``started`` is the first pod's start; the
+    simulator wrote the instant the last pod was bound. A low job holds n1; a gang of 2x2 preempts it
+    at 10 and is admitted when the victim's quota is released (11): one pod binds on n2 at once, the other
+    when the victim's pod is gone (grace 30 s, at 40)."""
+    low = replace(job("x", "a", 0, 600, gpus=2), priority_class="low")
+    gang = job("g", "a", 10, 100, gpus=2, pods=2)
+    result = simulate(fleet(PRIORITIES), [low, gang], SimulationConfig(start=START))
+    (g,) = [r for r in result.records if isinstance(r, Allocation) and r.name == "g"]
+    run = next(r for r in result.outcome.runs if r.job.job_id == "g")
+    assert run.attempts[0].started == 40  # the simulator's own start: every pod bound
+    assert g.started == START + timedelta(seconds=11)  # the ledger's: the first pod's
+    assert g.finished == START + timedelta(seconds=140)

@@ -164,3 +164,28 @@ def test_audit_why_on_a_real_waiting_workload_reads_with_kueues_own_message(reco
     assert kueue_says in messages
     text = CliRunner().invoke(app, ["audit", "why", name, "--ledger", recorded.ledger])
     assert text.exit_code == 0 and kueue_says in " ".join(text.output.split())
+
+
+def test_the_recorded_ledger_replays_with_catalogue_gpu_models(recorded: Recorded, tmp_path: Path) -> None:
+    """Issue 32: the recorder stores the node's ``nvidia.com/gpu.product`` (``NVIDIA-H100-80GB-HBM3``);
+    ``trace convert --from-ledger`` must give the catalogue name the simulator's nodes carry, so the
+    replayed job is placed on its model's nodes instead of pinned to none."""
+    from gpufleet.policy import load_policy, resolve
+    from gpufleet.simulate.config import SimulationConfig
+    from gpufleet.simulate.run import simulate
+    from gpufleet.trace import read_trace
+    from tests.e2e.conftest import POLICY
+
+    with Ledger.read(recorded.ledger) as opened:
+        # the ledger names a job by its Workload (job-<job name>-<hash>)
+        raw = {p.gpu_model for a in opened.allocations() if f"-{PREFIX}done-" in a.name for p in a.placements}
+    assert raw == {"NVIDIA-H100-80GB-HBM3"}  # what the recorder really wrote
+    out = tmp_path / "replay.csv"
+    args = ["trace", "convert", "--from-ledger", recorded.ledger, "--policy", str(POLICY), "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (done,) = [j for j in read_trace(out) if f"-{PREFIX}done-" in j.job_id]
+    assert done.gpu_models == ("H100-SXM5-80GB",)
+    run = simulate(resolve(load_policy(POLICY)), [done], SimulationConfig())
+    (replayed,) = run.outcome.runs
+    assert replayed.attempts[-1].started is not None and replayed.attempts[-1].end_reason == "Finished"

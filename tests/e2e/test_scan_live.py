@@ -27,6 +27,7 @@ def test_scan_reports_the_fake_fleet(cluster: Any, applied: Path, tmp_path: Path
         "kind": "Pod",
         "metadata": {"name": "rogue", "namespace": "default"},
         "spec": {
+            "terminationGracePeriodSeconds": 0,  # kwok honours grace periods: the clean-up need not wait
             "nodeSelector": {"gpufleet.io/pool": "train"},
             "tolerations": [{"key": "gpufleet.io/pool", "operator": "Exists"}],
             "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],

@@ -129,3 +129,25 @@ def test_each_victim_holds_its_gpus_for_its_own_grace_period(grace: int, gone: i
     assert [(h.bound, h.released) for h in j1.attempts[0].holds] == [(0, 600 + grace)]
     assert j2.attempts[0].started == gone
     assert j1.work_lost == 2 * (600 + grace)
+
+
+@pytest.mark.parametrize(("grace", "started"), [(30, 1830), (0, None)], ids=["kubernetes-default", "none"])
+def test_a_pods_ready_eviction_holds_the_bound_pods_for_their_grace_period(grace: int, started: int | None) -> None:
+    """TWO_NODES (two 2-card nodes of 48 CPUs, quota 4): g asks 3 pods of one card and 40 CPUs, so one
+    pod fits per node and the third never does; Kueue evicts g at 1800 (PodsReadyTimeout). Its two
+    bound pods are deleted like a preempted victim's and hold their cards until 1800 + grace, so s
+    (one pod of two cards, waiting for quota since 1790) is admitted when g's quota frees and bound
+    only when a node is whole again. With no grace it runs as soon as it is admitted."""
+    from tests.simulate.fleets import TWO_NODES
+
+    g = replace(job("g", "a", 0, 600, pods=3), cpu_milli=40_000, termination_grace_s=grace)
+    s = job("s", "a", 1790, 600, gpus=2)
+    config = SimulationConfig(serving=FLAT, start=START, pods_ready=PodsReady(timeout_s=1800, backoff_limit=0))
+    result = simulate(fleet(TWO_NODES), [g, s], config)
+    gang, single = runs(result)["g"], runs(result)["s"]
+    first = gang.attempts[0]
+    assert (first.ended, first.end_detail) == (1800, "PodsReadyTimeout")
+    assert sorted((h.bound, h.released) for h in first.holds) == [(0, 1800 + grace)] * 2
+    (attempt,) = single.attempts
+    assert attempt.reserved is not None and attempt.reserved >= 1800
+    assert attempt.started == (started if started is not None else attempt.reserved)

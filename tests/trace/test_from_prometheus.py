@@ -167,3 +167,17 @@ def test_an_unreachable_prometheus_is_an_input_error(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2 and "cannot reach Prometheus" in result.output
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_nodes_of_a_pool_given_as_a_count_carry_its_model() -> None:
+    """A pool given as a count has nodes named ``<pool>-01…`` (``policy.node_shape``, as on the testbed
+    and in the simulator); a pod Prometheus saw on one of them gets the pool's catalogue model."""
+    from gpufleet.policy import load_policy, resolve
+    from gpufleet.trace.from_prometheus import _node_models
+
+    policy = load_policy(Path(__file__).resolve().parents[1] / "e2e" / "parity-fleet.yaml")
+    counted = [p for p in policy.pools if not p.node_names]
+    assert counted, "the parity fleet has a pool given as a count"
+    models = _node_models(policy)
+    for pool in counted:
+        assert models[f"{pool.name}-01"] == resolve(policy).pools[pool.name].gpu.name

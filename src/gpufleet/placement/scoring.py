@@ -17,8 +17,9 @@ reproducible (kube-scheduler itself breaks ties at random).
   scores ``(alloc - used) * 100 // alloc`` (least) or ``used * 100 // alloc`` (most) per resource,
   the weighted mean in integers; an extended resource the pod does not ask for, or the node lacks,
   is left out. BalancedAllocation takes the real requests, skips a pod asking for neither cpu nor
-  memory (0 everywhere), and scores ``50 + (50 + s_with − s_without) // 2``, ``s = int((1 − |f_cpu − f_mem| / 2) · 100)`` over the fractions used (capped at 1),
-  with and without the pod. The other default scorers (TaintToleration, NodeAffinity, ImageLocality,
+  memory (0 everywhere), and scores ``50 + (50 + s_with − s_without) // 2`` with
+  ``s = int((1 − |f_cpu − f_mem| / 2) · 100)`` over the fractions used (capped at 1), with and
+  without the pod. The other default scorers (TaintToleration, NodeAffinity, ImageLocality,
   PodTopologySpread, InterPodAffinity) give every node the same score for gpufleet's pods (no
   PreferNoSchedule taints, no preferred affinity, no images on fake nodes, Job pods outside the system
   spreading selectors), so the key is minus the sum of the two. A request of 0 is taken as no

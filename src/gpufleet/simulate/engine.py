@@ -18,7 +18,7 @@ of one second has run, the instant *settles*, in this order:
 3. a job whose every pod is bound starts, and finishes ``duration`` seconds later.
 
 waitForPodsReady: an admitted job not running ``timeout`` seconds after its admission is evicted
-(its pods and quota released) and requeued after Kueue's backoff, with the eviction time as its new
+(its quota released, its bound pods terminating) and requeued after Kueue's backoff, with the eviction time as its new
 queue-order timestamp. Pods are ready the moment they are bound (no image pulls, no failures).
 
 Kueue's own clocks (the queue world): a parked workload wakes one requeue batch (1 s) after the
@@ -35,7 +35,8 @@ node until the terminating pods are gone; its waitForPodsReady timeout counts fr
 Kueue's does. A job's pods are named after their attempt, so a readmitted victim's new pods and its
 old terminating ones are told apart. Workloads elsewhere are admitted as usual meanwhile.
 The victim loses its work since its start (no checkpoint is assumed), the grace period included.
-waitForPodsReady evictions release at once: the pods that never became ready hold little.
+A waitForPodsReady eviction frees the quota at once and the pods that found no node; the bound ones
+terminate for their grace period like a preempted victim's.
 The first-apply world has no PriorityClass either, so serving replicas wait for GPUs like any pod;
 kube-scheduler's pod preemption is not modelled.
 

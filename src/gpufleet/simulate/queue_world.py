@@ -156,11 +156,21 @@ class QueueWorld(Simulation):
         self.kueue_dirty = True
 
     def pods_gone(self, t: int, run: JobRun, pods: list[str]) -> None:
-        """A preempted attempt's pods are gone: their GPUs free for the pods waiting for a node."""
+        """An evicted attempt's pods are gone: their GPUs free for the pods waiting for a node."""
         self.release_pods(t, run, pods)
 
     def pods_ready_timeout(self, t: int, run: JobRun) -> None:
-        self.release(t, run)
+        """Kueue evicts the workload and suspends its Job: the pods that found no node go at once, the
+        bound ones terminate for their grace period holding their GPUs (the API server deletes an
+        unscheduled pod at once and gives a scheduled one its ``terminationGracePeriodSeconds``), as
+        after a preemption."""
+        bound = [pod.name for pod in run.pods if pod.name in run.bound]
+        grace = run.job.termination_grace_s
+        if bound and grace:
+            self.placing.pop(run.key, None)
+            self.push(t + grace, GONE, (run, bound))
+        else:
+            self.release(t, run)
         message = f"Exceeded the PodsReady timeout {run.key}"
         self.end_attempt(t, run, "Evicted", "PodsReadyTimeout", message)
         self.free_quota(run, run.attempt)

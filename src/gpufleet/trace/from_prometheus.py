@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from gpufleet.policy import FleetPolicy, resolve
+from gpufleet.policy import FleetPolicy, node_shape, resolve
 from gpufleet.prom import Connection, PromClient, Series
 from gpufleet.trace.from_ledger import guess_kind
 from gpufleet.trace.job import Job
@@ -71,7 +71,8 @@ def mig_profile(resource: str) -> str:
 
 def _node_models(policy: FleetPolicy) -> dict[str, str]:
     fleet = resolve(policy)
-    return {node: cap.gpu.name for cap in fleet.pools.values() for node in cap.pool.node_names}
+    # node_shape's names: a pool given as a count has its nodes named as the testbed and simulator name them
+    return {node: cap.gpu.name for cap in fleet.pools.values() for node in node_shape.node_names(cap)}
 
 
 @dataclass

@@ -11,8 +11,6 @@ The run folders (testbed logs, bundle, ledger) stay in pytest's temporary folder
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,12 +21,10 @@ from typer.testing import CliRunner
 from gpufleet.cli import app
 from gpufleet.policy import load_policy, resolve
 from gpufleet.simulate.differential import WorldMeasures, ensemble, from_records, judge
-from gpufleet.testbed import TestbedError, ensure
-from gpufleet.testbed.binaries import ENV_BIN
 from gpufleet.testbed.world import ORIGIN, RealRun, run_real, run_simulated
 from gpufleet.trace.compression import check_runnable, compress
 from gpufleet.trace.native import read_trace
-from tests.e2e.conftest import GO, REPO
+from tests.e2e.conftest import testbed_binaries
 from tests.e2e.world_scenarios import HERE as SCENARIOS
 from tests.e2e.world_scenarios import small
 
@@ -39,9 +35,7 @@ SEEDS = 4
 # reconciling), the simulator, on whole seconds, reclaims first and preempts it. From there the
 # preemption chains differ, and with them every later admission. The counts of preemptions by reason,
 # evictions and the hours of quota held idle or lost do not move with it and are held to the floor.
-RACE_BOUND = frozenset(
-    {"wait alpha", "wait beta", "completion alpha", "completion beta", "goodput", "admission order"}
-)
+RACE_BOUND = frozenset({"wait alpha", "wait beta", "completion alpha", "completion beta", "goodput", "admission order"})
 CI_RUNS = 2  # the bench runs the scenario's three; two fit CI's budget
 
 
@@ -53,14 +47,7 @@ class Runs:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
-    if not (os.environ.get(ENV_BIN) or shutil.which("go") or GO.exists()):
-        pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
-    if shutil.which("go") is None and GO.exists():
-        os.environ["PATH"] = f"{GO.parent}:{os.environ['PATH']}"
-    try:
-        binaries = ensure(REPO)
-    except TestbedError as exc:
-        pytest.fail(f"cannot build the testbed: {exc}")
+    binaries = testbed_binaries()
     scenario = small()
     fleet = scenario.fleet()
     jobs = compress(scenario.jobs, scenario.factor)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -80,3 +82,9 @@ def test_check_runnable_raises_every_problem_located() -> None:
     problems = raised.value.problems
     assert [p.path for p in problems] == ["duration_s", "duration_s"]
     assert all(p.file == "trace.csv" for p in problems)
+
+
+def test_the_grace_period_compresses_only_when_asked() -> None:
+    jobs = [replace(job("a", 100, 300), termination_grace_s=30)]
+    assert compress(jobs, 10)[0].termination_grace_s == 30  # a pod-spec clock, like Kueue's, by default
+    assert compress(jobs, 10, grace=True)[0].termination_grace_s == 3

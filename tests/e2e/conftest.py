@@ -111,7 +111,7 @@ def _buildable() -> bool:
     return bool(os.environ.get(ENV_BIN)) or shutil.which("go") is not None or GO.exists()
 
 
-def testbed_binaries() -> Binaries:
+def built_testbed() -> Binaries:
     """The built testbed (skipped where it cannot be built, failed where the build fails)."""
     if not _buildable():
         pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
@@ -130,7 +130,7 @@ def own_testbed(
     """A testbed of ``policy``'s fleet (the e2e one by default) in ``folder`` (skipped where it cannot be
     built), its Kueue Configuration extended by ``kueue`` when given (``Testbed.reconfigure_kueue``);
     down at the end."""
-    binaries = testbed_binaries()
+    binaries = built_testbed()
     fleet = resolve(load_policy(policy))
     bed = Testbed(folder, binaries)
     try:

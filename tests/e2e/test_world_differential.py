@@ -24,7 +24,7 @@ from gpufleet.simulate.differential import WorldMeasures, ensemble, from_records
 from gpufleet.testbed.world import ORIGIN, RealRun, run_real, run_simulated
 from gpufleet.trace.compression import check_runnable, compress
 from gpufleet.trace.native import read_trace
-from tests.e2e.conftest import testbed_binaries
+from tests.e2e.conftest import built_testbed
 from tests.e2e.world_scenarios import HERE as SCENARIOS
 from tests.e2e.world_scenarios import small
 
@@ -47,7 +47,7 @@ class Runs:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
-    binaries = testbed_binaries()
+    binaries = built_testbed()
     scenario = small()
     fleet = scenario.fleet()
     jobs = compress(scenario.jobs, scenario.factor)

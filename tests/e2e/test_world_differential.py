@@ -57,6 +57,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
         run = run_real(fleet, jobs, tmp_path_factory.mktemp(f"world-{i}"), binaries,
                        drain_timeout_s=scenario.drain_timeout_s)  # fmt: skip
         assert not run.undrained, f"Jobs still running at the drain deadline: {run.undrained}"
+        assert not run.unrecorded, f"Jobs succeeded that the ledger holds no finish for: {run.unrecorded}"
         real.append(run)
     yield Runs(real, [from_records(r.records, r.origin) for r in real])
 

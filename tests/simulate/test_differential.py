@@ -213,3 +213,15 @@ def test_a_gang_bound_in_two_steps_started_with_its_first_pod_as_the_recorder_wr
     assert run.attempts[0].started == 40  # the simulator's own start: every pod bound
     assert g.started == START + timedelta(seconds=11)  # the ledger's: the first pod's
     assert g.finished == START + timedelta(seconds=140)
+
+
+def test_a_job_that_succeeded_while_kueue_preempted_it_counts_as_finished() -> None:
+    """Found on the testbed: w014's pod succeeded in the second Kueue reclaimed it; the recorder wrote
+    attempt 1 Preempted (it ran 12-49) and attempt 2 Finished at 56 with no start of its own."""
+    records = [
+        _alloc("w014", 1, 0, 2, 12, 49, EndReason.PREEMPTED, "InCohortReclamation"),
+        _alloc("w014", 2, 0, 56, None, 56, EndReason.FINISHED, "Succeeded"),
+    ]
+    m = from_records(records, START)
+    assert (m.jobs, m.finished) == (1, 1)
+    assert m.waits == {"a": (12.0,)} and m.completions == {"a": (56.0,)}

@@ -103,6 +103,7 @@ def from_records(
         team = tries[0].team or tries[0].namespace
         name = job_name(tries[0])
         ran_before = 0.0
+        last_run: tuple[float, float] | None = None  # the latest attempt that ran, (start, end)
         for a in tries:
             admitted = _s(a.quota_reserved or a.admitted, origin)
             started, ended = _s(a.started, origin), _s(a.finished, origin)
@@ -118,6 +119,13 @@ def from_records(
                 finished += 1
                 waits[team].append(started - created - ran_before)
                 completions[team].append(ended - created)
+                last_run = None
+            elif a.end_reason is EndReason.FINISHED and ended is not None and last_run is not None:
+                # Kueue preempted a Job whose pods were just succeeding: the Job completes with the
+                # next attempt's quota and no pod of its own; its run was the previous attempt's.
+                finished += 1
+                waits[team].append(last_run[0] - created - (ran_before - (last_run[1] - last_run[0])))
+                completions[team].append(ended - created)
             elif a.end_reason is EndReason.PREEMPTED:
                 preemptions[a.end_detail or "Preempted"] += 1
                 lost += a.gpu_count * _clipped(started, ended, span)
@@ -125,6 +133,7 @@ def from_records(
                 evictions += 1
             if started is not None and ended is not None:
                 ran_before += ended - started
+                last_run = (started, ended)
     teams = tuple(sorted({(a[0].team or a[0].namespace) for a in attempts.values()}))
     return WorldMeasures(
         teams=teams,

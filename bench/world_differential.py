@@ -12,7 +12,8 @@ Then, apart, what compression itself changes: ``simulate`` on the original trace
 on the compressed trace, its times put back on the original scale.
 
 Run: ``python -m bench world_differential [--scenario small|fair|gang|all] [--real-runs R] [--seeds N]
-[--factor F] [--work DIR] [--out DIR]``; a trace the testbed cannot run at its factor exits 2 before
+[--factor F] [--work DIR] [--out DIR]``; ``--rejudge DIR`` judges the real runs a ``--work DIR`` kept
+against the simulator as it is now, without a testbed; a trace the testbed cannot run at its factor exits 2 before
 any testbed starts. Ends with ``world differential: N of M measures within the real-vs-real floor (S
 scenarios, R real runs each)``. Wall figures move with the machine's load: say the load beside them.
 """
@@ -26,9 +27,12 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 from gpufleet.errors import InputError
+from gpufleet.ledger.records import Record
+from gpufleet.ledger.store import Ledger
 from gpufleet.simulate.differential import (
     WorldMeasures,
     distance,
@@ -50,17 +54,32 @@ def _fmt(x: float) -> str:
     return "inf" if x == float("inf") else f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"
 
 
-def run_scenario(scenario: Scenario, real_runs: int, seeds: int, work: Path) -> tuple[int, int, dict[str, object]]:
+def _saved(work: Path, scenario: Scenario) -> list[WorldMeasures]:
+    """The real runs a bench with ``--work`` kept: each folder's ledger, from its origin."""
+    out = []
+    for folder in sorted(work.glob(f"{scenario.name}-real-*")):
+        if not (folder / "origin").exists():
+            continue  # a run that did not finish
+        with Ledger.read(str(folder / "ledger.sqlite")) as ledger:
+            records: list[Record] = [*ledger.allocations(), *ledger.waits()]
+        out.append(from_records(records, datetime.fromisoformat((folder / "origin").read_text(encoding="utf-8"))))
+    return out
+
+
+def run_scenario(
+    scenario: Scenario, real_runs: int, seeds: int, work: Path, rejudge: bool = False
+) -> tuple[int, int, dict[str, object]]:
     fleet = scenario.fleet()
     jobs = compress(scenario.jobs, scenario.factor)
     check_runnable(jobs, fleet, source=f"scenario {scenario.name}")
     print(f"\n== {scenario.name}: {len(jobs)} jobs, compressed {scenario.factor:g}x, "
           f"{real_runs} real runs, {seeds} simulated (load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
-    binaries = ensure(REPO)
-    real: list[WorldMeasures] = []
-    for i in range(real_runs):
+    real: list[WorldMeasures] = _saved(work, scenario) if rejudge else []
+    if rejudge:
+        print(f"  {len(real)} real runs saved under {work}, judged against the simulator as it is now")
+    for i in range(0 if rejudge else real_runs):
         began = time.monotonic()
-        run = run_real(fleet, jobs, work / f"{scenario.name}-real-{i}", binaries,
+        run = run_real(fleet, jobs, work / f"{scenario.name}-real-{i}", ensure(REPO),
                        drain_timeout_s=scenario.drain_timeout_s, say=print)  # fmt: skip
         m = from_records(run.records, run.origin)
         real.append(m)
@@ -77,9 +96,13 @@ def run_scenario(scenario: Scenario, real_runs: int, seeds: int, work: Path) -> 
               f"{_fmt(v.sim_spread):>9}  {'yes' if v.agrees else 'NO'}")  # fmt: skip
     original = from_records(run_simulated(fleet, list(scenario.jobs)), ORIGIN)
     back = scaled(sims[0], scenario.factor)
-    print(f"  what compression changes (simulate on the original vs on the compressed trace, x{scenario.factor:g}):")
-    for each in measures_of([original, back]):
-        print(f"    {each.name:<34} {_fmt(distance(each, original, back)):>9} {each.unit}")
+    graced = compress(scenario.jobs, scenario.factor, grace=True)
+    back_graced = scaled(from_records(run_simulated(fleet, graced), ORIGIN), scenario.factor)
+    print(f"  what compression changes (simulate on the original vs on the compressed trace, x{scenario.factor:g},"
+          " times put back on the original scale; the second column with the grace periods compressed too):")  # fmt: skip
+    for each in measures_of([original, back, back_graced]):
+        print(f"    {each.name:<34} {_fmt(distance(each, original, back)):>9} "
+              f"{_fmt(distance(each, original, back_graced)):>9} {each.unit}")  # fmt: skip
     agree = sum(v.agrees for v in verdicts)
     doc = {
         "scenario": scenario.name,
@@ -107,6 +130,10 @@ def main() -> int:
     parser.add_argument("--factor", type=float, help="compress by this instead of the scenario's factor")
     parser.add_argument("--seeds", type=int, default=5, help="simulated runs of the seeded ensemble")
     parser.add_argument("--work", type=Path, help="keep every run's testbed logs, bundle and ledger under DIR")
+    parser.add_argument(
+        "--rejudge", type=Path, metavar="DIR",
+        help="no testbed: judge the real runs an earlier --work DIR kept against the simulator as it is now",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the verdicts as JSON into DIR/world-differential.json")
     args = parser.parse_args()
     chosen = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
@@ -114,15 +141,17 @@ def main() -> int:
     runs: set[int] = set()
     docs = []
     with tempfile.TemporaryDirectory(prefix="gpufleet-world-") as tmp:
-        work = args.work or Path(tmp)
+        work = args.rejudge or args.work or Path(tmp)
         for name in chosen:
             scenario = SCENARIOS[name]()
             if args.factor:
                 scenario = replace(scenario, factor=args.factor)
             r = args.real_runs or scenario.real_runs
+            if args.rejudge:
+                r = len(list(args.rejudge.glob(f"{name}-real-*/origin")))
             runs.add(r)
             try:
-                a, n, doc = run_scenario(scenario, r, args.seeds, work)
+                a, n, doc = run_scenario(scenario, r, args.seeds, work, rejudge=args.rejudge is not None)
             except InputError as exc:
                 print(f"error: {exc.summary()}", file=sys.stderr)
                 return 2

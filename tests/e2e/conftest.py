@@ -30,7 +30,7 @@ from gpufleet.cli import app
 from gpufleet.policy import load_policy, resolve
 from gpufleet.policy.fleet import Fleet
 from gpufleet.testbed import Testbed, TestbedError, ensure
-from gpufleet.testbed.binaries import ENV_BIN
+from gpufleet.testbed.binaries import ENV_BIN, Binaries
 from tests.recorder import recorder_children
 
 HERE = Path(__file__).resolve().parent
@@ -111,6 +111,18 @@ def _buildable() -> bool:
     return bool(os.environ.get(ENV_BIN)) or shutil.which("go") is not None or GO.exists()
 
 
+def built_testbed() -> Binaries:
+    """The built testbed (skipped where it cannot be built, failed where the build fails)."""
+    if not _buildable():
+        pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
+    if shutil.which("go") is None and GO.exists():
+        os.environ["PATH"] = f"{GO.parent}:{os.environ['PATH']}"
+    try:
+        return ensure(REPO)
+    except TestbedError as exc:
+        pytest.fail(f"cannot build the testbed: {exc}")
+
+
 @contextlib.contextmanager
 def own_testbed(
     folder: Path, what: str, kueue: dict[str, Any] | None = None, policy: Path = POLICY
@@ -118,14 +130,7 @@ def own_testbed(
     """A testbed of ``policy``'s fleet (the e2e one by default) in ``folder`` (skipped where it cannot be
     built), its Kueue Configuration extended by ``kueue`` when given (``Testbed.reconfigure_kueue``);
     down at the end."""
-    if not _buildable():
-        pytest.skip("the testbed needs Go (to build it) or GPUFLEET_TESTBED_BIN; see docs/testbed.md")
-    if shutil.which("go") is None and GO.exists():
-        os.environ["PATH"] = f"{GO.parent}:{os.environ['PATH']}"
-    try:
-        binaries = ensure(REPO)
-    except TestbedError as exc:
-        pytest.fail(f"cannot build the testbed: {exc}")
+    binaries = built_testbed()
     fleet = resolve(load_policy(policy))
     bed = Testbed(folder, binaries)
     try:

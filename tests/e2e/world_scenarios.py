@@ -66,7 +66,7 @@ def _trace(
 def small() -> Scenario:
     """CI-sized: 18 jobs of 1-4 cards over 25 minutes (150 s compressed), on 8 cards."""
     jobs = _trace(32, ("alpha", "beta"), 18, 1500, ((1, 1), (1, 2), (1, 4), (2, 2)), (200, 450), 0.25)
-    return Scenario("small", HERE / "small.yaml", jobs, 10.0, 2, 600)
+    return Scenario("small", HERE / "small.yaml", jobs, 10.0, 3, 600)
 
 
 def fair() -> Scenario:

@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from gpufleet.errors import InputError
-from gpufleet.policy import parse_policy, resolve
+from gpufleet.policy import Fleet, parse_policy, resolve
 from gpufleet.trace.compression import Limits, busiest_minute, check_runnable, compress, refusals
 from gpufleet.trace.job import Job, JobKind
+from tests.simulate.fleets import HEADER
 
-POLICY = """
-apiVersion: gpufleet.io/v1alpha1
-kind: FleetPolicy
-cluster: {provider: onprem, kubernetes: "1.34", dra: off}
-priorityClasses: [{name: batch, value: 100}]
-dataClasses: [{name: internal, checkpointLocations: ["s3://eu-central-1/"]}]
+POLICY = (
+    HEADER
+    + """
 pools:
   - {name: train, gpu: H100-SXM5-80GB, nodes: [n1], gpusPerNode: 4, role: training, slicing: {mode: full}}
 teams:
   - {name: a, namespaces: [a], quota: {train: {gpus: 4}}, priorityClasses: [batch], dataClasses: [internal]}
 """
+)
 
 
 def job(name: str, submit: int, duration: int, models: tuple[str, ...] = ()) -> Job:
     return Job(name, "a", "a", submit, duration, JobKind.BATCH_EVAL, gpus=1, gpu_models=models)
 
 
-def fleet():  # type: ignore[no-untyped-def]
+def fleet() -> Fleet:
     return resolve(parse_policy(POLICY))
 
 
@@ -81,3 +82,9 @@ def test_check_runnable_raises_every_problem_located() -> None:
     problems = raised.value.problems
     assert [p.path for p in problems] == ["duration_s", "duration_s"]
     assert all(p.file == "trace.csv" for p in problems)
+
+
+def test_the_grace_period_compresses_only_when_asked() -> None:
+    jobs = [replace(job("a", 100, 300), termination_grace_s=30)]
+    assert compress(jobs, 10)[0].termination_grace_s == 30  # a pod-spec clock, like Kueue's, by default
+    assert compress(jobs, 10, grace=True)[0].termination_grace_s == 3

@@ -4,7 +4,9 @@ Each attempt becomes an ``Allocation`` (keyed ``sim:<run>:<namespace>/<job>``, a
 wait a ``WaitInterval`` with the last reason Kueue (or, in the first-apply world, the scheduler)
 gave; both are marked ``simulated``. Trace seconds become wall times from the run's ``start``.
 
-The fields mean what the recorder writes from a live cluster: a preempted attempt's ``finished`` is
+The fields mean what the recorder writes from a live cluster: ``started`` is the first pod's start
+(``first_start``; the simulator's own start of an attempt is when all its pods are bound, which the
+world differential found apart for gangs bound in two steps), a preempted attempt's ``finished`` is
 its eviction (Kueue's ``Evicted`` condition), and the wait that follows starts when Kueue released
 its quota (``QuotaReserved=False``), a release delay later; its pods' GPUs are freed later still,
 after the grace period (``Attempt.holds``, which the measures read, not the ledger).
@@ -34,6 +36,16 @@ def _placements(run: JobRun, attempt: Attempt, models: dict[str, str]) -> tuple[
     return tuple(
         Placement(node, len(labels), tuple(labels), models.get(node, "")) for node, labels in sorted(per_node.items())
     )
+
+
+def first_start(attempt: Attempt) -> int | None:
+    """When the attempt's first pod started: the recorder's ``started`` (the first pod's start). A pod
+    runs once bound (no image pulls); so for a gang whose pods were bound apart, before the attempt's
+    own start (all pods bound); and for an attempt preempted with some pods bound, their first bind."""
+    first = min((h.bound for h in attempt.holds), default=None)
+    if attempt.started is None:
+        return first
+    return attempt.started if first is None else min(first, attempt.started)
 
 
 def ledger_records(outcome: Outcome, run_name: str) -> list[Record]:
@@ -95,7 +107,7 @@ def ledger_records(outcome: Outcome, run_name: str) -> list[Record]:
                     created=queued,
                     quota_reserved=at(attempt.reserved),
                     admitted=at(attempt.reserved),
-                    started=at(attempt.started),
+                    started=at(first_start(attempt)),
                     finished=at(attempt.ended),
                     end_reason=_END.get(attempt.end_reason),
                     end_detail=attempt.end_detail,

@@ -35,17 +35,19 @@ class Limits:
     shortest_s: int = 10  # a job's compressed duration, against a pipeline latency of 1-3 s
 
 
-def compress(jobs: Sequence[Job], factor: float) -> list[Job]:
+def compress(jobs: Sequence[Job], factor: float, *, grace: bool = False) -> list[Job]:
     """Every arrival and duration divided by ``factor`` (rounded to whole seconds; a duration stays
-    at least 1 s), in arrival order. A factor of 1 returns the jobs unchanged."""
+    at least 1 s), in arrival order; with ``grace``, each job's termination grace period too (how long
+    its process takes to stop is the job's own time, like its duration). A factor of 1 returns the
+    jobs unchanged."""
     if factor <= 0:
         raise ValueError("a compression factor is positive")
-    out = [
-        replace(j, submit_s=round(j.submit_s / factor), duration_s=max(1, round(j.duration_s / factor)))
-        if factor != 1
-        else j
-        for j in jobs
-    ]
+
+    def shrunk(j: Job) -> Job:
+        out = replace(j, submit_s=round(j.submit_s / factor), duration_s=max(1, round(j.duration_s / factor)))
+        return replace(out, termination_grace_s=round(j.termination_grace_s / factor)) if grace else out
+
+    out = [shrunk(j) if factor != 1 else j for j in jobs]
     return sorted(out, key=lambda j: (j.submit_s, j.job_id))
 
 

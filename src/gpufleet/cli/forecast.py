@@ -53,6 +53,7 @@ def forecast(
 
 def print_forecast(doc: dict) -> None:  # type: ignore[type-arg]
     from gpufleet.durations import human
+    from gpufleet.forecast.answer import UNCALIBRATED
 
     b = doc["basis"]
     table = Table(
@@ -73,7 +74,8 @@ def print_forecast(doc: dict) -> None:  # type: ignore[type-arg]
     arrivals = "included (bursts per hour: " + ", ".join(f"{k} {v}" for k, v in b["arrivalBurstsPerHour"].items()) + ")"
     console.print(
         f"{b['samples']} sampled futures (seed {b['seed']}); runtimes from {b['historyFinishedRuns']} finished runs "
-        f"before the moment, drawn as: {sources}; future arrivals {arrivals if b['arrivalsIncluded'] else 'not included'}.",
+        f"before the moment, drawn as: {sources}; future arrivals {arrivals if b['arrivalsIncluded'] else 'not included'}."
+        + ("" if doc["calibrated"] else f" The p10-p90 interval is {UNCALIBRATED}."),
         highlight=False,
         soft_wrap=True,
     )

@@ -35,7 +35,13 @@ SEEDS = 4
 # reconciling), the simulator, on whole seconds, reclaims first and preempts it. From there the
 # preemption chains differ, and with them every later admission. The counts of preemptions by reason,
 # evictions and the hours of quota held idle or lost do not move with it and are held to the floor.
-RACE_BOUND = frozenset({"wait alpha", "wait beta", "completion alpha", "completion beta", "goodput", "admission order"})
+# The same race decides whether beta's reclaim takes one victim more: two real runs of this trace gave
+# InCohortReclamation 6 and 5 (bench, 2026-12-05), so with two runs in CI the real-vs-real floor of that
+# count is 0 or 1 by chance, and the count is printed with the others, not held to it.
+RACE_BOUND = frozenset(
+    {"wait alpha", "wait beta", "completion alpha", "completion beta", "goodput", "admission order",
+     "preemptions InCohortReclamation"}
+)  # fmt: skip
 CI_RUNS = 2  # the bench runs the scenario's three; two fit CI's budget
 
 

@@ -73,7 +73,14 @@ def _workload(cluster: Cluster, job: str) -> dict[str, Any] | None:
 
 
 def test_an_admitted_job_without_a_node_is_evicted_after_the_policys_pods_ready_timeout(parity: Cluster) -> None:
-    labels = {"kueue.x-k8s.io/queue-name": "alpha", "gpufleet.io/team": "alpha"}
+    # Every label gpufleet's admission policy asks for: the policy is in the rendered bundle, and
+    # whether the API server enforces it at the first apply is a race (CI lost it).
+    labels = {
+        "kueue.x-k8s.io/queue-name": "alpha",
+        "gpufleet.io/team": "alpha",
+        "gpufleet.io/model": "tiny",
+        "gpufleet.io/data-class": "internal",
+    }
     job = batch_job("no-node", "alpha", labels, pods=2, limits={"nvidia.com/gpu": "1"}, scheduled=False)
     parity.apply([job])
 

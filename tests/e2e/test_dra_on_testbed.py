@@ -30,9 +30,12 @@ from typing import Any
 import pytest
 import yaml
 
+from gpufleet.check.facts import admission_facts
+from gpufleet.check.rules import judge
 from gpufleet.render import dra as render_dra
 from gpufleet.testbed.kwok import RUN_FOR_ANNOTATION
 from gpufleet.testbed.nodes import node_names
+from tests.check.claim_cases import CASES as CLAIM_CASES
 from tests.e2e.batch_jobs import batch_job
 from tests.e2e.conftest import POLICY, Cluster, own_testbed
 from tests.e2e.test_queueing import QUEUE_LABEL, admitted, condition, workload_of
@@ -281,3 +284,32 @@ def test_kueue_refuses_claims_it_cannot_count(dra: Cluster, case: str, message: 
     assert admitted(dra, "alpha", case) is None
     dra.kubectl("delete", "deviceclass", UNMAPPED_CLASS, "--ignore-not-found")
     dra.kubectl("delete", "resourceclaimtemplate", "unmapped", "--namespace=alpha", "--ignore-not-found")
+
+
+def _dry_run(c: Cluster, obj: dict[str, Any]) -> Any:
+    return c.kubectl("create", "--dry-run=server", "--filename=-", stdin=yaml.safe_dump(obj), check=False)
+
+
+@pytest.mark.parametrize(("obj", "reasons"), [c[1:3] for c in CLAIM_CASES], ids=[c[0] for c in CLAIM_CASES])
+def test_the_api_server_judges_claims_as_the_rules_do(
+    dra_cluster: Cluster, obj: dict[str, Any], reasons: list[str]
+) -> None:
+    """The rendered ValidatingAdmissionPolicy on the real API server refuses each claim case with exactly the
+    messages the Python rules (and so the webhook and ``gpufleet check``) give (tests/check/claim_cases.py)."""
+    c = dra_cluster
+    messages = [d.message for d in judge(admission_facts(c.fleet), obj, "alpha")]
+    assert [m.split(":")[0] for m in messages] == reasons
+    # The API server enforces a freshly applied policy once its informer has it: wait until a claim Job
+    # with no label at all is refused by gpufleet's policy before judging (a case must not race it).
+    probe = CLAIM_CASES[2][1]
+    c.eventually(
+        lambda: "gpufleet-admission" in _dry_run(c, probe).stderr or None, "gpufleet's admission policy to take effect"
+    )
+    result = _dry_run(c, obj)
+    print(obj["metadata"]["name"], result.returncode, result.stderr.strip()[:600])
+    if not reasons:
+        assert result.returncode == 0, result.stderr
+        return
+    assert result.returncode != 0 and "gpufleet-admission" in result.stderr
+    # the API server reports the first refusing validation, which is the catalogue's first reason
+    assert messages[0] in result.stderr, (messages[0], result.stderr)

@@ -15,7 +15,7 @@ import string
 from typing import Any
 
 from gpufleet.check.catalogue import RULES, Rule, Scope
-from gpufleet.check.facts import GPU_PREFIX, PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, join_or_none
+from gpufleet.check.facts import CLAIM_PREFIX, GPU_PREFIX, PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, join_or_none
 from gpufleet.check.workloads import KINDS, MAX_DIGITS, Path
 
 
@@ -116,6 +116,18 @@ def _count(resource: str) -> str:
     return f"({resource} in {_REQ} ? {_num(f'{_REQ}[{resource}]')} : ({resource} in {_LIM} ? {_num(f'{_LIM}[{resource}]')} : 0))"
 
 
+_CLAIMS = "(has(sp.resourceClaims) ? sp.resourceClaims : [])"
+
+
+def _claims(key: str) -> str:
+    """How many of the pod's claim entries are made from the template ``key`` names (workloads.claim_needs)."""
+    template = "rc.resourceClaimTemplateName"
+    return (
+        f"{_CLAIMS}.filter(rc, has({template}) && type({template}) == string && "
+        f"{lit(CLAIM_PREFIX)} + {template} == {key}).size()"
+    )
+
+
 def _gpu_keys(part: str, test: str) -> str:
     return f"{part}.exists(k, k.startsWith({lit(GPU_PREFIX)}) && {test})"
 
@@ -134,10 +146,24 @@ def _per_spec(facts: AdmissionFacts) -> dict[str, str]:
     candidates = (
         f"variables.team.pools.filter(p, p.sel.all(k, !(k in {_NODE_SELECTOR}) || {_NODE_SELECTOR}[k] == p.sel[k]))"
     )
-    not_offered = f"({unknown} || {needs}.exists(r, !{candidates}.exists(p, r in p.units)))"
+    if not facts.claim_resources:
+        not_offered = f"({unknown} || {needs}.exists(r, !{candidates}.exists(p, r in p.units)))"
+        fits_none = (
+            f"({needs}.size() > 0 && !{not_offered} && "
+            f"!{candidates}.exists(p, {needs}.all(r, r in p.units && {_total('r')} <= p.units[r])))"
+        )
+        return {"invalid": invalid, "not_offered": not_offered, "fits_none": fits_none}
+    # DRA: a claim from gpufleet's template T needs one unit of CLAIM_PREFIX + T (facts.PoolOffer)
+    claims = lit(list(facts.claim_resources))
+    claim_needs = f"{claims}.filter(r, {_claims('r')} > 0)"
+    not_offered = (
+        f"({unknown} || {needs}.exists(r, !{candidates}.exists(p, r in p.units)) || "
+        f"{claim_needs}.exists(r, !{candidates}.exists(p, r in p.units)))"
+    )
     fits_none = (
-        f"({needs}.size() > 0 && !{not_offered} && "
-        f"!{candidates}.exists(p, {needs}.all(r, r in p.units && {_total('r')} <= p.units[r])))"
+        f"(({needs}.size() > 0 || {claim_needs}.size() > 0) && !{not_offered} && "
+        f"!{candidates}.exists(p, {needs}.all(r, r in p.units && {_total('r')} <= p.units[r]) && "
+        f"{claim_needs}.all(r, r in p.units && {_claims('r')} <= p.units[r])))"
     )
     return {"invalid": invalid, "not_offered": not_offered, "fits_none": fits_none}
 
@@ -297,7 +323,10 @@ def variables(facts: AdmissionFacts) -> list[dict[str, str]]:
     all_kinds = lit([k.key for k in KINDS])
     batch_kinds = lit([k.key for k in KINDS if k.batch])
     pod_kinds = lit([k.key for k in KINDS if not k.batch])
-    gpu_pod = f"variables.specs.exists(sp, {_ALL}.exists(c, {_gpu_keys(_REQ, 'true')} || {_gpu_keys(_LIM, 'true')}))"
+    gpu_pod = (
+        f"variables.specs.exists(sp, {_ALL}.exists(c, {_gpu_keys(_REQ, 'true')} || {_gpu_keys(_LIM, 'true')})"
+        " || (has(sp.resourceClaims) && sp.resourceClaims.size() > 0))"
+    )
     controlled = "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller == true)"
     serving_ns = lit(facts.serving.namespace) if facts.serving else "''"
     scope = (

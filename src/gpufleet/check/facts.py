@@ -11,11 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.policy.capacity import PoolCapacity
+from gpufleet.policy.dra import ClaimUnit, claim_units
 from gpufleet.policy.fleet import Fleet
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 GPU_PREFIX = "nvidia.com/"
+#: A claim made from gpufleet's ResourceClaimTemplate T counts against a pool's ``CLAIM_PREFIX + T`` units:
+#: the template names the GPU model and unit, which the quota resource alone does not (render.dra).
+CLAIM_PREFIX = "ResourceClaimTemplate/"
 # Kubernetes' own system namespaces and Kueue's, never governed (the webhook must not lock them out).
 SYSTEM_NAMESPACES = ("kube-system", "kueue-system")
 
@@ -77,6 +81,8 @@ class AdmissionFacts:
     checkpoint_locations: dict[str, tuple[str, ...]]  # data class -> allowed location prefixes
     serving: ServingFacts | None
     gpu_resources: tuple[str, ...]  # every GPU resource any pool yields, sorted
+    # every CLAIM_PREFIX + template gpufleet renders (DRA pools), sorted; empty when DRA is off
+    claim_resources: tuple[str, ...] = ()
 
     def team_of(self, namespace: str) -> TeamFacts | None:
         return next((t for t in self.teams if namespace in t.namespaces), None)
@@ -90,12 +96,11 @@ def join_or_none(values: tuple[str, ...] | list[str]) -> str:
     return ", ".join(values) if values else "none"
 
 
-def _offer(cap: PoolCapacity) -> PoolOffer:
-    return PoolOffer(
-        name=cap.name,
-        selector=dict(cap.pool.selector),
-        per_node={r: cap.units_per_node(r) for r in sorted(cap.units)},
-    )
+def _offer(cap: PoolCapacity, claims: list[ClaimUnit]) -> PoolOffer:
+    """The pool's units per node: its extended resources, and on a DRA pool each claim template's units."""
+    per_node = {r: cap.units_per_node(r) for r in sorted(cap.units)}
+    per_node |= {CLAIM_PREFIX + u.template: u.per_node for u in claims if u.pool == cap.name}
+    return PoolOffer(name=cap.name, selector=dict(cap.pool.selector), per_node=per_node)
 
 
 def _default_priority(names: list[str], values: dict[str, int]) -> str | None:
@@ -109,13 +114,14 @@ def admission_facts(fleet: Fleet) -> AdmissionFacts:
     policy = fleet.policy
     values = {pc.name: pc.value for pc in policy.priorityClasses}
     labels = policy.cluster.labels
+    claims = claim_units(fleet)
     teams = tuple(
         TeamFacts(
             name=t.name,
             namespaces=tuple(t.namespaces),
             data_classes=tuple(t.dataClasses),
             priority_classes=tuple(t.priorityClasses),
-            pools=tuple(_offer(c) for c in fleet.queued_pools() if fleet.reachable(t.name, c.pool)),
+            pools=tuple(_offer(c, claims) for c in fleet.queued_pools() if fleet.reachable(t.name, c.pool)),
             default_priority=_default_priority(t.priorityClasses, values),
         )
         for t in policy.teams
@@ -142,4 +148,5 @@ def admission_facts(fleet: Fleet) -> AdmissionFacts:
         checkpoint_locations={d.name: tuple(d.checkpointLocations) for d in policy.dataClasses},
         serving=serving,
         gpu_resources=tuple(sorted({r for c in fleet.pools.values() for r in c.units})),
+        claim_resources=tuple(sorted({CLAIM_PREFIX + u.template for u in claims})),
     )

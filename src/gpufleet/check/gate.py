@@ -15,7 +15,7 @@ from gpufleet.check.documents import Source
 from gpufleet.check.facts import AdmissionFacts
 from gpufleet.check.mutation import Filled, apply, fills, patch
 from gpufleet.check.rules import Denial, candidates, fits, judge, subject
-from gpufleet.check.workloads import mapping, pod_gpus, text
+from gpufleet.check.workloads import claim_needs, mapping, pod_gpus, text
 
 DEFAULT_NAMESPACE = "default"
 
@@ -65,7 +65,7 @@ def _flavors(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> tupl
     names: set[str] = set()
     wants = False
     for spec in s.specs:
-        needs = pod_gpus(spec, facts.gpu_resources)
+        needs = pod_gpus(spec, facts.gpu_resources) | claim_needs(spec, facts.claim_resources)
         wants = wants or bool(needs)
         names |= {p.name for p in candidates(s.team, spec) if needs and fits(p, needs)}
     return [p.name for p in s.team.pools if p.name in names], wants

@@ -15,6 +15,7 @@ from gpufleet.check.catalogue import RULES, Rule, Scope
 from gpufleet.check.facts import PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, PoolOffer, TeamFacts, join_or_none
 from gpufleet.check.workloads import (
     WorkloadKind,
+    claim_needs,
     containers,
     gpu_ask,
     gpu_entries,
@@ -74,7 +75,11 @@ class Subject:
 
 
 def requests_gpus(specs: list[dict[str, Any]]) -> bool:
-    return any(gpu_entries(c) for spec in specs for part in containers(spec) for c in part)
+    """An ``nvidia.com/*`` quantity, or any pod resource claim: a claim can hand out a GPU as well as the
+    device plugin can, and which device a claim outside gpufleet's templates asks for is not in the pod."""
+    return any(gpu_entries(c) for spec in specs for part in containers(spec) for c in part) or any(
+        sequence(spec, "resourceClaims") for spec in specs
+    )
 
 
 def subject(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> Subject | None:
@@ -99,7 +104,7 @@ def subject(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> Subje
             specs,
             labels,
             invalid_counts=any(a.invalid for a in asks),
-            needs=[a.needs for a in asks],
+            needs=[a.needs | claim_needs(spec, facts.claim_resources) for a, spec in zip(asks, specs, strict=True)],
             unknown=[a.unknown for a in asks],
             pools=[candidates(team, spec) for spec in specs],
         )

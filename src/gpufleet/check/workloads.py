@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gpufleet.check.facts import GPU_PREFIX
+from gpufleet.check.facts import CLAIM_PREFIX, GPU_PREFIX
 
 Path = tuple[str, ...]
 MAX_DIGITS = 9
@@ -200,3 +200,21 @@ def pod_gpus(spec: dict[str, Any], resources: tuple[str, ...]) -> dict[str, int]
 def unknown_gpus(spec: dict[str, Any], known: tuple[str, ...]) -> bool:
     """Whether some container asks for a GPU resource no pool of the fleet yields at all."""
     return gpu_ask(spec, known).unknown
+
+
+def pod_claims(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod's ``resourceClaims`` entries (a claim made from a template, or a ResourceClaim by name)."""
+    return [c for c in sequence(spec, "resourceClaims") if isinstance(c, dict)]
+
+
+def claim_needs(spec: dict[str, Any], known: tuple[str, ...]) -> dict[str, int]:
+    """Devices the pod claims through gpufleet's templates, as ``CLAIM_PREFIX + template`` -> count.
+
+    Kueue counts one claim per pod entry naming a template, whichever containers use it, and each of
+    gpufleet's templates asks for one device; templates gpufleet did not render are not GPUs it knows."""
+    needs: dict[str, int] = {}
+    for entry in pod_claims(spec):
+        name = text(entry, "resourceClaimTemplateName")
+        if name is not None and CLAIM_PREFIX + name in known:
+            needs[CLAIM_PREFIX + name] = needs.get(CLAIM_PREFIX + name, 0) + 1
+    return {k: needs[k] for k in known if k in needs}

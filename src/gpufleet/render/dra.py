@@ -10,26 +10,14 @@ which is the same string with spaces turned into dashes.
 from __future__ import annotations
 
 from gpufleet.policy.capacity import PoolCapacity
+from gpufleet.policy.dra import DRIVER, FIRST_DRA_MINOR, class_mappings, class_name, dra_pools, enabled, template_name
 from gpufleet.policy.fleet import Fleet
-from gpufleet.policy.model import DraMode
 from gpufleet.render.common import Obj, meta, obj
 
+__all__ = ["API", "DRIVER", "FIRST_DRA_MINOR", "claim_templates", "device_class_mappings", "device_classes"]
+__all__ += ["dra_pools", "enabled"]
+
 API = "resource.k8s.io/v1"
-DRIVER = "gpu.nvidia.com"
-FIRST_DRA_MINOR = 34
-
-
-def enabled(fleet: Fleet) -> bool:
-    cluster = fleet.policy.cluster
-    minor = int(cluster.kubernetes.split(".")[1])
-    if cluster.dra is DraMode.OFF:
-        return False
-    return minor >= FIRST_DRA_MINOR
-
-
-def _class_name(cap: PoolCapacity, resource: str) -> str:
-    unit = resource.removeprefix("nvidia.com/").removeprefix("mig-")
-    return f"gpufleet-{cap.gpu.name.lower()}-{unit.replace('.', '-')}"
 
 
 def _expression(cap: PoolCapacity, resource: str) -> str:
@@ -45,17 +33,11 @@ def _expression(cap: PoolCapacity, resource: str) -> str:
     return " && ".join(parts)
 
 
-def dra_pools(fleet: Fleet) -> list[PoolCapacity]:
-    """The pools whose cards are handed out through DRA: queued pools cut whole or into MIG instances."""
-    # time-slicing through DRA needs per-request opaque config, which Kueue's DRA accounting does not support
-    return [p for p in fleet.queued_pools() if p.decision.mode in ("full", "mig")]
-
-
 def device_classes(fleet: Fleet) -> list[Obj]:
     seen: dict[str, Obj] = {}
     for cap in dra_pools(fleet):
         for resource in cap.units:
-            name = _class_name(cap, resource)
+            name = class_name(cap, resource)
             seen.setdefault(
                 name,
                 obj(
@@ -75,8 +57,8 @@ def claim_templates(fleet: Fleet) -> list[Obj]:
         for namespace in team.namespaces:
             for cap in pools:
                 for resource in cap.units:
-                    klass = _class_name(cap, resource)
-                    name = klass.removeprefix("gpufleet-")
+                    klass = class_name(cap, resource)
+                    name = template_name(cap, resource)
                     request = {
                         "name": "gpu",
                         "exactly": {"deviceClassName": klass, "allocationMode": "ExactCount", "count": 1},
@@ -93,11 +75,4 @@ def claim_templates(fleet: Fleet) -> list[Obj]:
 
 
 def device_class_mappings(fleet: Fleet) -> list[Obj]:
-    by_resource: dict[str, list[str]] = {}
-    for cap in dra_pools(fleet):
-        for resource in cap.units:
-            names = by_resource.setdefault(resource, [])
-            klass = _class_name(cap, resource)
-            if klass not in names:
-                names.append(klass)
-    return [{"name": r, "deviceClassNames": sorted(n)} for r, n in sorted(by_resource.items())]
+    return [{"name": r, "deviceClassNames": names} for r, names in class_mappings(fleet).items()]

@@ -218,6 +218,10 @@ class Twin:
             self.last_status[wl.key] = Pending(
                 wl.key, cq_name, MISCONFIGURED, cluster_queue_not_found(cq_name), INADMISSIBLE
             )
+        elif spec.dra_error:
+            # Kueue's workload controller refuses the claims before the workload reaches a queue (apis/claims.py)
+            self.held[wl.key] = wl
+            self.last_status[wl.key] = Pending(wl.key, cq_name, MISCONFIGURED, spec.dra_error, INADMISSIBLE)
         elif lq is not None and lq.stop_policy != "None":
             self.held[wl.key] = wl  # a stopped LocalQueue hands nothing to its ClusterQueue
             self.last_status[wl.key] = Pending(

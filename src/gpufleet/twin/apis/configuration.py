@@ -15,6 +15,7 @@ from typing import Any
 
 from gpufleet.twin.apis import specs as s
 from gpufleet.twin.apis.admission_fairsharing_fields import read_admission_fair_sharing
+from gpufleet.twin.apis.claims import read_device_class_mappings
 from gpufleet.twin.apis.fields import Doc, choice, type_name
 from gpufleet.twin.features import DEFAULTS, unmodelled
 
@@ -36,6 +37,7 @@ def read_configuration(doc: Doc, obj: dict[str, Any]) -> s.ConfigSpec:
         feature_gates=_feature_gates(doc, obj.get("featureGates")),
         quota_check_strategy=strategy,
         admission_fair_sharing=read_admission_fair_sharing(doc, obj.get("admissionFairSharing")),
+        device_class_mappings=read_device_class_mappings(doc, resources.get("deviceClassMappings")),
     )
     if obj.get("fairSharing") is None:
         return base

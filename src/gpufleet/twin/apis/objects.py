@@ -19,6 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from gpufleet.errors import InputError, Problem
+from gpufleet.twin.apis import claims
 from gpufleet.twin.apis import specs as s
 from gpufleet.twin.apis.admission_fairsharing_fields import admission_mode, consumed_resources
 from gpufleet.twin.apis.configuration import read_configuration
@@ -55,6 +56,7 @@ class _Stream:
     priority_classes: dict[tuple[str, str], int] = field(default_factory=dict)
     workloads: list[tuple[Doc, dict[str, Any], int]] = field(default_factory=list)
     config: s.ConfigSpec = field(default_factory=s.ConfigSpec)
+    claim_templates: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (ns, name) -> spec.spec
 
 
 def load_documents(text: str, file: str) -> list[tuple[Any, int]]:
@@ -156,8 +158,37 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
         st.namespaces[name] = s.NamespaceSpec(name, doc.pairs("metadata.labels", meta.get("labels")))
     elif kind == "Configuration":
         st.config = read_configuration(doc, obj)
+    elif kind == "ResourceClaimTemplate":
+        st.claim_templates[(str(meta.get("namespace") or "default"), name)] = doc.mapping("spec.spec", spec.get("spec"))
+    elif kind in _DRA_CONTEXT:
+        pass  # what the scheduler allocates from; Kueue's quota reads templates and the mappings only
     else:
         doc.fail("kind", f"unknown kind {kind!r} (the twin reads Kueue objects, Namespaces and Configuration)")
+
+
+_DRA_CONTEXT = ("DeviceClass", "ResourceClaim", "ResourceSlice")
+
+
+def _dra(
+    st: _Stream, doc: Doc, ns: str, raw: list[tuple[str, dict[str, Any]]], pod_sets: tuple[s.PodSetSpec, ...]
+) -> tuple[tuple[s.PodSetSpec, ...], str]:
+    """The pod sets with their claims counted as Kueue counts them, or Kueue's refusal (apis/claims.py)."""
+    raw_sets = [ps for _, ps in raw]
+    if claims.uses_named_claims(raw_sets):
+        return pod_sets, claims.NAMED_CLAIMS
+    mappings = dict(st.config.device_class_mappings)
+    out = []
+    for i, (ps, spec) in enumerate(zip(raw_sets, pod_sets, strict=True)):
+        counted = claims.claim_requests(
+            doc, i, pod_set=ps, namespace=ns, templates=st.claim_templates, mappings=mappings
+        )
+        if counted.error:
+            return pod_sets, counted.error
+        requests = dict(spec.requests)
+        for resource, qty in counted.requests:
+            requests[resource] = requests.get(resource, 0) + qty
+        out.append(replace(spec, requests=tuple(sorted(requests.items()))))
+    return tuple(out), ""
 
 
 def _flavor(doc: Doc, spec: dict[str, Any]) -> s.ResourceFlavorSpec:
@@ -326,10 +357,12 @@ def _workload(st: _Stream, doc: Doc, obj: dict[str, Any], index: int) -> s.Workl
     if not queue and not admission_raw:
         doc.fail("spec.queueName", "spec.queueName is required")
         return None
-    pod_sets = tuple(_pod_set(doc, path, ps) for path, ps in doc.mappings("spec.podSets", spec.get("podSets")))
+    raw_sets = doc.mappings("spec.podSets", spec.get("podSets"))
+    pod_sets = tuple(_pod_set(doc, path, ps) for path, ps in raw_sets)
     if not pod_sets:
         doc.fail("spec.podSets", "at least one pod set is required")
         return None
+    pod_sets, dra_error = _dra(st, doc, ns, raw_sets, pod_sets)
     priority = _priority(st, doc, spec, meta)
     created = timestamp(doc, "metadata.creationTimestamp", meta.get("creationTimestamp"), index)
     admission = None
@@ -353,7 +386,7 @@ def _workload(st: _Stream, doc: Doc, obj: dict[str, Any], index: int) -> s.Workl
         ns, str(meta.get("name")), str(queue or ""), pod_sets, priority, created,
         str(meta.get("uid", "")), admission, boolean(doc, "spec.active", spec.get("active", True)),
         _reserved_at(doc, status) if admission else 0,
-        str(labels.get("kueue.x-k8s.io/job-uid", "")),
+        str(labels.get("kueue.x-k8s.io/job-uid", "")), dra_error,
     )  # fmt: skip
 
 

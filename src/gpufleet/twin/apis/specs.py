@@ -155,6 +155,9 @@ class WorkloadSpec:
     active: bool = True
     reserved_at: int = 0  # QuotaReserved's lastTransitionTime (epoch ms) for admitted ones
     job_uid: str = ""  # the kueue.x-k8s.io/job-uid label, quoted in preemption messages
+    # Kueue's QuotaReserved message when its DRA accounting refuses the workload (apis/claims.py); such a
+    # workload never reaches a queue
+    dra_error: str = ""
 
     @property
     def key(self) -> str:
@@ -200,6 +203,9 @@ class ConfigSpec:
 
     # resources.quotaCheckStrategy: BlockUndeclared (Kueue's default) or IgnoreUndeclared
     quota_check_strategy: str = BLOCK_UNDECLARED
+
+    # resources.deviceClassMappings as sorted (DeviceClass, logical resource) pairs (apis/claims.py)
+    device_class_mappings: tuple[tuple[str, str], ...] = ()
 
     # admissionFairSharing (None: absent, so no ClusterQueue orders by LocalQueue usage)
     admission_fair_sharing: AdmissionFairSharingSpec | None = None

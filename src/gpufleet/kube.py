@@ -278,6 +278,8 @@ LIVE_KINDS: tuple[tuple[str, str, str, bool], ...] = (
     ("kueue.x-k8s.io/v1beta2", "Workload", "workloads", True),
     ("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False),
     ("v1", "Namespace", "namespaces", False),
+    # what Kueue counts a pod's claims from (DRA, Kubernetes 1.34+; absent elsewhere, which the listing tolerates)
+    ("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
 )
 #: Where a Kueue installed from its manifests or chart keeps its manager Configuration.
 KUEUE_CONFIG = ("kueue-system", "kueue-manager-config", "controller_manager_config.yaml")

@@ -23,18 +23,24 @@ The product comparison turns the driver's spaces into dashes because GPU Feature
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 from gpufleet.check.facts import admission_facts
 from gpufleet.check.rules import judge
+from gpufleet.cli import app
 from gpufleet.render import dra as render_dra
 from gpufleet.testbed.kwok import RUN_FOR_ANNOTATION
 from gpufleet.testbed.nodes import node_names
+from gpufleet.twin.apis.claims import NAMED_CLAIMS
+from gpufleet.twin.apis.reasons import written_reason
+from gpufleet.twin.step import step as twin_step
 from tests.check.claim_cases import CASES as CLAIM_CASES
 from tests.e2e.batch_jobs import batch_job
 from tests.e2e.conftest import POLICY, Cluster, own_testbed
@@ -243,47 +249,116 @@ def test_a_claim_job_over_the_quota_waits_with_kueues_message(dra: Cluster) -> N
 
 
 UNMAPPED_CLASS = "e2e-unmapped-gpu"
+H100_CLASS = f"gpufleet-{H100_TEMPLATE}"
+CLAIM0 = "spec.podSets[0].template.spec.resourceClaims[0]"
+ADMIN_ACCESS = "resource.kubernetes.io/admin-access"
+
+
+def _twin_message(c: Cluster, name: str, extra: list[dict[str, Any]]) -> tuple[str, str]:
+    """What the twin says of Workload ``name``: the cluster's Kueue objects, its mappings, ``extra`` (the
+    templates), and the Workload as Kueue created it (its status dropped), one cycle."""
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+            "kind": "Configuration",
+            "resources": {"deviceClassMappings": _mappings(c)},
+        }
+    ]
+    for kind in ("resourceflavors", "clusterqueues"):
+        objects += c.get(kind)["items"]
+    objects += c.get("localqueues", "--namespace=alpha")["items"]
+    wl = workload_of(c, "alpha", name)
+    assert wl is not None
+    objects += [*extra, {k: v for k, v in wl.items() if k != "status"}]
+    report = twin_step([("cluster.yaml", yaml.safe_dump_all(objects))], cycles=1, clocks=None)
+    (pending,) = [p for p in report["cycles"][0]["pending"] if p["workload"] == f"alpha/{wl['metadata']['name']}"]
+    return pending["reason"], pending["message"]
 
 
 @pytest.mark.parametrize(
-    ("case", "message"),
+    ("case", "request_", "message"),
     [
         # pkg/dra/claims.go, GetResourceRequestsForResourceClaimTemplates
-        ("unmapped", f"DeviceClass {UNMAPPED_CLASS} is not mapped in DRA configuration for podset main"),
+        (
+            "unmapped",
+            {"exactly": {"deviceClassName": UNMAPPED_CLASS, "count": 1}},
+            f'{CLAIM0}.resourceClaimTemplateName: Not found: "DeviceClass {UNMAPPED_CLASS} is not mapped in DRA '
+            'configuration for podset main"',
+        ),
         # pkg/controller/core/workload_controller.go, a pod claim naming a ResourceClaim
-        ("named", "KueueDRAIntegration feature does not support use of resource claims"),
+        ("named", {"exactly": {"deviceClassName": UNMAPPED_CLASS, "count": 1}}, NAMED_CLAIMS),
+        # pkg/dra/claims.go, countDevicesPerClass
+        (
+            "first-available",
+            {"firstAvailable": [{"name": "any", "deviceClassName": H100_CLASS}]},
+            f"{CLAIM0}.devices.requests[0]: Invalid value: null: ResourceClaimTemplate first-available: "
+            "FirstAvailable device selection is not supported",
+        ),
+        (
+            "admin-access",
+            {"exactly": {"deviceClassName": H100_CLASS, "count": 1, "adminAccess": True}},
+            f"{CLAIM0}.devices.requests[0].exactly.adminAccess: Invalid value: null: ResourceClaimTemplate "
+            "admin-access: AdminAccess is not supported",
+        ),
+        (
+            "allocation-all",
+            {"exactly": {"deviceClassName": H100_CLASS, "allocationMode": "All"}},
+            f'{CLAIM0}.devices.requests[0].exactly.allocationMode: Invalid value: "All": ResourceClaimTemplate '
+            "allocation-all: AllocationMode 'All' is not supported",
+        ),
     ],
 )
-def test_kueue_refuses_claims_it_cannot_count(dra: Cluster, case: str, message: str) -> None:
-    gpu_class = dra.get("deviceclass", f"gpufleet-{H100_TEMPLATE}")
+def test_kueue_refuses_claims_it_cannot_count_and_the_twin_says_the_same(
+    dra: Cluster, case: str, request_: dict[str, Any], message: str
+) -> None:
+    gpu_class = dra.get("deviceclass", H100_CLASS)
     klass = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "DeviceClass",
         "metadata": {"name": UNMAPPED_CLASS},
         "spec": {"selectors": gpu_class["spec"]["selectors"]},
     }
-    request = {"name": "gpu", "exactly": {"deviceClassName": UNMAPPED_CLASS, "count": 1}}
-    spec = {"devices": {"requests": [request]}}
-    if case == "unmapped":
-        template = {"metadata": {"name": "unmapped", "namespace": "alpha"}, "spec": {"spec": spec}}
-        dra.apply([klass, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", **template}])
-        claims = from_template("unmapped")
-    else:
+    spec = {"devices": {"requests": [{"name": "gpu", **request_}]}}
+    templates: list[dict[str, Any]] = []
+    if case == "named":
         claim = {"metadata": {"name": "named", "namespace": "alpha"}, "spec": spec}
         dra.apply([klass, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", **claim}])
         claims = [{"name": "gpu", "resourceClaimName": "named"}]
+    else:
+        if case == "admin-access":  # the API server allows adminAccess only in a namespace labelled so
+            dra.kubectl("label", "namespace", "alpha", f"{ADMIN_ACCESS}=true", "--overwrite")
+        meta = {"name": case, "namespace": "alpha"}
+        templates = [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": meta}]
+        templates[0]["spec"] = {"spec": spec}
+        dra.apply([klass, *templates])
+        claims = from_template(case)
     dra.apply([claim_job(case, claims)])
 
     def refused() -> dict[str, Any] | None:
         c = condition(workload_of(dra, "alpha", case), "QuotaReserved")
-        return c if c and message in c.get("message", "") else None
+        return c if c and c.get("status") == "False" and c.get("message") else None
 
-    reserved = dra.eventually(refused, f"Kueue's refusal: {message}")
-    print(f"{case}:", reserved["reason"], reserved["message"])
-    assert reserved["status"] == "False"
+    reserved = dra.eventually(refused, f"Kueue's refusal of the {case} claim")
+    twin = _twin_message(dra, case, templates)
+    print(f"{case}: kueue", reserved["reason"], reserved["message"], "| twin", twin)
+    assert reserved["message"] == message
+    # the twin reports the granular reason; Kueue's default (UnadmittedWorkloadsObservability off) writes its legacy form
+    assert (written_reason(twin[0], observability=False), twin[1]) == (reserved["reason"], reserved["message"])
     assert admitted(dra, "alpha", case) is None
+    # `gpufleet why` reads the live objects (the templates included) and runs the twin on them
+    config = str(dra.bed.config / "kueue.yaml")
+    why = CliRunner().invoke(
+        app, ["why", f"alpha/{case}", "--json", "--kubeconfig", str(dra.kubeconfig), "--kueue-config", config]
+    )
+    assert why.exit_code == 0, why.output
+    answer = json.loads(why.stdout)
+    print("why:", answer["twin"], answer["disagreements"])
+    assert answer["twin"]["message"] == message and answer["disagreements"] == []
     dra.kubectl("delete", "deviceclass", UNMAPPED_CLASS, "--ignore-not-found")
-    dra.kubectl("delete", "resourceclaimtemplate", "unmapped", "--namespace=alpha", "--ignore-not-found")
+    if templates:
+        dra.kubectl("delete", "resourceclaimtemplate", case, "--namespace=alpha")
+    if case == "admin-access":
+        dra.kubectl("label", "namespace", "alpha", f"{ADMIN_ACCESS}-")
 
 
 def _dry_run(c: Cluster, obj: dict[str, Any]) -> Any:

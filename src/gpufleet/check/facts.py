@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.policy.capacity import PoolCapacity
-from gpufleet.policy.dra import ClaimUnit, claim_units
+from gpufleet.policy.dra import ClaimUnit, claim_units, team_units
 from gpufleet.policy.fleet import Fleet
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -121,7 +121,9 @@ def admission_facts(fleet: Fleet) -> AdmissionFacts:
             namespaces=tuple(t.namespaces),
             data_classes=tuple(t.dataClasses),
             priority_classes=tuple(t.priorityClasses),
-            pools=tuple(_offer(c, claims) for c in fleet.queued_pools() if fleet.reachable(t.name, c.pool)),
+            pools=tuple(
+                _offer(c, team_units(fleet, t)) for c in fleet.queued_pools() if fleet.reachable(t.name, c.pool)
+            ),
             default_priority=_default_priority(t.priorityClasses, values),
         )
         for t in policy.teams

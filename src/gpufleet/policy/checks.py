@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from gpufleet.gpus import lookup, names
+from gpufleet.policy import dra
 from gpufleet.policy.capacity import PoolCapacity, nominal, pool_capacity
 from gpufleet.policy.fleet import facts_for
 from gpufleet.policy.model import UNLIMITED, FleetPolicy, MigSlicing, Role
@@ -254,4 +255,5 @@ def cross_check(policy: FleetPolicy) -> list[Finding]:
     findings += _guarantees(policy, capacity)
     findings += _serving(policy, capacity)
     findings += _preemption(policy)
+    findings += dra.findings(policy, capacity)
     return findings

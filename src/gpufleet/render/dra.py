@@ -10,7 +10,7 @@ which is the same string with spaces turned into dashes.
 from __future__ import annotations
 
 from gpufleet.policy.capacity import PoolCapacity
-from gpufleet.policy.dra import DRIVER, FIRST_DRA_MINOR, class_mappings, class_name, dra_pools, enabled, template_name
+from gpufleet.policy.dra import DRIVER, FIRST_DRA_MINOR, class_mappings, class_name, dra_pools, enabled, team_units
 from gpufleet.policy.fleet import Fleet
 from gpufleet.render.common import Obj, meta, obj
 
@@ -51,26 +51,18 @@ def device_classes(fleet: Fleet) -> list[Obj]:
 
 
 def claim_templates(fleet: Fleet) -> list[Obj]:
+    """One template per namespace and unit the team can be admitted on (policy.dra.team_units)."""
     out: list[Obj] = []
     for team in fleet.policy.teams:
-        pools = [p for p in dra_pools(fleet) if fleet.reachable(team.name, p.pool)]
+        units = team_units(fleet, team)
         for namespace in team.namespaces:
-            for cap in pools:
-                for resource in cap.units:
-                    klass = class_name(cap, resource)
-                    name = template_name(cap, resource)
-                    request = {
-                        "name": "gpu",
-                        "exactly": {"deviceClassName": klass, "allocationMode": "ExactCount", "count": 1},
-                    }
-                    out.append(
-                        obj(
-                            API,
-                            "ResourceClaimTemplate",
-                            meta(name, namespace),
-                            spec={"spec": {"devices": {"requests": [request]}}},
-                        )
-                    )
+            for unit in units:
+                request = {
+                    "name": "gpu",
+                    "exactly": {"deviceClassName": unit.device_class, "allocationMode": "ExactCount", "count": 1},
+                }
+                spec = {"spec": {"devices": {"requests": [request]}}}
+                out.append(obj(API, "ResourceClaimTemplate", meta(unit.template, namespace), spec=spec))
     return out
 
 

@@ -11,7 +11,7 @@ being retried silently, because the caller must relist (410) or back off (droppe
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -215,6 +215,7 @@ class ClusterListing:
     namespaces: list[dict[str, Any]]
     kueue_installed: bool
     kueue: dict[str, list[dict[str, Any]]]
+    resource_slices: list[dict[str, Any]] = field(default_factory=list)  # DRA; empty where not served
 
 
 def sync_client(kubeconfig: Path | None) -> Client:
@@ -230,6 +231,17 @@ def sync_client(kubeconfig: Path | None) -> Client:
             f"cannot load a kubeconfig: not a kubeconfig ({detail})", file=str(kubeconfig or "")
         ) from None
     return Client(config=config, field_manager="gpufleet")
+
+
+def _resource_slices(api: Client) -> list[dict[str, Any]]:
+    """The cluster's ResourceSlices (DRA drivers' devices); none where resource.k8s.io/v1 is not served."""
+    try:
+        res = create_global_resource("resource.k8s.io", "v1", "ResourceSlice", "resourceslices")
+        return [_as_dict(o) for o in api.list(res)]
+    except ApiError as exc:
+        if exc.status.code in (HTTP_NOT_FOUND, HTTP_FORBIDDEN):
+            return []
+        raise
 
 
 def list_cluster(kubeconfig: Path | None = None) -> ClusterListing:
@@ -259,6 +271,7 @@ def list_cluster(kubeconfig: Path | None = None) -> ClusterListing:
             namespaces=[_as_dict(o) for o in api.list(Namespace)],
             kueue_installed=installed,
             kueue=kueue,
+            resource_slices=_resource_slices(api),
         )
     except ApiError as exc:
         raise InputError.one(f"the API server refused the listing: {exc.status.message}") from None

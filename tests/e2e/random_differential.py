@@ -23,6 +23,7 @@ from gpufleet.cli import app
 from gpufleet.testbed import Testbed, TestbedError
 from tests.e2e.conftest import eventually
 from tests.e2e.random_scenarios import (
+    DRA_MAPPINGS,
     RELEASED_LABEL,
     KueueConfig,
     Names,
@@ -55,6 +56,7 @@ from tests.e2e.twin_differential import (
 # match at once (Kueue's namespace handler moves all parked workloads of their cohort trees back to
 # the heaps together), where a held LocalQueue would need one release per ClusterQueue.
 
+TEMPLATES = "resourceclaimtemplates.resource.k8s.io"  # the claim Jobs' template, which the twin counts from
 BATCH_SETTLE_TIMEOUT_S = 90.0
 # Longer than QUIET_S: with many scenarios at once on a loaded machine, Kueue's requeue batch (1 s),
 # its backoff and the eviction round trips can leave a gap of several seconds between two changes.
@@ -348,7 +350,9 @@ def run_batch(bed: Testbed, batch: dict[str, Scenario], out: Path) -> list[Outco
     before, unsettled_before = _settle(bed, list(batch), SETTLE_TIMEOUT_S)
     done("settle before export")  # a scenario still moving is run anyway and reported NotSettled
     exported = yaml.safe_load(
-        bed.kubectl("get", f"{EXPORTED},priorityclasses,namespaces", "--all-namespaces", "--output=yaml").stdout
+        bed.kubectl(
+            "get", f"{EXPORTED},{TEMPLATES},priorityclasses,namespaces", "--all-namespaces", "--output=yaml"
+        ).stdout
     )
     predictions: dict[str, tuple[Verdicts, dict[str, Any], Path, Path]] = {}
     for p in batch:
@@ -405,8 +409,14 @@ def configure(bed: Testbed, config: KueueConfig) -> None:
     """Restart Kueue with the scenario group's fair-sharing settings (unless already in force)."""
     current = yaml.safe_load((bed.config / "kueue.yaml").read_text(encoding="utf-8"))
     wanted = config.manager_fields().get("fairSharing")
+    resources = current.get("resources") or {}
+    fields: dict[str, Any] = {}
     if current.get("fairSharing") != wanted:
-        bed.reconfigure_kueue({"fairSharing": wanted})
+        fields["fairSharing"] = wanted
+    if resources.get("deviceClassMappings") != DRA_MAPPINGS:  # the claim Jobs' class counts as nvidia.com/gpu
+        fields["resources"] = {**resources, "deviceClassMappings": DRA_MAPPINGS}
+    if fields:
+        bed.reconfigure_kueue(fields)
 
 
 def run_seeds(bed: Testbed, seeds: list[int], out: Path, *, batch_size: int = 8, tag: str = "") -> Iterator[Outcome]:

@@ -13,7 +13,7 @@ objects under a name prefix, so any number of scenarios share one testbed withou
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import yaml
@@ -33,6 +33,12 @@ RELEASED_LABEL = "twin-random.gpufleet.io/released"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_JOBS = 10
+# DRA (issue 35): some Jobs get their GPUs from ResourceClaims made from one template, one device each,
+# which Kueue counts as nvidia.com/gpu through the Configuration's deviceClassMappings.
+CLAIM_TEMPLATE = "rnd-gpu"
+DEVICE_CLASS = "rnd-gpu-class"  # never created: Kueue counts a template's class without reading it
+DRA_MAPPINGS = [{"name": GPU, "deviceClassNames": [DEVICE_CLASS]}]
+CLAIMS_SHARE = 0.4
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,7 @@ class JobSpec:
     requests: tuple[tuple[str, int], ...]
     priority: str | None
     before: bool
+    claims: bool = False  # the GPUs come as ResourceClaims from CLAIM_TEMPLATE, not as nvidia.com/gpu
 
 
 @dataclass(frozen=True)
@@ -191,6 +198,21 @@ def _jobs(rng: random.Random, queues: tuple[QueueSpec, ...], resources: tuple[st
     return tuple(out)
 
 
+def _with_claims(seed: int, jobs: tuple[JobSpec, ...]) -> tuple[JobSpec, ...]:
+    """Turn some GPU Jobs into claim Jobs, per shape (all equivalents alike, so Kueue's scheduling hash and
+    the twin's group them the same), from a generator of its own: the rest of the seed's scenario is the
+    one it always was."""
+    rng = random.Random(f"dra-{seed}")
+    flags: dict[tuple[Any, ...], bool] = {}
+    out = []
+    for j in jobs:
+        key = (j.queue, j.pods, j.requests, j.priority, j.before)
+        if key not in flags:
+            flags[key] = dict(j.requests).get(GPU, 0) > 0 and rng.random() < CLAIMS_SHARE
+        out.append(replace(j, claims=flags[key]))
+    return tuple(out)
+
+
 def generate(seed: int) -> Scenario:
     """The scenario of ``seed``; the same seed gives the same scenario on every machine and Python."""
     rng = random.Random(seed)
@@ -200,7 +222,7 @@ def generate(seed: int) -> Scenario:
     cohorts = _cohorts(rng, config.fair_sharing)
     flavors = FLAVORS[: rng.randint(1, 3)]
     queues = tuple(_queue(rng, i, cohorts, flavors, resources, config.fair_sharing) for i in range(rng.randint(2, 6)))
-    return Scenario(seed, config, resources, cohorts, queues, _jobs(rng, queues, resources))
+    return Scenario(seed, config, resources, cohorts, queues, _with_claims(seed, _jobs(rng, queues, resources)))
 
 
 # -- manifests ---------------------------------------------------------------------------------
@@ -304,6 +326,16 @@ def queue_objects(scn: Scenario, names: Names) -> list[dict[str, Any]]:
         for ns in (names.running, names.held)
         for q in scn.queues
     ]
+    request = {"name": "gpu", "exactly": {"deviceClassName": DEVICE_CLASS, "allocationMode": "ExactCount", "count": 1}}
+    objects += [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": CLAIM_TEMPLATE, "namespace": ns},
+            "spec": {"spec": {"devices": {"requests": [request]}}},
+        }
+        for ns in (names.running, names.held)
+    ]
     return objects
 
 
@@ -314,4 +346,11 @@ def job_object(job: JobSpec, names: Names) -> dict[str, Any]:
     requests = {r: _amount(r, v) for r, v in job.requests if v}
     limits = {r: v for r, v in requests.items() if r == GPU}
     namespace = names.running if job.before else names.held
-    return batch_job(job.name, namespace, labels, pods=job.pods, limits=limits, requests=requests, scheduled=False)
+    if not job.claims:
+        return batch_job(job.name, namespace, labels, pods=job.pods, limits=limits, requests=requests, scheduled=False)
+    gpus = int(requests.pop(GPU))
+    out = batch_job(job.name, namespace, labels, pods=job.pods, limits={}, requests=requests, scheduled=False)
+    pod = out["spec"]["template"]["spec"]
+    pod["resourceClaims"] = [{"name": f"gpu{i}", "resourceClaimTemplateName": CLAIM_TEMPLATE} for i in range(gpus)]
+    pod["containers"][0]["resources"]["claims"] = [{"name": c["name"]} for c in pod["resourceClaims"]]
+    return out

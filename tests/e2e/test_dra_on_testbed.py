@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +36,7 @@ from typer.testing import CliRunner
 from gpufleet.check.facts import admission_facts
 from gpufleet.check.rules import judge
 from gpufleet.cli import app
+from gpufleet.policy import load_policy, resolve
 from gpufleet.render import dra as render_dra
 from gpufleet.testbed.kwok import RUN_FOR_ANNOTATION
 from gpufleet.testbed.nodes import node_names
@@ -388,3 +390,22 @@ def test_the_api_server_judges_claims_as_the_rules_do(
     assert result.returncode != 0 and "gpufleet-admission" in result.stderr
     # the API server reports the first refusing validation, which is the catalogue's first reason
     assert messages[0] in result.stderr, (messages[0], result.stderr)
+
+
+def test_scan_reads_the_slices_and_init_from_cluster_writes_dra_on(dra_cluster: Cluster, tmp_path: Path) -> None:
+    """`gpufleet scan` on the DRA testbed finds the DRA pools through their ResourceSlices (their nodes
+    advertise no nvidia.com/* resource) and `init --from-cluster` writes a policy with `dra: on` whose
+    pools yield what the fleet's do."""
+    c = dra_cluster
+    result = CliRunner().invoke(app, ["scan", "--kubeconfig", str(c.kubeconfig), "--json"])
+    assert result.exit_code == 0, result.output
+    pools = {p["name"]: p for p in json.loads(result.stdout)["pools"]}
+    print({n: (p["units"], p["dra"]) for n, p in pools.items()})
+    assert {n for n, p in pools.items() if p["dra"]} == {cap.name for cap in render_dra.dra_pools(c.fleet)}
+    assert {n: p["units"] for n, p in pools.items()} == {n: cap.units for n, cap in c.fleet.pools.items()}
+    policy = tmp_path / "fleet.yaml"
+    written = CliRunner().invoke(app, ["init", str(policy), "--from-cluster", "--kubeconfig", str(c.kubeconfig)])
+    assert written.exit_code == 0, written.output
+    starter = resolve(load_policy(policy))
+    assert starter.policy.cluster.dra.value == "on"
+    assert {n: cap.units for n, cap in starter.pools.items()} == {n: cap.units for n, cap in c.fleet.pools.items()}

@@ -75,6 +75,10 @@ def _space(seeds: list[int]) -> collections.Counter[str]:
         seen["priorities"] += len({j.priority for j in scn.jobs}) > 1
         dominant = {max(j.requests, key=lambda r: r[1] / {GPU: 4, "cpu": 8, "memory": 16}[r[0]])[0] for j in scn.jobs}
         seen["dominant resource varies"] += len(dominant) > 1
+        seen["DRA claim Jobs"] += any(j.claims for j in scn.jobs)
+        seen["claim Jobs beside device-plugin Jobs"] += any(j.claims for j in scn.jobs) and any(
+            not j.claims and dict(j.requests).get(GPU) for j in scn.jobs
+        )
     return seen
 
 
@@ -102,6 +106,8 @@ def test_the_ci_seeds_cover_every_dimension_the_issue_names() -> None:
         "priorities",
         "dominant resource varies",
         f"resources {GPU}+cpu+memory",
+        "DRA claim Jobs",
+        "claim Jobs beside device-plugin Jobs",
     ]
     assert [w for w in wanted if not seen[w]] == []
     assert {LTE_FINAL, LT_INITIAL} == {s for group in STRATEGIES for s in group}

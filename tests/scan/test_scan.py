@@ -196,3 +196,31 @@ def test_json_report_round_trips() -> None:
     report = analyse(Snapshot(nodes=fake_nodes(FLEET), pods=[]))
     data = yaml.safe_load(yaml.safe_dump(report.as_dict()))
     assert [p["name"] for p in data["pools"]] == sorted(FLEET.pools)
+
+
+DRA_POLICIES = [EXAMPLES / "fleet.yaml", Path(__file__).resolve().parents[1] / "e2e" / "fleet.yaml"]
+
+
+@pytest.mark.parametrize("path", DRA_POLICIES, ids=[p.parent.name + "-" + p.stem for p in DRA_POLICIES])
+def test_a_dra_cluster_is_read_from_its_resource_slices_and_the_starter_says_dra_on(path: Path) -> None:
+    """The testbed's DRA nodes (no nvidia.com/* allocatable) and the slices its stand-in for NVIDIA's driver
+    publishes: the scan finds every pool with its units, marks the DRA ones, and the starter policy asks
+    for DRA and yields the same units."""
+    from gpufleet.testbed import dra as testbed_dra
+
+    text = path.read_text(encoding="utf-8").replace("dra: off", "dra: on")
+    assert "dra: on" in text
+    fleet = resolve(parse_policy(text, str(path)))
+    nodes = [testbed_dra.without_device_plugin(n, fleet) for n in fake_nodes(fleet)]
+    dra_pools = {cap.pool.name for cap in testbed_dra.dra_pools(fleet)}
+    assert dra_pools, "the fleet hands nothing out through DRA"
+    snapshot = Snapshot(nodes=nodes, pods=[], resource_slices=testbed_dra.resource_slices(fleet))
+    report = analyse(snapshot)
+    assert {p.name: p.units for p in report.pools} == {name: cap.units for name, cap in fleet.pools.items()}
+    assert {p.name for p in report.pools if p.dra} == dra_pools
+    for p in report.pools:
+        assert p.gpus_per_node == fleet.pools[p.name].pool.gpusPerNode
+    assert analyse(Snapshot(nodes=nodes, pods=[])).pools != report.pools  # the slices are what found them
+    starter = resolve(parse_policy(report.starter_policy()))
+    assert starter.policy.cluster.dra.value == "on"
+    assert {n: c.units for n, c in starter.pools.items()} == {n: c.units for n, c in fleet.pools.items()}

@@ -31,6 +31,8 @@ def print_report(report: FleetReport) -> None:
             slicing += f" {p.mig_config or '?'} ({p.mig_state or 'no state'})"
         elif p.replicas:
             slicing += f" ×{p.replicas}"
+        if p.dra:
+            slicing += " via DRA"
         quota = str(report.quota.get(p.name, 0)) if report.kueue_installed else "-"
         if p.name in report.serving_pools:
             quota += " (serving)"

@@ -17,4 +17,5 @@ def fetch(kubeconfig: Path | None = None) -> Snapshot:
         namespaces=listing.namespaces,
         kueue_installed=listing.kueue_installed,
         kueue=listing.kueue,
+        resource_slices=listing.resource_slices,
     )

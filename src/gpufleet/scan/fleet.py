@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from gpufleet.gpus import GpuModel, models
 from gpufleet.policy.slicing import SlicingMode
 from gpufleet.scan.quantity import count
+from gpufleet.scan.slices import NodeDevices, node_devices
 from gpufleet.scan.snapshot import Obj, Snapshot, labels, name, namespace
 
 GPU_PREFIX = "nvidia.com/"
@@ -47,6 +48,7 @@ class NodePool:
     replicas: int | None  # time-slicing replicas per card
     units: dict[str, int]  # allocatable GPU units across the pool, per resource
     taints: tuple[str, ...]  # key=value:Effect, sorted
+    dra: bool = False  # its GPUs are announced as DRA devices (ResourceSlices), not extended resources
 
 
 @dataclass(frozen=True)
@@ -99,14 +101,18 @@ def _taint(t: Obj) -> str:
     return f"{t['key']}{value}:{t.get('effect', '')}"
 
 
-def _pool(pool_name: str, selector: tuple[str, str] | None, members: list[Obj]) -> NodePool:
+def _pool(
+    pool_name: str, selector: tuple[str, str] | None, members: list[Obj], dra: dict[str, NodeDevices]
+) -> NodePool:
     first = labels(members[0])
     product = first.get("nvidia.com/gpu.product")
     units: dict[str, int] = defaultdict(int)
     for node in members:
         for resource, n in gpu_units(node.get("status", {}).get("allocatable") or {}).items():
             units[resource] += n
-    physical = count(first.get("nvidia.com/gpu.count", "0"))
+        for resource, n in dra.get(name(node), NodeDevices()).units.items():
+            units[resource] += n
+    physical = count(first.get("nvidia.com/gpu.count", "0")) or len(dra.get(name(members[0]), NodeDevices()).cards)
     mig_resources = [r for r in units if r.startswith(f"{GPU_PREFIX}mig-")]
     replicas_label = count(first.get("nvidia.com/gpu.replicas", "0"))
     if mig_resources or first.get("nvidia.com/mig.strategy"):
@@ -132,15 +138,18 @@ def _pool(pool_name: str, selector: tuple[str, str] | None, members: list[Obj]) 
         replicas=replicas,
         units=dict(sorted(units.items())),
         taints=tuple(taints),
+        dra=any(name(n) in dra for n in members),
     )
 
 
 def node_pools(snapshot: Snapshot) -> list[NodePool]:
     groups: dict[tuple[str, tuple[str, str] | None], list[Obj]] = defaultdict(list)
+    dra = node_devices(snapshot.resource_slices)
     for node in snapshot.nodes:
-        if is_gpu_node(node):
+        if is_gpu_node(node) or name(node) in dra:
             groups[_pool_key(node)].append(node)
-    return sorted((_pool(key, sel, members) for (key, sel), members in groups.items()), key=lambda p: p.name)
+    pools = (_pool(key, sel, members, dra) for (key, sel), members in groups.items())
+    return sorted(pools, key=lambda p: p.name)
 
 
 def pool_of_node(pools: list[NodePool]) -> dict[str, str]:

@@ -21,6 +21,7 @@ class Snapshot:
     namespaces: list[Obj] = field(default_factory=list)
     kueue_installed: bool = False
     kueue: dict[str, list[Obj]] = field(default_factory=dict)  # kind -> objects
+    resource_slices: list[Obj] = field(default_factory=list)  # resource.k8s.io/v1 ResourceSlices (DRA)
 
     def kueue_objects(self, kind: str) -> list[Obj]:
         return self.kueue.get(kind, [])

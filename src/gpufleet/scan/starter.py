@@ -87,7 +87,8 @@ def starter_policy(pools: list[NodePool], pods: list[GpuPod], serving: set[str],
     policy: dict[str, Any] = {
         "apiVersion": "gpufleet.io/v1alpha1",
         "kind": "FleetPolicy",
-        "cluster": {"provider": _provider(pools), "labels": {"team": team_label}},
+        "cluster": {"provider": _provider(pools), "labels": {"team": team_label}}
+        | ({"dra": "on"} if any(p.dra for p in known) else {}),
         "pools": [_pool_entry(p, "serving" if p is serving_pool else "training") for p in known],
         "teams": [
             {

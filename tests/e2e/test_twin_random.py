@@ -185,6 +185,17 @@ def test_the_twin_marks_its_own_words_where_kueue_writes_nothing(outcomes: dict[
     assert unmarked == {}
 
 
+def test_kueue_counts_the_claim_jobs_as_gpus(outcomes: dict[int, Outcome]) -> None:
+    """DRA (issue 35): the claim Jobs are admitted with nvidia.com/gpu (deviceClassMappings) and never held
+    back by Kueue's DRA checks, so the per-seed agreement above covers claims counted, not refused alike."""
+    claims = {(seed, j.name) for seed, o in outcomes.items() for j in o.scenario.jobs if j.claims}
+    admitted = {(s, j) for s, j in claims if j in outcomes[s].real.admitted}
+    counted = {(s, j) for s, j in admitted if any(r == GPU for _, r, _ in outcomes[s].real.admitted[j][1])}
+    refused = {(s, j) for s, j in claims if "DRA" in outcomes[s].real.pending.get(j, "")}
+    print(f"{len(claims)} claim Jobs in {len({s for s, _ in claims})} seeds; Kueue admitted {len(admitted)}")
+    assert admitted and counted == admitted and refused == set()
+
+
 def test_every_ci_scenario_ran(outcomes: dict[int, Outcome]) -> None:
     assert sorted(outcomes) == CI_SEEDS
     assert all(o.real.known == {j.name for j in o.scenario.jobs} for o in outcomes.values())

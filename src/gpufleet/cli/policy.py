@@ -122,8 +122,28 @@ def print_plan(plan: Plan) -> None:
             f"the deployments hold {_units(s.reserved) or 'nothing'} of {_units(s.capacity)}",
             highlight=False,
         )
+    if plan.clusters:
+        print_federation(plan)
     for w in plan.warnings:
         console.print(f"[yellow]warning[/] {w.reason}: {w.message}", highlight=False)
+
+
+def print_federation(plan: Plan) -> None:
+    """The fleet per worker cluster and the residency zones (a policy with ``clusters:``)."""
+    clusters = Table(title="Clusters: where each pool runs (MultiKueue workers)", title_justify="left")
+    for col in ("cluster", "provider", "region", "pools", "yields", "zones", "kubeconfig Secret"):
+        clusters.add_column(col, overflow="fold")
+    for c in plan.clusters:
+        clusters.add_row(
+            c.name, c.provider, c.region, ", ".join(c.pools), _units(c.units), ", ".join(c.zones), c.kubeconfig_secret
+        )
+    print_table(clusters)
+    zones = Table(title="Residency zones: one MultiKueueConfig each", title_justify="left")
+    for col in ("zone", "data classes", "clusters", "team queues"):
+        zones.add_column(col, overflow="fold")
+    for z in plan.zones:
+        zones.add_row(z.name, ", ".join(z.data_classes), ", ".join(z.clusters), ", ".join(z.queues))
+    print_table(zones)
 
 
 @guarded

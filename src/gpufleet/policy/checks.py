@@ -14,6 +14,7 @@ from gpufleet.gpus import lookup, names
 from gpufleet.policy.capacity import PoolCapacity, nominal, pool_capacity
 from gpufleet.policy.fleet import facts_for
 from gpufleet.policy.model import UNLIMITED, FleetPolicy, MigSlicing, Role
+from gpufleet.policy.residency import residency_check
 from gpufleet.policy.slicing import decide
 
 Loc = tuple[str | int, ...]
@@ -254,4 +255,5 @@ def cross_check(policy: FleetPolicy) -> list[Finding]:
     findings += _guarantees(policy, capacity)
     findings += _serving(policy, capacity)
     findings += _preemption(policy)
+    findings += residency_check(policy)
     return findings

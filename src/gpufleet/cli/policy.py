@@ -225,7 +225,12 @@ def render_cmd(
     if problem is not None:
         raise InputError.one(f"{image!r}: {problem}", path="--image")
     loaded = load_policy(policy)
-    bundle = render(resolve(loaded), image=image)
+    if loaded.clusters:  # beyond one cluster: manager/ and workers/<cluster>/ (docs/multikueue.md)
+        from gpufleet.render.multikueue import render_federation
+
+        bundle = render_federation(resolve(loaded), image=image)
+    else:
+        bundle = render(resolve(loaded), image=image)
     target = outputs.check(out, force=force)  # before --check's work, and before anything is written
     document: dict[str, Any] = {}
     if check:

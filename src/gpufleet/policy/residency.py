@@ -269,3 +269,17 @@ def zone_plans(fleet: Fleet) -> list[ZonePlan]:
         )
         for z in zones(policy)
     ]
+
+
+def project(policy: FleetPolicy, keep: set[str]) -> FleetPolicy:
+    """The one-cluster policy of the clusters in ``keep``: their pools, the teams' quotas on them, the
+    serving deployment if its pool is among them. The renderer and the testbed treat it as any policy
+    without ``clusters:``, which is what a worker (or one zone's share of the manager) is."""
+    pools = [p.model_copy(update={"cluster": None}) for p in policy.pools if p.cluster in keep]
+    kept = {p.name for p in pools}
+    teams = [t.model_copy(update={"quota": {k: v for k, v in t.quota.items() if k in kept}}) for t in policy.teams]
+    classes = [dc.model_copy(update={"clusters": [], "regions": [], "zone": None}) for dc in policy.dataClasses]
+    serving = policy.serving if policy.serving is not None and policy.serving.pool in kept else None
+    return policy.model_copy(
+        update={"pools": pools, "teams": teams, "dataClasses": classes, "serving": serving, "clusters": []}
+    )

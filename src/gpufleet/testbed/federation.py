@@ -1,0 +1,159 @@
+"""A federation of testbeds: a MultiKueue manager (no nodes) and one worker per declared cluster.
+
+Each member is a whole testbed (its own etcd, API server, controllers, scheduler and Kueue, from
+``testbed.cluster``) in its own folder under the run folder: ``manager/`` and ``workers/<cluster>/``.
+The manager's Kueue runs the Configuration ``gpufleet render`` writes for it (with ``multiKueue``;
+MultiKueue itself is Beta and on by default in Kueue v0.19.2) and starts no kwok; each worker is
+the testbed of the policy narrowed to its pools. For each worker the manager gets the Secret the policy
+names, in ``kueue-system``, holding a kubeconfig Kueue accepts: the server by IP, the CA and a client
+certificate inline (Kueue refuses file paths, ``insecure-skip-tls-verify``, token files and exec
+plugins). The client is the worker's admin (``system:masters``): the testbed's users are all trusted;
+a production worker gives the manager a narrower identity (docs/multikueue.md).
+
+``python -m gpufleet.testbed.federation up|down|status`` starts and stops all of them with one command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpufleet import files
+from gpufleet.errors import InputError
+from gpufleet.policy import load_policy, resolve
+from gpufleet.policy.fleet import Fleet
+from gpufleet.policy.residency import project
+from gpufleet.render.multikueue import manager_configuration
+from gpufleet.testbed.binaries import Binaries, ensure
+from gpufleet.testbed.cluster import Testbed
+from gpufleet.testbed.kueue import NAMESPACE
+from gpufleet.testbed.processes import TestbedError
+
+DEFAULT_RUN = Path.home() / ".cache" / "gpufleet-testbed" / "federation"
+STATE = "federation.json"
+
+
+def inline_kubeconfig(server: str, ca: Path, cert: Path, key: Path, name: str) -> dict[str, Any]:
+    """A kubeconfig with every credential inline, as Kueue's MultiKueue requires of a Secret's kubeconfig."""
+
+    def data(path: Path) -> str:
+        return base64.b64encode(path.read_bytes()).decode()
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority-data": data(ca)}}],
+        "users": [{"name": name, "user": {"client-certificate-data": data(cert), "client-key-data": data(key)}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+    }
+
+
+class Federation:
+    """The manager and workers of one policy, in one run folder. Not thread-safe."""
+
+    def __init__(self, run_dir: Path, binaries: Binaries | None = None) -> None:
+        self.run = run_dir.resolve()
+        self._binaries = binaries
+        self.manager = Testbed(self.run / "manager", binaries)
+        self.state_file = self.run / STATE
+
+    def worker(self, name: str) -> Testbed:
+        return Testbed(self.run / "workers" / name, self._binaries)
+
+    def workers(self) -> dict[str, Testbed]:
+        """The workers that have a folder, by name (those ``up`` started, running or not)."""
+        folder = self.run / "workers"
+        names = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+        return {name: self.worker(name) for name in names}
+
+    def up(self, fleet: Fleet) -> dict[str, str]:
+        """Start the manager, then each worker, then the manager's kubeconfig Secrets; return each member's
+        kubeconfig path (``manager`` and the cluster names). On failure stop what started; logs stay."""
+        policy = fleet.policy
+        if not policy.clusters:
+            raise TestbedError("the policy declares no clusters: a federation needs clusters: (docs/multikueue.md)")
+        if self.state_file.exists():
+            raise TestbedError(f"a federation may already run from {self.run}; run down first")
+        started: list[Testbed] = []
+        try:
+            manager = self.manager.up(fleet, kueue_config=manager_configuration(fleet), fake_nodes=False)
+            started.append(self.manager)
+            kubeconfigs = {"manager": manager.kubeconfig}
+            for cluster in policy.clusters:
+                bed = self.worker(cluster.name)
+                state = bed.up(resolve(project(policy, {cluster.name})))
+                started.append(bed)
+                kubeconfigs[cluster.name] = state.kubeconfig
+                self._secret(cluster.kubeconfigSecret, cluster.name, bed, state.server)
+        except BaseException:
+            for bed in reversed(started):
+                bed.down()
+            raise
+        files.write_text(self.state_file, json.dumps(kubeconfigs, indent=2))
+        return kubeconfigs
+
+    def _secret(self, secret: str, name: str, bed: Testbed, server: str) -> None:
+        config = inline_kubeconfig(server, bed.pki / "ca.crt", bed.pki / "admin.crt", bed.pki / "admin.key", name)
+        path = self.manager.config / f"{name}.kubeconfig"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        files.write_text(path, yaml.safe_dump(config, sort_keys=False))
+        os.chmod(path, 0o600)
+        self.manager.kubectl(
+            "create", "secret", "generic", secret, f"--namespace={NAMESPACE}", f"--from-file=kubeconfig={path}"
+        )
+
+    def kubeconfigs(self) -> dict[str, str]:
+        return dict(json.loads(self.state_file.read_text(encoding="utf-8"))) if self.state_file.exists() else {}
+
+    def running(self) -> dict[str, list[str]]:
+        return {"manager": self.manager.running(), **{n: bed.running() for n, bed in self.workers().items()}}
+
+    def down(self) -> None:
+        """Stop every worker, then the manager (each newest process first); logs stay."""
+        for bed in self.workers().values():
+            bed.down()
+        self.manager.down()
+        self.state_file.unlink(missing_ok=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gpufleet.testbed.federation", description=__doc__)
+    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument("--run-dir", type=Path, default=DEFAULT_RUN, help="one folder per member, state and logs")
+    parser.add_argument("--policy", type=Path, default=Path("examples/federation.yaml"), help="a policy with clusters:")
+    args = parser.parse_args(argv)
+    try:
+        if args.action == "up":
+            fleet = resolve(load_policy(args.policy))
+            began = time.monotonic()
+            federation = Federation(args.run_dir, ensure())
+            kubeconfigs = federation.up(fleet)
+            print(f"federation up in {time.monotonic() - began:.1f}s ({len(kubeconfigs) - 1} workers)")
+            for name, path in kubeconfigs.items():
+                print(f"{name}: KUBECONFIG={path}")
+        elif args.action == "down":
+            Federation(args.run_dir).down()
+            print("federation stopped")
+        else:
+            for name, parts in Federation(args.run_dir).running().items():
+                print(f"{name}: " + (", ".join(parts) if parts else "nothing"))
+    except InputError as exc:
+        print(exc.summary(), file=sys.stderr)
+        return 2
+    except TestbedError as exc:
+        print(f"testbed: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

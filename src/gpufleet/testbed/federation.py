@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -32,9 +31,9 @@ from gpufleet.policy import load_policy, resolve
 from gpufleet.policy.fleet import Fleet
 from gpufleet.policy.residency import project
 from gpufleet.render.multikueue import manager_configuration
+from gpufleet.render.worker_secret import worker_secret
 from gpufleet.testbed.binaries import Binaries, ensure
 from gpufleet.testbed.cluster import Testbed
-from gpufleet.testbed.kueue import NAMESPACE
 from gpufleet.testbed.processes import TestbedError
 
 DEFAULT_RUN = Path.home() / ".cache" / "gpufleet-testbed" / "federation"
@@ -102,14 +101,13 @@ class Federation:
         return kubeconfigs
 
     def _secret(self, secret: str, name: str, bed: Testbed, server: str) -> None:
+        """The Secret ``gpufleet worker-secret`` writes for this worker, applied to the manager."""
         config = inline_kubeconfig(server, bed.pki / "ca.crt", bed.pki / "admin.crt", bed.pki / "admin.key", name)
-        path = self.manager.config / f"{name}.kubeconfig"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        files.write_text(path, yaml.safe_dump(config, sort_keys=False))
-        os.chmod(path, 0o600)
-        self.manager.kubectl(
-            "create", "secret", "generic", secret, f"--namespace={NAMESPACE}", f"--from-file=kubeconfig={path}"
-        )
+        text = yaml.safe_dump(config, sort_keys=False)
+        path = self.manager.config / f"{name}-secret.yaml"
+        with files.atomic_path(path, mode=0o600) as tmp:
+            tmp.write_text(yaml.safe_dump(worker_secret(secret, text, f"{name}.kubeconfig")), encoding="utf-8")
+        self.manager.kubectl("apply", "--server-side", f"--filename={path}")
 
     def kubeconfigs(self) -> dict[str, str]:
         return dict(json.loads(self.state_file.read_text(encoding="utf-8"))) if self.state_file.exists() else {}

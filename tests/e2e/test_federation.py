@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from gpufleet.cli import app
 from gpufleet.policy import load_policy, resolve
 from gpufleet.testbed import Testbed, TestbedError
 from gpufleet.testbed.federation import Federation
+from gpufleet.testbed.processes import stop
 from tests.e2e.batch_jobs import batch_job
 from tests.e2e.conftest import built_testbed, eventually
 
@@ -185,3 +187,51 @@ def test_residency_is_refused_on_the_manager_and_on_the_worker(federation: dict[
     assert "may not run on cluster east" in message
     assert manager.get("job", "wrong-zone", "--namespace=alpha") is None
     assert east.get("job", "not-here", "--namespace=alpha") is None
+
+
+def test_a_lost_worker_hands_its_job_to_another_allowed_worker(federation: dict[str, Member]) -> None:
+    """Last in this file: it stops a worker's API server. Kueue keeps the Job admitted on the lost worker
+    for ``workerLostTimeout`` (20 s in this policy), then retries the admission check and dispatches
+    the Job again, within its zone, to the worker still reachable."""
+    test_clusters_and_admission_checks_turn_active(federation)
+    manager = federation["manager"]
+    assert manager.apply(_job("moving", "alpha-open", "open", None)).returncode == 0
+
+    def placed() -> str:
+        return ((_workload_of(manager, "moving") or {}).get("status", {}).get("clusterName")) or ""
+
+    first = eventually(placed, "the open-zone Job to be admitted on a worker")
+    other = next(w for w in WORKERS if w != first)
+    eventually(
+        lambda: (manager.get("job", "moving", "--namespace=alpha") or {}).get("status", {}).get("active") == 1,
+        f"the Job running on {first}",
+    )
+    state = federation[first].bed.state()
+    assert state is not None
+    lost_at = time.monotonic()
+    stop(next(p for p in state.processes if p.name == "kube-apiserver"))
+
+    def inactive() -> dict[str, Any] | None:
+        found = manager.get("multikueuecluster", first) or {}
+        return next(
+            (
+                c
+                for c in found.get("status", {}).get("conditions", [])
+                if c["type"] == "Active" and c["status"] == "False"
+            ),
+            None,
+        )
+
+    condition = eventually(inactive, f"MultiKueueCluster {first} to turn inactive", timeout_s=180)
+    print(f"{first} lost: Active=False, reason {condition['reason']}")
+    eventually(lambda: placed() == other, f"the Job dispatched again, to {other}", timeout_s=240)
+    print(f"re-dispatched to {other} {time.monotonic() - lost_at:.0f}s after {first}'s API server stopped")
+    running = eventually(
+        lambda: [
+            p
+            for p in (federation[other].get("pods", "--namespace=alpha") or {}).get("items", [])
+            if p["metadata"]["name"].startswith("moving-") and p["status"].get("phase") == "Running"
+        ],
+        f"the Job's pod Running on {other}",
+    )
+    assert running[0]["spec"]["nodeName"] == f"{other}-h100-0"

@@ -194,3 +194,11 @@ def test_admission_check_kind_pattern_with_re2_inline_flag(kind: str, valid: boo
     check["spec"]["parameters"]["kind"] = kind
     findings = validate([check], kubernetes="1.34", crds=load_crds(KUEUE_CRDS))
     assert (findings == []) is valid, findings
+
+
+def test_manager_flavors_place_nothing() -> None:
+    """Kueue copies the manager's flavor node labels and tolerations into the Job MultiKueue sends to a
+    worker; the manager's flavors must carry none, or the copy is pinned to the manager's pick."""
+    flavors = _of(_manager(), "ResourceFlavor")
+    assert sorted(flavors) == ["/a100-eus", "/h100-fra", "/h100-weu"]
+    assert all(f["spec"] == {} for f in flavors.values())

@@ -120,6 +120,21 @@ def zone_local_queues(policy: FleetPolicy, cluster_queue_of: dict[tuple[str, str
     return out
 
 
+def manager_flavors(fleet: Fleet) -> list[Obj]:
+    """The manager's ResourceFlavors: one per queued pool, for quota only, with no node labels or tolerations.
+
+    Kueue merges the admitting flavor's node labels and tolerations into a batch Job's pod template
+    when it starts the Job (``startJob`` → ``RunWithPodSetsInfo``), on the manager too, and MultiKueue
+    copies that template to the worker. A pool selector picked on the manager would then pin the
+    worker's copy to a pool the worker may not have (seen on the testbed: a Job re-dispatched after its
+    worker was lost carried ``gpufleet.io/pool`` of the lost worker's pool and was refused on the other).
+    The workers' own flavors place the pods."""
+    return [
+        obj(kueue.API, "ResourceFlavor", meta(p.name, labels={"gpufleet.io/pool": p.name}), spec={})
+        for p in fleet.queued_pools()
+    ]
+
+
 def manager_configuration(fleet: Fleet) -> Obj:
     """Kueue's Configuration for the manager: gpufleet's fields and the ``multiKueue`` section."""
     config = kueue.configuration(fleet, [])
@@ -142,7 +157,7 @@ def manager_files(fleet: Fleet) -> list[RenderedFile]:
     own = {(t.name, z.name): queue_name(t.name, z.name) for t in policy.teams for z in team_zones(policy, t.name)}
     return [
         RenderedFile("namespaces.yaml", team_namespaces),
-        RenderedFile("kueue-flavors.yaml", kueue.resource_flavors(fleet)),
+        RenderedFile("kueue-flavors.yaml", manager_flavors(fleet)),
         RenderedFile("kueue-cohort.yaml", [kueue.cohort(fleet)]),
         RenderedFile(
             "multikueue.yaml", multikueue_clusters(policy) + multikueue_configs(policy) + admission_checks(policy)

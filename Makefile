@@ -55,7 +55,7 @@ testbed-down: $(STAMP)
 FEDERATION ?= examples/federation.yaml
 .PHONY: federation-up federation-down
 federation-up: $(STAMP)
-	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m gpufleet.testbed.federation up --policy $(FEDERATION)
+	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m gpufleet.testbed up --federation --policy $(FEDERATION)
 
 federation-down: $(STAMP)
-	$(BIN)/python -m gpufleet.testbed.federation down
+	$(BIN)/python -m gpufleet.testbed down --federation

@@ -10,33 +10,28 @@ certificate inline (Kueue refuses file paths, ``insecure-skip-tls-verify``, toke
 plugins). The client is the worker's admin (``system:masters``): the testbed's users are all trusted;
 a production worker gives the manager a narrower identity (docs/multikueue.md).
 
-``python -m gpufleet.testbed.federation up|down|status`` starts and stops all of them with one command.
+``python -m gpufleet.testbed up|down|status --federation`` starts and stops all of them with one command.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from gpufleet import files
-from gpufleet.errors import InputError
-from gpufleet.policy import load_policy, resolve
+from gpufleet.policy import resolve
 from gpufleet.policy.fleet import Fleet
 from gpufleet.policy.residency import project
 from gpufleet.render.multikueue import manager_configuration
 from gpufleet.render.worker_secret import worker_secret
-from gpufleet.testbed.binaries import Binaries, ensure
+from gpufleet.testbed.binaries import Binaries
 from gpufleet.testbed.cluster import Testbed
 from gpufleet.testbed.processes import TestbedError
 
-DEFAULT_RUN = Path.home() / ".cache" / "gpufleet-testbed" / "federation"
 STATE = "federation.json"
 
 
@@ -121,37 +116,3 @@ class Federation:
             bed.down()
         self.manager.down()
         self.state_file.unlink(missing_ok=True)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpufleet.testbed.federation", description=__doc__)
-    parser.add_argument("action", choices=["up", "down", "status"])
-    parser.add_argument("--run-dir", type=Path, default=DEFAULT_RUN, help="one folder per member, state and logs")
-    parser.add_argument("--policy", type=Path, default=Path("examples/federation.yaml"), help="a policy with clusters:")
-    args = parser.parse_args(argv)
-    try:
-        if args.action == "up":
-            fleet = resolve(load_policy(args.policy))
-            began = time.monotonic()
-            federation = Federation(args.run_dir, ensure())
-            kubeconfigs = federation.up(fleet)
-            print(f"federation up in {time.monotonic() - began:.1f}s ({len(kubeconfigs) - 1} workers)")
-            for name, path in kubeconfigs.items():
-                print(f"{name}: KUBECONFIG={path}")
-        elif args.action == "down":
-            Federation(args.run_dir).down()
-            print("federation stopped")
-        else:
-            for name, parts in Federation(args.run_dir).running().items():
-                print(f"{name}: " + (", ".join(parts) if parts else "nothing"))
-    except InputError as exc:
-        print(exc.summary(), file=sys.stderr)
-        return 2
-    except TestbedError as exc:
-        print(f"testbed: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

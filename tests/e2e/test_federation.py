@@ -158,6 +158,16 @@ def test_a_restricted_job_runs_only_on_its_allowed_worker_and_reports_back(feder
     manager_job = manager.get("job", "held", "--namespace=alpha")
     assert manager_job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
     assert east.get("job", "held", "--namespace=alpha") is None  # never dispatched outside its zone
+    kubeconfig = str(manager.bed.kubeconfig)
+    answer = CliRunner().invoke(app, ["why", "alpha/held", "--kubeconfig", kubeconfig, "--json"])
+    assert answer.exit_code == 0, answer.output
+    dispatch = json.loads(answer.stdout)["dispatch"]
+    assert (dispatch["reason"], dispatch["cluster"], dispatch["check"]) == (
+        "DispatchedToWorker",
+        "west",
+        "multikueue-restricted",
+    )
+    print(f"gpufleet why on the manager: {dispatch['reason']}: {dispatch['text']}")
     assert (manager.get("pods", "--namespace=alpha") or {}).get("items") == []  # the manager runs nothing
     manager.kubectl("delete", "job", "held", "--namespace=alpha", "--cascade=foreground", "--wait=true")
 

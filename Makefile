@@ -49,3 +49,13 @@ testbed-up: $(STAMP)
 
 testbed-down: $(STAMP)
 	$(BIN)/python -m gpufleet.testbed down
+
+# A MultiKueue federation: a manager (no nodes) and one testbed per cluster of a policy with clusters:
+# (docs/multikueue.md). FEDERATION picks the policy.
+FEDERATION ?= examples/federation.yaml
+.PHONY: federation-up federation-down
+federation-up: $(STAMP)
+	PATH="$$PATH:/usr/local/go/bin" $(BIN)/python -m gpufleet.testbed up --federation --policy $(FEDERATION)
+
+federation-down: $(STAMP)
+	$(BIN)/python -m gpufleet.testbed down --federation

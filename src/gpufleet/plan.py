@@ -12,6 +12,7 @@ from typing import Any
 
 from gpufleet.policy.capacity import PoolCapacity, limit_value, nominal
 from gpufleet.policy.fleet import Fleet
+from gpufleet.policy.residency import ClusterPlan, ZonePlan, cluster_plans, zone_plans
 from gpufleet.policy.slicing import TABLE
 from gpufleet.render.nodes import nodepool_arguments
 
@@ -80,6 +81,8 @@ class Plan:
     serving: ServingPlan | None
     warnings: list[PlanWarning] = field(default_factory=list)
     table: list[dict[str, Any]] = field(default_factory=list)
+    clusters: list[ClusterPlan] = field(default_factory=list)  # with clusters: the fleet per worker cluster
+    zones: list[ZonePlan] = field(default_factory=list)  # with clusters: the residency zones
 
     def as_dict(self) -> dict[str, Any]:
         """JSON- and YAML-ready: the slicing mode as its word."""
@@ -179,4 +182,12 @@ def make_plan(fleet: Fleet) -> Plan:
     pools = [_pool_plan(fleet, cap) for cap in fleet.pools.values()]
     quotas = [q for cap in fleet.queued_pools() for q in _quotas(fleet, cap)]
     table = [{"reason": r.reason, "when": r.when, "accepts": list(r.accepts), "prefers": r.prefers} for r in TABLE]
-    return Plan(pools=pools, quotas=quotas, serving=_serving(fleet), warnings=_warnings(fleet, pools), table=table)
+    return Plan(
+        pools=pools,
+        quotas=quotas,
+        serving=_serving(fleet),
+        warnings=_warnings(fleet, pools),
+        table=table,
+        clusters=cluster_plans(fleet),
+        zones=zone_plans(fleet),
+    )

@@ -61,6 +61,8 @@ def test_the_monitoring_folder_passes_a_server_side_dry_run(
     cluster: Any, operator_crds: list[str], policy: Path, tmp_path: Path
 ) -> None:
     bundle = cluster.render(policy, tmp_path / "manifests")
+    if (bundle / "workers").is_dir():  # a federated policy: each worker has its own monitoring folder
+        bundle = sorted((bundle / "workers").iterdir())[0]
     _prepare(cluster, bundle)
     result = cluster.kubectl(
         "apply", "--server-side", "--dry-run=server", f"--kustomize={bundle / 'monitoring'}", check=False

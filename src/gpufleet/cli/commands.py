@@ -37,6 +37,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("init", "gpufleet.cli.policy:init", "Write a policy to start from: a commented example, or a starter policy read from a live cluster."),
     Entry("plan", "gpufleet.cli.policy:plan", "Explain how each pool is sliced and whether the quotas fit; with --trace, the pathologies."),
     Entry("render", "gpufleet.cli.policy:render_cmd", "Write the manifests that put Kueue in front of the cards (a kustomize-ready folder)."),
+    Entry("worker-secret", "gpufleet.cli.multikueue:worker_secret", "Check a worker's kubeconfig as Kueue's MultiKueue does and write it as the Secret the policy names."),
     Entry("evidence", "gpufleet.cli.evidence:evidence", 'Utilization per pool and team before and after, from DCGM metrics in Prometheus; gaps read "not measured".'),
     Entry("check", "gpufleet.cli.check:check_cmd", "Judge manifests by the fleet's admission rules: exit 0 all admitted, 1 any denied, 2 unreadable input."),
     Entry("scan", "gpufleet.cli.scan:scan", "List GPU pools, GPU pods by team and Kueue's objects, and flag the risks (read-only)."),

@@ -122,8 +122,28 @@ def print_plan(plan: Plan) -> None:
             f"the deployments hold {_units(s.reserved) or 'nothing'} of {_units(s.capacity)}",
             highlight=False,
         )
+    if plan.clusters:
+        print_federation(plan)
     for w in plan.warnings:
         console.print(f"[yellow]warning[/] {w.reason}: {w.message}", highlight=False)
+
+
+def print_federation(plan: Plan) -> None:
+    """The fleet per worker cluster and the residency zones (a policy with ``clusters:``)."""
+    clusters = Table(title="Clusters: where each pool runs (MultiKueue workers)", title_justify="left")
+    for col in ("cluster", "provider", "region", "pools", "yields", "zones", "kubeconfig Secret"):
+        clusters.add_column(col, overflow="fold")
+    for c in plan.clusters:
+        clusters.add_row(
+            c.name, c.provider, c.region, ", ".join(c.pools), _units(c.units), ", ".join(c.zones), c.kubeconfig_secret
+        )
+    print_table(clusters)
+    zones = Table(title="Residency zones: one MultiKueueConfig each", title_justify="left")
+    for col in ("zone", "data classes", "clusters", "team queues"):
+        zones.add_column(col, overflow="fold")
+    for z in plan.zones:
+        zones.add_row(z.name, ", ".join(z.data_classes), ", ".join(z.clusters), ", ".join(z.queues))
+    print_table(zones)
 
 
 @guarded
@@ -205,7 +225,12 @@ def render_cmd(
     if problem is not None:
         raise InputError.one(f"{image!r}: {problem}", path="--image")
     loaded = load_policy(policy)
-    bundle = render(resolve(loaded), image=image)
+    if loaded.clusters:  # beyond one cluster: manager/ and workers/<cluster>/ (docs/multikueue.md)
+        from gpufleet.render.multikueue import render_federation
+
+        bundle = render_federation(resolve(loaded), image=image)
+    else:
+        bundle = render(resolve(loaded), image=image)
     target = outputs.check(out, force=force)  # before --check's work, and before anything is written
     document: dict[str, Any] = {}
     if check:

@@ -99,6 +99,8 @@ def print_why(r: Doc) -> None:
     kueue = r["kueue"]
     _line("Kueue says:", f"{kueue['reason'] or 'no reason yet'}: {kueue['message'] or '(no message)'}", 2)
     _line("Answer:", f"{r['verdict']['reason']}: {r['verdict']['message']}", 2)
+    if r.get("dispatch"):
+        _line("MultiKueue:", f"{r['dispatch']['reason']}: {r['dispatch']['text']}", 2)
     if r["state"] != "Pending" or r["preemption"] is None:
         return
     if r["holders"]:

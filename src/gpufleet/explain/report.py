@@ -28,6 +28,17 @@ def why_json(why: Why) -> dict[str, Any]:
         "priority": why.priority,
         "requests": why.requests,
         "verdict": {"reason": why.reason, "message": why.message},
+        "dispatch": None
+        if why.dispatch is None
+        else {
+            "reason": why.dispatch.reason,
+            "cluster": why.dispatch.cluster,
+            "nominated": list(why.dispatch.nominated),
+            "check": why.dispatch.check,
+            "state": why.dispatch.state,
+            "message": why.dispatch.message,
+            "text": why.dispatch.text,
+        },
         "kueue": {"reason": why.kueue_reason or None, "message": why.kueue_message or None},
         "twin": {
             "reason": why.twin_reason or None,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpufleet.explain import preemption as pre
+from gpufleet.explain.dispatch import Dispatch, dispatch_of
 from gpufleet.explain.live import (
     Obj,
     build_twin,
@@ -94,6 +95,7 @@ class Why:
     preemption: pre.PreemptionView | None = None
     disagreements: tuple[Disagreement, ...] = ()
     skipped: tuple[str, ...] = ()
+    dispatch: Dispatch | None = None  # on a MultiKueue manager: which worker holds it (explain.dispatch)
 
 
 def explain(objects: Sequence[Obj], namespace: str, name: str, configuration: Obj | None = None) -> Why:
@@ -104,7 +106,7 @@ def explain(objects: Sequence[Obj], namespace: str, name: str, configuration: Ob
     k_reason, k_message = str(reserved.get("reason", "")), str(reserved.get("message", ""))
 
     def short(cluster_queue: str, reason: str, message: str) -> Why:
-        return Why(key, job, state, cluster_queue, k_reason, k_message, reason, message)
+        return Why(key, job, state, cluster_queue, k_reason, k_message, reason, message, dispatch=dispatch_of(wl_obj))
 
     status = wl_obj.get("status") or {}
     if state != "Pending":
@@ -150,7 +152,7 @@ def explain(objects: Sequence[Obj], namespace: str, name: str, configuration: Ob
         twin_reason=last.reason if last else "", twin_message=last.message if last else "",
         twin_admits_in=now.admitted_in, twin_preempts=now.preempts, shortfall=shortfall, holders=holders,
         queues=queues, ahead=_ahead(spec, wl, cq_name), ends=ends, preemption=view,
-        disagreements=tuple(disagreements), skipped=skipped,
+        disagreements=tuple(disagreements), skipped=skipped, dispatch=dispatch_of(wl_obj),
     )  # fmt: skip
 
 

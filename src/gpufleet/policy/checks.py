@@ -15,6 +15,7 @@ from gpufleet.policy import dra
 from gpufleet.policy.capacity import PoolCapacity, nominal, pool_capacity
 from gpufleet.policy.fleet import facts_for
 from gpufleet.policy.model import UNLIMITED, FleetPolicy, MigSlicing, Role
+from gpufleet.policy.residency import residency_check
 from gpufleet.policy.slicing import decide
 
 Loc = tuple[str | int, ...]
@@ -256,4 +257,5 @@ def cross_check(policy: FleetPolicy) -> list[Finding]:
     findings += _serving(policy, capacity)
     findings += _preemption(policy)
     findings += dra.findings(policy, capacity)
+    findings += residency_check(policy)
     return findings

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from gpufleet.policy.clusters import MultiKueueSettings, Region, WorkerCluster
 from gpufleet.policy.images import PUBLISHED, image_problem
 
 UNLIMITED: Literal["unlimited"] = "unlimited"
@@ -153,6 +154,7 @@ class Pool(Spec):
     )
     role: Role
     region: str | None = None
+    cluster: Name | None = Field(default=None, description="The worker cluster that holds the pool (with clusters:)")
     slicing: Slicing | None = Field(default=None, description="Omit to let the decision table choose")
     workloads: list[WorkloadClass] = Field(default_factory=list)
     isolateTeams: bool = False
@@ -277,6 +279,13 @@ class DataClass(Spec):
     name: Name
     checkpointLocations: list[Annotated[str, Field(pattern=r"^[a-z0-9]+://.+")]] = Field(
         default_factory=list, description='Allowed location prefixes, e.g. "s3://eu-central-1/"'
+    )
+    clusters: list[Name] = Field(
+        default_factory=list, description="Worker clusters its work may run on (with clusters:)"
+    )
+    regions: list[Region] = Field(default_factory=list, description="Regions whose clusters its work may run on")
+    zone: Name | None = Field(
+        default=None, description="The residency zone it shares with other data classes; default: its own name"
     )
 
 
@@ -454,6 +463,10 @@ class FleetPolicy(Spec):
     serving: Serving | None = None
     recorder: Recorder = Recorder()
     monitoring: Monitoring = Monitoring()
+    clusters: list[WorkerCluster] = Field(
+        default_factory=list, description="Worker clusters MultiKueue dispatches to; empty: one cluster, as before"
+    )
+    multiKueue: MultiKueueSettings = MultiKueueSettings()
 
     def pool(self, name: str) -> Pool | None:
         return next((p for p in self.pools if p.name == name), None)

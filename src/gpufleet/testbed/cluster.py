@@ -211,21 +211,24 @@ class Testbed:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def up(self, fleet: Fleet) -> State:
-        """Start everything for ``fleet``'s nodes; on failure stop what started and keep the logs."""
+    def up(self, fleet: Fleet, *, kueue_config: dict[str, Any] | None = None, fake_nodes: bool = True) -> State:
+        """Start everything for ``fleet``'s nodes; on failure stop what started and keep the logs.
+
+        ``kueue_config`` replaces the Kueue Configuration rendered from ``fleet`` (a MultiKueue manager's);
+        without ``fake_nodes`` neither kwok nor any node starts (a manager holds no GPUs)."""
         if self.state_file.exists():
             raise TestbedError(f"a testbed may already run from {self.run}; run down first")
         for folder in (self.logs, self.config, self.pki, self.run / "etcd"):
             shutil.rmtree(folder, ignore_errors=True)
         self.logs.mkdir(parents=True)
         try:
-            return self._up(fleet)
+            return self._up(fleet, kueue_config, fake_nodes)
         except BaseException:
             for proc in reversed(self._started):
                 stop(proc)
             raise
 
-    def _up(self, fleet: Fleet) -> State:
+    def _up(self, fleet: Fleet, kueue_config: dict[str, Any] | None, fake_nodes: bool) -> State:
         ports = Ports.free()
         timings: dict[str, float] = {}
         began = time.monotonic()
@@ -245,10 +248,11 @@ class Testbed:
         done("kueue-crds")
         self._controllers(fleet, ports, certs)
         done("controllers")
-        self._kueue(fleet, ports, certs)
+        self._kueue(fleet, ports, certs, kueue_config)
         done("kueue")
-        self._kwok(fleet)
-        done("kwok-nodes")
+        if fake_nodes:
+            self._kwok(fleet)
+            done("kwok-nodes")
         state = State(
             kubeconfig=str(self.kubeconfig),
             server=certs.server,
@@ -357,14 +361,15 @@ class Testbed:
         old = next(p for p in state.processes if p.name == "kube-scheduler")
         self.restart("kube-scheduler", timeout_s, argv=scheduler.argv(old.argv, self._scheduler_config(rendered)))
 
-    def _kueue(self, fleet: Fleet, ports: Ports, certs: Certificates) -> None:
+    def _kueue(self, fleet: Fleet, ports: Ports, certs: Certificates, rendered: dict[str, Any] | None = None) -> None:
         """Step 6: Kueue as a local process, then its webhooks pointed at it."""
         kueue_certs = self.run / "kueue-certs"
         kueue_certs.mkdir(exist_ok=True)
         shutil.copyfile(certs.webhook.cert, kueue_certs / "tls.crt")
         shutil.copyfile(certs.webhook.key, kueue_certs / "tls.key")
         _metrics_certs(certs.webhook)
-        rendered = render_kueue.configuration(fleet, dra.device_class_mappings(fleet) if dra.enabled(fleet) else [])
+        if rendered is None:
+            rendered = render_kueue.configuration(fleet, dra.device_class_mappings(fleet) if dra.enabled(fleet) else [])
         config = kueue.manager_config(
             webhook_port=ports.kueue_webhook, health_port=ports.kueue_health,
             cert_dir=str(kueue_certs), rendered=rendered,

@@ -8,6 +8,7 @@ per object, which schema its ``apiVersion`` and ``kind`` select. A CRD folder is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,5 +180,25 @@ def _index_crd(
             deprecated=bool(entry.get("deprecated")),
             status_subresource=isinstance((entry.get("subresources") or {}).get("status"), Mapping),
             schema=schema,
-            validator=OAS30Validator(schema, format_checker=oas30_format_checker),
+            validator=OAS30Validator(python_patterns(schema), format_checker=oas30_format_checker),
         )
+
+
+_LEADING_FLAGS = re.compile(r"^\^\((\?[imsx]+)\)")
+
+
+def python_patterns(schema: Any) -> Any:
+    """``schema`` with each ``pattern`` that Go's RE2 reads but Python's ``re`` refuses made Python's.
+
+    RE2 takes inline flags anywhere (Kueue's AdmissionCheck ``parameters.kind`` is ``^(?i)[a-z]...``);
+    Python only at the start of the expression. ``^(?i)x`` and ``(?i)^x`` match the same strings.
+    """
+    if isinstance(schema, Mapping):
+        out = {k: python_patterns(v) for k, v in schema.items()}
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str):
+            out["pattern"] = _LEADING_FLAGS.sub(lambda m: f"({m.group(1)})^", pattern)
+        return out
+    if isinstance(schema, list):
+        return [python_patterns(v) for v in schema]
+    return schema

@@ -1,0 +1,247 @@
+"""MultiKueue across a federation of testbeds: a manager with no nodes, two workers with kwok nodes.
+
+The policy (``federation-fleet.yaml``) has two residency zones: ``restricted`` (worker west only) and
+``open`` (west and east). The rendered bundles are checked by a server-side dry run and applied to
+their own control planes; then the real Kueue v0.19.2 dispatches. Every step waits for the state it
+needs (Active conditions, a refusing admission policy) rather than for time: a slower machine only
+takes longer.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from gpufleet.cli import app
+from gpufleet.policy import load_policy, resolve
+from gpufleet.testbed import Testbed, TestbedError
+from gpufleet.testbed.federation import Federation
+from gpufleet.testbed.processes import stop
+from tests.e2e.batch_jobs import batch_job
+from tests.e2e.conftest import built_testbed, eventually
+
+pytestmark = pytest.mark.federation
+
+POLICY = Path(__file__).resolve().parent / "federation-fleet.yaml"
+WORKERS = ("west", "east")
+
+
+class Member:
+    """One control plane of the federation, as the tests talk to it."""
+
+    def __init__(self, bed: Testbed) -> None:
+        self.bed = bed
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.bed.kubectl(*args, stdin=stdin, check=check)
+
+    def get(self, *args: str) -> Any:
+        result = self.kubectl("get", *args, "--output=json", check=False)
+        return json.loads(result.stdout) if result.returncode == 0 else None
+
+    def apply(self, obj: dict[str, Any], *extra: str) -> subprocess.CompletedProcess[str]:
+        return self.kubectl("apply", "--server-side", "--filename=-", *extra, stdin=yaml.safe_dump(obj), check=False)
+
+    def condition(self, kind: str, name: str, kind_of: str = "Active") -> bool:
+        found = self.get(kind, name) or {}
+        conditions = found.get("status", {}).get("conditions", [])
+        return any(c["type"] == kind_of and c["status"] == "True" for c in conditions)
+
+
+@pytest.fixture(scope="module")
+def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Member]]:
+    binaries = built_testbed()
+    fleet = resolve(load_policy(POLICY))
+    fed = Federation(tmp_path_factory.mktemp("federation"), binaries)
+    try:
+        fed.up(fleet)
+    except TestbedError as exc:
+        pytest.fail(f"the federation did not start: {exc}")
+    try:
+        members = {"manager": Member(fed.manager), **{n: Member(b) for n, b in fed.workers().items()}}
+        out = tmp_path_factory.mktemp("bundles") / "manifests"
+        result = CliRunner().invoke(app, ["render", str(POLICY), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        for name in WORKERS:  # workers first: the manager dispatches to them as soon as it is applied
+            _apply(members[name], out / "workers" / name)
+        _apply(members["manager"], out / "manager")
+        yield members
+    finally:
+        fed.down()
+
+
+def _apply(member: Member, bundle: Path) -> None:
+    member.kubectl("apply", "--server-side", f"--filename={bundle / 'namespaces.yaml'}")
+    member.kubectl("create", "namespace", "gpu-operator", check=False)
+    member.kubectl("apply", "--server-side", "--dry-run=server", f"--kustomize={bundle}")
+    member.kubectl("apply", "--server-side", f"--kustomize={bundle}")
+
+
+def _job(name: str, queue: str, data_class: str, run_for: str | None) -> dict[str, Any]:
+    labels = {
+        "gpufleet.io/team": "alpha",
+        "gpufleet.io/model": "e2e-model",
+        "gpufleet.io/data-class": data_class,
+        "kueue.x-k8s.io/queue-name": queue,
+        "kueue.x-k8s.io/priority-class": "normal",
+    }
+    annotations = {"testbed.gpufleet.io/run-for": run_for} if run_for else {}
+    return batch_job(
+        name, "alpha", labels, pods=1, limits={"nvidia.com/gpu": 1}, pod_metadata={"annotations": annotations}
+    )
+
+
+def _refused(member: Member, job: dict[str, Any], reason: str) -> str:
+    """Wait until the admission policy is in force and refuses ``job`` (a dry run), then apply it for real."""
+
+    def refusing() -> str:
+        result = member.apply(job, "--dry-run=server")
+        return result.stderr if result.returncode != 0 and reason in result.stderr else ""
+
+    eventually(refusing, f"the API server to refuse {job['metadata']['name']} with {reason}")
+    result = member.apply(job)
+    assert result.returncode != 0 and reason in result.stderr, result.stderr
+    return result.stderr
+
+
+def _workload_of(member: Member, job: str) -> dict[str, Any] | None:
+    items = (member.get("workloads", "--namespace=alpha") or {}).get("items", [])
+    return next((w for w in items if any(o["name"] == job for o in w["metadata"].get("ownerReferences", []))), None)
+
+
+def test_clusters_and_admission_checks_turn_active(federation: dict[str, Member]) -> None:
+    manager = federation["manager"]
+    for name in WORKERS:
+        eventually(lambda name=name: manager.condition("multikueuecluster", name), f"MultiKueueCluster {name} Active")
+    for zone in ("restricted", "open"):
+        eventually(
+            lambda z=zone: manager.condition("admissioncheck", f"multikueue-{z}"), f"AdmissionCheck {zone} Active"
+        )
+        eventually(lambda z=zone: manager.condition("clusterqueue", f"alpha-{z}"), f"ClusterQueue alpha-{zone} Active")
+    for name in WORKERS:
+        eventually(
+            lambda name=name: federation[name].condition("clusterqueue", "alpha"), f"{name}'s ClusterQueue Active"
+        )
+
+
+def test_a_restricted_job_runs_only_on_its_allowed_worker_and_reports_back(federation: dict[str, Member]) -> None:
+    test_clusters_and_admission_checks_turn_active(federation)
+    manager, west, east = federation["manager"], federation["west"], federation["east"]
+    assert manager.apply(_job("held", "alpha-restricted", "restricted", None)).returncode == 0
+
+    def placed() -> str:
+        wl = _workload_of(manager, "held")
+        return (wl or {}).get("status", {}).get("clusterName", "")
+
+    assert eventually(placed, "the manager's Workload to name the worker that admitted it") == "west"
+    running = eventually(
+        lambda: [
+            p
+            for p in (west.get("pods", "--namespace=alpha") or {}).get("items", [])
+            if p["status"].get("phase") == "Running"
+        ],
+        "the Job's pod Running on west",
+    )
+    assert running[0]["spec"]["nodeName"] == "west-h100-0"
+    eventually(
+        lambda: (manager.get("job", "held", "--namespace=alpha") or {}).get("status", {}).get("active") == 1,
+        "the worker's status (active: 1) copied back to the manager's Job",
+    )
+    manager_job = manager.get("job", "held", "--namespace=alpha")
+    assert manager_job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    assert east.get("job", "held", "--namespace=alpha") is None  # never dispatched outside its zone
+    kubeconfig = str(manager.bed.kubeconfig)
+    answer = CliRunner().invoke(app, ["why", "alpha/held", "--kubeconfig", kubeconfig, "--json"])
+    assert answer.exit_code == 0, answer.output
+    dispatch = json.loads(answer.stdout)["dispatch"]
+    assert (dispatch["reason"], dispatch["cluster"], dispatch["check"]) == (
+        "DispatchedToWorker",
+        "west",
+        "multikueue-restricted",
+    )
+    print(f"gpufleet why on the manager: {dispatch['reason']}: {dispatch['text']}")
+    assert (manager.get("pods", "--namespace=alpha") or {}).get("items") == []  # the manager runs nothing
+    manager.kubectl("delete", "job", "held", "--namespace=alpha", "--cascade=foreground", "--wait=true")
+
+
+def test_a_job_finishes_on_a_worker_and_the_manager_sees_it_complete(federation: dict[str, Member]) -> None:
+    test_clusters_and_admission_checks_turn_active(federation)
+    manager = federation["manager"]
+    assert manager.apply(_job("brief", "alpha-open", "open", "3s")).returncode == 0
+
+    def complete() -> bool:
+        conditions = (manager.get("job", "brief", "--namespace=alpha") or {}).get("status", {}).get("conditions", [])
+        return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
+
+    eventually(complete, "the manager's Job to be Complete, from its worker's status")
+    wl = _workload_of(manager, "brief") or {}
+    where = wl.get("status", {}).get("clusterName")
+    print(f"open-zone Job ran on {where} (AllAtOnce: the first worker to admit wins)")
+    assert where in WORKERS
+    assert manager.get("job", "brief", "--namespace=alpha")["status"]["succeeded"] == 1
+
+
+def test_residency_is_refused_on_the_manager_and_on_the_worker(federation: dict[str, Member]) -> None:
+    manager, east = federation["manager"], federation["east"]
+    message = _refused(manager, _job("wrong-zone", "alpha-open", "restricted", None), "ResidencyZoneQueue")
+    assert "set kueue.x-k8s.io/queue-name to alpha-restricted" in message
+    message = _refused(east, _job("not-here", "alpha-restricted", "restricted", None), "ResidencyForbidden")
+    assert "may not run on cluster east" in message
+    assert manager.get("job", "wrong-zone", "--namespace=alpha") is None
+    assert east.get("job", "not-here", "--namespace=alpha") is None
+
+
+def test_a_lost_worker_hands_its_job_to_another_allowed_worker(federation: dict[str, Member]) -> None:
+    """Last in this file: it stops a worker's API server. Kueue keeps the Job admitted on the lost worker
+    for ``workerLostTimeout`` (20 s in this policy), then retries the admission check and dispatches
+    the Job again, within its zone, to the worker still reachable."""
+    test_clusters_and_admission_checks_turn_active(federation)
+    manager = federation["manager"]
+    assert manager.apply(_job("moving", "alpha-open", "open", None)).returncode == 0
+
+    def placed() -> str:
+        return ((_workload_of(manager, "moving") or {}).get("status", {}).get("clusterName")) or ""
+
+    first = eventually(placed, "the open-zone Job to be admitted on a worker")
+    other = next(w for w in WORKERS if w != first)
+    eventually(
+        lambda: (manager.get("job", "moving", "--namespace=alpha") or {}).get("status", {}).get("active") == 1,
+        f"the Job running on {first}",
+    )
+    state = federation[first].bed.state()
+    assert state is not None
+    lost_at = time.monotonic()
+    stop(next(p for p in state.processes if p.name == "kube-apiserver"))
+
+    def inactive() -> dict[str, Any] | None:
+        found = manager.get("multikueuecluster", first) or {}
+        return next(
+            (
+                c
+                for c in found.get("status", {}).get("conditions", [])
+                if c["type"] == "Active" and c["status"] == "False"
+            ),
+            None,
+        )
+
+    condition = eventually(inactive, f"MultiKueueCluster {first} to turn inactive", timeout_s=180)
+    print(f"{first} lost: Active=False, reason {condition['reason']}")
+    eventually(lambda: placed() == other, f"the Job dispatched again, to {other}", timeout_s=240)
+    print(f"re-dispatched to {other} {time.monotonic() - lost_at:.0f}s after {first}'s API server stopped")
+    running = eventually(
+        lambda: [
+            p
+            for p in (federation[other].get("pods", "--namespace=alpha") or {}).get("items", [])
+            if p["metadata"]["name"].startswith("moving-") and p["status"].get("phase") == "Running"
+        ],
+        f"the Job's pod Running on {other}",
+    )
+    assert running[0]["spec"]["nodeName"] == f"{other}-h100-0"

@@ -119,6 +119,15 @@ def print_diff(t: Tuning) -> None:
         console.print(f"    {label}: {effect}", highlight=False, markup=False)
 
 
+def print_beyond(t: Tuning) -> None:
+    """Never-admissible jobs that no knob in the space can save, and the capacity that would."""
+    if not t.beyond:
+        return
+    console.print("[bold]Beyond every knob[/] (NeverAdmissible; no policy in the search space admits them)")
+    for b in t.beyond:
+        console.print(f"  NeverAdmissible: {b.message()}", highlight=False, markup=False, soft_wrap=True)
+
+
 def _resume(target: outputs.Target, staging: Path) -> None:
     """Carry the earlier run's study journal into the new folder: the study goes on from there."""
     old = target.path / JOURNAL
@@ -201,6 +210,7 @@ def tune_command(
         print_front(result)
         console.print()
         print_diff(result)
+        print_beyond(result)
         console.print(f"\nrecommended policy: {output_dir / output.POLICY}", highlight=False, soft_wrap=True)
         console.print(
             f"trials: {output_dir / output.TRIALS}; report: {output_dir / output.SIMULATION}/report.html",

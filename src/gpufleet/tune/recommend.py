@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpufleet.tune.objectives import feasible
-from gpufleet.tune.trial import CONSTRAINTS_ATTR, MEASURES_ATTR
+from gpufleet.tune.trial import CONSTRAINTS_ATTR, MEASURES_ATTR, STRANDED_ATTR
 
 if TYPE_CHECKING:  # optuna loads with a study, not with every command that prints one's output
     import optuna
@@ -31,6 +31,7 @@ class Candidate:
     constraints: tuple[float, ...]
     measures: dict[str, Any]
     source: str  # "input", "candidate" (enqueued by reasoning) or "search"
+    stranded: int = 0  # protected jobs the trial makes never-admissible (``strand``)
 
     @property
     def feasible(self) -> bool:
@@ -57,6 +58,7 @@ def _candidate(t: FrozenTrial) -> Candidate:
         constraints=tuple(t.user_attrs.get(CONSTRAINTS_ATTR, (1.0,))),
         measures=dict(t.user_attrs.get(MEASURES_ATTR, {})),
         source=str(t.user_attrs.get("source", "search")),
+        stranded=int(t.user_attrs.get(STRANDED_ATTR, 0)),
     )
 
 

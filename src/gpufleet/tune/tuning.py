@@ -29,6 +29,7 @@ from gpufleet.tune.diff import Change, diff, touches
 from gpufleet.tune.objectives import Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.recommend import Candidate, candidates, pareto_front, recommend
 from gpufleet.tune.space import Space, build_space
+from gpufleet.tune.strand import Beyond, in_window, ran_keys, stranded_in, stranding
 from gpufleet.tune.trial import Evaluated, Problem, evaluate, named
 
 WORLDS = ("first-apply", "input", "tuned")
@@ -59,6 +60,7 @@ class Tuning:
     policy: FleetPolicy  # the recommended policy (the input's when there is none)
     worlds: tuple[World, World, World]
     changes: list[Change]
+    beyond: tuple[Beyond, ...] = ()  # never-admissible jobs no knob in the space can save
 
 
 def fingerprint(
@@ -123,7 +125,9 @@ def tune(
     else:
         first, given = baseline[0], named(baseline[1], "input")
     window = window or common_window([first, given])
-    problem = Problem(policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints)
+    input_never = {r.key for r in given.outcome.runs if r.never}
+    saving = stranding(space, in_window(jobs, window), ran_keys(first), input_never)
+    problem = Problem(policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints, saving.protected)
     mark = fingerprint(policy, jobs, constraints, config, window)
     opened = study.load(spec)
     _check_resume(opened, mark)
@@ -170,6 +174,7 @@ def tune(
         policy=tuned_policy,
         worlds=(worlds_before[0], worlds_before[1], tuned),
         changes=changes,
+        beyond=saving.beyond,
     )
 
 
@@ -181,6 +186,6 @@ def _pointed(space: Space, findings: Sequence[Finding]) -> set[str]:
 def _evaluated(problem: Problem, world: World, policy: FleetPolicy) -> Evaluated:
     lost = tuple(lost_guarantees(problem.policy, policy))
     m = world.measures
-    return Evaluated(
-        world.result, resolve(policy), m, objectives(m), violations(m, problem.constraints, len(lost)), lost
-    )
+    stranded = stranded_in(world.result, problem.protected)
+    values = violations(m, problem.constraints, len(lost), stranded)
+    return Evaluated(world.result, resolve(policy), m, objectives(m), values, lost, stranded)

@@ -108,15 +108,8 @@ def print_diff(t: Tuning) -> None:
         return
     console.print("[bold]What changes, and why[/] (effects simulated)")
     for c in t.changes:
-        parts = []
-        if c.removes:
-            parts.append("removes " + ", ".join(r.value for r in c.removes))
-        if c.eases:
-            parts.append("eases " + ", ".join(r.value for r in c.eases))
-        label = "; ".join(parts) or "no finding points at it"
-        effect = "; ".join(e.text() for e in c.effects)
         console.print(f"  {c.setting}: {c.before} → {c.after}", highlight=False, markup=False, soft_wrap=True)
-        console.print(f"    {label}: {effect}", highlight=False, markup=False)
+        console.print(f"    {c.explanation()}", highlight=False, markup=False)
 
 
 def print_beyond(t: Tuning) -> None:

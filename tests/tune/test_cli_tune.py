@@ -79,6 +79,8 @@ def test_no_feasible_trial_is_a_finding_exit_1(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     doc = json.loads(result.output)
     assert doc["recommended"] is None and doc["pareto"] == [] and doc["diff"] == []
+    (why,) = doc["infeasible"]  # not a bare "no trial met the constraints": which, and how close
+    assert why["reason"] == "NoTrialFeasible" and why["constraint"] == "jain" and why["evidence"]
     assert load_policy(out / "recommended.yaml") == load_policy(policy)  # the input stays
 
 

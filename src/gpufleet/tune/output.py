@@ -82,21 +82,19 @@ def document(t: Tuning, trace: str) -> dict[str, Any]:
         if t.recommended is None
         else {**_candidate(t.recommended), "changes": {k: v for k, v in t.recommended.params.items() if base[k] != v}},
         "diff": [c.as_dict() for c in t.changes],
-        "beyondEveryKnob": [
-            {
-                "reason": "NeverAdmissible",
-                "team": b.team,
-                "resource": b.resource,
-                "jobs": list(b.jobs),
-                "largest": b.largest,
-                "pool": b.pool,
-                "reach": b.reach,
-                "capacity": b.capacity,
-                "needed": b.needed,
-                "message": b.message(),
-            }
-            for b in t.beyond
-        ],
+        "infeasible": [i.as_dict() for i in t.infeasible],
+        "heldOut": {
+            "weeks": [b.week.name for b in t.heldout],
+            "judged": [
+                {
+                    "trial": j.candidate.number,
+                    "meetsConstraints": j.holds,
+                    "failures": j.failures() if not j.holds else "",
+                }
+                for j in t.judged
+            ],
+            "table": t.heldout_table(),
+        },
         "worlds": {
             w.name: {
                 "measures": as_dict(w.measures),

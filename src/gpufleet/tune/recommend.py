@@ -85,14 +85,28 @@ def changed(params: Mapping[str, str], base: Mapping[str, str]) -> int:
     return sum(1 for k, v in params.items() if base.get(k) != v)
 
 
-def recommend(trials: Sequence[Candidate], base: Mapping[str, str]) -> Candidate | None:
-    """The trial to recommend (None when no trial met the constraints)."""
+def ranked(trials: Sequence[Candidate], base: Mapping[str, str]) -> list[Candidate]:
+    """The feasible trials in the order of the recommendation (the module's docstring), one per
+    distinct set of choices: the held-out weeks (``judge``) take them from the top."""
     ok = [c for c in trials if c.feasible]
-    if not ok:
-        return None
     given = next((c for c in trials if c.source == "input"), None)
     floor = given.goodput_gpu_h if given is not None else 0.0
-    keeping = [c for c in ok if c.goodput_gpu_h >= floor]
-    if keeping:
-        return min(keeping, key=lambda c: (c.worst_p95_h, -c.goodput_gpu_h, changed(c.params, base), c.number))
-    return max(ok, key=lambda c: (c.goodput_gpu_h, -c.worst_p95_h, -changed(c.params, base), -c.number))
+    keeping = sorted(
+        (c for c in ok if c.goodput_gpu_h >= floor),
+        key=lambda c: (c.worst_p95_h, -c.goodput_gpu_h, changed(c.params, base), c.number),
+    )
+    rest = sorted(
+        (c for c in ok if c.goodput_gpu_h < floor),
+        key=lambda c: (-c.goodput_gpu_h, c.worst_p95_h, changed(c.params, base), c.number),
+    )
+    out: list[Candidate] = []
+    for c in (*keeping, *rest):
+        if all(c.params != o.params for o in out):
+            out.append(c)
+    return out
+
+
+def recommend(trials: Sequence[Candidate], base: Mapping[str, str]) -> Candidate | None:
+    """The trial to recommend (None when no trial met the constraints)."""
+    order = ranked(trials, base)
+    return order[0] if order else None

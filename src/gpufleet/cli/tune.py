@@ -139,7 +139,9 @@ def print_heldout(t: Tuning) -> None:
     if not rows:
         return
     shown = t.shown
-    title = f"Held-out weeks (simulated); tuned = trial {shown.candidate.number}" if shown else "Held-out weeks"
+    title = "Held-out weeks (simulated; ✓ meets every constraint there)"
+    if shown:
+        title += f"; tuned = trial {shown.candidate.number}"
     table = Table(title=title, title_justify="left")
     teams = list(rows[0]["p95WaitSeconds"])  # type: ignore[call-overload]
     for name in (
@@ -159,14 +161,13 @@ def print_heldout(t: Tuning) -> None:
         ok = r.get("meetsConstraints")
         table.add_row(
             str(r["week"]),
-            str(r["world"]),
+            str(r["world"]) + ("" if ok is None else " ✓" if ok else " ✗"),
             _cell(r["goodputGpuHours"]),
             *(_hours(waits[x]) for x in teams),
             _cell(r["jain"]),
             _cell(r["preemptionsMax"]),
             _cell(r["stranded"]),
             _cell(r["neverRan"]),
-            "" if ok is None else "yes" if ok else "no",
         )
     print_table(table)
 
@@ -246,7 +247,7 @@ def tune_command(
     jobs_list = read_trace(trace)
     if not jobs_list:
         raise InputError.one("the trace holds no jobs", file=str(trace))
-    weeks = [Week(str(p), tuple(read_trace(p))) for p in holdout_trace or []]
+    weeks = [Week(p.name, tuple(read_trace(p))) for p in holdout_trace or []]
     weeks += bootstrap(jobs_list, holdout, seed)
     target = outputs.check(output_dir, force=force)
     constraints = Constraints(max_preemptions=max_preemptions, min_jain=min_jain, keep_guarantees=keep_guarantees)

@@ -84,6 +84,22 @@ def example(trials: int, jobs: int, seed: int) -> None:
         judge.row(f"seed {seed}", judge.figures(w.name, w.result, p, t.window), teams)
         for w, p in zip(t.worlds, (policy, policy, t.policy), strict=True)
     ]
+    shown = t.shown
+    if rec is None and shown is not None:  # the tuned world is the input: show the judged trial's own week too
+        m = shown.candidate.measures
+        teams_m = m.get("teams", {})
+        tuned_rows.append(
+            {
+                "week": f"seed {seed}",
+                "world": f"trial {shown.candidate.number}",
+                "goodputGpuHours": m.get("goodputGpuHours", 0.0),
+                "p95WaitSeconds": {x: teams_m.get(x, {}).get("waitSeconds", {}).get("p95") for x in teams},
+                "jain": m.get("jain"),
+                "preemptionsMax": m.get("preemptionsPerJob", {}).get("max"),
+                "stranded": m.get("neverAdmissible"),
+                "neverRan": "–",
+            }
+        )
     for r in [*tuned_rows, *t.heldout_table()]:
         waits: dict[str, object] = r["p95WaitSeconds"]  # type: ignore[assignment]
         jain = r["jain"]
@@ -93,7 +109,6 @@ def example(trials: int, jobs: int, seed: int) -> None:
             + " ".join(f"{_p95(waits[x]):>14s}" for x in teams)
             + f" {'–' if jain is None else f'{jain:.3f}':>6s} {r['preemptionsMax']!s:>7s} {r['stranded']!s:>6s} {r['neverRan']!s:>6s}"
         )
-    shown = t.shown
     if shown is not None:
         for b, v in zip(t.heldout, shown.verdicts, strict=True):
             first, tuned = b.first.measures, v.tuned.measures

@@ -181,6 +181,8 @@ def main() -> None:
     if rec is None:
         print("recommended: none: no trial met the constraints (" + "; ".join(result.constraints.describe()) + ")")
         print(f"  the tuned world is the input policy; pruned (invalid) trials: {result.pruned}")
+        for why in result.infeasible:
+            print(f"  {why.reason}: {why.message}")
     else:
         print(f"recommended: trial {rec.number} ({rec.source}), {len(result.changes)} changed setting(s)")
     first, given, tuned = (w.measures for w in result.worlds)

@@ -59,3 +59,18 @@ def b_comes_back() -> list[Job]:
     a's jobs) unless reclaimWithinCohort is Never, in which case b waits for a's jobs to end.
     """
     return [*a_alone(), job("b-0", "b", HOUR // 2, HOUR), job("b-1", "b", HOUR // 2, HOUR)]
+
+
+def a_needs_the_pool() -> list[Job]:
+    """Team a submits a four-card job (the whole pool) and a five-card one, among one-card jobs.
+
+    By hand: with a's borrowingLimit 0 a reaches two cards, so the input strands the four-card job,
+    which first apply runs (the pool is one four-card node); lifting the limit (or lending b's cards)
+    saves it. No policy saves the five-card job: the pool has four cards; one more card would.
+    """
+    return [
+        job("a-big", "a", 0, HOUR, gpus=4),
+        job("a-huge", "a", 0, HOUR, gpus=5),
+        *(job(f"a-{i}", "a", HOUR, HOUR) for i in range(2)),
+        job("b-0", "b", 0, HOUR),
+    ]

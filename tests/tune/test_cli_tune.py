@@ -79,6 +79,8 @@ def test_no_feasible_trial_is_a_finding_exit_1(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     doc = json.loads(result.output)
     assert doc["recommended"] is None and doc["pareto"] == [] and doc["diff"] == []
+    (why,) = doc["infeasible"]  # not a bare "no trial met the constraints": which, and how close
+    assert why["reason"] == "NoTrialFeasible" and why["constraint"] == "jain" and why["evidence"]
     assert load_policy(out / "recommended.yaml") == load_policy(policy)  # the input stays
 
 
@@ -94,3 +96,28 @@ def test_bad_inputs_exit_2_without_a_traceback(tmp_path: Path) -> None:
     bad_storage = _tune(policy, trace, tmp_path / "out2", "--storage", "postgresql://nobody@127.0.0.1:1/none")
     assert bad_storage.exit_code == 2, bad_storage.output
     assert not (tmp_path / "out2").exists()
+
+
+def test_held_out_weeks_are_judged_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One given week (b comes back) and one bootstrap week; the table fits 100 columns."""
+    policy, trace = _inputs(tmp_path)
+    week = tmp_path / "next.csv"
+    write_trace(b_comes_back(), week)
+    monkeypatch.setattr(common.console, "width", 100)
+    out = tmp_path / "out"
+    args = ("--trials", "4", "--min-jain", "0", "--holdout", "1", "--holdout-trace", str(week))
+    result = _tune(policy, trace, out, *args)
+    assert result.exit_code == 0, result.output
+    assert "Held-out weeks" in result.output
+    doc = json.loads((out / "tune.json").read_text())
+    held = doc["heldOut"]
+    assert held["weeks"] == ["next.csv", "bootstrap-1"]
+    assert [(r["week"], r["world"]) for r in held["table"]] == [
+        (w, world) for w in held["weeks"] for world in ("first-apply", "input", "tuned")
+    ]
+    assert held["judged"][-1]["meetsConstraints"] is True
+    assert held["judged"][-1]["trial"] == doc["recommended"]["trial"]
+    tables = [line for line in result.output.splitlines() if line[:1] in "┏┃┡│└"]
+    assert [line for line in tables if len(line) > 100] == []
+    bad = _tune(policy, trace, tmp_path / "out2", "--holdout-trace", str(tmp_path / "missing.csv"))
+    assert bad.exit_code == 2 and "Traceback" not in bad.output

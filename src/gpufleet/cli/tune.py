@@ -30,6 +30,7 @@ from gpufleet.errors import InputError
 from gpufleet.policy import load_policy
 from gpufleet.trace import read_trace
 from gpufleet.tune import output
+from gpufleet.tune.holdout import Week, bootstrap
 from gpufleet.tune.objectives import Constraints
 from gpufleet.tune.study import DEFAULT_NAME, JOURNAL, StudySpec, Tick
 from gpufleet.tune.tuning import Tuning, World, tune
@@ -108,15 +109,67 @@ def print_diff(t: Tuning) -> None:
         return
     console.print("[bold]What changes, and why[/] (effects simulated)")
     for c in t.changes:
-        parts = []
-        if c.removes:
-            parts.append("removes " + ", ".join(r.value for r in c.removes))
-        if c.eases:
-            parts.append("eases " + ", ".join(r.value for r in c.eases))
-        label = "; ".join(parts) or "no finding points at it"
-        effect = "; ".join(e.text() for e in c.effects)
         console.print(f"  {c.setting}: {c.before} → {c.after}", highlight=False, markup=False, soft_wrap=True)
-        console.print(f"    {label}: {effect}", highlight=False, markup=False)
+        console.print(f"    {c.explanation()}", highlight=False, markup=False)
+
+
+def print_infeasible(t: Tuning) -> None:
+    """What no knob can do (reason, message, evidence, the capacity that would), and held-out failures."""
+    if not t.infeasible:
+        return
+    console.print("[bold]What no knob in the search space can do[/] (simulated and static evidence)")
+    for i in t.infeasible:
+        console.print(f"  {i.reason}: {i.message}", highlight=False, markup=False, soft_wrap=True)
+        for line in i.evidence:
+            console.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"    would make it feasible: {i.needed}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if value >= 10 else f"{value:.3f}"
+    return str(value)
+
+
+def print_heldout(t: Tuning) -> None:
+    """The held-out weeks: first apply, the input and the judged candidate on each (fits 100 columns)."""
+    rows = t.heldout_table()
+    if not rows:
+        return
+    shown = t.shown
+    title = "Held-out weeks (simulated; ✓ meets every constraint there)"
+    if shown:
+        title += f"; tuned = trial {shown.candidate.number}"
+    table = Table(title=title, title_justify="left")
+    teams = list(rows[0]["p95WaitSeconds"])  # type: ignore[call-overload]
+    for name in (
+        "week",
+        "world",
+        "goodput",
+        *(f"{x[:8]} p95" for x in teams),
+        "Jain",
+        "preempt",
+        "strand",
+        "never",
+        "ok",
+    ):
+        table.add_column(name, justify="left" if name in ("week", "world") else "right", no_wrap=True)
+    for r in rows:
+        waits: dict[str, int | None] = r["p95WaitSeconds"]  # type: ignore[assignment]
+        ok = r.get("meetsConstraints")
+        table.add_row(
+            str(r["week"]),
+            str(r["world"]) + ("" if ok is None else " ✓" if ok else " ✗"),
+            _cell(r["goodputGpuHours"]),
+            *(_hours(waits[x]) for x in teams),
+            _cell(r["jain"]),
+            _cell(r["preemptionsMax"]),
+            _cell(r["stranded"]),
+            _cell(r["neverRan"]),
+        )
+    print_table(table)
 
 
 def _resume(target: outputs.Target, staging: Path) -> None:
@@ -166,6 +219,18 @@ def tune_command(
             "first apply and the input policy ends]",
         ),
     ] = None,
+    holdout: Annotated[
+        int,
+        typer.Option(
+            "--holdout",
+            min=0,
+            help="Judge the recommendation on N weeks resampled from the trace (per-team day blocks) too",
+        ),
+    ] = 0,
+    holdout_trace: Annotated[
+        list[Path] | None,
+        typer.Option("--holdout-trace", help="A week to judge the recommendation on (repeatable)"),
+    ] = None,
     output_dir: Annotated[Path, output_option("Folder for the recommendation, the study and the report")] = Path(
         "tune-out"
     ),
@@ -182,6 +247,8 @@ def tune_command(
     jobs_list = read_trace(trace)
     if not jobs_list:
         raise InputError.one("the trace holds no jobs", file=str(trace))
+    weeks = [Week(p.name, tuple(read_trace(p))) for p in holdout_trace or []]
+    weeks += bootstrap(jobs_list, holdout, seed)
     target = outputs.check(output_dir, force=force)
     constraints = Constraints(max_preemptions=max_preemptions, min_jain=min_jain, keep_guarantees=keep_guarantees)
     workers = jobs or max(os.cpu_count() or 1, 1)
@@ -191,7 +258,16 @@ def tune_command(
         spec = StudySpec(str(staging / JOURNAL) if storage is None else storage, study_name, trials, workers, seed)
         with study_bar(trials, quiet=as_json) as (tick, stage):
             window = None if window_hours is None else (0, round(window_hours * 3600))
-            result = tune(fleet_policy, jobs_list, spec, constraints=constraints, tick=tick, stage=stage, window=window)
+            result = tune(
+                fleet_policy,
+                jobs_list,
+                spec,
+                constraints=constraints,
+                tick=tick,
+                stage=stage,
+                window=window,
+                holdout=weeks,
+            )
         output.write(result, staging, str(trace), len(jobs_list))
     if as_json:
         typer.echo(json.dumps(_document(result, target.path, str(trace)), indent=2))
@@ -201,6 +277,8 @@ def tune_command(
         print_front(result)
         console.print()
         print_diff(result)
+        print_infeasible(result)
+        print_heldout(result)
         console.print(f"\nrecommended policy: {output_dir / output.POLICY}", highlight=False, soft_wrap=True)
         console.print(
             f"trials: {output_dir / output.TRIALS}; report: {output_dir / output.SIMULATION}/report.html",
@@ -210,5 +288,11 @@ def tune_command(
         print_kept(target)
     if result.recommended is None:
         if not as_json:
-            err_console.print("no trial met the constraints: " + "; ".join(constraints.describe()))
+            why = [
+                i for i in result.infeasible if i.blocks or i.reason in {"NoTrialFeasible", "HeldOutConstraintFails"}
+            ]
+            for i in why:
+                err_console.print(f"{i.reason}: {i.message}", highlight=False, markup=False, soft_wrap=True)
+            if not why:
+                err_console.print("no trial met the constraints: " + "; ".join(constraints.describe()))
         raise typer.Exit(EXIT_NOTHING_FEASIBLE)

@@ -18,15 +18,27 @@ from gpufleet.simulate.measures import Measures
 from gpufleet.simulate.pathologies import Finding, Reason
 from gpufleet.tune.objectives import worst_p95_s
 
+BETTER, WORSE, SAME = "better", "worse", "unchanged"
+
 
 @dataclass(frozen=True)
 class Effect:
     measure: str
     before: float
     after: float
+    higher_is_better: bool = False  # goodput; every finding's measure is better lower
+
+    @property
+    def direction(self) -> str:
+        """``BETTER``, ``WORSE`` or ``SAME``, judged on the figures as printed (so the word and the
+        numbers beside it never disagree)."""
+        before, after = _shown(self.before), _shown(self.after)
+        if before == after:
+            return SAME
+        return BETTER if (after > before) == self.higher_is_better else WORSE
 
     def text(self) -> str:
-        return f"{self.measure} {_num(self.before)} → {_num(self.after)} (simulated)"
+        return f"{self.measure} {_num(self.before)} → {_num(self.after)} ({self.direction}, simulated)"
 
 
 @dataclass(frozen=True)
@@ -35,8 +47,21 @@ class Change:
     before: str
     after: str
     removes: tuple[Reason, ...]  # the input's pathologies this setting drives and the tuned run lacks
-    eases: tuple[Reason, ...]  # ... that the tuned run still shows (fewer, or elsewhere)
+    eases: tuple[Reason, ...]  # ... that the tuned run still shows, with a better figure
     effects: tuple[Effect, ...]
+    worsens: tuple[Reason, ...] = ()  # ... whose figure the tuned run makes worse
+    leaves: tuple[Reason, ...] = ()  # ... still shown, with the same figure
+
+    def explanation(self) -> str:
+        """One line: each word (removes, eases, worsens, leaves unchanged) with the figures it rests on."""
+        words = (("removes", self.removes), ("eases", self.eases), ("worsens", self.worsens), ("leaves", self.leaves))
+        parts = []
+        for word, reasons in words:
+            if reasons:
+                tail = " unchanged" if word == "leaves" else ""
+                parts.append(f"{word} {', '.join(r.value for r in reasons)}{tail}")
+        label = "; ".join(parts) or "no finding points at it"
+        return f"{label}: " + "; ".join(e.text() for e in self.effects)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -45,12 +70,21 @@ class Change:
             "after": self.after,
             "removes": [r.value for r in self.removes],
             "eases": [r.value for r in self.eases],
-            "effects": [{"measure": e.measure, "before": e.before, "after": e.after} for e in self.effects],
+            "worsens": [r.value for r in self.worsens],
+            "leaves": [r.value for r in self.leaves],
+            "effects": [
+                {"measure": e.measure, "before": e.before, "after": e.after, "direction": e.direction}
+                for e in self.effects
+            ],
         }
 
 
 def _num(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.3g}"
+
+
+def _shown(x: float) -> float:
+    return float(_num(x).replace(",", ""))
 
 
 def _key(path: str) -> tuple[str, str]:
@@ -118,19 +152,38 @@ def diff(
         ]
         if not effects:
             effects = [
-                Effect("goodput GPU-h", round(before.goodput_gpu_h, 1), round(after.goodput_gpu_h, 1)),
+                Effect("goodput GPU-h", round(before.goodput_gpu_h, 1), round(after.goodput_gpu_h, 1), True),
                 Effect(
                     "worst team p95 wait h", round(worst_p95_s(before) / 3600, 1), round(worst_p95_s(after) / 3600, 1)
                 ),
             ]
-        changes.append(
-            Change(
-                setting=path,
-                before=old,
-                after=value,
-                removes=tuple(r for r in reasons if r not in still),
-                eases=tuple(r for r in reasons if r in still),
-                effects=tuple(effects),
-            )
-        )
+        changes.append(judged(path, old, value, reasons=reasons, still=still, effects=effects))
     return changes
+
+
+def judged(
+    setting: str, before: str, after: str, *, reasons: Sequence[Reason], still: set[Reason], effects: Sequence[Effect]
+) -> Change:
+    """The word for each finding, from its measured figure: worse is "worsens" whether or not the
+    finding is still there; better or the same with the finding gone is "removes"; better with it still
+    there "eases"; the same with it still there "leaves ... unchanged"."""
+    words: dict[str, list[Reason]] = {"removes": [], "eases": [], "worsens": [], "leaves": []}
+    for reason, effect in zip(reasons, effects, strict=False):  # no finding: the objectives, no word
+        if effect.direction == WORSE:
+            words["worsens"].append(reason)
+        elif reason not in still:
+            words["removes"].append(reason)
+        elif effect.direction == BETTER:
+            words["eases"].append(reason)
+        else:
+            words["leaves"].append(reason)
+    return Change(
+        setting=setting,
+        before=before,
+        after=after,
+        removes=tuple(words["removes"]),
+        eases=tuple(words["eases"]),
+        effects=tuple(effects),
+        worsens=tuple(words["worsens"]),
+        leaves=tuple(words["leaves"]),
+    )

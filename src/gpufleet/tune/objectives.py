@@ -4,7 +4,8 @@ Both read only the simulation's ``Measures`` (and, for the guarantees, the polic
 trial's figures are the ones ``simulate`` would print for that policy. Objectives: goodput GPU-hours
 up, the worst team's p95 wait down. Constraints, each an Optuna constraint value that is ``<= 0``
 when met: no serving starvation, no job preempted more than ``max_preemptions`` times, Jain's
-fairness at least ``min_jain``, and with ``keep_guarantees`` every team can still take back the
+fairness at least ``min_jain``, no job stranded that first apply runs or the input admits and
+some policy in the space could admit (``strand``), and with ``keep_guarantees`` every team can still take back the
 nominal quota the input policy gives it.
 """
 
@@ -19,7 +20,7 @@ from gpufleet.simulate.measures import Measures
 
 DIRECTIONS: tuple[Literal["maximize"], Literal["minimize"]] = ("maximize", "minimize")
 OBJECTIVES = ("goodput GPU-h", "worst team p95 wait h")
-CONSTRAINTS = ("servingStarvation", "preemptions", "jain", "guarantees")  # the order of ``violations``
+CONSTRAINTS = ("servingStarvation", "preemptions", "jain", "stranded", "guarantees")  # the order of ``violations``
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Constraints:
             f"serving starvation at most {self.max_starved_replica_min:g} replica-minutes",
             f"no job preempted more than {self.max_preemptions} times",
             f"Jain fairness at least {self.min_jain:g}",
+            "no job that first apply runs or the input policy admits is stranded (never admissible)",
         ]
         if self.keep_guarantees:
             rules.append("every team can take back its nominal quota")
@@ -73,13 +75,15 @@ def lost_guarantees(base: FleetPolicy, policy: FleetPolicy) -> list[str]:
     return lost
 
 
-def violations(m: Measures, c: Constraints, lost: int = 0) -> tuple[float, ...]:
-    """One value per constraint, ``<= 0`` when it is met (Optuna's ``constraints_func`` convention)."""
+def violations(m: Measures, c: Constraints, lost: int = 0, stranded: int = 0) -> tuple[float, ...]:
+    """One value per constraint, ``<= 0`` when it is met (Optuna's ``constraints_func`` convention);
+    ``stranded``: protected jobs the policy makes never-admissible (``strand.stranded_in``)."""
     jain = m.jain if m.jain is not None else 1.0
     values = [
         m.serving_starved_replica_min - c.max_starved_replica_min,
         float(m.preemptions_max - c.max_preemptions),
         round(c.min_jain - jain, 6),
+        float(stranded),
     ]
     if c.keep_guarantees:
         values.append(float(lost))

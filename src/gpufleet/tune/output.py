@@ -63,6 +63,7 @@ def _candidate(c: Candidate) -> dict[str, Any]:
         "worstTeamP95WaitHours": c.worst_p95_h,
         "feasible": c.feasible,
         "constraints": list(c.constraints),
+        "stranded": c.stranded,
     }
 
 
@@ -81,6 +82,19 @@ def document(t: Tuning, trace: str) -> dict[str, Any]:
         if t.recommended is None
         else {**_candidate(t.recommended), "changes": {k: v for k, v in t.recommended.params.items() if base[k] != v}},
         "diff": [c.as_dict() for c in t.changes],
+        "infeasible": [i.as_dict() for i in t.infeasible],
+        "heldOut": {
+            "weeks": [b.week.name for b in t.heldout],
+            "judged": [
+                {
+                    "trial": j.candidate.number,
+                    "meetsConstraints": j.holds,
+                    "failures": j.failures() if not j.holds else "",
+                }
+                for j in t.judged
+            ],
+            "table": t.heldout_table(),
+        },
         "worlds": {
             w.name: {
                 "measures": as_dict(w.measures),
@@ -108,6 +122,7 @@ def trials_csv(t: Tuning) -> str:
             "starved_replica_min",
             "preemptions_max",
             "jain",
+            "stranded",
             *paths,
         ]
     )
@@ -123,6 +138,7 @@ def trials_csv(t: Tuning) -> str:
                 m.get("servingStarvedReplicaMinutes", ""),
                 m.get("preemptionsPerJob", {}).get("max", ""),
                 m.get("jain", ""),
+                c.stranded,
                 *(c.params.get(p, "") for p in paths),
             ]
         )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpufleet.tune.objectives import feasible
-from gpufleet.tune.trial import CONSTRAINTS_ATTR, MEASURES_ATTR
+from gpufleet.tune.trial import CONSTRAINTS_ATTR, MEASURES_ATTR, STRANDED_ATTR
 
 if TYPE_CHECKING:  # optuna loads with a study, not with every command that prints one's output
     import optuna
@@ -31,6 +31,7 @@ class Candidate:
     constraints: tuple[float, ...]
     measures: dict[str, Any]
     source: str  # "input", "candidate" (enqueued by reasoning) or "search"
+    stranded: int = 0  # protected jobs the trial makes never-admissible (``strand``)
 
     @property
     def feasible(self) -> bool:
@@ -57,6 +58,7 @@ def _candidate(t: FrozenTrial) -> Candidate:
         constraints=tuple(t.user_attrs.get(CONSTRAINTS_ATTR, (1.0,))),
         measures=dict(t.user_attrs.get(MEASURES_ATTR, {})),
         source=str(t.user_attrs.get("source", "search")),
+        stranded=int(t.user_attrs.get(STRANDED_ATTR, 0)),
     )
 
 
@@ -83,14 +85,28 @@ def changed(params: Mapping[str, str], base: Mapping[str, str]) -> int:
     return sum(1 for k, v in params.items() if base.get(k) != v)
 
 
-def recommend(trials: Sequence[Candidate], base: Mapping[str, str]) -> Candidate | None:
-    """The trial to recommend (None when no trial met the constraints)."""
+def ranked(trials: Sequence[Candidate], base: Mapping[str, str]) -> list[Candidate]:
+    """The feasible trials in the order of the recommendation (the module's docstring), one per
+    distinct set of choices: the held-out weeks (``judge``) take them from the top."""
     ok = [c for c in trials if c.feasible]
-    if not ok:
-        return None
     given = next((c for c in trials if c.source == "input"), None)
     floor = given.goodput_gpu_h if given is not None else 0.0
-    keeping = [c for c in ok if c.goodput_gpu_h >= floor]
-    if keeping:
-        return min(keeping, key=lambda c: (c.worst_p95_h, -c.goodput_gpu_h, changed(c.params, base), c.number))
-    return max(ok, key=lambda c: (c.goodput_gpu_h, -c.worst_p95_h, -changed(c.params, base), -c.number))
+    keeping = sorted(
+        (c for c in ok if c.goodput_gpu_h >= floor),
+        key=lambda c: (c.worst_p95_h, -c.goodput_gpu_h, changed(c.params, base), c.number),
+    )
+    rest = sorted(
+        (c for c in ok if c.goodput_gpu_h < floor),
+        key=lambda c: (-c.goodput_gpu_h, c.worst_p95_h, changed(c.params, base), c.number),
+    )
+    out: list[Candidate] = []
+    for c in (*keeping, *rest):
+        if all(c.params != o.params for o in out):
+            out.append(c)
+    return out
+
+
+def recommend(trials: Sequence[Candidate], base: Mapping[str, str]) -> Candidate | None:
+    """The trial to recommend (None when no trial met the constraints)."""
+    order = ranked(trials, base)
+    return order[0] if order else None

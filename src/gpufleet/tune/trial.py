@@ -20,6 +20,7 @@ from gpufleet.simulate.run import simulate
 from gpufleet.trace.job import Job
 from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.space import Space, SpaceError, build_space
+from gpufleet.tune.strand import stranded_in
 
 if TYPE_CHECKING:  # optuna (and numpy) load with a study, not with every command
     import optuna
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # optuna (and numpy) load with a study, not with every comman
 CONSTRAINTS_ATTR = "constraints"
 MEASURES_ATTR = "measures"
 INVALID_ATTR = "invalid"
+STRANDED_ATTR = "stranded"
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Problem:
     config: SimulationConfig
     window: tuple[int, int]  # every trial is measured over this one window
     constraints: Constraints
+    protected: frozenset[str] = frozenset()  # jobs no trial may strand (``strand.stranding``)
 
 
 @dataclass(frozen=True)
@@ -46,12 +49,14 @@ class Evaluated:
     values: tuple[float, float]
     constraints: tuple[float, ...]
     lost: tuple[str, ...]
+    stranded: int = 0  # protected jobs this policy makes never-admissible
 
     def attrs(self) -> dict[str, Any]:
         return {
             MEASURES_ATTR: as_dict(self.measures),
             CONSTRAINTS_ATTR: list(self.constraints),
             "lost": list(self.lost),
+            STRANDED_ATTR: self.stranded,
         }
 
 
@@ -62,7 +67,9 @@ def evaluate(problem: Problem, space: Space, params: Mapping[str, str], name: st
     result = named(simulate(fleet, problem.jobs, config), name)
     m = measure(result, fleet, problem.window)
     lost = tuple(lost_guarantees(problem.policy, fleet.policy))
-    return Evaluated(result, fleet, m, objectives(m), violations(m, problem.constraints, len(lost)), lost)
+    stranded = stranded_in(result, problem.protected)
+    values = violations(m, problem.constraints, len(lost), stranded)
+    return Evaluated(result, fleet, m, objectives(m), values, lost, stranded)
 
 
 def named(result: RunResult, name: str) -> RunResult:

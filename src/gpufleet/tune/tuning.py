@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+import optuna
 from optuna.trial import TrialState
 
 from gpufleet.errors import InputError
@@ -24,11 +25,14 @@ from gpufleet.simulate.pathologies import Finding, diagnose
 from gpufleet.simulate.result import RunResult
 from gpufleet.simulate.run import simulate
 from gpufleet.trace.job import Job
-from gpufleet.tune import remedies, study
+from gpufleet.tune import feasibility, judge, remedies, study
 from gpufleet.tune.diff import Change, diff, touches
+from gpufleet.tune.feasibility import Infeasible
+from gpufleet.tune.holdout import Week
 from gpufleet.tune.objectives import Constraints, lost_guarantees, objectives, violations
-from gpufleet.tune.recommend import Candidate, candidates, pareto_front, recommend
+from gpufleet.tune.recommend import Candidate, candidates, pareto_front, ranked
 from gpufleet.tune.space import Space, build_space
+from gpufleet.tune.strand import Beyond, in_window, ran_keys, stranded_in, stranding
 from gpufleet.tune.trial import Evaluated, Problem, evaluate, named
 
 WORLDS = ("first-apply", "input", "tuned")
@@ -59,6 +63,25 @@ class Tuning:
     policy: FleetPolicy  # the recommended policy (the input's when there is none)
     worlds: tuple[World, World, World]
     changes: list[Change]
+    beyond: tuple[Beyond, ...] = ()  # never-admissible jobs no knob in the space can save
+    infeasible: tuple[Infeasible, ...] = ()  # what no knob can do (``feasibility``); blocking ones skip the search
+    heldout: tuple[judge.Baseline, ...] = ()  # the held-out weeks' first-apply and input worlds
+    judged: tuple[judge.Judged, ...] = ()  # the candidates judged on them, in order (the last holds, if any)
+
+    @property
+    def shown(self) -> judge.Judged | None:
+        """The candidate the held-out table shows: the one that holds, or else the best one judged."""
+        if not self.judged:
+            return None
+        return self.judged[-1] if self.judged[-1].holds else self.judged[0]
+
+    def heldout_table(self) -> list[dict[str, object]]:
+        teams = [t.team for t in self.worlds[1].measures.teams]
+        return judge.table(self.heldout, self.shown, teams)
+
+    @property
+    def blocked(self) -> bool:
+        return any(i.blocks for i in self.infeasible)
 
 
 def fingerprint(
@@ -106,11 +129,15 @@ def tune(
     reasoned: bool = True,
     window: tuple[int, int] | None = None,
     simplify: bool = True,
+    holdout: Sequence[Week] = (),
+    holdout_candidates: int = 3,
 ) -> Tuning:
     """Run the three worlds and the study; ``baseline`` reuses first-apply and input runs already made;
     ``reasoned`` enqueues the candidates of ``remedies`` before the sampler's own choices; ``window``
     is the one window every world is measured over (default: until the shorter baseline run ends);
-    ``simplify`` tries the recommendation without each change no finding points at (``study.simplify``)."""
+    ``simplify`` tries the recommendation without each change no finding points at (``study.simplify``);
+    ``holdout``: weeks the recommendation must also meet the constraints on (``judge``), trying at most
+    ``holdout_candidates`` of the best feasible trials."""
     say = stage or (lambda _text: None)
     constraints = constraints or Constraints()
     config = config or SimulationConfig()
@@ -123,7 +150,9 @@ def tune(
     else:
         first, given = baseline[0], named(baseline[1], "input")
     window = window or common_window([first, given])
-    problem = Problem(policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints)
+    input_never = {r.key for r in given.outcome.runs if r.never}
+    saving = stranding(space, in_window(jobs, window), ran_keys(first), input_never)
+    problem = Problem(policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints, saving.protected)
     mark = fingerprint(policy, jobs, constraints, config, window)
     opened = study.load(spec)
     _check_resume(opened, mark)
@@ -133,15 +162,24 @@ def tune(
     study.seed_study(opened, space, base, reasoned_ones)
     opened.set_user_attr(FINGERPRINT_ATTR, mark)
     opened.set_user_attr(WINDOW_ATTR, list(window))
-    say(f"searching: {spec.trials} trials, {spec.jobs} worker(s)")
-    done = study.run(problem, spec, tick)
+    proven = [
+        *feasibility.serving(policy, (window[0], min(window[1], given.outcome.end)), constraints, config.serving),
+        *feasibility.beyond(saving.beyond),
+    ]
+    blocked = any(i.blocks for i in proven)
+    done = _search(problem, spec, tick, say, blocked)
     base_params = space.base_params()
-    if simplify:
+    if simplify and not blocked:
         say("simplifying the recommendation")
         study.simplify(done, problem, base_params, _pointed(space, worlds_before[1].findings))
     trials = candidates(done)
     pruned = len(done.get_trials(deepcopy=False, states=(TrialState.PRUNED,)))
-    chosen = recommend(trials, base_params)
+    held = [judge.prepare(policy, space, w, config, constraints) for w in holdout] if not blocked else []
+    if held:
+        say(f"judging on {len(held)} held-out week(s)")
+    chosen, judged = (None, []) if blocked else _choose(trials, space, held, holdout_candidates)
+    if chosen is None and not blocked:
+        proven.append(_why_none(trials, constraints, judged))
     if chosen is None or chosen.params == base_params:
         tuned_policy = policy
         tuned = World("tuned", named(given, "tuned"), worlds_before[1].measures, worlds_before[1].findings)
@@ -170,7 +208,54 @@ def tune(
         policy=tuned_policy,
         worlds=(worlds_before[0], worlds_before[1], tuned),
         changes=changes,
+        beyond=saving.beyond,
+        infeasible=tuple(proven),
+        heldout=tuple(held),
+        judged=tuple(judged),
     )
+
+
+def _search(
+    problem: Problem, spec: study.StudySpec, tick: study.Tick | None, say: Stage, blocked: bool
+) -> optuna.Study:
+    """Run the study to its budget; when a constraint is out of every knob's reach, say so and spend nothing."""
+    if blocked:
+        say("a constraint is out of reach of every knob: not searching")
+        return study.load(spec)
+    say(f"searching: {spec.trials} trials, {spec.jobs} worker(s)")
+    return study.run(problem, spec, tick)
+
+
+def _choose(
+    trials: Sequence[Candidate], space: Space, held: Sequence[judge.Baseline], tries: int
+) -> tuple[Candidate | None, list[judge.Judged]]:
+    """The recommendation: the first feasible trial (in ``ranked`` order) that also holds on every
+    held-out week, trying at most ``tries`` of them; without held-out weeks, the first."""
+    order = ranked(trials, space.base_params())
+    if not held:
+        return (order[0] if order else None), []
+    judged: list[judge.Judged] = []
+    for c in order[:tries]:
+        verdict = judge.judge(held, space, c.params, c)
+        if verdict is None:
+            continue
+        judged.append(verdict)
+        if verdict.holds:
+            return c, judged
+    return None, judged
+
+
+def _why_none(trials: Sequence[Candidate], constraints: Constraints, judged: Sequence[judge.Judged]) -> Infeasible:
+    if not judged:
+        return feasibility.nearest(trials, constraints)
+    message = (
+        f"the {len(judged)} best trial(s) meet the constraints on the tuned week but not on every held-out week: "
+        + "; ".join(j.failures() for j in judged)
+    )
+    failing = sorted({f.split(" ")[0] for j in judged for v in j.verdicts for f in v.failing()})
+    evidence = tuple(j.failures() for j in judged)
+    needed = "a policy that holds on other weeks: more trials, more held-out candidates, or looser constraints"
+    return Infeasible("HeldOutConstraintFails", ",".join(failing), False, message, evidence, needed)
 
 
 def _pointed(space: Space, findings: Sequence[Finding]) -> set[str]:
@@ -181,6 +266,6 @@ def _pointed(space: Space, findings: Sequence[Finding]) -> set[str]:
 def _evaluated(problem: Problem, world: World, policy: FleetPolicy) -> Evaluated:
     lost = tuple(lost_guarantees(problem.policy, policy))
     m = world.measures
-    return Evaluated(
-        world.result, resolve(policy), m, objectives(m), violations(m, problem.constraints, len(lost)), lost
-    )
+    stranded = stranded_in(world.result, problem.protected)
+    values = violations(m, problem.constraints, len(lost), stranded)
+    return Evaluated(world.result, resolve(policy), m, objectives(m), values, lost, stranded)

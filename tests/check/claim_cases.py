@@ -47,6 +47,12 @@ def pod_spec(templates: list[str], named: list[str] = (), **extra: Any) -> dict[
     return {"restartPolicy": "Never", "containers": [container], "resourceClaims": claims, **extra}
 
 
+def extended_spec(resource: str, count: int, **extra: Any) -> dict[str, Any]:
+    """A pod spec asking ``count`` of an extended resource the device plugin would advertise (no claim)."""
+    container = {"name": "main", "image": "trainer", "resources": {"limits": {resource: count}}}
+    return {"restartPolicy": "Never", "containers": [container], **extra}
+
+
 def job(name: str, spec: dict[str, Any], labels: dict[str, str] | None = None, **annotations: str) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "name": name,
@@ -124,6 +130,19 @@ CASES: list[tuple[str, dict[str, Any], list[str], list[str]]] = [
     # five claims in one pod: a train node holds four cards
     ("five-claims-one-pod", job("claim-five", pod_spec([H100] * 5)), ["GPURequestTooLarge"], []),
     ("four-claims-one-pod", job("claim-four", pod_spec([H100] * 4)), [], ["train"]),
+    # on a DRA pool the nodes advertise no nvidia.com/*: Kueue would admit the pod on the pool's flavor
+    # (its quota is nvidia.com/gpu) and no node would ever run it; the template to use is named instead
+    ("extended-gpu-on-dra-pool", job("ext-gpu", extended_spec("nvidia.com/gpu", 1)), ["GPUClaimRequired"], []),
+    ("extended-mig-on-dra-pool", job("ext-mig", extended_spec("nvidia.com/mig-1g.10gb", 2)), ["GPUClaimRequired"], []),
+    # too many for a node, too: the missing claim is the one reason (the count never could fit anywhere)
+    ("extended-gpus-too-many", job("ext-many", extended_spec("nvidia.com/gpu", 9)), ["GPUClaimRequired"], []),
+    # pinned to the MIG pool, whose claims hand out MIG instances only: nothing offers nvidia.com/gpu there
+    (
+        "extended-gpu-pinned-to-mig-pool",
+        job("ext-pinned", extended_spec("nvidia.com/gpu", 1, nodeSelector={"gpufleet.io/pool": "mig"})),
+        ["GPUResourceNotOffered"],
+        [],
+    ),
     # a template gpufleet did not render: its device is unknown to the rules (Kueue judges its class)
     ("foreign-template", job("claim-foreign", pod_spec(["someone-elses"])), [], []),
 ]

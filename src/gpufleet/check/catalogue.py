@@ -112,6 +112,15 @@ RULES: tuple[Rule, ...] = (
         "GPU requests and limits must be whole numbers (e.g. nvidia.com/gpu: 1); fix the pod templates of this {kind}",
     ),
     Rule(
+        "gpu-claim-required",
+        "GPUClaimRequired",
+        Scope.BATCH,
+        "a pod requests a GPU as an extended resource that team {team}'s pools (with its node selector) hand out "
+        "through DRA only: their nodes advertise no nvidia.com/* resource, so Kueue would admit the pod and no "
+        "node would ever run it; drop the nvidia.com/* request and claim the GPU with a pod resourceClaims entry "
+        "whose resourceClaimTemplateName is one of: {claims}",
+    ),
+    Rule(
         "gpu-offered",
         "GPUResourceNotOffered",
         Scope.BATCH,

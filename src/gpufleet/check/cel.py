@@ -152,20 +152,24 @@ def _per_spec(facts: AdmissionFacts) -> dict[str, str]:
             f"({needs}.size() > 0 && !{not_offered} && "
             f"!{candidates}.exists(p, {needs}.all(r, r in p.units && {_total('r')} <= p.units[r])))"
         )
-        return {"invalid": invalid, "not_offered": not_offered, "fits_none": fits_none}
-    # DRA: a claim from gpufleet's template T needs one unit of CLAIM_PREFIX + T (facts.PoolOffer)
+        return {"invalid": invalid, "not_offered": not_offered, "fits_none": fits_none, "claim_required": "false"}
+    # DRA: a claim from gpufleet's template T needs one unit of CLAIM_PREFIX + T (facts.PoolOffer); a DRA
+    # pool advertises no extended resource, only hands it out as a claim (p.claims: resource -> template)
     claims = lit(list(facts.claim_resources))
     claim_needs = f"{claims}.filter(r, {_claims('r')} > 0)"
+    claim_required = (
+        f"{needs}.exists(r, !{candidates}.exists(p, r in p.units) && {candidates}.exists(p, r in p.claims))"
+    )
     not_offered = (
-        f"({unknown} || {needs}.exists(r, !{candidates}.exists(p, r in p.units)) || "
+        f"({unknown} || {needs}.exists(r, !{candidates}.exists(p, r in p.units || r in p.claims)) || "
         f"{claim_needs}.exists(r, !{candidates}.exists(p, r in p.units)))"
     )
     fits_none = (
-        f"(({needs}.size() > 0 || {claim_needs}.size() > 0) && !{not_offered} && "
+        f"(({needs}.size() > 0 || {claim_needs}.size() > 0) && !{not_offered} && !({claim_required}) && "
         f"!{candidates}.exists(p, {needs}.all(r, r in p.units && {_total('r')} <= p.units[r]) && "
         f"{claim_needs}.all(r, r in p.units && {_claims('r')} <= p.units[r])))"
     )
-    return {"invalid": invalid, "not_offered": not_offered, "fits_none": fits_none}
+    return {"invalid": invalid, "not_offered": not_offered, "fits_none": fits_none, "claim_required": claim_required}
 
 
 def _label(key: str) -> str:
@@ -279,6 +283,8 @@ def _conditions(facts: AdmissionFacts) -> dict[str, tuple[str, dict[str, str]]]:
     invalid_any = f"{specs}.exists(sp, {spec['invalid']})"
     out["gpu-count"] = (invalid_any, {"kind": "object.kind"})
     offers = {"team": team, "offers": "variables.team.offers"}
+    claims_fields = {"team": team, "claims": "variables.team.claims"}
+    out["gpu-claim-required"] = (f"!{invalid_any} && {specs}.exists(sp, {spec['claim_required']})", claims_fields)
     out["gpu-offered"] = (f"!{invalid_any} && {specs}.exists(sp, {spec['not_offered']})", offers)
     out["gpu-fits"] = (f"!{invalid_any} && {specs}.exists(sp, {spec['fits_none']})", offers)
     template_labels = "object.spec.template.metadata.labels"
@@ -311,7 +317,8 @@ def _team_table(facts: AdmissionFacts) -> dict[str, Any]:
             "priorityClasses": list(t.priority_classes),
             "priorityClassesText": join_or_none(t.priority_classes),
             "offers": t.offers_text,
-            "pools": [{"sel": p.selector, "units": p.per_node} for p in t.pools],
+            "claims": t.claims_text,
+            "pools": [{"sel": p.selector, "units": p.per_node, "claims": p.claims} for p in t.pools],
         }
         for ns in t.namespaces:
             table[ns] = info

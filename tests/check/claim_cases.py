@@ -33,9 +33,22 @@ def dra_policy_text() -> str:
     return text.replace("dra: off", "dra: on")
 
 
-def dra_fleet(tmp: Path) -> Fleet:
+def two_model_policy_text() -> str:
+    """The DRA fleet with the mig pool cut whole: two full-card pools of different models (H100, A100), both
+    counted by Kueue as nvidia.com/gpu, in one resource group of alpha's ClusterQueue (train first)."""
+    text = dra_policy_text()
+    for old, new in (
+        ("slicing: {mode: mig, layout: all-balanced}", "slicing: {mode: full}"),
+        ("mig: {mig: {1g.10gb: 2, 3g.40gb: 1}}", "mig: {gpus: 2}"),
+    ):
+        assert old in text, f"the e2e fleet changed ({old!r}); update claim_cases"
+        text = text.replace(old, new)
+    return text
+
+
+def dra_fleet(tmp: Path, text: str | None = None) -> Fleet:
     path = tmp / "fleet-dra.yaml"
-    path.write_text(dra_policy_text(), encoding="utf-8")
+    path.write_text(dra_policy_text() if text is None else text, encoding="utf-8")
     return resolve(load_policy(path))
 
 
@@ -145,4 +158,21 @@ CASES: list[tuple[str, dict[str, Any], list[str], list[str]]] = [
     ),
     # a template gpufleet did not render: its device is unknown to the rules (Kueue judges its class)
     ("foreign-template", job("claim-foreign", pod_spec(["someone-elses"])), [], []),
+]
+
+
+A100 = "a100-sxm4-80gb-gpu"  # the mig pool's template once the pool is cut whole (two_model_policy_text)
+TRAIN = {"gpufleet.io/pool": "train"}
+A100_POOL = {"gpufleet.io/pool": "mig"}
+
+#: On the two-model fleet (two_model_policy_text): Kueue assigns a flavor by the quota resource only, so a
+#: claim that does not select its pool could be given the other model's flavor and never run.
+TWO_MODEL_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("h100-claim-unpinned", job("h100-free", pod_spec([H100])), ["GPUClaimPoolNotSelected"]),
+    ("a100-claim-unpinned", job("a100-free", pod_spec([A100])), ["GPUClaimPoolNotSelected"]),
+    ("h100-claim-pinned", job("h100-pinned", pod_spec([H100], nodeSelector=TRAIN)), []),
+    ("a100-claim-pinned", job("a100-pinned", pod_spec([A100], nodeSelector=A100_POOL)), []),
+    # the claim's device is on neither candidate: not offered is the one reason
+    ("a100-claim-pinned-to-train", job("a100-train", pod_spec([A100], nodeSelector=TRAIN)), ["GPUResourceNotOffered"]),
+    ("extended-gpu-two-models", job("ext-two", extended_spec("nvidia.com/gpu", 1)), ["GPUClaimRequired"]),
 ]

@@ -121,6 +121,14 @@ RULES: tuple[Rule, ...] = (
         "whose resourceClaimTemplateName is one of: {claims}",
     ),
     Rule(
+        "gpu-claim-pool",
+        "GPUClaimPoolNotSelected",
+        Scope.BATCH,
+        "a pod claims a device whose quota resource other pools of team {team} also hold (with its node "
+        "selector): Kueue picks a flavor by that resource alone and may place the pod on a pool without the "
+        "claim's device, where it never runs; give the pod the nodeSelector of the template's pool: {pins}",
+    ),
+    Rule(
         "gpu-offered",
         "GPUResourceNotOffered",
         Scope.BATCH,

@@ -54,6 +54,22 @@ class TeamFacts:
                 best[resource] = max(best.get(resource, 0), n)
         return ", ".join(f"{r} (up to {n} per node)" for r, n in sorted(best.items())) or "none"
 
+    def pins_text(self, resource_of: dict[str, str]) -> str:
+        """Each template whose quota resource another of the team's pools also holds, with the node selector of
+        the pools that hand it out (for GPUClaimPoolNotSelected): Kueue picks a flavor by the resource alone."""
+        entries: list[str] = []
+        for key, resource in sorted(resource_of.items()):
+            mine = [p for p in self.pools if key in p.per_node]
+            others = [
+                p for p in self.pools if key not in p.per_node and (resource in p.per_node or resource in p.claims)
+            ]
+            if mine and others:
+                where = " or ".join(
+                    f"{p.name} ({', '.join(f'{k}={v}' for k, v in sorted(p.selector.items()))})" for p in mine
+                )
+                entries.append(f"{key.removeprefix(CLAIM_PREFIX)} on pool {where}")
+        return "; ".join(entries) or "none"
+
     @property
     def claims_text(self) -> str:
         """Each template that stands in for an extended resource on a DRA pool (for GPUClaimRequired)."""
@@ -92,6 +108,8 @@ class AdmissionFacts:
     gpu_resources: tuple[str, ...]  # every GPU resource any pool yields, sorted
     # every CLAIM_PREFIX + template gpufleet renders (DRA pools), sorted; empty when DRA is off
     claim_resources: tuple[str, ...] = ()
+    # CLAIM_PREFIX + template -> the quota resource Kueue counts its device as (deviceClassMappings)
+    claim_quota: dict[str, str] = field(default_factory=dict)
 
     def team_of(self, namespace: str) -> TeamFacts | None:
         return next((t for t in self.teams if namespace in t.namespaces), None)
@@ -171,4 +189,5 @@ def admission_facts(fleet: Fleet) -> AdmissionFacts:
         serving=serving,
         gpu_resources=tuple(sorted({r for c in fleet.pools.values() for r in c.units})),
         claim_resources=tuple(sorted({CLAIM_PREFIX + u.template for u in claims})),
+        claim_quota={CLAIM_PREFIX + u.template: u.resource for u in sorted(claims, key=lambda u: u.template)},
     )

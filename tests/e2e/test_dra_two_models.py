@@ -18,13 +18,19 @@ from typing import Any
 import pytest
 import yaml
 
-from gpufleet.check.facts import admission_facts
 from gpufleet.check.manifests import NAME as ADMISSION
-from gpufleet.check.rules import judge
 from gpufleet.twin.step import step as twin_step
-from tests.check.claim_cases import A100, A100_POOL, CASES, TWO_MODEL_CASES, two_model_policy_text
+from tests.check.claim_cases import A100, A100_POOL, TWO_MODEL_CASES, two_model_policy_text
 from tests.e2e.conftest import Cluster, own_testbed
-from tests.e2e.test_dra_on_testbed import _mappings, claim_job, from_template
+from tests.e2e.test_dra_on_testbed import (
+    _dry_run,
+    _mappings,
+    api_server_judges_as_the_rules_do,
+    claim_job,
+    clear_alpha,
+    from_template,
+    wait_for_admission_policy,
+)
 from tests.e2e.test_queueing import admitted, condition, workload_of
 
 GPU = "nvidia.com/gpu"
@@ -49,13 +55,7 @@ def two_models(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture
 def c(two_models: Cluster) -> Iterator[Cluster]:
     yield two_models
-    two_models.kubectl("delete", "jobs", "--all", "--namespace=alpha", "--cascade=foreground", "--timeout=60s")
-    two_models.kubectl("delete", "resourceclaims", "--all", "--namespace=alpha", "--timeout=60s")
-    two_models.eventually(lambda: not two_models.get("workloads", "--namespace=alpha")["items"], "no workloads")
-
-
-def _dry_run(c: Cluster, obj: dict[str, Any]) -> Any:
-    return c.kubectl("create", "--dry-run=server", "--filename=-", stdin=yaml.safe_dump(obj), check=False)
+    clear_alpha(two_models)
 
 
 def _twin_flavors(c: Cluster, name: str) -> dict[str, dict[str, str]]:
@@ -131,26 +131,13 @@ def test_kueue_gives_an_unpinned_a100_claim_the_h100_flavor_and_the_twin_agrees(
 def test_the_api_server_refuses_an_unpinned_claim_as_the_rules_do(
     two_models: Cluster, obj: dict[str, Any], reasons: list[str]
 ) -> None:
-    c = two_models
-    messages = [d.message for d in judge(admission_facts(c.fleet), obj, "alpha")]
-    assert [m.split(":")[0] for m in messages] == reasons
-    # wait until a claim Job with no label at all is refused by gpufleet's policy (bound and enforced)
-    probe = CASES[2][1]
-    c.eventually(lambda: ADMISSION in _dry_run(c, probe).stderr or None, "gpufleet's admission policy to take effect")
-    result = _dry_run(c, obj)
-    print(obj["metadata"]["name"], result.returncode, result.stderr.strip()[:600])
-    if not reasons:
-        assert result.returncode == 0, result.stderr
-        return
-    assert result.returncode != 0 and ADMISSION in result.stderr
-    assert messages[0] in result.stderr, (messages[0], result.stderr)
+    api_server_judges_as_the_rules_do(two_models, obj, reasons)
 
 
 def test_a_pinned_a100_claim_is_admitted_on_its_pool_and_runs(c: Cluster) -> None:
     job = claim_job("a100-pinned", from_template(A100))
     job["spec"]["template"]["spec"]["nodeSelector"] = dict(A100_POOL)
-    probe = CASES[2][1]
-    c.eventually(lambda: ADMISSION in _dry_run(c, probe).stderr or None, "gpufleet's admission policy to take effect")
+    wait_for_admission_policy(c)  # the hazard test re-binds it: the pinned Job must pass the enforced policy
     c.apply([job])
     wl = c.eventually(lambda: admitted(c, "alpha", "a100-pinned"), "Kueue to admit the pinned claim")
     flavors = wl["status"]["admission"]["podSetAssignments"][0]["flavors"]

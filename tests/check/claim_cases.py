@@ -33,9 +33,22 @@ def dra_policy_text() -> str:
     return text.replace("dra: off", "dra: on")
 
 
-def dra_fleet(tmp: Path) -> Fleet:
+def two_model_policy_text() -> str:
+    """The DRA fleet with the mig pool cut whole: two full-card pools of different models (H100, A100), both
+    counted by Kueue as nvidia.com/gpu, in one resource group of alpha's ClusterQueue (train first)."""
+    text = dra_policy_text()
+    for old, new in (
+        ("slicing: {mode: mig, layout: all-balanced}", "slicing: {mode: full}"),
+        ("mig: {mig: {1g.10gb: 2, 3g.40gb: 1}}", "mig: {gpus: 2}"),
+    ):
+        assert old in text, f"the e2e fleet changed ({old!r}); update claim_cases"
+        text = text.replace(old, new)
+    return text
+
+
+def dra_fleet(tmp: Path, text: str | None = None) -> Fleet:
     path = tmp / "fleet-dra.yaml"
-    path.write_text(dra_policy_text(), encoding="utf-8")
+    path.write_text(dra_policy_text() if text is None else text, encoding="utf-8")
     return resolve(load_policy(path))
 
 
@@ -45,6 +58,12 @@ def pod_spec(templates: list[str], named: list[str] = (), **extra: Any) -> dict[
     claims += [{"name": f"named{i}", "resourceClaimName": n} for i, n in enumerate(named)]
     container = {"name": "main", "image": "trainer", "resources": {"claims": [{"name": c["name"]} for c in claims]}}
     return {"restartPolicy": "Never", "containers": [container], "resourceClaims": claims, **extra}
+
+
+def extended_spec(resource: str, count: int, **extra: Any) -> dict[str, Any]:
+    """A pod spec asking ``count`` of an extended resource the device plugin would advertise (no claim)."""
+    container = {"name": "main", "image": "trainer", "resources": {"limits": {resource: count}}}
+    return {"restartPolicy": "Never", "containers": [container], **extra}
 
 
 def job(name: str, spec: dict[str, Any], labels: dict[str, str] | None = None, **annotations: str) -> dict[str, Any]:
@@ -124,6 +143,36 @@ CASES: list[tuple[str, dict[str, Any], list[str], list[str]]] = [
     # five claims in one pod: a train node holds four cards
     ("five-claims-one-pod", job("claim-five", pod_spec([H100] * 5)), ["GPURequestTooLarge"], []),
     ("four-claims-one-pod", job("claim-four", pod_spec([H100] * 4)), [], ["train"]),
+    # on a DRA pool the nodes advertise no nvidia.com/*: Kueue would admit the pod on the pool's flavor
+    # (its quota is nvidia.com/gpu) and no node would ever run it; the template to use is named instead
+    ("extended-gpu-on-dra-pool", job("ext-gpu", extended_spec("nvidia.com/gpu", 1)), ["GPUClaimRequired"], []),
+    ("extended-mig-on-dra-pool", job("ext-mig", extended_spec("nvidia.com/mig-1g.10gb", 2)), ["GPUClaimRequired"], []),
+    # too many for a node, too: the missing claim is the one reason (the count never could fit anywhere)
+    ("extended-gpus-too-many", job("ext-many", extended_spec("nvidia.com/gpu", 9)), ["GPUClaimRequired"], []),
+    # pinned to the MIG pool, whose claims hand out MIG instances only: nothing offers nvidia.com/gpu there
+    (
+        "extended-gpu-pinned-to-mig-pool",
+        job("ext-pinned", extended_spec("nvidia.com/gpu", 1, nodeSelector={"gpufleet.io/pool": "mig"})),
+        ["GPUResourceNotOffered"],
+        [],
+    ),
     # a template gpufleet did not render: its device is unknown to the rules (Kueue judges its class)
     ("foreign-template", job("claim-foreign", pod_spec(["someone-elses"])), [], []),
+]
+
+
+A100 = "a100-sxm4-80gb-gpu"  # the mig pool's template once the pool is cut whole (two_model_policy_text)
+TRAIN = {"gpufleet.io/pool": "train"}
+A100_POOL = {"gpufleet.io/pool": "mig"}
+
+#: On the two-model fleet (two_model_policy_text): Kueue assigns a flavor by the quota resource only, so a
+#: claim that does not select its pool could be given the other model's flavor and never run.
+TWO_MODEL_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("h100-claim-unpinned", job("h100-free", pod_spec([H100])), ["GPUClaimPoolNotSelected"]),
+    ("a100-claim-unpinned", job("a100-free", pod_spec([A100])), ["GPUClaimPoolNotSelected"]),
+    ("h100-claim-pinned", job("h100-pinned", pod_spec([H100], nodeSelector=TRAIN)), []),
+    ("a100-claim-pinned", job("a100-pinned", pod_spec([A100], nodeSelector=A100_POOL)), []),
+    # the claim's device is on neither candidate: not offered is the one reason
+    ("a100-claim-pinned-to-train", job("a100-train", pod_spec([A100], nodeSelector=TRAIN)), ["GPUResourceNotOffered"]),
+    ("extended-gpu-two-models", job("ext-two", extended_spec("nvidia.com/gpu", 1)), ["GPUClaimRequired"]),
 ]

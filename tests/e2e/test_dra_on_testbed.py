@@ -81,9 +81,14 @@ def dra_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture
 def dra(dra_cluster: Cluster) -> Iterator[Cluster]:
     yield dra_cluster
-    dra_cluster.kubectl("delete", "jobs", "--all", "--namespace=alpha", "--cascade=foreground", "--timeout=60s")
-    dra_cluster.kubectl("delete", "resourceclaims", "--all", "--namespace=alpha", "--timeout=60s")
-    dra_cluster.eventually(lambda: not dra_cluster.get("workloads", "--namespace=alpha")["items"], "no workloads")
+    clear_alpha(dra_cluster)
+
+
+def clear_alpha(c: Cluster) -> None:
+    """Delete alpha's Jobs and claims and wait for their Workloads to go: the next test starts with free quota."""
+    c.kubectl("delete", "jobs", "--all", "--namespace=alpha", "--cascade=foreground", "--timeout=60s")
+    c.kubectl("delete", "resourceclaims", "--all", "--namespace=alpha", "--timeout=60s")
+    c.eventually(lambda: not c.get("workloads", "--namespace=alpha")["items"], "no workloads")
 
 
 def claim_job(name: str, claims: list[dict[str, Any]], *, pods: int = 1, run_for: str = "3s") -> dict[str, Any]:
@@ -373,15 +378,22 @@ def test_the_api_server_judges_claims_as_the_rules_do(
 ) -> None:
     """The rendered ValidatingAdmissionPolicy on the real API server refuses each claim case with exactly the
     messages the Python rules (and so the webhook and ``gpufleet check``) give (tests/check/claim_cases.py)."""
-    c = dra_cluster
-    messages = [d.message for d in judge(admission_facts(c.fleet), obj, "alpha")]
-    assert [m.split(":")[0] for m in messages] == reasons
-    # The API server enforces a freshly applied policy once its informer has it: wait until a claim Job
-    # with no label at all is refused by gpufleet's policy before judging (a case must not race it).
+    api_server_judges_as_the_rules_do(dra_cluster, obj, reasons)
+
+
+def wait_for_admission_policy(c: Cluster) -> None:
+    """The API server enforces a freshly applied (or re-bound) policy once its informer has it: wait until a
+    claim Job with no label at all is refused by gpufleet's policy before judging (a case must not race it)."""
     probe = CLAIM_CASES[2][1]
     c.eventually(
         lambda: "gpufleet-admission" in _dry_run(c, probe).stderr or None, "gpufleet's admission policy to take effect"
     )
+
+
+def api_server_judges_as_the_rules_do(c: Cluster, obj: dict[str, Any], reasons: list[str]) -> None:
+    messages = [d.message for d in judge(admission_facts(c.fleet), obj, "alpha")]
+    assert [m.split(":")[0] for m in messages] == reasons
+    wait_for_admission_policy(c)
     result = _dry_run(c, obj)
     print(obj["metadata"]["name"], result.returncode, result.stderr.strip()[:600])
     if not reasons:

@@ -42,13 +42,20 @@ def offline(fleet: Fleet) -> OfflinePolicy:
     return OfflinePolicy(validating_admission_policy(fleet)[0]["spec"])
 
 
-def test_each_dra_pool_offers_its_templates_units_per_node(facts: AdmissionFacts) -> None:
+def test_each_dra_pool_offers_its_templates_units_per_node_and_no_extended_resource(facts: AdmissionFacts) -> None:
+    """A DRA pool's nodes publish ResourceSlices only: the pool offers its templates' units, and names for each
+    quota resource the template that hands it out (what GPUClaimRequired tells a pod asking the resource)."""
     alpha = facts.team_of("alpha")
     assert alpha is not None
     per_node = {p.name: p.per_node for p in alpha.pools}
-    assert per_node["train"][CLAIM_PREFIX + H100] == 4 == per_node["train"]["nvidia.com/gpu"]
-    assert per_node["mig"][CLAIM_PREFIX + MIG] == per_node["mig"]["nvidia.com/mig-1g.10gb"] == 4
-    assert not [r for r in per_node["mig"] if r == CLAIM_PREFIX + H100]
+    claims = {p.name: p.claims for p in alpha.pools}
+    assert per_node["train"] == {CLAIM_PREFIX + H100: 4}
+    assert claims["train"] == {"nvidia.com/gpu": H100}
+    assert per_node["mig"][CLAIM_PREFIX + MIG] == 4
+    assert claims["mig"]["nvidia.com/mig-1g.10gb"] == MIG
+    assert not [r for r in per_node["mig"] if not r.startswith(CLAIM_PREFIX)]
+    assert CLAIM_PREFIX + H100 not in per_node["mig"]
+    assert f"{H100} (for nvidia.com/gpu on pool train)" in alpha.claims_text
     assert CLAIM_PREFIX + H100 in facts.claim_resources
 
 

@@ -112,6 +112,23 @@ RULES: tuple[Rule, ...] = (
         "GPU requests and limits must be whole numbers (e.g. nvidia.com/gpu: 1); fix the pod templates of this {kind}",
     ),
     Rule(
+        "gpu-claim-required",
+        "GPUClaimRequired",
+        Scope.BATCH,
+        "a pod requests a GPU as an extended resource that team {team}'s pools (with its node selector) hand out "
+        "through DRA only: their nodes advertise no nvidia.com/* resource, so Kueue would admit the pod and no "
+        "node would ever run it; drop the nvidia.com/* request and claim the GPU with a pod resourceClaims entry "
+        "whose resourceClaimTemplateName is one of: {claims}",
+    ),
+    Rule(
+        "gpu-claim-pool",
+        "GPUClaimPoolNotSelected",
+        Scope.BATCH,
+        "a pod claims a device whose quota resource other pools of team {team} also hold (with its node "
+        "selector): Kueue picks a flavor by that resource alone and may place the pod on a pool without the "
+        "claim's device, where it never runs; give the pod the nodeSelector of the template's pool: {pins}",
+    ),
+    Rule(
         "gpu-offered",
         "GPUResourceNotOffered",
         Scope.BATCH,

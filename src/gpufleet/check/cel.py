@@ -152,20 +152,41 @@ def _per_spec(facts: AdmissionFacts) -> dict[str, str]:
             f"({needs}.size() > 0 && !{not_offered} && "
             f"!{candidates}.exists(p, {needs}.all(r, r in p.units && {_total('r')} <= p.units[r])))"
         )
-        return {"invalid": invalid, "not_offered": not_offered, "fits_none": fits_none}
-    # DRA: a claim from gpufleet's template T needs one unit of CLAIM_PREFIX + T (facts.PoolOffer)
+        return {
+            "invalid": invalid,
+            "not_offered": not_offered,
+            "fits_none": fits_none,
+            "claim_required": "false",
+            "claim_pool_open": "false",
+        }
+    # DRA: a claim from gpufleet's template T needs one unit of CLAIM_PREFIX + T (facts.PoolOffer); a DRA
+    # pool advertises no extended resource, only hands it out as a claim (p.claims: resource -> template)
     claims = lit(list(facts.claim_resources))
     claim_needs = f"{claims}.filter(r, {_claims('r')} > 0)"
+    claim_required = (
+        f"{needs}.exists(r, !{candidates}.exists(p, r in p.units) && {candidates}.exists(p, r in p.claims))"
+    )
     not_offered = (
-        f"({unknown} || {needs}.exists(r, !{candidates}.exists(p, r in p.units)) || "
+        f"({unknown} || {needs}.exists(r, !{candidates}.exists(p, r in p.units || r in p.claims)) || "
         f"{claim_needs}.exists(r, !{candidates}.exists(p, r in p.units)))"
     )
     fits_none = (
-        f"(({needs}.size() > 0 || {claim_needs}.size() > 0) && !{not_offered} && "
+        f"(({needs}.size() > 0 || {claim_needs}.size() > 0) && !{not_offered} && !({claim_required}) && "
         f"!{candidates}.exists(p, {needs}.all(r, r in p.units && {_total('r')} <= p.units[r]) && "
         f"{claim_needs}.all(r, r in p.units && {_claims('r')} <= p.units[r])))"
     )
-    return {"invalid": invalid, "not_offered": not_offered, "fits_none": fits_none}
+    quota = lit(facts.claim_quota)
+    claim_pool_open = (
+        f"{claim_needs}.exists(k, {candidates}.exists(p, k in p.units) && {candidates}.exists(p, !(k in p.units) && "
+        f"({quota}[k] in p.units || {quota}[k] in p.claims)))"
+    )
+    return {
+        "invalid": invalid,
+        "not_offered": not_offered,
+        "fits_none": fits_none,
+        "claim_required": claim_required,
+        "claim_pool_open": claim_pool_open,
+    }
 
 
 def _label(key: str) -> str:
@@ -276,11 +297,7 @@ def _conditions(facts: AdmissionFacts) -> dict[str, tuple[str, dict[str, str]]]:
             "allowed": f"({dc_value} in {lit(location_text)} ? {lit(location_text)}[{dc_value}] : 'none')",
         },
     )
-    invalid_any = f"{specs}.exists(sp, {spec['invalid']})"
-    out["gpu-count"] = (invalid_any, {"kind": "object.kind"})
-    offers = {"team": team, "offers": "variables.team.offers"}
-    out["gpu-offered"] = (f"!{invalid_any} && {specs}.exists(sp, {spec['not_offered']})", offers)
-    out["gpu-fits"] = (f"!{invalid_any} && {specs}.exists(sp, {spec['fits_none']})", offers)
+    out |= _gpu_conditions(specs, spec, team)
     template_labels = "object.spec.template.metadata.labels"
     out["serving-queue-name"] = (
         f"{lit(QUEUE_LABEL)} in variables.labels || ({_has_chain('object', ('spec', 'template', 'metadata', 'labels'))}"
@@ -301,6 +318,23 @@ def message_expression(rule: Rule, fields: dict[str, str]) -> str:
     return " + ".join(parts)
 
 
+def _gpu_conditions(specs: str, spec: dict[str, str], team: str) -> dict[str, tuple[str, dict[str, str]]]:
+    """The GPU rules: whole counts first; each of the others judges only valid counts."""
+    invalid_any = f"{specs}.exists(sp, {spec['invalid']})"
+
+    def per_spec(key: str) -> str:
+        return f"!{invalid_any} && {specs}.exists(sp, {spec[key]})"
+
+    offers = {"team": team, "offers": "variables.team.offers"}
+    return {
+        "gpu-count": (invalid_any, {"kind": "object.kind"}),
+        "gpu-claim-required": (per_spec("claim_required"), {"team": team, "claims": "variables.team.claims"}),
+        "gpu-claim-pool": (per_spec("claim_pool_open"), {"team": team, "pins": "variables.team.pins"}),
+        "gpu-offered": (per_spec("not_offered"), offers),
+        "gpu-fits": (per_spec("fits_none"), offers),
+    }
+
+
 def _team_table(facts: AdmissionFacts) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for t in facts.teams:
@@ -311,7 +345,9 @@ def _team_table(facts: AdmissionFacts) -> dict[str, Any]:
             "priorityClasses": list(t.priority_classes),
             "priorityClassesText": join_or_none(t.priority_classes),
             "offers": t.offers_text,
-            "pools": [{"sel": p.selector, "units": p.per_node} for p in t.pools],
+            "claims": t.claims_text,
+            "pins": t.pins_text(facts.claim_quota),
+            "pools": [{"sel": p.selector, "units": p.per_node, "claims": p.claims} for p in t.pools],
         }
         for ns in t.namespaces:
             table[ns] = info

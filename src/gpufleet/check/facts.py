@@ -8,10 +8,10 @@ CEL ``messageExpression`` embeds them as literals and the Python rules must prin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpufleet.policy.capacity import PoolCapacity
-from gpufleet.policy.dra import ClaimUnit, claim_units, team_units
+from gpufleet.policy.dra import ClaimUnit, claim_units, dra_pools, team_units
 from gpufleet.policy.fleet import Fleet
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -31,6 +31,9 @@ class PoolOffer:
     name: str
     selector: dict[str, str]
     per_node: dict[str, int]  # resource name -> units on one node
+    # on a DRA pool: quota resource -> the ResourceClaimTemplate that hands it out. Its nodes publish
+    # ResourceSlices and advertise no extended resource, so per_node holds only the templates' units.
+    claims: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,28 @@ class TeamFacts:
             for resource, n in pool.per_node.items():
                 best[resource] = max(best.get(resource, 0), n)
         return ", ".join(f"{r} (up to {n} per node)" for r, n in sorted(best.items())) or "none"
+
+    def pins_text(self, resource_of: dict[str, str]) -> str:
+        """Each template whose quota resource another of the team's pools also holds, with the node selector of
+        the pools that hand it out (for GPUClaimPoolNotSelected): Kueue picks a flavor by the resource alone."""
+        entries: list[str] = []
+        for key, resource in sorted(resource_of.items()):
+            mine = [p for p in self.pools if key in p.per_node]
+            others = [
+                p for p in self.pools if key not in p.per_node and (resource in p.per_node or resource in p.claims)
+            ]
+            if mine and others:
+                where = " or ".join(
+                    f"{p.name} ({', '.join(f'{k}={v}' for k, v in sorted(p.selector.items()))})" for p in mine
+                )
+                entries.append(f"{key.removeprefix(CLAIM_PREFIX)} on pool {where}")
+        return "; ".join(entries) or "none"
+
+    @property
+    def claims_text(self) -> str:
+        """Each template that stands in for an extended resource on a DRA pool (for GPUClaimRequired)."""
+        entries = sorted({(t, r, p.name) for p in self.pools for r, t in p.claims.items()})
+        return ", ".join(f"{t} (for {r} on pool {pool})" for t, r, pool in entries) or "none"
 
 
 @dataclass(frozen=True)
@@ -83,6 +108,8 @@ class AdmissionFacts:
     gpu_resources: tuple[str, ...]  # every GPU resource any pool yields, sorted
     # every CLAIM_PREFIX + template gpufleet renders (DRA pools), sorted; empty when DRA is off
     claim_resources: tuple[str, ...] = ()
+    # CLAIM_PREFIX + template -> the quota resource Kueue counts its device as (deviceClassMappings)
+    claim_quota: dict[str, str] = field(default_factory=dict)
 
     def team_of(self, namespace: str) -> TeamFacts | None:
         return next((t for t in self.teams if namespace in t.namespaces), None)
@@ -96,11 +123,21 @@ def join_or_none(values: tuple[str, ...] | list[str]) -> str:
     return ", ".join(values) if values else "none"
 
 
-def _offer(cap: PoolCapacity, claims: list[ClaimUnit]) -> PoolOffer:
-    """The pool's units per node: its extended resources, and on a DRA pool each claim template's units."""
-    per_node = {r: cap.units_per_node(r) for r in sorted(cap.units)}
-    per_node |= {CLAIM_PREFIX + u.template: u.per_node for u in claims if u.pool == cap.name}
-    return PoolOffer(name=cap.name, selector=dict(cap.pool.selector), per_node=per_node)
+def _offer(cap: PoolCapacity, dra: set[str], claims: list[ClaimUnit]) -> PoolOffer:
+    """The pool's units per node: its extended resources, or on a DRA pool each claim template's units.
+
+    A DRA pool's nodes advertise no ``nvidia.com/*`` (NVIDIA's driver publishes ResourceSlices only), so
+    a pod asking one there would be admitted by Kueue on the pool's flavor and never scheduled."""
+    if cap.name not in dra:
+        per_node = {r: cap.units_per_node(r) for r in sorted(cap.units)}
+        return PoolOffer(name=cap.name, selector=dict(cap.pool.selector), per_node=per_node)
+    mine = [u for u in claims if u.pool == cap.name]
+    return PoolOffer(
+        name=cap.name,
+        selector=dict(cap.pool.selector),
+        per_node={CLAIM_PREFIX + u.template: u.per_node for u in mine},
+        claims={u.resource: u.template for u in mine},
+    )
 
 
 def _default_priority(names: list[str], values: dict[str, int]) -> str | None:
@@ -115,6 +152,7 @@ def admission_facts(fleet: Fleet) -> AdmissionFacts:
     values = {pc.name: pc.value for pc in policy.priorityClasses}
     labels = policy.cluster.labels
     claims = claim_units(fleet)
+    dra = {cap.name for cap in dra_pools(fleet)}
     teams = tuple(
         TeamFacts(
             name=t.name,
@@ -122,7 +160,7 @@ def admission_facts(fleet: Fleet) -> AdmissionFacts:
             data_classes=tuple(t.dataClasses),
             priority_classes=tuple(t.priorityClasses),
             pools=tuple(
-                _offer(c, team_units(fleet, t)) for c in fleet.queued_pools() if fleet.reachable(t.name, c.pool)
+                _offer(c, dra, team_units(fleet, t)) for c in fleet.queued_pools() if fleet.reachable(t.name, c.pool)
             ),
             default_priority=_default_priority(t.priorityClasses, values),
         )
@@ -151,4 +189,5 @@ def admission_facts(fleet: Fleet) -> AdmissionFacts:
         serving=serving,
         gpu_resources=tuple(sorted({r for c in fleet.pools.values() for r in c.units})),
         claim_resources=tuple(sorted({CLAIM_PREFIX + u.template for u in claims})),
+        claim_quota={CLAIM_PREFIX + u.template: u.resource for u in sorted(claims, key=lambda u: u.template)},
     )

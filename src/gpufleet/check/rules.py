@@ -255,13 +255,44 @@ def candidates(team: TeamFacts, spec: dict[str, Any]) -> list[PoolOffer]:
     return [p for p in team.pools if all(node_selector.get(k, v) == v for k, v in p.selector.items())]
 
 
+def _claim_required(s: Subject, index: int) -> bool:
+    """An extended resource no candidate pool advertises, but a DRA pool among them hands out as a claim."""
+    pools = s.pools[index]
+    return any(not any(r in p.per_node for p in pools) and any(r in p.claims for p in pools) for r in s.needs[index])
+
+
+def _claim_pool_open(facts: AdmissionFacts, s: Subject, index: int) -> bool:
+    """A claim some candidate pool hands out, while another candidate holds its quota resource without it:
+    Kueue's flavor assignment sees only the resource (deviceClassMappings), not the DeviceClass."""
+    pools = s.pools[index]
+    for key in s.needs[index]:
+        resource = facts.claim_quota.get(key)
+        if resource is None or not any(key in p.per_node for p in pools):
+            continue
+        if any(key not in p.per_node and (resource in p.per_node or resource in p.claims) for p in pools):
+            return True
+    return False
+
+
 def _not_offered(s: Subject, index: int) -> bool:
     pools = s.pools[index]
-    return s.unknown[index] or any(not any(r in p.per_node for p in pools) for r in s.needs[index])
+    return s.unknown[index] or any(not any(r in p.per_node or r in p.claims for p in pools) for r in s.needs[index])
 
 
 def fits(offer: PoolOffer, needs: dict[str, int]) -> bool:
     return all(r in offer.per_node and n <= offer.per_node[r] for r, n in needs.items())
+
+
+def _gpu_claim_required(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    if s.invalid_counts or not any(_claim_required(s, i) for i in range(len(s.specs))):
+        return None
+    return {"team": s.my_team.name, "claims": s.my_team.claims_text}
+
+
+def _gpu_claim_pool(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
+    if s.invalid_counts or not any(_claim_pool_open(facts, s, i) for i in range(len(s.specs))):
+        return None
+    return {"team": s.my_team.name, "pins": s.my_team.pins_text(facts.claim_quota)}
 
 
 def _gpu_offered(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
@@ -274,7 +305,7 @@ def _gpu_fits(facts: AdmissionFacts, s: Subject) -> dict[str, str] | None:
     if s.invalid_counts:
         return None
     for i, needs in enumerate(s.needs):
-        offered = bool(needs) and not _not_offered(s, i)
+        offered = bool(needs) and not _not_offered(s, i) and not _claim_required(s, i)
         if offered and not any(fits(p, needs) for p in s.pools[i]):
             return {"team": s.my_team.name, "offers": s.my_team.offers_text}
     return None
@@ -305,6 +336,8 @@ CHECKS: dict[str, Check] = {
     "pod-priority-allowed": _pod_priority_allowed,
     "checkpoint-location": _checkpoint_location,
     "gpu-count": _gpu_count,
+    "gpu-claim-required": _gpu_claim_required,
+    "gpu-claim-pool": _gpu_claim_pool,
     "gpu-offered": _gpu_offered,
     "gpu-fits": _gpu_fits,
     "serving-queue-name": _serving_queue_name,

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from gpufleet.policy import load_policy, resolve
-from gpufleet.simulate.differential import WorldMeasures, ensemble, from_records, judge
+from gpufleet.simulate.differential import WorldMeasures, ensemble, ensemble_config, from_records, judge
 from gpufleet.testbed.world import ORIGIN, RealRun, run_real, run_simulated
 from gpufleet.trace.compression import check_runnable, compress
 from gpufleet.trace.native import read_trace
@@ -87,7 +87,10 @@ def test_every_job_of_the_trace_ran_on_the_testbed(runs: Runs) -> None:
 def test_the_simulator_agrees_with_the_testbed_within_the_floor(runs: Runs) -> None:
     scenario = small()
     jobs = compress(scenario.jobs, scenario.factor)
-    sims = [from_records(run_simulated(scenario.fleet(), ensemble(jobs, seed)), ORIGIN) for seed in range(SEEDS)]
+    sims = [
+        from_records(run_simulated(scenario.fleet(), ensemble(jobs, seed), ensemble_config(seed)), ORIGIN)
+        for seed in range(SEEDS)
+    ]
     assert _disagreements(runs.measures, sims) == []
 
 

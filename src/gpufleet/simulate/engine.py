@@ -53,6 +53,7 @@ reported as unfinished.
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -83,8 +84,9 @@ from gpufleet.simulate.requests import Catalog
 from gpufleet.trace.job import Job
 
 # GONE: a preempted attempt's pods are gone; RELEASE: Kueue released a victim's quota; KUEUE: a
-# timer of Kueue's fires
-ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE, RELEASE = range(8)
+# timer of Kueue's fires; PODS: an admitted job's pods reach the scheduler; DONE: Kueue sees a job
+# whose pods succeeded finished (its quota frees)
+ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE, RELEASE, PODS, DONE = range(10)
 SERVING = "serving"  # the team name serving replicas are counted under
 REFRESHED = ("waiting", "idle_waiting", "unplaced", "serving_wanted", "serving_starved")  # ``refresh`` sets them
 
@@ -146,8 +148,12 @@ class Simulation:
         self.progress = progress
         self.pools = fleet_nodes(fleet, tainted=self.tainted)
         self.pool_of_node = {n.name: p for p in self.pools.values() for n in p.nodes}
+        seed = config.jitter_seed  # None: no draw anywhere, the same input gives the same run
+        self.jitter = None if seed is None else random.Random(f"{seed}:delays")
         self.cluster = Cluster(
-            [n for p in self.pools.values() for n in p.nodes], placement_policy(config.placement, jobs)
+            [n for p in self.pools.values() for n in p.nodes],
+            placement_policy(config.placement, jobs),
+            tie_break=None if seed is None else random.Random(f"{seed}:nodes"),
         )
         self.capacity = float(sum(p.gpus for p in self.pools.values()))
         self.meter = Meter(config.bucket_s)
@@ -218,6 +224,13 @@ class Simulation:
     def facts(self) -> tuple[dict[str, int], dict[str, str], int]:
         """Priority values, LocalQueues per namespace and Kueue cycles, for the outcome."""
         return {}, {}, 0
+
+    def delay(self, seconds: int) -> int:
+        """A control-plane delay (``SimulationConfig``): as configured, or with a jitter seed a second
+        longer for a ``late_share`` of them, as a loaded control plane is now and then."""
+        if self.jitter is None:
+            return seconds
+        return seconds + (self.jitter.random() < self.config.late_share)
 
     # --- the loop --------------------------------------------------------------------------------
     def push(self, t: int, kind: int, subject: Any) -> None:

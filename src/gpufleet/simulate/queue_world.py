@@ -22,7 +22,7 @@ from typing import Any
 
 from gpufleet.placement import Unschedulable
 from gpufleet.policy import Fleet
-from gpufleet.simulate.engine import GONE, KUEUE, RELEASE, REQUEUE, TIMEOUT, Simulation
+from gpufleet.simulate.engine import DONE, GONE, KUEUE, PODS, RELEASE, REQUEUE, TIMEOUT, Simulation
 from gpufleet.simulate.jobs import Attempt, JobRun, State
 from gpufleet.simulate.queue import Queue
 from gpufleet.simulate.reach import Reaches
@@ -39,6 +39,7 @@ class QueueWorld(Simulation):
         self.queue = Queue(fleet, fast=not self.config.reference_twin)
         self.kueue_dirty = False
         self.kueue_wake: int | None = None  # the instant already booked for Kueue's next timer
+        self.succeeded: dict[str, int] = {}  # jobs whose pods succeeded, Kueue not yet told: the instant
         self.queue.check([(r.job, r.ask) for r in self.runs])
         reaches = Reaches(fleet)
         for r in self.runs:
@@ -75,6 +76,12 @@ class QueueWorld(Simulation):
                 if run is not None:
                     attempt = run.attempts[-1]
                     attempt.reason, attempt.message = pending.reason, pending.message
+            if result.admitted and self.place_dirty:
+                # the pods of what this cycle admitted reach kube-scheduler and bind before Kueue's
+                # next cycle (well under a second on the testbed), so a workload Kueue preempts
+                # again within the instant holds its node for its grace period, as a real one does
+                self.place_dirty = False
+                self.place_round(t)
         wake = self.queue.wake()
         if wake is not None and (self.kueue_wake is None or self.kueue_wake <= t or wake < self.kueue_wake):
             self.kueue_wake = max(wake, t + 1)
@@ -91,6 +98,16 @@ class QueueWorld(Simulation):
             self.pods_gone(t, *subject)
         elif kind == RELEASE:
             self.quota_released(t, *subject)
+        elif kind == PODS:
+            run, number = subject
+            if run.state is State.ADMITTED and run.attempt.number == number:
+                self.placing[run.key] = run
+                self.place_dirty = True
+        elif kind == DONE:
+            run, number = subject
+            if run.state is State.RUNNING and run.attempt.number == number:
+                self.succeeded.pop(run.key)
+                super().finish(t, run)
         elif kind == KUEUE:
             self.kueue_dirty = True  # Kueue's timer: the parked workloads of a tree wake
         else:
@@ -116,9 +133,26 @@ class QueueWorld(Simulation):
         run.state = State.ADMITTED
         run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
         self.watch.reserve(run.team, *run.quota)
-        self.placing[run.key] = run
-        self.place_dirty = True
+        delay = self.delay(self.config.pod_start_delay_s)
+        if delay:  # Kueue unsuspends the Job, the Job controller creates its pods (``PODS``)
+            self.push(t + delay, PODS, (run, attempt.number))
+        else:
+            self.placing[run.key] = run
+            self.place_dirty = True
         self.push(t + self.config.pods_ready.timeout_s, TIMEOUT, (run, attempt.number))
+
+    def finish(self, t: int, run: JobRun) -> None:
+        """The job's pods succeeded: their node frees at once, but Kueue releases the quota only once
+        the Job controller has marked the Job complete and Kueue finished the Workload, a finish delay
+        later (``DONE``). Meanwhile the Workload is still admitted, so Kueue may preempt it
+        (``preempted``), as the testbed once showed (docs/simulate.md, world differential item 10)."""
+        delay = self.delay(self.config.finish_delay_s)
+        if not delay:
+            super().finish(t, run)
+            return
+        self.release(t, run)
+        self.succeeded[run.key] = t
+        self.push(t + delay, DONE, (run, run.attempt.number))
 
     def preempted(self, t: int, p: Preempted) -> None:
         """The victim's pods start terminating and keep their GPUs until their grace period ends
@@ -127,6 +161,9 @@ class QueueWorld(Simulation):
         release delay later (``quota_released``). Its work since the start is lost, the grace
         period included."""
         run = self.by_key[p.workload]
+        if run.key in self.succeeded:
+            self.preempted_after_success(t, run, p)
+            return
         gone = t + run.job.termination_grace_s
         ended = run.attempt
         pods = [pod.name for pod in run.pods]
@@ -143,8 +180,22 @@ class QueueWorld(Simulation):
         run.state = State.TERMINATING
         attempt = run.begin(t)
         attempt.reason, attempt.message = "Preempted", p.message
-        self.push(t + self.config.release_delay_s, RELEASE, (run, ended))
+        self.push(t + self.delay(self.config.release_delay_s), RELEASE, (run, ended))
         self.push(gone, GONE, (run, pods))
+
+    def preempted_after_success(self, t: int, run: JobRun, p: Preempted) -> None:
+        """Kueue preempted a Workload whose pods had already succeeded (it had not yet seen the Job
+        complete): the attempt ends Preempted, nothing is lost or held, and when Kueue releases the
+        quota the Job is found complete, so the Workload finishes then with no new start (the
+        recorder writes it so: a second attempt, Finished, with quota and no pod)."""
+        ended = run.attempt
+        self.end_attempt(t, run, "Preempted", p.reason, p.message)
+        ended.end_by = p.preemptor
+        run.preemptions += 1
+        run.state = State.TERMINATING
+        attempt = run.begin(t)
+        attempt.reason, attempt.message = "Preempted", p.message
+        self.push(t + self.delay(self.config.release_delay_s), RELEASE, (run, ended))
 
     def quota_released(self, t: int, run: JobRun, ended: Attempt) -> None:
         """Kueue cleared the victim's reservation (its Job has no active pod): the quota frees and
@@ -154,6 +205,13 @@ class QueueWorld(Simulation):
         run.state = State.PENDING
         self.queue.released(run.key)
         self.kueue_dirty = True
+        if self.succeeded.pop(run.key, None) is not None:  # its Job had completed: it finishes now
+            self.queue.finish(run.key)
+            attempt = run.attempt
+            attempt.reserved = t
+            self.end_attempt(t, run, "Finished", "Succeeded", f"Job {run.key} finished")
+            attempt.released = t
+            run.state = State.FINISHED
 
     def pods_gone(self, t: int, run: JobRun, pods: list[str]) -> None:
         """An evicted attempt's pods are gone: their GPUs free for the pods waiting for a node."""

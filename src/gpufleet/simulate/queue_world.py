@@ -30,6 +30,12 @@ from gpufleet.simulate.requests import POD_SET, pod_spec
 from gpufleet.twin import Admitted, Preempted
 
 
+# Where in its second a quota release falls: a Job's completion or a victim's release comes a
+# fraction of a second after the event that caused it (the testbed's ledgers: a finish 1-2 s after
+# the pods' end, in whole seconds); half a second, the mean of a uniform fraction.
+MID_SECOND_MS = 500
+
+
 class QueueWorld(Simulation):
     tainted = True
     waits_out_serving = False
@@ -50,6 +56,10 @@ class QueueWorld(Simulation):
         """Kueue's clock reaches the instant first: what the event changes happens at ``t``, and the
         requeue batch it asks for fires a second after ``t``."""
         self.queue.at(t)
+        if kind in (DONE, RELEASE):
+            # Kueue frees the quota during the second, not on it: a job created on the next second
+            # comes before the requeue batch this change sets off (``settle_world``)
+            self.queue.twin.advance_to(t * 1000 + MID_SECOND_MS)
         super().handle(t, kind, subject)
 
     def enter(self, t: int, run: JobRun) -> None:
@@ -65,6 +75,22 @@ class QueueWorld(Simulation):
         if not self.kueue_dirty:
             return
         self.kueue_dirty = False
+        self.kueue_cycles(t)
+        # a timer of Kueue's due later within this second (the requeue batch of a quota freed
+        # mid-second, ``MID_SECOND_MS``) fires after the instant's own cycles
+        fired: int | None = None
+        while (due := self.queue.due()) is not None and due < (t + 1) * 1000 and self.queue.twin.queues.parked():
+            if due == fired:
+                break  # nothing fired it: leave it to its instant
+            fired = due
+            self.queue.twin.advance_to(due)
+            self.kueue_cycles(t)
+        wake = self.queue.wake()
+        if wake is not None and (self.kueue_wake is None or self.kueue_wake <= t or wake < self.kueue_wake):
+            self.kueue_wake = max(wake, t + 1)
+            self.push(self.kueue_wake, KUEUE, None)
+
+    def kueue_cycles(self, t: int) -> None:
         by_key = self.by_key
         for result in self.queue.cycles(t):
             for victim in result.preempted:
@@ -82,10 +108,6 @@ class QueueWorld(Simulation):
                 # again within the instant holds its node for its grace period, as a real one does
                 self.place_dirty = False
                 self.place_round(t)
-        wake = self.queue.wake()
-        if wake is not None and (self.kueue_wake is None or self.kueue_wake <= t or wake < self.kueue_wake):
-            self.kueue_wake = max(wake, t + 1)
-            self.push(self.kueue_wake, KUEUE, None)
 
     def handle_world(self, t: int, kind: int, subject: Any) -> None:
         if kind == TIMEOUT:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from gpufleet.ledger.records import FINISH_LATENCY_S
 from gpufleet.policy.model import FleetPolicy
 from gpufleet.twin.clocks import RELEASE_DELAY_MS
 
@@ -96,14 +97,15 @@ class SimulationConfig:
     (the twin's ``RELEASE_DELAY_MS``, measured on issue 18's testbed), while the pods still hold
     their GPUs for their grace period (each job's ``termination_grace_s``, Kubernetes' 30 s unless
     the trace says otherwise). 0: at the eviction's own instant."""
-    finish_delay_s: int = 1
+    finish_delay_s: int = FINISH_LATENCY_S
     """Seconds from a job's run end to Kueue releasing its quota. The pods succeed and free their node
     at once (the scheduler sees a succeeded pod's resources free), but the quota frees only once the
     Job controller has marked the Job complete and Kueue's job reconciler has finished the Workload.
     1 s: measured on the testbed by the world differential (issue 32; docs/simulate.md): of 131
     recorded finishes over 9 real runs, 122 ended 1 s after their pods' run-for in the ledger's whole
-    seconds, 6 ended 2 s after, 2 in the same second. A real job of hours does not notice it; a race
-    of one second (a reclaim and a finish in the same second) goes the real way."""
+    seconds, 6 ended 2 s after, 2 in the same second. The ledger's ``finished`` is then, as the
+    recorder writes it. A real job of hours does not notice it; a race of one second (a reclaim and a
+    finish in the same second) goes the real way."""
     pod_start_delay_s: int = 0
     """Seconds from Kueue admitting a workload to its pods reaching the scheduler (Kueue unsuspends the
     Job, the Job controller creates the pods). Measured on the same runs: well under a second; a pod on

@@ -29,7 +29,6 @@ from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.requests import POD_SET, pod_spec
 from gpufleet.twin import Admitted, Preempted
 
-
 # Where in its second a quota release falls: a Job's completion or a victim's release comes a
 # fraction of a second after the event that caused it (the testbed's ledgers: a finish 1-2 s after
 # the pods' end, in whole seconds); half a second, the mean of a uniform fraction.

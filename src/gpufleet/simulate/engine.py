@@ -225,12 +225,12 @@ class Simulation:
         """Priority values, LocalQueues per namespace and Kueue cycles, for the outcome."""
         return {}, {}, 0
 
-    def delay(self, seconds: int) -> int:
+    def delay(self, seconds: int, late: float) -> int:
         """A control-plane delay (``SimulationConfig``): as configured, or with a jitter seed a second
-        longer for a ``late_share`` of them, as a loaded control plane is now and then."""
+        longer with probability ``late``, as a loaded control plane is now and then."""
         if self.jitter is None:
             return seconds
-        return seconds + (self.jitter.random() < self.config.late_share)
+        return seconds + (self.jitter.random() < late)
 
     # --- the loop --------------------------------------------------------------------------------
     def push(self, t: int, kind: int, subject: Any) -> None:

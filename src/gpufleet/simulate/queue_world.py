@@ -154,7 +154,7 @@ class QueueWorld(Simulation):
         run.state = State.ADMITTED
         run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
         self.watch.reserve(run.team, *run.quota)
-        delay = self.delay(self.config.pod_start_delay_s)
+        delay = self.config.pod_start_delay_s
         if delay:  # Kueue unsuspends the Job, the Job controller creates its pods (``PODS``)
             self.push(t + delay, PODS, (run, attempt.number))
         else:
@@ -167,7 +167,7 @@ class QueueWorld(Simulation):
         the Job controller has marked the Job complete and Kueue finished the Workload, a finish delay
         later (``DONE``). Meanwhile the Workload is still admitted, so Kueue may preempt it
         (``preempted``), as the testbed once showed (docs/simulate.md, world differential item 10)."""
-        delay = self.delay(self.config.finish_delay_s)
+        delay = self.delay(self.config.finish_delay_s, self.config.late_finish)
         if not delay:
             super().finish(t, run)
             return
@@ -201,7 +201,7 @@ class QueueWorld(Simulation):
         run.state = State.TERMINATING
         attempt = run.begin(t)
         attempt.reason, attempt.message = "Preempted", p.message
-        self.push(t + self.delay(self.config.release_delay_s), RELEASE, (run, ended))
+        self.push(t + self.delay(self.config.release_delay_s, self.config.late_finish), RELEASE, (run, ended))
         self.push(gone, GONE, (run, pods))
 
     def preempted_after_success(self, t: int, run: JobRun, p: Preempted) -> None:
@@ -216,7 +216,7 @@ class QueueWorld(Simulation):
         run.state = State.TERMINATING
         attempt = run.begin(t)
         attempt.reason, attempt.message = "Preempted", p.message
-        self.push(t + self.delay(self.config.release_delay_s), RELEASE, (run, ended))
+        self.push(t + self.delay(self.config.release_delay_s, self.config.late_finish), RELEASE, (run, ended))
 
     def quota_released(self, t: int, run: JobRun, ended: Attempt) -> None:
         """Kueue cleared the victim's reservation (its Job has no active pod): the quota frees and

@@ -14,23 +14,13 @@ from gpufleet.placement import Cluster, NodeSpec, PodSpec, Unschedulable
 from gpufleet.simulate.config import SimulationConfig
 from gpufleet.simulate.differential import from_records
 from gpufleet.simulate.run import simulate
-from tests.simulate.fleets import FLAT, HEADER, SERVING_AT_RISK, fleet, job
+from tests.simulate.fleets import FLAT, SERVING_AT_RISK, TWO_TEAMS, fleet, job
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 
-# Two teams guaranteed one card each on one two-card node, in one cohort: a may borrow b's card, and
-# b reclaims it (Kueue's default reclaimWithinCohort: Any).
-SHARED = (
-    HEADER
-    + """
-pools:
-  - {name: train, gpu: H100-SXM5-80GB, nodes: [n1], gpusPerNode: 2, role: training, slicing: {mode: full}}
-teams:
-  - {name: a, namespaces: [a], quota: {train: {gpus: 1}}, priorityClasses: [batch], dataClasses: [internal]}
-  - {name: b, namespaces: [b], quota: {train: {gpus: 1}}, priorityClasses: [batch], dataClasses: [internal]}
-queueing: {cohort: c}
-"""
-)
+# tests.simulate.fleets.TWO_TEAMS in one cohort: a may borrow b's card on the two-card training node,
+# and b reclaims it (Kueue's default reclaimWithinCohort: Any).
+SHARED = TWO_TEAMS + "queueing: {cohort: c}\n"
 
 
 def _allocations(records: list[object], name: str) -> list[Allocation]:

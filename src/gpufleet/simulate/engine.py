@@ -10,12 +10,15 @@ of one second has run, the instant *settles*, in this order:
 
 1. (queue world) Kueue's cycles until one admits and preempts nothing: preempted victims' pods
    start terminating, admitted workloads get pods carrying their flavor's node labels and
-   tolerations;
+   tolerations, and those pods bind before the next cycle (on a cluster they are created and bound
+   well within a second, so a workload preempted again within the instant holds its nodes);
 2. the scheduler's round over every pod without a node: serving replicas first (their
    PriorityClass puts them ahead in kube-scheduler's queue), then jobs in admission order (queue
    world) or arrival order (first-apply); a pod shape that found no node is not tried again in the
    same round, since binding only takes room away;
-3. a job whose every pod is bound starts, and finishes ``duration`` seconds later.
+3. a job whose every pod is bound starts, and finishes ``duration`` seconds later (in the queue
+   world its pods free their node then, and Kueue frees its quota a finish delay later:
+   ``SimulationConfig.finish_delay_s``, measured on the testbed).
 
 waitForPodsReady: an admitted job not running ``timeout`` seconds after its admission is evicted
 (its quota released, its bound pods terminating) and requeued after Kueue's backoff, with the eviction time as its new

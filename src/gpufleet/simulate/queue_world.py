@@ -6,7 +6,8 @@ get pods carrying their flavor's node labels and tolerations, preempted victims'
 the grace period (holding their GPUs) while their quota is released a release delay after the
 eviction (``RELEASE``: Kueue's job reconciler clears the reservation once the Job has no active pod,
 and pods being deleted are not active), waitForPodsReady evicts what is not running in time and
-requeues it after Kueue's backoff. Only those events free quota, so with nothing left to happen the
+requeues it after Kueue's backoff. A finished job's pods free their node at once and its quota a
+finish delay later (``DONE``), and Kueue may preempt it in between. Only those events free quota, so with nothing left to happen the
 run stops at once (``waits_out_serving`` is off). The nodes carry the pools' taints.
 
 Kueue's clocks (``twin/clocks.py``) run with the instants: the twin's millisecond clock is moved to
@@ -186,22 +187,15 @@ class QueueWorld(Simulation):
             self.preempted_after_success(t, run, p)
             return
         gone = t + run.job.termination_grace_s
-        ended = run.attempt
         pods = [pod.name for pod in run.pods]
         if run.state is State.RUNNING:
-            started = ended.started
+            started = run.attempt.started
             assert started is not None
             run.work_lost += sum(run.bound[pod][0] for pod in pods) * (gone - started)
             self.waiting += 1
             self.watch.waiting(run, 1)
         self.placing.pop(run.key, None)
-        self.end_attempt(t, run, "Preempted", p.reason, p.message)
-        ended.end_by = p.preemptor
-        run.preemptions += 1
-        run.state = State.TERMINATING
-        attempt = run.begin(t)
-        attempt.reason, attempt.message = "Preempted", p.message
-        self.push(t + self.delay(self.config.release_delay_s, self.config.late_finish), RELEASE, (run, ended))
+        self.evict(t, run, p)
         self.push(gone, GONE, (run, pods))
 
     def preempted_after_success(self, t: int, run: JobRun, p: Preempted) -> None:
@@ -209,6 +203,10 @@ class QueueWorld(Simulation):
         complete): the attempt ends Preempted, nothing is lost or held, and when Kueue releases the
         quota the Job is found complete, so the Workload finishes then with no new start (the
         recorder writes it so: a second attempt, Finished, with quota and no pod)."""
+        self.evict(t, run, p)
+
+    def evict(self, t: int, run: JobRun, p: Preempted) -> None:
+        """The attempt ends Preempted; a new one waits, and Kueue releases the quota a release delay later."""
         ended = run.attempt
         self.end_attempt(t, run, "Preempted", p.reason, p.message)
         ended.end_by = p.preemptor

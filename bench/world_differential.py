@@ -12,7 +12,8 @@ Then, apart, what compression itself changes: ``simulate`` on the original trace
 on the compressed trace, its times put back on the original scale.
 
 Run: ``python -m bench world_differential [--scenario small|fair|gang|all] [--real-runs R] [--seeds N]
-[--factor F] [--work DIR] [--out DIR]``; ``--rejudge DIR`` judges the real runs a ``--work DIR`` kept
+[--factor F] [--work DIR] [--out DIR]``; with ``--work DIR`` the real runs already kept there count
+towards ``R`` and only the missing ones run (so runs can be added one at a time); ``--rejudge DIR`` judges the real runs a ``--work DIR`` kept
 against the simulator as it is now, without a testbed; a trace the testbed cannot run at its factor exits 2 before
 any testbed starts. Ends with ``world differential: N of M measures within the real-vs-real floor (S
 scenarios, R real runs each)``. Wall figures move with the machine's load: say the load beside them.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -37,6 +39,7 @@ from gpufleet.simulate.differential import (
     WorldMeasures,
     distance,
     ensemble,
+    ensemble_config,
     from_records,
     judge,
     measures_of,
@@ -66,6 +69,10 @@ def _saved(work: Path, scenario: Scenario) -> list[WorldMeasures]:
     return out
 
 
+def _kept(work: Path, scenario: Scenario, i: int) -> bool:
+    return (work / f"{scenario.name}-real-{i}" / "origin").exists()
+
+
 def run_scenario(
     scenario: Scenario, real_runs: int, seeds: int, work: Path, rejudge: bool = False
 ) -> tuple[int, int, dict[str, object]]:
@@ -74,10 +81,12 @@ def run_scenario(
     check_runnable(jobs, fleet, source=f"scenario {scenario.name}")
     print(f"\n== {scenario.name}: {len(jobs)} jobs, compressed {scenario.factor:g}x, "
           f"{real_runs} real runs, {seeds} simulated (load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
-    real: list[WorldMeasures] = _saved(work, scenario) if rejudge else []
-    if rejudge:
-        print(f"  {len(real)} real runs saved under {work}, judged against the simulator as it is now")
-    for i in range(0 if rejudge else real_runs):
+    real: list[WorldMeasures] = _saved(work, scenario)
+    if real:
+        print(f"  {len(real)} real runs kept under {work}, judged against the simulator as it is now")
+    missing = [] if rejudge else [i for i in range(real_runs + len(real)) if not _kept(work, scenario, i)]
+    for i in missing[: max(0, real_runs - len(real))]:
+        shutil.rmtree(work / f"{scenario.name}-real-{i}", ignore_errors=True)  # a run that did not finish
         began = time.monotonic()
         run = run_real(fleet, jobs, work / f"{scenario.name}-real-{i}", ensure(REPO),
                        drain_timeout_s=scenario.drain_timeout_s, say=print)  # fmt: skip
@@ -88,7 +97,9 @@ def run_scenario(
               f"{m.preemptions}, {m.pods_ready_evictions} podsReady evictions; trace wall {run.wall_s:.0f} s, "
               f"run {time.monotonic() - began:.0f} s; undrained {list(run.undrained)}; late {list(run.late)} "
               f"(load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
-    sims = [from_records(run_simulated(fleet, ensemble(jobs, seed)), ORIGIN) for seed in range(seeds)]
+    sims = [
+        from_records(run_simulated(fleet, ensemble(jobs, seed), ensemble_config(seed)), ORIGIN) for seed in range(seeds)
+    ]
     verdicts = judge(real, sims)
     print(f"  {'measure':<34} {'unit':<22} {'sim-real':>9} {'floor':>9} {'sim-sim':>9}  agrees")
     for v in verdicts:
@@ -106,7 +117,7 @@ def run_scenario(
     agree = sum(v.agrees for v in verdicts)
     doc = {
         "scenario": scenario.name,
-        "realRuns": real_runs,
+        "realRuns": len(real),
         "seeds": seeds,
         "measures": [
             {
@@ -149,13 +160,13 @@ def main() -> int:
             r = args.real_runs or scenario.real_runs
             if args.rejudge:
                 r = len(list(args.rejudge.glob(f"{name}-real-*/origin")))
-            runs.add(r)
             try:
                 a, n, doc = run_scenario(scenario, r, args.seeds, work, rejudge=args.rejudge is not None)
             except InputError as exc:
                 print(f"error: {exc.summary()}", file=sys.stderr)
                 return 2
             agree, total = agree + a, total + n
+            runs.add(int(str(doc["realRuns"])))
             docs.append(doc)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,7 @@ def test_a_short_demo_tunes_and_says_what_changes(tmp_path: Path) -> None:
 def test_the_tuned_queue_against_first_apply_on_the_example_week(tmp_path: Path) -> None:
     """The demo's week, with kube-scheduler's stock scoring as the real one computes it: the tuned
     queue finishes every job first apply finishes, keeps the serving pool whole where first apply
-    starves it, shortens every team's p95 wait, stays fair (Jain at least 0.95) and preempts no job
+    starves it, shortens the worst team's p95 wait (and every team's against the given policy), stays fair (Jain at least 0.95) and preempts no job
     more than 3 times. Goodput against first apply is whatever the run gives, and the headline says
     which way it went: first apply also runs batch work on the serving cards, so it can finish more
     GPU-hours inside the week (docs/simulate.md, "Checked against the real control plane")."""
@@ -50,17 +50,25 @@ def test_the_tuned_queue_against_first_apply_on_the_example_week(tmp_path: Path)
     first, given, tuned = (w.measures for w in result.tuning.worlds)
     assert tuned.finished == first.finished == tuned.jobs and tuned.never_admissible == 0
     assert first.serving_starved_replica_min > 0 and tuned.serving_starved_replica_min == 0
-    waits = {t.team: t.wait_p95_s for t in first.teams}
-    assert all(t.wait_p95_s is not None and t.wait_p95_s < (waits[t.team] or 0) for t in tuned.teams)
+    # the worst team's p95 wait is shorter than first apply's; with the control plane's finish delay
+    # (docs/simulate.md, "World differential") nlp's is not (13 h 15 min against 13 h 9 min), so the
+    # claim that every team's is shorter no longer stands; against the given policy every team's is
+    worst = max(t.wait_p95_s or 0 for t in tuned.teams)
+    assert worst < max(t.wait_p95_s or 0 for t in first.teams)
+    before = {t.team: t.wait_p95_s for t in given.teams}
+    assert all(t.wait_p95_s is not None and t.wait_p95_s < (before[t.team] or 0) for t in tuned.teams)
     assert tuned.preemptions_max <= 3 and tuned.jain is not None and tuned.jain >= 0.95
     assert tuned.goodput_gpu_h > given.goodput_gpu_h
     assert given.preemptions_max > 3, "the example policy thrashes (that is what the demo shows)"
     missing = shortfalls(first, tuned, result.tuning.constraints)
     behind = tuned.goodput_gpu_h <= first.goodput_gpu_h
-    assert missing == (
-        [f"goodput {tuned.goodput_gpu_h:,.0f} GPU-h is not above first apply's {first.goodput_gpu_h:,.0f}"]
-        if behind
-        else []
+    waits = {t.team: t.wait_p95_s or 0 for t in first.teams}
+    longer = [t.team for t in tuned.teams if (t.wait_p95_s or 0) > waits[t.team]]
+    # the verdict names every goal missed: goodput behind first apply, and each team waiting longer
+    assert len(missing) == behind + len(longer)
+    assert behind == (
+        f"goodput {tuned.goodput_gpu_h:,.0f} GPU-h is not above first apply's {first.goodput_gpu_h:,.0f}" in missing
     )
+    assert all(any(m.startswith(f"{team}'s p95 wait") for m in missing) for team in longer)
     if behind:
         assert "It misses the goal: goodput" in headline(first, given, tuned, result.tuning.constraints)

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from gpufleet.cli import app
 from gpufleet.policy import load_policy, resolve
-from gpufleet.simulate.differential import WorldMeasures, ensemble, from_records, judge
+from gpufleet.simulate.differential import WorldMeasures, ensemble, ensemble_config, from_records, judge
 from gpufleet.testbed.world import ORIGIN, RealRun, run_real, run_simulated
 from gpufleet.trace.compression import check_runnable, compress
 from gpufleet.trace.native import read_trace
@@ -29,18 +29,27 @@ from tests.e2e.world_scenarios import HERE as SCENARIOS
 from tests.e2e.world_scenarios import small
 
 SEEDS = 4
-# Measures decided by a sub-second race on this trace (docs/simulate.md, "World differential"): at
-# trace second 73 beta's reclaim and alpha's w014 finishing fall within the same second; the testbed
-# finishes w014 first (its Jobs end 0-2 s after their pods' run-for, the Job controller and Kueue
-# reconciling), the simulator, on whole seconds, reclaims first and preempts it. From there the
-# preemption chains differ, and with them every later admission. The counts of preemptions by reason,
-# evictions and the hours of quota held idle or lost do not move with it and are held to the floor.
-# The same race decides whether beta's reclaim takes one victim more: two real runs of this trace gave
-# InCohortReclamation 6 and 5 (bench, 2026-12-05), so with two runs in CI the real-vs-real floor of that
-# count is 0 or 1 by chance, and the count is printed with the others, not held to it.
+# Measures a race of a second still decides on this trace (docs/simulate.md, "World differential"),
+# printed beside the floor and not held to it. The bench's three real runs of this trace (2026-12-05,
+# /tmp/wr-work, judged pair by pair as CI's two runs would be) show which: every pair of them agreed
+# with the simulator on goodput, lost GPU-hours, hours admitted but unplaced and the counts of
+# InClusterQueue preemptions and podsReady evictions, which are held to the floor. The per-team waits
+# and completions, the admission order and the count of InCohortReclamation preemptions moved with
+# which way a one-second race went (two runs took one branch, the third another: beta's reclaim takes
+# one victim more or fewer, 6 or 5), and so did the hours of quota held idle: one pair of real runs
+# repeated each other to the ledger's resolution (0.0175 GPU-h) while the simulator, a second off on
+# some attempts, was 0.024 GPU-h from them. Goodput, race-bound before the simulator modelled the
+# finish delay (docs/simulate.md, item 6), is held now.
 RACE_BOUND = frozenset(
-    {"wait alpha", "wait beta", "completion alpha", "completion beta", "goodput", "admission order",
+    {"wait alpha", "wait beta", "completion alpha", "completion beta", "held idle", "admission order",
      "preemptions InCohortReclamation"}
+)  # fmt: skip
+# The replay of a recorded run (its ledger through ``trace convert --from-ledger``): in the same three
+# runs it agreed on goodput, lost and held-idle hours and every count; the waits, completions and the
+# admission order follow the race as above, and once (run 0 against runs 0 and 2) the hours admitted
+# but unplaced did too.
+REPLAY_RACE_BOUND = frozenset(
+    {"wait alpha", "wait beta", "completion alpha", "completion beta", "admitted unplaced", "admission order"}
 )  # fmt: skip
 CI_RUNS = 2  # the bench runs the scenario's three; two fit CI's budget
 
@@ -68,14 +77,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     yield Runs(real, [from_records(r.records, r.origin) for r in real])
 
 
-def _disagreements(real: list[WorldMeasures], simulated: list[WorldMeasures]) -> list[str]:
+def _disagreements(
+    real: list[WorldMeasures], simulated: list[WorldMeasures], race_bound: frozenset[str] = RACE_BOUND
+) -> list[str]:
     verdicts = judge(real, simulated)
     for v in verdicts:  # every figure, in the test's output, the race-bound ones included
         print(f"{v.measure.name:<32} {v.sim_to_real:9.3f} {v.measure.unit:<22} floor {v.floor:9.3f}")
     return [
         f"{v.measure.name}: {v.sim_to_real:.3f} {v.measure.unit} > floor {v.floor:.3f}"
         for v in verdicts
-        if not v.agrees and v.measure.name not in RACE_BOUND
+        if not v.agrees and v.measure.name not in race_bound
     ]
 
 
@@ -87,7 +98,10 @@ def test_every_job_of_the_trace_ran_on_the_testbed(runs: Runs) -> None:
 def test_the_simulator_agrees_with_the_testbed_within_the_floor(runs: Runs) -> None:
     scenario = small()
     jobs = compress(scenario.jobs, scenario.factor)
-    sims = [from_records(run_simulated(scenario.fleet(), ensemble(jobs, seed)), ORIGIN) for seed in range(SEEDS)]
+    sims = [
+        from_records(run_simulated(scenario.fleet(), ensemble(jobs, seed), ensemble_config(seed)), ORIGIN)
+        for seed in range(SEEDS)
+    ]
     assert _disagreements(runs.measures, sims) == []
 
 
@@ -108,7 +122,7 @@ def _replayed(runs: Runs, policy: Path, out: Path) -> WorldMeasures:
 def test_the_recorded_ledger_replays_within_the_floor(runs: Runs, tmp_path: Path) -> None:
     replay = _replayed(runs, small().policy, tmp_path)
     assert replay.finished == replay.jobs
-    assert _disagreements(runs.measures, [replay]) == []
+    assert _disagreements(runs.measures, [replay], REPLAY_RACE_BOUND) == []
 
 
 def test_the_recorded_ledger_runs_under_another_policy(runs: Runs, tmp_path: Path) -> None:

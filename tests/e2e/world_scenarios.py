@@ -9,7 +9,7 @@ and the e2e test (``test_world_differential.py``) share them.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpufleet.policy import Fleet, load_policy, resolve
@@ -81,4 +81,37 @@ def gang() -> Scenario:
     return Scenario("gang", HERE / "gang.yaml", jobs, 10.0, 3, 600)
 
 
-SCENARIOS = {"small": small, "fair": fair, "gang": gang}
+def _example_trace(seed: int) -> tuple[Job, ...]:
+    """The example week's mix, scaled: training on H100 (1-2 pods of 2-4 cards; a fifth at train-high, the
+    rest batch), dev jobs of one L40S time-slice replica at dev priority, and one 2 x 4 gang of vision's,
+    which its quota can never admit (the example's NeverAdmissible)."""
+    rng = random.Random(seed)
+    teams = ("research", "research", "nlp", "vision")  # research, weight 2, submits the most
+    jobs = []
+    for i in range(30):
+        team = teams[rng.randrange(len(teams))]
+        submit, duration = rng.randrange(1800), rng.randint(200, 450)
+        if rng.random() < 0.3:
+            jobs.append(Job(f"w{i:03d}", team, team, submit, duration, JobKind.DEV, pods=1, gpu_milli=250,
+                            priority_class="dev"))  # fmt: skip
+            continue
+        pods, gpus = ((1, 2), (1, 4), (2, 2), (1, 1))[rng.randrange(4)]
+        high = rng.random() < 0.2
+        jobs.append(Job(f"w{i:03d}", team, team, submit, duration, JobKind.TRAINING, pods=pods, gpus=gpus,
+                        priority_class="train-high" if high else "batch"))  # fmt: skip
+    jobs.append(Job("w030", "vision", "vision", 600, 300, JobKind.TRAINING, pods=2, gpus=4, priority_class="batch"))
+    return tuple(sorted(jobs, key=lambda j: (j.submit_s, j.job_id)))
+
+
+def example() -> Scenario:
+    """The bundled example fleet scaled to fit (``world/example.yaml``): 31 jobs over 30 minutes (180 s
+    compressed). Its never-admissible gang never ends, so a real run waits out ``drain_timeout_s``."""
+    return Scenario("example", HERE / "example.yaml", _example_trace(35), 10.0, 3, 300)
+
+
+def tuned() -> Scenario:
+    """The example's trace under the policy ``gpufleet tune`` recommends for it (``world/tuned.yaml``)."""
+    return replace(example(), name="tuned", policy=HERE / "tuned.yaml")
+
+
+SCENARIOS = {"small": small, "fair": fair, "gang": gang, "example": example, "tuned": tuned}

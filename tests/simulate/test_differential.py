@@ -110,10 +110,13 @@ def test_measures_of_a_ledger_worked_by_hand() -> None:
 
 def test_ledger_measures_agree_with_the_simulator_s_own() -> None:
     """Measured from its ledger records, a simulated run gives what the simulator's own measures say:
-    the same goodput, preemptions, podsReady evictions and (per job) waits."""
+    the same goodput, preemptions, podsReady evictions and (per job) waits. With no finish delay: the
+    ledger's ``finished`` is Kueue's (the Workload finished), which a finish delay puts after the pods'
+    end that the simulator's own GPU-hours count (``test_a_finished_job_s_quota_frees_a_finish_delay_
+    after_its_pods_end``)."""
     jobs = [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a", 700, 600)]
     f = fleet(TWO_TEAMS)
-    result = simulate(f, jobs, SimulationConfig(serving=FLAT, start=START))
+    result = simulate(f, jobs, SimulationConfig(serving=FLAT, start=START, finish_delay_s=0))
     m = from_records(result.records, START)
     own = measure(result, f, (0, result.outcome.end))
     assert round(m.goodput_gpu_h, 3) == own.goodput_gpu_h
@@ -166,10 +169,12 @@ def test_distance_refuses_an_unknown_measure() -> None:
 
 
 def test_gang_records_measure_alike() -> None:
-    """A 2x2 gang on two 2-card nodes: from its records, its goodput is its 4 cards for its duration."""
-    result = simulate(fleet(TWO_NODES), [job("g", "a", 0, 900, gpus=2, pods=2)], SimulationConfig(start=START))
+    """A 2x2 gang on two 2-card nodes: from its records, its goodput is its 4 cards from its start to
+    Kueue's finish, a finish delay after its pods' end (the ledger's ``finished``, as the recorder writes it)."""
+    config = SimulationConfig(start=START)
+    result = simulate(fleet(TWO_NODES), [job("g", "a", 0, 900, gpus=2, pods=2)], config)
     m = from_records(result.records, START)
-    assert m.goodput_gpu_h == pytest.approx(4 * 900 / 3600) and m.finished == 1
+    assert m.goodput_gpu_h == pytest.approx(4 * (900 + config.finish_delay_s) / 3600) and m.finished == 1
     assert replace(m, goodput_gpu_h=0).jobs == 1
 
 
@@ -212,7 +217,7 @@ def test_a_gang_bound_in_two_steps_started_with_its_first_pod_as_the_recorder_wr
     run = next(r for r in result.outcome.runs if r.job.job_id == "g")
     assert run.attempts[0].started == 40  # the simulator's own start: every pod bound
     assert g.started == START + timedelta(seconds=11)  # the ledger's: the first pod's
-    assert g.finished == START + timedelta(seconds=140)
+    assert g.finished == START + timedelta(seconds=141)  # Kueue's finish: a finish delay after its pods' end
 
 
 def test_a_job_that_succeeded_while_kueue_preempted_it_counts_as_finished() -> None:

@@ -35,7 +35,7 @@ def test_a_parked_workload_wakes_one_requeue_batch_after_the_quota_frees(
     clocks: bool, reserved: dict[str, list[int]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _clocks(clocks, monkeypatch)
-    result = simulate(fleet(SERVING_AT_RISK), JOBS, SimulationConfig(mode=Mode.QUEUE, serving=FLAT))
+    result = simulate(fleet(SERVING_AT_RISK), JOBS, SimulationConfig(mode=Mode.QUEUE, serving=FLAT, finish_delay_s=0))
     got = {r.key: [a.reserved for a in r.attempts if a.reserved is not None] for r in result.outcome.runs}
     assert got == reserved
 
@@ -104,7 +104,9 @@ def test_the_requeue_batch_wakes_a_parked_preemptor_into_a_preempt_back_loop(
     parked and nothing loops."""
     _clocks(clocks, monkeypatch)
     f = fleet(THREE_TEAMS)
-    config = SimulationConfig(mode=Mode.QUEUE, serving=FLAT, until_s=1500, release_delay_s=release_delay)
+    config = SimulationConfig(
+        mode=Mode.QUEUE, serving=FLAT, until_s=1500, release_delay_s=release_delay, finish_delay_s=0
+    )
     result = simulate(f, LOOP_JOBS, config)
     preempted = {r.key: r.preemptions for r in result.outcome.runs}
     found = [

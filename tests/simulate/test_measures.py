@@ -16,7 +16,7 @@ from tests.simulate.fleets import FLAT, TWO_NODES, TWO_TEAMS, fleet, job, limite
 
 
 def run(f: Fleet, jobs: list[Job], mode: Mode = Mode.QUEUE) -> RunResult:
-    return simulate(f, jobs, SimulationConfig(mode=mode, serving=FLAT))
+    return simulate(f, jobs, SimulationConfig(mode=mode, serving=FLAT, finish_delay_s=0))
 
 
 def gang() -> tuple[Fleet, list[Job]]:

@@ -65,7 +65,7 @@ def two_teams_queue() -> dict:
     result = simulate(
         fleet(TWO_TEAMS),
         [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a", 700, 600)],
-        SimulationConfig(serving=FLAT),
+        SimulationConfig(serving=FLAT, finish_delay_s=0),
     )
     return result.summary
 

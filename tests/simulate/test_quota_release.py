@@ -28,7 +28,11 @@ JOBS = [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a
 
 def run(release_delay: int, timeout: int = 1800) -> RunResult:
     config = SimulationConfig(
-        serving=FLAT, start=START, release_delay_s=release_delay, pods_ready=PodsReady(timeout_s=timeout)
+        serving=FLAT,
+        start=START,
+        release_delay_s=release_delay,
+        pods_ready=PodsReady(timeout_s=timeout),
+        finish_delay_s=0,
     )
     return simulate(fleet(TWO_TEAMS), JOBS, config)
 

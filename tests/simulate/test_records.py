@@ -14,7 +14,7 @@ START = datetime(2026, 1, 5, tzinfo=UTC)
 
 def records() -> list[Allocation | WaitInterval]:
     jobs = [job("j1", "a", 0, 3600, gpus=2), job("j2", "b", 600, 1800), job("j3", "a", 700, 600)]
-    return simulate(fleet(TWO_TEAMS), jobs, SimulationConfig(serving=FLAT, start=START)).records
+    return simulate(fleet(TWO_TEAMS), jobs, SimulationConfig(serving=FLAT, start=START, finish_delay_s=0)).records
 
 
 def test_each_admission_attempt_is_one_allocation() -> None:

@@ -35,11 +35,12 @@ def test_training_lands_on_serving_nodes_only_without_the_queue(
 
 
 def test_the_queue_makes_the_second_job_wait_for_quota() -> None:
-    """Team a's quota is the two training cards: t2, parked, waits until t1 finishes at 7200 and
-    wakes with Kueue's requeue batch one second later."""
+    """Team a's quota is the two training cards: t2, parked, waits until t1 finishes: its pods end at
+    7200, Kueue finishes its Workload a finish delay later (during second 7201) and the requeue batch
+    wakes t2 one second after that, within second 7202."""
     jobs = [job("t1", "a", 0, 7200, gpus=2), job("t2", "a", 60, 7200, gpus=2)]
     result = simulate(fleet(SERVING_AT_RISK), jobs, SimulationConfig(mode=Mode.QUEUE, serving=NIGHT_THEN_DAY))
-    assert [row["wait_s"] for row in result.rows] == [0, 7141]
+    assert [row["wait_s"] for row in result.rows] == [0, 7142]
     assert result.outcome.runs[1].attempts[0].reason == "WaitingForQuota"
 
 

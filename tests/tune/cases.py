@@ -44,10 +44,11 @@ def a_alone() -> list[Job]:
 
     By hand: with borrowingLimit 0 team a runs two at a time (four rounds, the last waits 3 h); with
     the limit lifted it runs four at a time (two rounds, the last waits 1 h), like first apply. In
-    the queue world each later round starts one second after the last ends: its jobs were parked,
-    and Kueue wakes them one requeue batch after the quota frees (twin/clocks.py). In first apply's
-    2 h window that is 2 cards × 3599 s in the second round: 3.999 GPU-h (limit 0) and 7.999
-    (lifted); the last waits are 3 h 3 s and 1 h 1 s.
+    the queue world each later round starts two seconds after the last ends: Kueue frees a finished
+    job's quota a finish delay (1 s, ``SimulationConfig.finish_delay_s``) after its pods end, and its
+    jobs were parked, so Kueue wakes them one requeue batch after the quota frees (twin/clocks.py).
+    In first apply's 2 h window that is 3598 s per card in the second round: 3.999 GPU-h (limit 0,
+    2 cards) and 7.998 (lifted, 4 cards); the last waits are 3 h 6 s and 1 h 2 s.
     """
     return [job(f"a-{i}", "a", 0, HOUR) for i in range(8)]
 

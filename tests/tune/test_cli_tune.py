@@ -47,7 +47,7 @@ def test_tune_writes_a_policy_plan_and_render_take(tmp_path: Path, monkeypatch: 
         for d in doc["diff"]
     )
     rows = (out / "trials.csv").read_text().splitlines()
-    assert len(rows) == 1 + 4 and rows[1].startswith("0,input,True,3.999,3.001")
+    assert len(rows) == 1 + 4 and rows[1].startswith("0,input,True,3.999,3.002")
     assert "Three worlds" in result.output and "IdleBehindLimits" in result.output
     tables = [line for line in result.output.splitlines() if line[:1] in "┏┃┡│└"]
     wide = [line for line in tables if len(line) > 100]

@@ -24,13 +24,13 @@ def _journal(tmp_path: Path, trials: int, **kw: object) -> StudySpec:
 @pytest.mark.parametrize("reasoned", [True, False], ids=["reasoned-candidates", "sampler-only"])
 def test_lifting_the_borrowing_limit_lets_the_idle_quota_be_used(tmp_path: Path, reasoned: bool) -> None:
     """By hand (cases.a_alone): limit 0 → two at a time, 3.999 GPU-h in the 2 h window, last wait 3 h
-    3 s; lifted → 7.999 GPU-h, 1 h 1 s (each later round waits one requeue batch)."""
+    6 s; lifted → 7.998 GPU-h, 1 h 2 s (each later round waits a finish delay and one requeue batch)."""
     t = tune(policy(), a_alone(), _journal(tmp_path, 6), reasoned=reasoned)
     first, given, tuned = (w.measures for w in t.worlds)
     assert t.window == (0, 2 * HOUR)  # first apply runs all eight in two rounds
-    assert given.goodput_gpu_h == pytest.approx(3.999) and tuned.goodput_gpu_h == pytest.approx(7.999)
-    assert max(x.wait_p95_s or 0 for x in given.teams) == 3 * HOUR + 3
-    assert max(x.wait_p95_s or 0 for x in tuned.teams) == HOUR + 1
+    assert given.goodput_gpu_h == pytest.approx(3.999) and tuned.goodput_gpu_h == pytest.approx(7.998)
+    assert max(x.wait_p95_s or 0 for x in given.teams) == 3 * HOUR + 6
+    assert max(x.wait_p95_s or 0 for x in tuned.teams) == HOUR + 2
     assert first.goodput_gpu_h == pytest.approx(8.0)
     assert t.recommended is not None and t.recommended.params[BORROW] != "0"
     tuned_a = t.policy.team("a")
@@ -67,11 +67,11 @@ def test_constraints_hold_for_the_recommendation(tmp_path: Path) -> None:
     for c in t.trials:  # every trial that preempted is marked infeasible
         if c.measures["preemptionsPerJob"]["max"] > 0:
             assert not c.feasible
-    assert t.recommended.goodput_gpu_h == pytest.approx(7.999)  # a keeps to its own two cards
+    assert t.recommended.goodput_gpu_h == pytest.approx(7.998)  # a keeps to its own two cards
     loose = Constraints(max_preemptions=3, keep_guarantees=False, min_jain=0.0)
     freer = tune(policy(), b_comes_back(), StudySpec(str(tmp_path / "loose.journal"), trials=8), constraints=loose)
-    # 10 GPU-h but for a round of parked jobs that starts one requeue batch (1 s) after quota frees
-    assert freer.recommended is not None and freer.recommended.goodput_gpu_h == pytest.approx(9.999)
+    # 10 GPU-h but for a round of parked jobs that starts 2 s after the pods end (finish delay, requeue batch)
+    assert freer.recommended is not None and freer.recommended.goodput_gpu_h == pytest.approx(9.998)
 
 
 def test_nothing_feasible_gives_no_recommendation(tmp_path: Path) -> None:
@@ -102,4 +102,4 @@ def test_workers_in_processes_share_a_postgresql_study(postgres_url: str) -> Non
     stored = optuna.load_study(study_name="pg", storage=url.replace("postgresql://", "postgresql+psycopg://", 1))
     assert len(stored.trials) == len(t.trials) + t.pruned
     assert {tr.number for tr in stored.trials} == set(range(len(stored.trials)))
-    assert t.recommended is not None and t.recommended.goodput_gpu_h == pytest.approx(7.999)
+    assert t.recommended is not None and t.recommended.goodput_gpu_h == pytest.approx(7.998)

@@ -2,7 +2,10 @@
 
 Filtering follows kube-scheduler's plugin order per node: TaintToleration, NodeAffinity (with
 ``nodeSelector``), then NodeResourcesFit (every insufficient resource is reported). The feasible
-node with the smallest ``(policy key, node name)`` wins.
+node with the smallest ``(policy key, node name)`` wins; with a ``tie_break`` generator, a seeded draw
+among the feasible nodes of the best key instead, as kube-scheduler picks at random among the nodes of
+equal score (``selectHost``: reservoir sampling over the top score) at every bind. Without one (the
+default) the name decides, so the same input always gives the same placement.
 
 Speed, without changing the answer: the static filters are evaluated once per *node class* (nodes
 with the same labels, taints and capacity) and pod constraint; within a class, nodes with the same
@@ -14,6 +17,7 @@ between groups.
 
 from __future__ import annotations
 
+import random
 from bisect import insort
 from collections import Counter
 from collections.abc import Iterable
@@ -43,7 +47,10 @@ def _bucket(node: NodeState, sig: Signature) -> int:
 class Cluster:
     """Nodes with their free state; ``where`` maps each bound pod to its node."""
 
-    def __init__(self, nodes: Iterable[NodeSpec], policy: Policy | None = None) -> None:
+    def __init__(
+        self, nodes: Iterable[NodeSpec], policy: Policy | None = None, tie_break: random.Random | None = None
+    ) -> None:
+        self.tie_break = tie_break
         specs = sorted(nodes, key=lambda n: n.name)
         names = [n.name for n in specs]
         if len(set(names)) != len(names):
@@ -161,7 +168,23 @@ class Cluster:
             reasons = self._reasons(pod, verdicts, lacks) if explain else None
             self._unschedulable[shape] = (self._changes, reasons)
             return Unschedulable(pod.name, len(self.nodes), reasons or ())
-        return Placement(pod.name, best[1], self.policy.devices(self._by_name[best[1]], pod))
+        node = best[1] if self.tie_break is None else self._draw(best[0], passing, keys)
+        return Placement(pod.name, node, self.policy.devices(self._by_name[node], pod))
+
+    def _draw(self, key: tuple[float, ...], passing: list[int], keys: dict[int, tuple[float, ...]]) -> str:
+        """A seeded pick among every feasible node whose key is ``key``. A group has a key in this
+        request's memo only once it was found to fit it (fit and key depend on the group alone), so the
+        groups holding ``key`` are exactly the feasible ones of the best score; their members tie."""
+        assert self.tie_break is not None
+        ties = sorted(
+            node.spec.name
+            for class_id in passing
+            for groups in self._groups[class_id].values()
+            for gid, members in groups.items()
+            if keys.get(gid) == key
+            for node in members
+        )
+        return ties[self.tie_break.randrange(len(ties))]
 
     def _best_in(
         self,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from gpufleet.ledger.records import FINISH_LATENCY_S
 from gpufleet.policy.model import FleetPolicy
 from gpufleet.twin.clocks import RELEASE_DELAY_MS
 
@@ -96,6 +97,29 @@ class SimulationConfig:
     (the twin's ``RELEASE_DELAY_MS``, measured on issue 18's testbed), while the pods still hold
     their GPUs for their grace period (each job's ``termination_grace_s``, Kubernetes' 30 s unless
     the trace says otherwise). 0: at the eviction's own instant."""
+    finish_delay_s: int = FINISH_LATENCY_S
+    """Seconds from a job's run end to Kueue releasing its quota. The pods succeed and free their node
+    at once (the scheduler sees a succeeded pod's resources free), but the quota frees only once the
+    Job controller has marked the Job complete and Kueue's job reconciler has finished the Workload.
+    1 s: measured on the testbed by the world differential (issue 32; docs/simulate.md): of 131
+    recorded finishes over 9 real runs, 122 ended 1 s after their pods' run-for in the ledger's whole
+    seconds, 6 ended 2 s after, 2 in the same second. The ledger's ``finished`` is then, as the
+    recorder writes it. A real job of hours does not notice it; a race of one second (a reclaim and a
+    finish in the same second) goes the real way."""
+    pod_start_delay_s: int = 0
+    """Seconds from Kueue admitting a workload to its pods reaching the scheduler (Kueue unsuspends the
+    Job, the Job controller creates the pods). Measured on the same runs: well under a second; a pod on
+    a free node started in its admission's second 95 times of 109, a second later 14 times (so about
+    0.1 s; the pods of what one Kueue cycle admits bind before its next cycle, ``QueueWorld``). 0: at
+    the admission's instant.
+    The waitForPodsReady timeout counts from the admission either way, as Kueue's does."""
+    jitter_seed: int | None = None
+    """None (the default): every run of the same input gives the same output. A seed: what is random
+    in a real cluster is drawn from it, for an ensemble of plausible runs (``simulate.differential``):
+    kube-scheduler's pick among nodes of equal score, at every bind (``placement.Cluster``), and each
+    finish or a victim's release a second later than configured with probability ``late_finish``.
+    The pod start is not drawn: it is a tenth of a second, never a whole one."""
+    late_finish: float = 0.05  # the testbed's share of finishes a second later than the rest: 6 of 131
     bucket_s: int = HOUR  # width of one time-series bucket
     start: datetime = datetime(2026, 1, 5, tzinfo=UTC)  # wall time of trace second 0 (ledger times)
     until_s: int | None = None  # stop here even if work remains (None: see horizon_after_last_s)
@@ -103,8 +127,10 @@ class SimulationConfig:
     reference_twin: bool = False  # the queue world's Kueue on the twin's reference path (no memo, no streaks)
 
     def __post_init__(self) -> None:
-        if self.release_delay_s < 0:
-            raise ValueError("a release delay cannot be negative")
+        if min(self.release_delay_s, self.finish_delay_s, self.pod_start_delay_s) < 0:
+            raise ValueError("a control-plane delay cannot be negative")
+        if not 0 <= self.late_finish <= 1:
+            raise ValueError("late_finish is a share between 0 and 1")
 
 
 def for_policy(config: SimulationConfig, policy: FleetPolicy) -> SimulationConfig:

@@ -10,12 +10,15 @@ of one second has run, the instant *settles*, in this order:
 
 1. (queue world) Kueue's cycles until one admits and preempts nothing: preempted victims' pods
    start terminating, admitted workloads get pods carrying their flavor's node labels and
-   tolerations;
+   tolerations, and those pods bind before the next cycle (on a cluster they are created and bound
+   well within a second, so a workload preempted again within the instant holds its nodes);
 2. the scheduler's round over every pod without a node: serving replicas first (their
    PriorityClass puts them ahead in kube-scheduler's queue), then jobs in admission order (queue
    world) or arrival order (first-apply); a pod shape that found no node is not tried again in the
    same round, since binding only takes room away;
-3. a job whose every pod is bound starts, and finishes ``duration`` seconds later.
+3. a job whose every pod is bound starts, and finishes ``duration`` seconds later (in the queue
+   world its pods free their node then, and Kueue frees its quota a finish delay later:
+   ``SimulationConfig.finish_delay_s``, measured on the testbed).
 
 waitForPodsReady: an admitted job not running ``timeout`` seconds after its admission is evicted
 (its quota released, its bound pods terminating) and requeued after Kueue's backoff, with the eviction time as its new
@@ -53,6 +56,7 @@ reported as unfinished.
 from __future__ import annotations
 
 import heapq
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -83,8 +87,9 @@ from gpufleet.simulate.requests import Catalog
 from gpufleet.trace.job import Job
 
 # GONE: a preempted attempt's pods are gone; RELEASE: Kueue released a victim's quota; KUEUE: a
-# timer of Kueue's fires
-ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE, RELEASE = range(8)
+# timer of Kueue's fires; PODS: an admitted job's pods reach the scheduler; DONE: Kueue sees a job
+# whose pods succeeded finished (its quota frees)
+ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE, RELEASE, PODS, DONE = range(10)
 SERVING = "serving"  # the team name serving replicas are counted under
 REFRESHED = ("waiting", "idle_waiting", "unplaced", "serving_wanted", "serving_starved")  # ``refresh`` sets them
 
@@ -146,8 +151,12 @@ class Simulation:
         self.progress = progress
         self.pools = fleet_nodes(fleet, tainted=self.tainted)
         self.pool_of_node = {n.name: p for p in self.pools.values() for n in p.nodes}
+        seed = config.jitter_seed  # None: no draw anywhere, the same input gives the same run
+        self.jitter = None if seed is None else random.Random(f"{seed}:delays")
         self.cluster = Cluster(
-            [n for p in self.pools.values() for n in p.nodes], placement_policy(config.placement, jobs)
+            [n for p in self.pools.values() for n in p.nodes],
+            placement_policy(config.placement, jobs),
+            tie_break=None if seed is None else random.Random(f"{seed}:nodes"),
         )
         self.capacity = float(sum(p.gpus for p in self.pools.values()))
         self.meter = Meter(config.bucket_s)
@@ -218,6 +227,13 @@ class Simulation:
     def facts(self) -> tuple[dict[str, int], dict[str, str], int]:
         """Priority values, LocalQueues per namespace and Kueue cycles, for the outcome."""
         return {}, {}, 0
+
+    def delay(self, seconds: int, late: float) -> int:
+        """A control-plane delay (``SimulationConfig``): as configured, or with a jitter seed a second
+        longer with probability ``late``, as a loaded control plane is now and then."""
+        if self.jitter is None:
+            return seconds
+        return seconds + (self.jitter.random() < late)
 
     # --- the loop --------------------------------------------------------------------------------
     def push(self, t: int, kind: int, subject: Any) -> None:

@@ -103,8 +103,13 @@ class Queue:
         self.twin.advance_to(t * 1000)
         return self.twin.run(None, limit=MAX_CYCLES_PER_INSTANT, wait=False)
 
+    def due(self) -> int | None:
+        """When (ms) Kueue's next timer fires, if any."""
+        clock = self.twin.clock
+        return clock.due() if clock is not None else None
+
     def wake(self) -> int | None:
-        """The instant (whole seconds, rounded up) at which Kueue's next timer fires, if any: a
+        """The instant (whole seconds, rounded down) within which Kueue's next timer fires, if any: a
         requeue batch that wakes parked workloads a second after a capacity change. Parking
         happens only in cycles, which run only at instants, so a batch with nothing parked at the
         end of an instant is left to fire unseen at a later one."""
@@ -112,4 +117,4 @@ class Queue:
         due = clock.due() if clock is not None else None
         if due is None or not self.twin.queues.parked():
             return None  # nothing parked: the batch wakes no one, so no instant is booked for it
-        return -(-due // 1000)
+        return due // 1000

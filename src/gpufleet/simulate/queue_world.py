@@ -6,7 +6,8 @@ get pods carrying their flavor's node labels and tolerations, preempted victims'
 the grace period (holding their GPUs) while their quota is released a release delay after the
 eviction (``RELEASE``: Kueue's job reconciler clears the reservation once the Job has no active pod,
 and pods being deleted are not active), waitForPodsReady evicts what is not running in time and
-requeues it after Kueue's backoff. Only those events free quota, so with nothing left to happen the
+requeues it after Kueue's backoff. A finished job's pods free their node at once and its quota a
+finish delay later (``DONE``), and Kueue may preempt it in between. Only those events free quota, so with nothing left to happen the
 run stops at once (``waits_out_serving`` is off). The nodes carry the pools' taints.
 
 Kueue's clocks (``twin/clocks.py``) run with the instants: the twin's millisecond clock is moved to
@@ -22,12 +23,17 @@ from typing import Any
 
 from gpufleet.placement import Unschedulable
 from gpufleet.policy import Fleet
-from gpufleet.simulate.engine import GONE, KUEUE, RELEASE, REQUEUE, TIMEOUT, Simulation
+from gpufleet.simulate.engine import DONE, GONE, KUEUE, PODS, RELEASE, REQUEUE, TIMEOUT, Simulation
 from gpufleet.simulate.jobs import Attempt, JobRun, State
 from gpufleet.simulate.queue import Queue
 from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.requests import POD_SET, pod_spec
 from gpufleet.twin import Admitted, Preempted
+
+# Where in its second a quota release falls: a Job's completion or a victim's release comes a
+# fraction of a second after the event that caused it (the testbed's ledgers: a finish 1-2 s after
+# the pods' end, in whole seconds); half a second, the mean of a uniform fraction.
+MID_SECOND_MS = 500
 
 
 class QueueWorld(Simulation):
@@ -39,6 +45,7 @@ class QueueWorld(Simulation):
         self.queue = Queue(fleet, fast=not self.config.reference_twin)
         self.kueue_dirty = False
         self.kueue_wake: int | None = None  # the instant already booked for Kueue's next timer
+        self.succeeded: dict[str, int] = {}  # jobs whose pods succeeded, Kueue not yet told: the instant
         self.queue.check([(r.job, r.ask) for r in self.runs])
         reaches = Reaches(fleet)
         for r in self.runs:
@@ -49,6 +56,10 @@ class QueueWorld(Simulation):
         """Kueue's clock reaches the instant first: what the event changes happens at ``t``, and the
         requeue batch it asks for fires a second after ``t``."""
         self.queue.at(t)
+        if kind in (DONE, RELEASE):
+            # Kueue frees the quota during the second, not on it: a job created on the next second
+            # comes before the requeue batch this change sets off (``settle_world``)
+            self.queue.twin.advance_to(t * 1000 + MID_SECOND_MS)
         super().handle(t, kind, subject)
 
     def enter(self, t: int, run: JobRun) -> None:
@@ -64,6 +75,22 @@ class QueueWorld(Simulation):
         if not self.kueue_dirty:
             return
         self.kueue_dirty = False
+        self.kueue_cycles(t)
+        # a timer of Kueue's due later within this second (the requeue batch of a quota freed
+        # mid-second, ``MID_SECOND_MS``) fires after the instant's own cycles
+        fired: int | None = None
+        while (due := self.queue.due()) is not None and due < (t + 1) * 1000 and self.queue.twin.queues.parked():
+            if due == fired:
+                break  # nothing fired it: leave it to its instant
+            fired = due
+            self.queue.twin.advance_to(due)
+            self.kueue_cycles(t)
+        wake = self.queue.wake()
+        if wake is not None and (self.kueue_wake is None or self.kueue_wake <= t or wake < self.kueue_wake):
+            self.kueue_wake = max(wake, t + 1)
+            self.push(self.kueue_wake, KUEUE, None)
+
+    def kueue_cycles(self, t: int) -> None:
         by_key = self.by_key
         for result in self.queue.cycles(t):
             for victim in result.preempted:
@@ -75,10 +102,12 @@ class QueueWorld(Simulation):
                 if run is not None:
                     attempt = run.attempts[-1]
                     attempt.reason, attempt.message = pending.reason, pending.message
-        wake = self.queue.wake()
-        if wake is not None and (self.kueue_wake is None or self.kueue_wake <= t or wake < self.kueue_wake):
-            self.kueue_wake = max(wake, t + 1)
-            self.push(self.kueue_wake, KUEUE, None)
+            if result.admitted and self.place_dirty:
+                # the pods of what this cycle admitted reach kube-scheduler and bind before Kueue's
+                # next cycle (well under a second on the testbed), so a workload Kueue preempts
+                # again within the instant holds its node for its grace period, as a real one does
+                self.place_dirty = False
+                self.place_round(t)
 
     def handle_world(self, t: int, kind: int, subject: Any) -> None:
         if kind == TIMEOUT:
@@ -91,6 +120,16 @@ class QueueWorld(Simulation):
             self.pods_gone(t, *subject)
         elif kind == RELEASE:
             self.quota_released(t, *subject)
+        elif kind == PODS:
+            run, number = subject
+            if run.state is State.ADMITTED and run.attempt.number == number:
+                self.placing[run.key] = run
+                self.place_dirty = True
+        elif kind == DONE:
+            run, number = subject
+            if run.state is State.RUNNING and run.attempt.number == number:
+                self.succeeded.pop(run.key)
+                super().finish(t, run)
         elif kind == KUEUE:
             self.kueue_dirty = True  # Kueue's timer: the parked workloads of a tree wake
         else:
@@ -116,9 +155,26 @@ class QueueWorld(Simulation):
         run.state = State.ADMITTED
         run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
         self.watch.reserve(run.team, *run.quota)
-        self.placing[run.key] = run
-        self.place_dirty = True
+        delay = self.config.pod_start_delay_s
+        if delay:  # Kueue unsuspends the Job, the Job controller creates its pods (``PODS``)
+            self.push(t + delay, PODS, (run, attempt.number))
+        else:
+            self.placing[run.key] = run
+            self.place_dirty = True
         self.push(t + self.config.pods_ready.timeout_s, TIMEOUT, (run, attempt.number))
+
+    def finish(self, t: int, run: JobRun) -> None:
+        """The job's pods succeeded: their node frees at once, but Kueue releases the quota only once
+        the Job controller has marked the Job complete and Kueue finished the Workload, a finish delay
+        later (``DONE``). Meanwhile the Workload is still admitted, so Kueue may preempt it
+        (``preempted``), as the testbed once showed (docs/simulate.md, world differential item 10)."""
+        delay = self.delay(self.config.finish_delay_s, self.config.late_finish)
+        if not delay:
+            super().finish(t, run)
+            return
+        self.release(t, run)
+        self.succeeded[run.key] = t
+        self.push(t + delay, DONE, (run, run.attempt.number))
 
     def preempted(self, t: int, p: Preempted) -> None:
         """The victim's pods start terminating and keep their GPUs until their grace period ends
@@ -127,24 +183,38 @@ class QueueWorld(Simulation):
         release delay later (``quota_released``). Its work since the start is lost, the grace
         period included."""
         run = self.by_key[p.workload]
+        if run.key in self.succeeded:
+            self.preempted_after_success(t, run, p)
+            return
         gone = t + run.job.termination_grace_s
-        ended = run.attempt
         pods = [pod.name for pod in run.pods]
         if run.state is State.RUNNING:
-            started = ended.started
+            started = run.attempt.started
             assert started is not None
             run.work_lost += sum(run.bound[pod][0] for pod in pods) * (gone - started)
             self.waiting += 1
             self.watch.waiting(run, 1)
         self.placing.pop(run.key, None)
+        self.evict(t, run, p)
+        self.push(gone, GONE, (run, pods))
+
+    def preempted_after_success(self, t: int, run: JobRun, p: Preempted) -> None:
+        """Kueue preempted a Workload whose pods had already succeeded (it had not yet seen the Job
+        complete): the attempt ends Preempted, nothing is lost or held, and when Kueue releases the
+        quota the Job is found complete, so the Workload finishes then with no new start (the
+        recorder writes it so: a second attempt, Finished, with quota and no pod)."""
+        self.evict(t, run, p)
+
+    def evict(self, t: int, run: JobRun, p: Preempted) -> None:
+        """The attempt ends Preempted; a new one waits, and Kueue releases the quota a release delay later."""
+        ended = run.attempt
         self.end_attempt(t, run, "Preempted", p.reason, p.message)
         ended.end_by = p.preemptor
         run.preemptions += 1
         run.state = State.TERMINATING
         attempt = run.begin(t)
         attempt.reason, attempt.message = "Preempted", p.message
-        self.push(t + self.config.release_delay_s, RELEASE, (run, ended))
-        self.push(gone, GONE, (run, pods))
+        self.push(t + self.delay(self.config.release_delay_s, self.config.late_finish), RELEASE, (run, ended))
 
     def quota_released(self, t: int, run: JobRun, ended: Attempt) -> None:
         """Kueue cleared the victim's reservation (its Job has no active pod): the quota frees and
@@ -154,6 +224,13 @@ class QueueWorld(Simulation):
         run.state = State.PENDING
         self.queue.released(run.key)
         self.kueue_dirty = True
+        if self.succeeded.pop(run.key, None) is not None:  # its Job had completed: it finishes now
+            self.queue.finish(run.key)
+            attempt = run.attempt
+            attempt.reserved = t
+            self.end_attempt(t, run, "Finished", "Succeeded", f"Job {run.key} finished")
+            attempt.released = t
+            run.state = State.FINISHED
 
     def pods_gone(self, t: int, run: JobRun, pods: list[str]) -> None:
         """An evicted attempt's pods are gone: their GPUs free for the pods waiting for a node."""

@@ -3,7 +3,8 @@
 A workload (one ``workload_uid``) becomes one job: it was submitted when its first attempt was
 created, it asks for what its attempts were admitted with (a gang of ``placements`` pods when the
 count splits evenly over them, else one pod), on the GPU model its pods ran on, and it lasts as long
-as its successful attempt ran (``started`` → ``finished``). A workload without a finished attempt
+as its successful attempt ran (``started`` → ``finished``, less ``FINISH_LATENCY_S``: ``finished`` is
+Kueue's finish, about a second after the pods' end, which the simulator adds again). A workload without a finished attempt
 (still running, failed, or preempted for good) has no known duration and is left out, as is one
 that asked for no GPU; ``Converted`` counts both. The ledger does not know a job's kind: a gang or four cards or more is training, a MIG
 instance or a shared card is dev, anything else batch-eval (documented in docs/traces.md).
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from gpufleet import gpus
 from gpufleet.errors import InputError
-from gpufleet.ledger.records import Allocation, EndReason
+from gpufleet.ledger.records import FINISH_LATENCY_S, Allocation, EndReason
 from gpufleet.ledger.store import Ledger
 from gpufleet.policy import FleetPolicy
 from gpufleet.trace.job import Job, JobKind
@@ -165,7 +166,7 @@ def to_jobs(allocations: Sequence[Allocation], policy: FleetPolicy | None = None
                 team=_team(done, teams),
                 namespace=done.namespace,
                 submit_s=int((first.created - origin).total_seconds()),
-                duration_s=max(int((done.finished - done.started).total_seconds()), 0),
+                duration_s=max(int((done.finished - done.started).total_seconds()) - FINISH_LATENCY_S, 1),
                 kind=guess_kind(pods, done.gpu_count, sliced),
                 pods=pods,
                 gpus=done.gpu_count // pods,

@@ -15,6 +15,10 @@ GPU = "nvidia.com/gpu"
 A1 = Shape("alpha", "llama", GPU, 1)
 A8 = Shape("alpha", "llama", GPU, 8)
 B1 = Shape("beta", "bert", GPU, 1)
+T1 = Shape("beta", "bert", GPU, 1, "training")
+T16 = Shape("alpha", "llama", GPU, 16, "training")
+E8 = Shape("beta", "bert", GPU, 8, "batch-eval")
+E1 = Shape("alpha", "llama", GPU, 1, "batch-eval")
 
 
 def history(*groups: tuple[Shape, list[int]], running: tuple[tuple[Shape, int], ...] = ()) -> RuntimeHistory:
@@ -34,6 +38,12 @@ def draws(h: RuntimeHistory, shape: Shape, elapsed: int = 0, n: int = 400, decla
         ([(B1, list(range(100, 120)))], A1, "1×gpu"),
         ([(B1, list(range(100, 120))), (Shape("beta", "bert", GPU, 16), list(range(5000, 5020)))], A8, "≥8×gpu"),
         ([(B1, list(range(100, 120)))], A8, "fleet-wide"),
+        # a job's kind before its size: big training jobs, few of them finished, are drawn from the
+        # training runs of every size, not from the fleet's short evaluations
+        ([(T1, list(range(5000, 5020))), (E8, list(range(100, 120)))], T16, "training · any size"),
+        ([(T1, list(range(5000, 5020))), (E8, list(range(100, 120)))], E1, "batch-eval · any size"),
+        # the ledger records no kind: no kind level, the size stands for it
+        ([(B1, list(range(100, 120)))], Shape("alpha", "llama", GPU, 1, ""), "1×gpu"),
     ],
 )
 def test_the_finest_level_with_enough_runs_answers_and_is_named(groups, shape, source) -> None:  # type: ignore[no-untyped-def]

@@ -98,6 +98,21 @@ def shape_of(run: JobRun) -> Shape:
     return Shape(run.job.team, run.job.model, run.ask.resource, run.ask.count * run.job.pods, run.job.kind.value)
 
 
+def ran_at_least(run: JobRun, at: int) -> int:
+    """How long the job is known to run, at ``at``: its current attempt's time so far, or a longer
+    attempt cut short before (a preempted or evicted job starts again from the beginning, so its
+    runtime is longer than any attempt it did not finish). Victims are the long jobs: a draw that
+    forgot their earlier attempts would put them back in the queue as fresh, mostly short, runs."""
+    return max(
+        (
+            (at if a.ended is None else min(a.ended, at)) - a.started
+            for a in run.attempts
+            if a.started is not None and a.started <= at
+        ),
+        default=0,
+    )
+
+
 def admission(run: JobRun, since: int) -> int | None:
     """When the run's quota was first reserved from its attempt ``since`` on (None: not yet)."""
     return next((a.reserved for a in run.attempts[since:] if a.reserved is not None), None)
@@ -127,8 +142,7 @@ def forecast(moment: Moment, settings: Settings) -> Report:
         durations = {}
         history = moment.history.bootstrap(rng)
         for r in alive:
-            started = r.attempt.started if r.state is State.RUNNING else None
-            draw = history.draw(shape_of(r), 0 if started is None else at - started, rng, moment.declared.get(r.key))
+            draw = history.draw(shape_of(r), ran_at_least(r, at), rng, moment.declared.get(r.key))
             assert draw is not None  # the fleet level answers (checked above)
             durations[r.key] = draw.runtime_s
             sources[draw.source] += 1

@@ -2,8 +2,11 @@
 of runs like it, the fleet's history as a whole; and nothing where there is too little.
 
 The history is empirical: the runtimes of attempts that finished (``end_reason`` Finished) before the
-moment of the forecast, grouped from the finest key to the coarsest (``LEVELS``): team, model, GPU
-resource and size; the same without the model; resource and size; the whole fleet. A level answers
+moment of the forecast, grouped from the finest key to the coarsest (``LEVELS``): team, kind, model,
+GPU resource and size; the same without the model; kind and size; kind alone (a job's kind says more
+of its runtime than its size: a 16-card training job with few like it finished is drawn from the
+training runs, not the fleet's, which are mostly short evaluations); resource and size; that size or
+larger; the whole fleet. A level answers
 when it holds at least ``MIN_RUNS`` runtimes and, for a running workload, at least ``MIN_TAIL`` longer
 than the time it has already run (the distribution *conditioned* on that time: a job 3 h in is not
 a fresh draw). The ledger records no job kind, so the resource and size stand for it (a MIG slice,
@@ -27,8 +30,8 @@ from gpufleet.ledger.records import Allocation, EndReason, Record
 
 MIN_RUNS = 10  # runtimes a level needs before it answers
 MIN_TAIL = 5  # of which longer than a running workload's elapsed time
-LEVELS = ("team/kind/model/size", "team/kind/size", "kind/size", "size", "size or larger", "fleet")
-SIZE, LARGER = "size", "larger"
+LEVELS = ("team/kind/model/size", "team/kind/size", "kind/size", "kind", "size", "size or larger", "fleet")
+SIZE, LARGER, KIND = "size", "larger", "kind"
 DECLARED, DEADLINE, BEYOND = "declared", "history ≤ deadline", "beyond history"
 
 Key = tuple[str, str, str, int]  # team, model, GPU resource, GPUs
@@ -51,6 +54,7 @@ class Shape:
             ("tkms", self.team, self.kind, self.model, self.resource, self.gpus),
             ("tks", self.team, self.kind, self.resource, self.gpus),
             ("ks", self.kind, self.resource, self.gpus),
+            (KIND, self.kind),
             (SIZE, self.resource, self.gpus),
             (LARGER, self.resource, self.gpus),
             ("fleet",),
@@ -63,6 +67,7 @@ class Shape:
             f"{self.team} · {kind}{self.model or '-'} · {size}",
             f"{self.team} · {kind}{size}",
             f"{kind}{size}",
+            f"{self.kind} · any size",
             size,
             f"≥{size}",
             "fleet-wide",
@@ -186,6 +191,8 @@ class RuntimeHistory:
         are not traded for a coarser level's when few ran longer than ``elapsed``: other shapes' long
         runs say little about this one's, and the draw goes beyond history instead (``_beyond``)."""
         for i, key in enumerate(shape.lookups()):
+            if key == (KIND, ""):  # the ledger says no kind: this level would be the fleet's
+                continue
             values = self.runtimes(key)
             if len(values) >= MIN_RUNS:
                 return i, values, bisect_right(values, elapsed)

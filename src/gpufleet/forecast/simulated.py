@@ -16,12 +16,11 @@ from datetime import timedelta
 
 from gpufleet.forecast.answer import check_moment, check_workload
 from gpufleet.forecast.arrivals import ArrivalModel
-from gpufleet.forecast.estimate import Moment, Report, Settings, forecast, shape_of
+from gpufleet.forecast.estimate import DONE, Moment, Report, Settings, forecast, ran_at_least, shape_of
 from gpufleet.forecast.runtimes import Declared, RuntimeHistory
 from gpufleet.ledger.records import Allocation, EndReason, Record
 from gpufleet.policy import Fleet
 from gpufleet.simulate.config import SimulationConfig
-from gpufleet.simulate.jobs import State
 from gpufleet.simulate.queue_world import QueueWorld
 from gpufleet.simulate.records import ledger_records
 from gpufleet.trace.job import Job
@@ -62,10 +61,10 @@ def moment_at(
     ]
     world = QueueWorld(fleet, seen, config)
     world.advance(at)
+    # Censored: every job not finished that has run, at the longest it is known to run (the running
+    # ones, and the victims waiting to run again, which are the long ones), once per job.
     running = [
-        (shape_of(r), at - r.attempt.started)
-        for r in world.runs
-        if r.state is State.RUNNING and r.attempt.started is not None
+        (shape_of(r), ran_at_least(r, at)) for r in world.runs if r.state not in DONE and ran_at_least(r, at) > 0
     ]
     kinds = {(j.namespace, j.job_id): j.kind.value for j in seen}  # the trace says what the ledger does not
     history = RuntimeHistory.from_records(records, cutoff + timedelta(seconds=1), running, kinds)

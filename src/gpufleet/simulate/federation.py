@@ -1,30 +1,33 @@
-"""The simulator across clusters: one Kueue world per worker, and the MultiKueue manager's dispatch.
+"""The simulator across clusters: the MultiKueue manager's Kueue and dispatch, one Kueue world per worker.
 
 Each worker runs the one-cluster queue world (``QueueWorld``) on the policy narrowed to its pools, as
 its bundle is rendered (``policy.residency.project``): its own flavors, cohort, quotas and nodes. The
-manager is Kueue v0.19.2's MultiKueue (``pkg/controller/admissionchecks/multikueue/workload.go`` and
+manager (``simulate.federation_manager``) is a twin over the manager bundle's ClusterQueues: a Job
+first reserves its team's quota in its ``<team>-<zone>`` queue there, and only then is dispatched as
+Kueue v0.19.2 does it (``pkg/controller/admissionchecks/multikueue/workload.go``,
 ``pkg/controller/workloaddispatcher/incrementaldispatcher.go``):
 
-- a Job of data class D is dispatched only to the clusters of D's residency zone, in the zone's
-  (policy) order;
-- **AllAtOnce**: every cluster of the zone gets a copy when the Job arrives; **Incremental**: the
-  first ``STEP`` clusters (Kueue's DefaultStepSize 3), and ``STEP`` more each ``ROUND_S`` (5 min)
+- a Job of data class D goes only to the clusters of D's residency zone, in the zone's (policy) order;
+- **AllAtOnce**: every cluster of the zone gets a copy at the manager's reservation; **Incremental**:
+  the first ``STEP`` clusters (Kueue's DefaultStepSize 3), and ``STEP`` more each ``ROUND_S`` (5 min)
   while no copy has been admitted (config order: MultiKueueIncrementalDispatcherRespectConfigOrder is
   on by default in v0.19);
 - the first copy a worker admits wins (Kueue picks the remote whose Admitted condition is oldest; at
-  the same second this module picks the zone's first cluster); the others' copies are removed, and a
-  copy whose round comes after that is never created.
+  the same second this module picks the zone's first cluster); the others' copies are removed;
+- the manager keeps its reservation until the Job finishes on its worker, and sees the finish a
+  second later.
 
-The worlds run in lockstep: every world runs to the next instant any of them has, then the
-dispatcher settles the instant. Not modelled (each a figure the testbed differential can show): the
-manager's own quota (its ``<team>-<zone>`` ClusterQueue holds the team's quota on all the zone's
-pools, a gate that a copy admitted on a worker passes in the rendered bundles except where cohort
-borrowing differs), the seconds between the manager's reservation and a copy's creation, and a copy
-preempted on its worker being re-dispatched to the zone (here it requeues on its worker).
+The worlds run in lockstep: at each instant any of them has, the manager first (arrivals, rounds, its
+cycles and the copies they create), then every worker, then the dispatch settles. Not modelled: the
+seconds between the manager's reservation and a copy's creation; preemption on the manager (counted
+as ``manager_evictions``, its copies left as they are); a copy preempted on its worker being
+re-dispatched to the zone (Kueue resets the check to Retry; here the copy requeues on its worker); a
+lost worker.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -35,8 +38,10 @@ from gpufleet.policy.fleet import resolve
 from gpufleet.policy.residency import Zone, project, zones
 from gpufleet.simulate.config import SimulationConfig
 from gpufleet.simulate.engine import KUEUE
+from gpufleet.simulate.federation_manager import ManagerQueue
 from gpufleet.simulate.jobs import JobRun, State
 from gpufleet.simulate.queue_world import QueueWorld
+from gpufleet.simulate.requests import Catalog
 from gpufleet.trace.job import Job
 
 STEP = 3  # Kueue's incremental dispatcher DefaultStepSize
@@ -104,6 +109,7 @@ class FederationResult:
     dispatches: tuple[Dispatch, ...]
     admission_order: dict[str, tuple[str, ...]]  # cluster -> Job keys in the order their copies won there
     end: int
+    manager_evictions: int = 0  # preemptions on the manager: not modelled (the copies stay), counted
 
 
 def _zone_of(fleet: Fleet, jobs: Sequence[Job]) -> dict[str, Zone]:
@@ -137,70 +143,150 @@ def _zone_of(fleet: Fleet, jobs: Sequence[Job]) -> dict[str, Zone]:
     return out
 
 
-def _copies(job: Job, zone: Zone, dispatcher: str) -> list[tuple[str, Job]]:
-    """The copies the dispatcher creates, each with its creation instant as its submission."""
+def _rounds(zone: Zone, dispatcher: str) -> list[tuple[str, ...]]:
+    """The clusters nominated in each round: all at once, or ``STEP`` per round in the zone's order."""
     if dispatcher == "AllAtOnce":
-        return [(c, job) for c in zone.clusters]
-    return [(c, replace(job, submit_s=job.submit_s + ROUND_S * (i // STEP))) for i, c in enumerate(zone.clusters)]
+        return [zone.clusters]
+    return [zone.clusters[i : i + STEP] for i in range(0, len(zone.clusters), STEP)]
+
+
+class _Federation:
+    """The lockstep run: the manager's queue and dispatcher, and the worker worlds."""
+
+    def __init__(self, fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig) -> None:
+        policy = fleet.policy
+        self.zone_of = _zone_of(fleet, jobs)
+        self.dispatcher = policy.multiKueue.dispatcher
+        self.order = [c.name for c in policy.clusters]
+        self.manager = ManagerQueue(fleet)
+        self.catalog = Catalog.of(fleet)
+        self.jobs = {f"{j.namespace}/{j.job_id}": j for j in jobs}
+        self.worlds = {c: WorkerWorld(resolve(project(policy, {c})), [], config) for c in self.order}
+        for w in self.worlds.values():
+            w.advance(-1)  # books the serving scale at 0; an empty world would end at once ...
+            w.over = False  # ... so it is kept open: copies join it as the manager creates them
+        # the manager's events: (instant, sequence, what, key): arrivals, later rounds, Kueue's timer
+        self.events: list[tuple[int, int, str, str]] = []
+        self.seq = 0
+        for key, job in sorted(self.jobs.items(), key=lambda kv: (kv[1].submit_s, kv[0])):
+            self._push(job.submit_s, "arrive", key)
+        self.copies: dict[str, list[str]] = {}
+        self.reserved: dict[str, int] = {}  # manager quota reserved, by Job
+        self.winner: dict[str, str] = {}
+        self.won: dict[str, list[str]] = {c: [] for c in self.order}
+        self.running: set[str] = set()  # won on a worker, not finished there yet
+        self.manager_dirty = False
+        self.manager_evictions = 0
+
+    def _push(self, t: int, what: str, key: str) -> None:
+        self.seq += 1  # events at one instant run in the order they were booked
+        heapq.heappush(self.events, (t, self.seq, what, key))
+
+    def run(self) -> None:
+        while True:
+            times = [w.heap[0][0] for w in self.worlds.values() if w.heap and not w.over]
+            if self.events:
+                times.append(self.events[0][0])
+            if not times:
+                return
+            t = min(times)
+            self._manager_at(t)
+            for w in self.worlds.values():
+                if w.heap and not w.over:
+                    w.advance(t)
+            self._settle(t)
+
+    def _manager_at(self, t: int) -> None:
+        while self.events and self.events[0][0] == t:
+            _, _, what, key = heapq.heappop(self.events)
+            if what == "arrive":
+                job = self.jobs[key]
+                ask = self.catalog.ask_of(job)
+                if ask is not None:
+                    self.manager.submit(job, ask, self.zone_of[key].name, t)
+                    self.manager_dirty = True
+            elif what.startswith("round:") and key not in self.winner:
+                self._nominate(t, key, int(what.split(":")[1]))
+            elif what == "kueue":
+                self.manager_dirty = True
+        if not self.manager_dirty:
+            return
+        self.manager_dirty = False
+        for result in self.manager.cycles(t):
+            self.manager_evictions += len(result.preempted)  # not modelled: see the module's docstring
+            for admitted in result.admitted:
+                if admitted.workload not in self.reserved:
+                    self.reserved[admitted.workload] = t
+                    self._nominate(t, admitted.workload, 0)
+        wake = self.manager.wake()
+        if wake is not None:
+            self._push(max(wake, t + 1), "kueue", "")
+
+    def _nominate(self, t: int, key: str, index: int) -> None:
+        """Round ``index`` of the dispatcher: its clusters get a copy created at ``t``."""
+        rounds = _rounds(self.zone_of[key], self.dispatcher)
+        job = replace(self.jobs[key], submit_s=t)  # the copy's creation is its queue-order timestamp
+        for cluster in rounds[index]:
+            self.worlds[cluster].over = False
+            self.worlds[cluster].join([job])
+            self.copies.setdefault(key, []).append(cluster)
+        if index + 1 < len(rounds):
+            self._push(t + ROUND_S, f"round:{index + 1}", key)
+
+    def _settle(self, t: int) -> None:
+        """After instant ``t``: each Job admitted on a worker for the first time wins there (the zone's
+        first cluster among those admitting at ``t``), its other copies are removed; a Job that
+        finished on its worker releases its quota on the manager."""
+        fresh: dict[str, str] = {}
+        for cluster in self.order:  # policy order: the tie-breaker at one second
+            for run in self.worlds[cluster].runs:
+                key = run.key
+                if key in self.winner or key in fresh or not run.attempts or run.attempt.end_detail == REMOVED:
+                    continue
+                if any(a.reserved is not None for a in run.attempts):
+                    fresh[key] = cluster
+        for key in sorted(fresh, key=lambda k: (_reserved(self.worlds[fresh[k]].by_key[k]), k)):
+            cluster = fresh[key]
+            self.winner[key] = cluster
+            self.won[cluster].append(key)
+            self.running.add(key)
+            for other, world in self.worlds.items():
+                if other != cluster:
+                    world.withdraw(t, key, cluster)
+        for key in sorted(self.running):
+            run = self.worlds[self.winner[key]].by_key[key]
+            if run.state is State.FINISHED:
+                self.running.discard(key)
+                self.manager.finish(key)
+                self.manager_dirty = True
+        if self.manager_dirty:
+            self._push(t + 1, "kueue", "")  # the manager sees the finish and re-runs its cycles
 
 
 def simulate_federation(fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig) -> FederationResult:
-    """Run the trace through the manager's dispatch and every worker's Kueue, in lockstep."""
-    policy = fleet.policy
-    if not policy.clusters:
+    """Run the trace through the manager's Kueue and dispatch and every worker's Kueue, in lockstep."""
+    if not fleet.policy.clusters:
         raise InputError.one("the policy declares no clusters: simulate it as one cluster", path="clusters")
-    zone_of = _zone_of(fleet, jobs)
-    dispatcher = policy.multiKueue.dispatcher
-    order = [c.name for c in policy.clusters]
-    per_world: dict[str, list[Job]] = {c: [] for c in order}
-    copies: dict[str, list[str]] = {}
-    for job in jobs:
-        key = f"{job.namespace}/{job.job_id}"
-        for cluster, copy in _copies(job, zone_of[key], dispatcher):
-            per_world[cluster].append(copy)
-            copies.setdefault(key, []).append(cluster)
-    worlds = {c: WorkerWorld(resolve(project(policy, {c})), per_world[c], config) for c in order}
-    winner: dict[str, str] = {}
-    won_order: dict[str, list[str]] = {c: [] for c in order}
+    fed = _Federation(fleet, jobs, config)
+    fed.run()
+    worlds = fed.worlds
     for w in worlds.values():
-        w.advance(-1)  # books every arrival; nothing happens before instant 0
-    while True:
-        live = [w for w in worlds.values() if not w.over and w.heap]
-        if not live:
-            break
-        t = min(w.heap[0][0] for w in live)
-        for w in live:
-            w.advance(t)
-        _settle_dispatch(t, worlds, order, winner, won_order)
-    for w in worlds.values():
+        w.over = False
         w.advance()  # a world paused with only its stop left ends here
     end = max((w.meter.now for w in worlds.values()), default=0)
-    by_key = {f"{j.namespace}/{j.job_id}": j for j in jobs}
-    out = [_dispatch(by_key[k], zone_of[k], tuple(copies[k]), winner.get(k), worlds=worlds, end=end) for k in by_key]
+    out = [
+        _dispatch(job, fed.zone_of[k], tuple(fed.copies.get(k, ())), fed.winner.get(k), worlds=worlds, end=end)
+        for k, job in fed.jobs.items()
+    ]
     return FederationResult(
-        dispatcher, tuple(order), tuple(zones(policy)), tuple(out), {c: tuple(v) for c, v in won_order.items()}, end
+        fed.dispatcher,
+        tuple(fed.order),
+        tuple(zones(fleet.policy)),
+        tuple(out),
+        {c: tuple(v) for c, v in fed.won.items()},
+        end,
+        fed.manager_evictions,
     )
-
-
-def _settle_dispatch(
-    t: int, worlds: dict[str, WorkerWorld], order: list[str], winner: dict[str, str], won: dict[str, list[str]]
-) -> None:
-    """After instant ``t``: each Job admitted on a worker for the first time wins there (the zone's
-    first cluster among those admitting at ``t``); its other copies are removed."""
-    fresh: dict[str, str] = {}
-    for cluster in order:  # policy order: the tie-breaker at one second
-        for run in worlds[cluster].runs:
-            if run.key in winner or run.key in fresh or not run.attempts or run.attempt.end_detail == REMOVED:
-                continue
-            if any(a.reserved is not None for a in run.attempts):
-                fresh[run.key] = cluster
-    for key in sorted(fresh, key=lambda k: (_reserved(worlds[fresh[k]].by_key[k]), k)):
-        cluster = fresh[key]
-        winner[key] = cluster
-        won[cluster].append(key)
-        for other, world in worlds.items():
-            if other != cluster:
-                world.withdraw(t, key, cluster)
 
 
 def _reserved(run: JobRun) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from gpufleet.policy import Fleet
 from gpufleet.policy.residency import queue_name
 from gpufleet.render.common import Obj
-from gpufleet.simulate.queue import MAX_CYCLES_PER_INSTANT
+from gpufleet.simulate.queue import MAX_CYCLES_PER_INSTANT, next_wake
 from gpufleet.simulate.requests import Ask, workload_spec
 from gpufleet.trace.job import Job
 from gpufleet.twin import CycleResult, Twin
@@ -65,8 +65,4 @@ class ManagerQueue:
 
     def wake(self) -> int | None:
         """The instant Kueue's next requeue batch fires, when a workload is parked (as ``Queue.wake``)."""
-        clock = self.twin.clock
-        due = clock.due() if clock is not None else None
-        if due is None or not self.twin.queues.parked():
-            return None
-        return -(-due // 1000)
+        return next_wake(self.twin)

@@ -108,8 +108,14 @@ class Queue:
         requeue batch that wakes parked workloads a second after a capacity change. Parking
         happens only in cycles, which run only at instants, so a batch with nothing parked at the
         end of an instant is left to fire unseen at a later one."""
-        clock = self.twin.clock
-        due = clock.due() if clock is not None else None
-        if due is None or not self.twin.queues.parked():
-            return None  # nothing parked: the batch wakes no one, so no instant is booked for it
-        return -(-due // 1000)
+        return next_wake(self.twin)
+
+
+def next_wake(twin: Twin) -> int | None:
+    """The instant (whole seconds, rounded up) at which ``twin``'s next Kueue timer fires, if a
+    workload is parked (see ``Queue.wake``)."""
+    clock = twin.clock
+    due = clock.due() if clock is not None else None
+    if due is None or not twin.queues.parked():
+        return None  # nothing parked: the batch wakes no one, so no instant is booked for it
+    return -(-due // 1000)

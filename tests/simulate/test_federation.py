@@ -62,6 +62,14 @@ SCENARIOS = [
         [job(0, "restricted", 0, duration=1000), job(1, "open", 0, duration=300), job(2, "open", 10)],
         {"j0": ("west", 0), "j1": ("east", 0), "j2": ("east", 301)},
     ),
+    (
+        # j1 (open) holds the manager's train-west quota while it runs on east, so j2 (restricted) waits
+        # on the manager until j0 finishes, while j3's copy already waits on west and is admitted first
+        # (the federation testbed does the same: tests/e2e/test_federation.py's differential)
+        "the manager's quota holds a restricted job back",
+        [job(0, "restricted", 0, 30), job(1, "open", 1, 90), job(2, "restricted", 3, 5), job(3, "open", 4, 5)],
+        {"j0": ("west", 0), "j1": ("east", 1), "j2": ("west", 37), "j3": ("west", 31)},
+    ),
 ]
 
 

@@ -210,3 +210,28 @@ def test_an_unknown_cluster_is_a_located_error(tmp_path: Path, policy: Path) -> 
     )
     assert result.exit_code == 2
     assert "--cluster" in result.output and "no cluster 'nowhere'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("view", "data_class", "queue", "allowed", "reason"),
+    [
+        ("manager", "confidential", "research-confidential", True, None),
+        ("aks-weu", "confidential", "research-confidential", False, "ResidencyForbidden"),
+        ("onprem-fra", "confidential", "research-eu", False, "ResidencyZoneQueue"),
+    ],
+)
+def test_the_webhook_answers_a_review_as_the_cluster_it_serves(
+    view: str, data_class: str, queue: str, allowed: bool, reason: str | None
+) -> None:
+    from gpufleet.webhook.app import create_app
+    from gpufleet.webhook.telemetry import Metrics
+
+    app = create_app(admission_facts(FLEET, None if view == "manager" else view), Metrics())
+    obj = job("research", queue, data_class)
+    body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                       "request": {"uid": "u-1", "namespace": "research", "operation": "CREATE", "object": obj}})  # fmt: skip
+    reply = app.reviews["/validate"](body.encode(), 0.0)
+    answer = json.loads(reply.body)["response"]
+    assert answer["allowed"] is allowed
+    if reason is not None:
+        assert answer["status"]["message"].startswith(f"{reason}: ")

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from gpufleet.check.facts import QUEUE_LABEL, admission_facts
 from gpufleet.check.mutation import patch
 from gpufleet.check.offline import OfflinePolicy
+from gpufleet.check.residency import cluster_facts, residency_of
 from gpufleet.check.rules import judge
 from gpufleet.cli import app
 from gpufleet.policy import parse_policy, resolve
@@ -131,7 +132,7 @@ def test_python_judges_as_the_rendered_policies(
     view: str, name: str, obj: dict[str, Any], expected: dict[str, list[str]]
 ) -> None:
     ns = obj["metadata"]["namespace"]
-    facts = admission_facts(FLEET, None if view == "manager" else view)
+    facts = cluster_facts(FLEET, None if view == "manager" else view)
     python = [d.message for d in judge(facts, obj, ns)]
     cel = [m for policy, namespaces in _policies(view) if ns in namespaces for m in policy.judge(obj, ns)]
     assert python == cel
@@ -140,7 +141,7 @@ def test_python_judges_as_the_rendered_policies(
 
 
 def test_the_residency_messages_name_the_zone_the_queue_and_the_clusters() -> None:
-    facts = admission_facts(FLEET, "aks-weu")
+    facts = cluster_facts(FLEET, "aks-weu")
     (zone_queue, forbidden) = judge(facts, job("research", "research-eu", "confidential"), "research")
     assert zone_queue.message == (
         "ResidencyZoneQueue: data class confidential runs only in residency zone confidential (clusters onprem-fra): "
@@ -155,7 +156,7 @@ def test_the_residency_messages_name_the_zone_the_queue_and_the_clusters() -> No
 def test_a_one_cluster_policy_keeps_the_team_queue_rule() -> None:
     fleet = resolve(parse_policy((EXAMPLES / "fleet.yaml").read_text(encoding="utf-8"), "fleet.yaml"))
     facts = admission_facts(fleet)
-    assert facts.residency is None
+    assert residency_of(facts) is None and residency_of(cluster_facts(fleet)) is None
     team = facts.teams[0]
     obj = job(team.namespaces[0], f"{team.name}-eu", team.data_classes[0])
     assert "WrongQueueName" in [d.reason for d in judge(facts, obj, team.namespaces[0])]
@@ -170,7 +171,7 @@ def test_a_one_cluster_policy_keeps_the_team_queue_rule() -> None:
     ],
 )
 def test_the_webhook_fills_in_the_zone_queue(view: str, data_class: str | None, filled: str | None) -> None:
-    facts = admission_facts(FLEET, None if view == "manager" else view)
+    facts = cluster_facts(FLEET, None if view == "manager" else view)
     ops = [op for op in patch(facts, job("research", None, data_class), "research") if "queue-name" in op["path"]]
     assert [op["value"] for op in ops] == ([filled] if filled else [])
 
@@ -226,7 +227,7 @@ def test_the_webhook_answers_a_review_as_the_cluster_it_serves(
     from gpufleet.webhook.app import create_app
     from gpufleet.webhook.telemetry import Metrics
 
-    app = create_app(admission_facts(FLEET, None if view == "manager" else view), Metrics())
+    app = create_app(cluster_facts(FLEET, None if view == "manager" else view), Metrics())
     obj = job("research", queue, data_class)
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                        "request": {"uid": "u-1", "namespace": "research", "operation": "CREATE", "object": obj}})  # fmt: skip

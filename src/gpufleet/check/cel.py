@@ -16,6 +16,7 @@ from typing import Any
 
 from gpufleet.check.catalogue import FEDERATED_OUT, RULES, Rule, Scope
 from gpufleet.check.facts import CLAIM_PREFIX, GPU_PREFIX, PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, join_or_none
+from gpufleet.check.residency import residency_of
 from gpufleet.check.workloads import KINDS, MAX_DIGITS, Path
 
 
@@ -370,7 +371,7 @@ def validations(facts: AdmissionFacts) -> list[dict[str, str]]:
         refuses, fields = conditions[rule.id]
         if refuses == "false":
             continue  # no serving pool: nothing to protect
-        if rule.id in FEDERATED_OUT and facts.residency is not None:
+        if rule.id in FEDERATED_OUT and residency_of(facts) is not None:
             continue  # a federation's queues are named after team and zone: the residency policy judges them
         out.append(
             {

@@ -8,12 +8,11 @@ CEL ``messageExpression`` embeds them as literals and the Python rules must prin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from gpufleet.policy.capacity import PoolCapacity
 from gpufleet.policy.dra import ClaimUnit, claim_units, team_units
-from gpufleet.policy.fleet import Fleet, resolve
-from gpufleet.policy.residency import project, queue_name, zones
+from gpufleet.policy.fleet import Fleet
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -73,25 +72,6 @@ class ServingFacts:
 
 
 @dataclass(frozen=True)
-class ResidencyFacts:
-    """A federated fleet's residency as one cluster's admission sees it (the manager's, or a worker's).
-
-    The same literals ``render.residency`` writes into the ``gpufleet-residency`` policy, so the Python
-    judgement and the rendered CEL read one table."""
-
-    cluster: str | None  # None: the MultiKueue manager; else the worker cluster judging
-    zone_of: dict[str, str]  # data class -> its residency zone
-    clusters_of: dict[str, str]  # data class -> its zone's clusters, as the messages quote them
-    here: tuple[str, ...]  # the data classes that may run on ``cluster`` (every one on the manager)
-    zone_pools: dict[str, tuple[str, ...]]  # zone -> the pools of its clusters, in policy order
-
-    def zone_queue(self, team: str, data_class: str | None) -> str | None:
-        """The LocalQueue a team's Job of ``data_class`` must use (None: the class has no zone)."""
-        zone = self.zone_of.get(data_class or "")
-        return queue_name(team, zone) if zone is not None else None
-
-
-@dataclass(frozen=True)
 class AdmissionFacts:
     team_label: str
     model_label: str
@@ -103,8 +83,6 @@ class AdmissionFacts:
     gpu_resources: tuple[str, ...]  # every GPU resource any pool yields, sorted
     # every CLAIM_PREFIX + template gpufleet renders (DRA pools), sorted; empty when DRA is off
     claim_resources: tuple[str, ...] = ()
-    # a federated fleet's residency (None: one cluster); with it the team-named queue rule gives way
-    residency: ResidencyFacts | None = None
 
     def team_of(self, namespace: str) -> TeamFacts | None:
         return next((t for t in self.teams if namespace in t.namespaces), None)
@@ -131,32 +109,8 @@ def _default_priority(names: list[str], values: dict[str, int]) -> str | None:
     return min(known, key=lambda n: (values[n], n)) if known else None
 
 
-def residency_facts(fleet: Fleet, cluster: str | None) -> ResidencyFacts:
-    policy = fleet.policy
-    all_zones = zones(policy)
-    pools = {z.name: tuple(p.name for p in policy.pools if p.cluster in z.clusters) for z in all_zones}
-    return ResidencyFacts(
-        cluster=cluster,
-        zone_of={dc: z.name for z in all_zones for dc in z.data_classes},
-        clusters_of={dc: ", ".join(z.clusters) for z in all_zones for dc in z.data_classes},
-        here=tuple(sorted(dc for z in all_zones if cluster is None or cluster in z.clusters for dc in z.data_classes)),
-        zone_pools=pools,
-    )
-
-
-def admission_facts(fleet: Fleet, cluster: str | None = None) -> AdmissionFacts:
-    """Resolve the policy into the facts every enforcer shares.
-
-    A federated fleet is judged as one of its clusters judges it: the manager (``cluster`` None) by the
-    whole policy, a worker by the policy narrowed to its pools (as its bundle is rendered), each with
-    the residency rules of its ``gpufleet-residency`` policy."""
-    if fleet.policy.clusters:
-        own = fleet if cluster is None else resolve(project(fleet.policy, {cluster}))
-        return replace(_facts(own), residency=residency_facts(fleet, cluster))
-    return _facts(fleet)
-
-
-def _facts(fleet: Fleet) -> AdmissionFacts:
+def admission_facts(fleet: Fleet) -> AdmissionFacts:
+    """Resolve the policy into the facts every enforcer shares."""
     policy = fleet.policy
     values = {pc.name: pc.value for pc in policy.priorityClasses}
     labels = policy.cluster.labels

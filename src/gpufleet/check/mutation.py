@@ -13,6 +13,7 @@ from typing import Any
 
 from gpufleet.check.catalogue import Scope
 from gpufleet.check.facts import PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts
+from gpufleet.check.residency import residency_of
 from gpufleet.check.rules import subject
 from gpufleet.check.workloads import mapping, text
 
@@ -44,12 +45,13 @@ def fills(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> list[Fi
 def _queue(facts: AdmissionFacts, team: str, data_class: str | None) -> list[Filled]:
     """The team's LocalQueue; in a federation the team's queue of the data class's residency zone, and
     nothing where the data class has no zone (the rules then refuse the missing queue)."""
-    if facts.residency is None:
+    residency = residency_of(facts)
+    if residency is None:
         return [Filled(QUEUE_LABEL, team, f"the LocalQueue of team {team}")]
-    queue = facts.residency.zone_queue(team, data_class)
+    queue = residency.zone_queue(team, data_class)
     if queue is None:
         return []
-    zone = facts.residency.zone_of[data_class or ""]
+    zone = residency.zone_of[data_class or ""]
     return [Filled(QUEUE_LABEL, queue, f"the LocalQueue of team {team} for data class {data_class}'s zone {zone}")]
 
 

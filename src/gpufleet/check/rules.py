@@ -13,7 +13,7 @@ from typing import Any
 
 from gpufleet.check.catalogue import FEDERATED_OUT, RULES, Rule, Scope
 from gpufleet.check.facts import PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, PoolOffer, TeamFacts, join_or_none
-from gpufleet.check.residency import residency_denials
+from gpufleet.check.residency import residency_denials, residency_of
 from gpufleet.check.workloads import (
     WorkloadKind,
     claim_needs,
@@ -329,7 +329,7 @@ def judge(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> list[De
     s = subject(facts, obj, namespace)
     if s is None:
         return residency
-    federated = facts.residency is not None
+    federated = residency_of(facts) is not None
     denials = []
     for rule, check in _BY_SCOPE[s.scope]:
         if federated and rule.id in FEDERATED_OUT:

@@ -11,8 +11,9 @@ import typer
 from rich.markup import escape
 
 from gpufleet.check.documents import read
-from gpufleet.check.facts import AdmissionFacts, admission_facts
+from gpufleet.check.facts import AdmissionFacts
 from gpufleet.check.gate import DEFAULT_NAMESPACE, Verdict, check
+from gpufleet.check.residency import cluster_facts
 from gpufleet.cli.common import console, guarded
 from gpufleet.errors import InputError
 from gpufleet.policy import load_policy, resolve
@@ -36,7 +37,7 @@ def facts_for(policy: Path, cluster: str | None) -> AdmissionFacts:
         raise InputError.one(
             f"no cluster {cluster!r} in the policy; declared: {declared}", file=str(policy), path="--cluster"
         )
-    return admission_facts(resolve(loaded), cluster)
+    return cluster_facts(resolve(loaded), cluster)
 
 
 def _where(v: Verdict) -> str:

@@ -39,14 +39,14 @@ ENV_METRICS = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own name for it
 
 def worker_app() -> WebhookApp:
     """The app of one worker process (granian calls this factory in each)."""
-    from gpufleet.check.facts import admission_facts
+    from gpufleet.check.residency import cluster_facts
     from gpufleet.policy import load_policy, resolve
     from gpufleet.webhook.app import create_app
     from gpufleet.webhook.telemetry import Metrics, configure_logging
 
     configure_logging(os.environ.get(ENV_LOG_LEVEL, "info"), pid=True)
     app = create_app(
-        admission_facts(resolve(load_policy(Path(os.environ[ENV_POLICY]))), os.environ.get(ENV_CLUSTER) or None),
+        cluster_facts(resolve(load_policy(Path(os.environ[ENV_POLICY]))), os.environ.get(ENV_CLUSTER) or None),
         Metrics(multiprocess_dir=os.environ[ENV_METRICS]),
     )
     gc.collect()

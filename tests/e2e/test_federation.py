@@ -85,7 +85,7 @@ def _apply(member: Member, bundle: Path) -> None:
     member.kubectl("apply", "--server-side", f"--kustomize={bundle}")
 
 
-def _job(name: str, queue: str, data_class: str, run_for: str | None) -> dict[str, Any]:
+def _job(name: str, queue: str, data_class: str, run_for: str | None, gpus: int = 1) -> dict[str, Any]:
     labels = {
         "gpufleet.io/team": "alpha",
         "gpufleet.io/model": "e2e-model",
@@ -95,7 +95,7 @@ def _job(name: str, queue: str, data_class: str, run_for: str | None) -> dict[st
     }
     annotations = {"testbed.gpufleet.io/run-for": run_for} if run_for else {}
     return batch_job(
-        name, "alpha", labels, pods=1, limits={"nvidia.com/gpu": 1}, pod_metadata={"annotations": annotations}
+        name, "alpha", labels, pods=1, limits={"nvidia.com/gpu": gpus}, pod_metadata={"annotations": annotations}
     )
 
 
@@ -197,6 +197,65 @@ def test_residency_is_refused_on_the_manager_and_on_the_worker(federation: dict[
     assert "may not run on cluster east" in message
     assert manager.get("job", "wrong-zone", "--namespace=alpha") is None
     assert east.get("job", "not-here", "--namespace=alpha") is None
+
+
+# (job, data class, run-for seconds): each takes a whole worker (4 GPUs, the team's quota on each)
+DIFFERENTIAL = [("dif-a", "restricted", 30), ("dif-b", "open", 90), ("dif-c", "restricted", 5), ("dif-d", "open", 5)]
+
+
+def test_the_simulator_places_jobs_as_the_federation_does(federation: dict[str, Member]) -> None:
+    """The multi-cluster differential: the same four Jobs, applied in order on the real manager and given
+    to ``simulate_federation`` with the seconds at which they were applied. Where each lands is asserted
+    where residency or a full worker decides it (a, b, c); where a second-scale race between the
+    workers' Kueues and the manager's could decide it (d, and the order on west), it is printed."""
+    test_clusters_and_admission_checks_turn_active(federation)
+    manager = federation["manager"]
+    started = time.monotonic()
+    submitted: dict[str, int] = {}
+    seen: dict[str, tuple[str, float]] = {}
+
+    def placements() -> dict[str, str]:
+        items = (manager.get("workloads", "--namespace=alpha") or {}).get("items", [])
+        out = {}
+        for w in items:
+            owner = next((o["name"] for o in w["metadata"].get("ownerReferences", [])), "")
+            cluster = w.get("status", {}).get("clusterName")
+            if owner.startswith("dif-") and cluster:
+                out[owner] = cluster
+                seen.setdefault(owner, (cluster, time.monotonic() - started))
+        return out
+
+    for name, data_class, seconds in DIFFERENTIAL:
+        submitted[name] = int(time.monotonic() - started)
+        assert manager.apply(_job(name, f"alpha-{data_class}", data_class, f"{seconds}s", gpus=4)).returncode == 0
+        if name in ("dif-a", "dif-b"):  # the next is applied once this one holds its worker
+            eventually(lambda name=name: name in placements(), f"{name} admitted on a worker")
+        else:
+            eventually(lambda name=name: _workload_of(manager, name), f"{name}'s Workload on the manager")
+    eventually(lambda: len(placements()) == len(DIFFERENTIAL), "every differential Job admitted on a worker", 240)
+
+    from gpufleet.simulate.config import SimulationConfig
+    from gpufleet.simulate.federation import simulate_federation
+    from gpufleet.trace.job import Job, JobKind
+
+    jobs = [
+        Job(n, "alpha", "alpha", submitted[n], s, JobKind.TRAINING, gpus=4, data_class=dc, priority_class="normal")
+        for n, dc, s in DIFFERENTIAL
+    ]
+    simulated = simulate_federation(resolve(load_policy(POLICY)), jobs, SimulationConfig())
+    sim = {d.key.split("/")[1]: d.cluster for d in simulated.dispatches}
+    real = {n: seen[n][0] for n in submitted}
+    agree = sum(1 for n in submitted if sim[n] == real[n])
+    for n, at in submitted.items():
+        print(f"{n}: applied at {at}s, real {real[n]} (seen at {seen[n][1]:.0f}s), simulated {sim[n]}")
+    real_west = [n for n, (cluster, _) in sorted(seen.items(), key=lambda kv: kv[1][1]) if cluster == "west"]
+    sim_west = [k.split("/")[1] for k in simulated.admission_order["west"]]
+    print(f"admission order on west: real {real_west}, simulated {sim_west}")
+    print(f"multi-cluster differential: {agree} of {len(submitted)} placements agree")
+    for n in ("dif-a", "dif-b", "dif-c"):
+        assert real[n] == sim[n] == {"dif-a": "west", "dif-b": "east", "dif-c": "west"}[n], (n, real, sim)
+    for n, _, _ in DIFFERENTIAL:
+        manager.kubectl("delete", "job", n, "--namespace=alpha", "--cascade=foreground", "--wait=true")
 
 
 def test_a_lost_worker_hands_its_job_to_another_allowed_worker(federation: dict[str, Member]) -> None:

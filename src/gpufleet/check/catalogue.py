@@ -151,3 +151,6 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 BY_ID = {rule.id: rule for rule in RULES}
+#: rules a federated fleet's clusters do not apply: its queues are named ``<team>-<zone>``, and the
+#: residency rules (``gpufleet.check.residency``, ``render.residency``) judge them instead
+FEDERATED_OUT = frozenset({"queue-matches"})

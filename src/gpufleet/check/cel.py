@@ -14,8 +14,9 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from gpufleet.check.catalogue import RULES, Rule, Scope
+from gpufleet.check.catalogue import FEDERATED_OUT, RULES, Rule, Scope
 from gpufleet.check.facts import CLAIM_PREFIX, GPU_PREFIX, PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, join_or_none
+from gpufleet.check.residency import residency_of
 from gpufleet.check.workloads import KINDS, MAX_DIGITS, Path
 
 
@@ -406,6 +407,8 @@ def validations(facts: AdmissionFacts) -> list[dict[str, str]]:
         refuses, fields = conditions[rule.id]
         if refuses == "false":
             continue  # no serving pool: nothing to protect
+        if rule.id in FEDERATED_OUT and residency_of(facts) is not None:
+            continue  # a federation's queues are named after team and zone: the residency policy judges them
         out.append(
             {
                 "expression": f"!({_in_scope(rule.scope)}) || !({refuses})",

@@ -12,8 +12,9 @@ from typing import Any
 
 from gpufleet.check.catalogue import Scope
 from gpufleet.check.documents import Source
-from gpufleet.check.facts import AdmissionFacts
+from gpufleet.check.facts import QUEUE_LABEL, AdmissionFacts
 from gpufleet.check.mutation import Filled, apply, fills, patch
+from gpufleet.check.residency import residency_of
 from gpufleet.check.rules import Denial, candidates, fits, judge, subject
 from gpufleet.check.workloads import claim_needs, mapping, pod_gpus, text
 
@@ -76,15 +77,25 @@ def verdict(facts: AdmissionFacts, source: Source, default_namespace: str = DEFA
     metadata = mapping(obj, "metadata")
     namespace = text(metadata, "namespace") or default_namespace
     name = text(metadata, "name") or text(metadata, "generateName") or "<unnamed>"
-    filled = fills(facts, obj, namespace)
-    admitted_as = apply(obj, patch(facts, obj, namespace))
+    # a federated fleet's clusters run no mutating webhook (its bundles render none): nothing is filled in
+    residency = residency_of(facts)
+    federated = residency is not None
+    filled = [] if federated else fills(facts, obj, namespace)
+    admitted_as = obj if federated else apply(obj, patch(facts, obj, namespace))
     s = subject(facts, admitted_as, namespace)
     denials = judge(facts, admitted_as, namespace)
     out = Verdict(source, str(obj.get("kind")), namespace, name, s is not None, denials, filled)
     if s is None or s.scope is not Scope.BATCH or s.team is None or denials:
         return out
     flavors, wants = _flavors(facts, admitted_as, namespace)
-    return Verdict(source, out.kind, namespace, name, True, [], filled, s.team.name, s.team.name, flavors, wants)
+    local_queue = cluster_queue = s.team.name
+    if residency is not None:  # the zone queue; the manager's ClusterQueue is named as it is
+        local_queue = s.label(QUEUE_LABEL) or local_queue
+        cluster_queue = local_queue if residency.cluster is None else s.team.name
+        zone = residency.zone_of.get(s.label(facts.data_class_label) or "")
+        if zone is not None and residency.cluster is None:  # the manager's zone queue holds the zone's pools
+            flavors = [f for f in flavors if f in residency.zone_pools[zone]]
+    return Verdict(source, out.kind, namespace, name, True, [], filled, local_queue, cluster_queue, flavors, wants)
 
 
 def check(facts: AdmissionFacts, sources: list[Source], default_namespace: str = DEFAULT_NAMESPACE) -> list[Verdict]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from gpufleet.check.catalogue import Scope
 from gpufleet.check.facts import PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts
+from gpufleet.check.residency import residency_of
 from gpufleet.check.rules import subject
 from gpufleet.check.workloads import mapping, text
 
@@ -34,11 +35,24 @@ def fills(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> list[Fi
         return []
     out = []
     if not s.label(QUEUE_LABEL):
-        out.append(Filled(QUEUE_LABEL, s.team.name, f"the LocalQueue of team {s.team.name}"))
+        out += _queue(facts, s.team.name, s.label(facts.data_class_label))
     uses_pod_priority = any(text(spec, "priorityClassName") is not None for spec in s.specs)
     if PRIORITY_LABEL not in s.labels and not uses_pod_priority and s.team.default_priority is not None:
         out.append(Filled(PRIORITY_LABEL, s.team.default_priority, f"the default priority class of team {s.team.name}"))
     return out
+
+
+def _queue(facts: AdmissionFacts, team: str, data_class: str | None) -> list[Filled]:
+    """The team's LocalQueue; in a federation the team's queue of the data class's residency zone, and
+    nothing where the data class has no zone (the rules then refuse the missing queue)."""
+    residency = residency_of(facts)
+    if residency is None:
+        return [Filled(QUEUE_LABEL, team, f"the LocalQueue of team {team}")]
+    queue = residency.zone_queue(team, data_class)
+    if queue is None:
+        return []
+    zone = residency.zone_of[data_class or ""]
+    return [Filled(QUEUE_LABEL, queue, f"the LocalQueue of team {team} for data class {data_class}'s zone {zone}")]
 
 
 def _escape(key: str) -> str:

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpufleet.check.catalogue import RULES, Rule, Scope
+from gpufleet.check.catalogue import FEDERATED_OUT, RULES, Rule, Scope
 from gpufleet.check.facts import PRIORITY_LABEL, QUEUE_LABEL, AdmissionFacts, PoolOffer, TeamFacts, join_or_none
+from gpufleet.check.residency import residency_denials, residency_of
 from gpufleet.check.workloads import (
     WorkloadKind,
     claim_needs,
@@ -355,13 +356,18 @@ _BY_SCOPE: dict[Scope, tuple[tuple[Rule, Check], ...]] = {
 
 
 def judge(facts: AdmissionFacts, obj: dict[str, Any], namespace: str) -> list[Denial]:
-    """Every reason ``obj`` in ``namespace`` is refused, in catalogue order; empty means admitted."""
+    """Every reason ``obj`` in ``namespace`` is refused, in catalogue order, then a federated cluster's
+    residency reasons (its second policy); empty means admitted."""
+    residency = [Denial(reason, message) for reason, message in residency_denials(facts, obj, namespace)]
     s = subject(facts, obj, namespace)
     if s is None:
-        return []
+        return residency
+    federated = residency_of(facts) is not None
     denials = []
     for rule, check in _BY_SCOPE[s.scope]:
+        if federated and rule.id in FEDERATED_OUT:
+            continue  # a federation's queues are named after team and zone: residency judges them
         values = check(facts, s)
         if values is not None:
             denials.append(Denial(rule.reason, rule.message(values)))
-    return denials
+    return denials + residency

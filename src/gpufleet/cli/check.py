@@ -11,13 +11,33 @@ import typer
 from rich.markup import escape
 
 from gpufleet.check.documents import read
-from gpufleet.check.facts import admission_facts
+from gpufleet.check.facts import AdmissionFacts
 from gpufleet.check.gate import DEFAULT_NAMESPACE, Verdict, check
+from gpufleet.check.residency import cluster_facts
 from gpufleet.cli.common import console, guarded
+from gpufleet.errors import InputError
 from gpufleet.policy import load_policy, resolve
 
 EXIT_DENIED = 1
 PolicyArg = Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)]
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        help="A federated policy (clusters:): judge as this worker cluster does; default: as the MultiKueue manager",
+    ),
+]
+
+
+def facts_for(policy: Path, cluster: str | None) -> AdmissionFacts:
+    """The admission facts of the cluster that judges: the only one, a federation's manager, or a worker."""
+    loaded = load_policy(policy)
+    if cluster is not None and cluster not in {c.name for c in loaded.clusters}:
+        declared = ", ".join(c.name for c in loaded.clusters) or "none (the policy has no clusters:)"
+        raise InputError.one(
+            f"no cluster {cluster!r} in the policy; declared: {declared}", file=str(policy), path="--cluster"
+        )
+    return cluster_facts(resolve(loaded), cluster)
 
 
 def _where(v: Verdict) -> str:
@@ -64,9 +84,10 @@ def check_cmd(
     namespace: Annotated[
         str, typer.Option("-n", "--namespace", help="Namespace for objects that name none")
     ] = DEFAULT_NAMESPACE,
+    cluster: ClusterOpt = None,
 ) -> None:
     """Judge manifests by the fleet's admission rules: exit 0 all admitted, 1 any denied, 2 unreadable input."""
-    facts = admission_facts(resolve(load_policy(policy)))
+    facts = facts_for(policy, cluster)
     verdicts = check(facts, read(files, sys.stdin), namespace)
     if as_json:
         denied = sum(1 for v in verdicts if v.denials)

@@ -158,6 +158,15 @@ def simulate(
     fleet = resolve(load_policy(policy))
     jobs = read_trace(trace)
     target = outputs.check(out, force=force)  # refuse before the simulation, not after it
+    if fleet.policy.clusters:  # a federation: each worker's Kueue and the manager's dispatch
+        if compare_with is not None:
+            raise InputError.one(
+                "--compare is for one cluster; a federated policy runs the queue world only", path="--compare"
+            )
+        from gpufleet.cli.simulate_federation import run_federated
+
+        run_federated(fleet, jobs, SimulationConfig(placement=placement), out, force=force, as_json=as_json)
+        return
     modes = [Mode.QUEUE] + ([Mode.FIRST_APPLY] if compare_with else [])
     with progress_bar(len(modes), quiet=as_json) as update:
         results = compare(fleet, jobs, SimulationConfig(placement=placement), modes, update)

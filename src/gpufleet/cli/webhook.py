@@ -13,12 +13,10 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from gpufleet.check.facts import admission_facts
 from gpufleet.check.manifests import NAMESPACE, WEBHOOK
-from gpufleet.cli.check import PolicyArg
+from gpufleet.cli.check import ClusterOpt, PolicyArg, facts_for
 from gpufleet.cli.common import ForceOpt, console, guarded
 from gpufleet.errors import InputError
-from gpufleet.policy import load_policy, resolve
 from gpufleet.webhook import certs as webhook_certs
 from gpufleet.webhook.tls import RELOAD_SECONDS, Listen, loads
 
@@ -47,6 +45,7 @@ def serve(
             " 1 serves from this process",
         ),
     ] = 1,
+    cluster: ClusterOpt = None,
 ) -> None:
     """Serve /validate, /mutate, /healthz and /metrics over HTTPS."""
     for path, what in ((cert, "certificate"), (key, "key")):
@@ -57,7 +56,7 @@ def serve(
         raise InputError.one(f"is not a PEM certificate and matching key: {problem}", file=str(cert))
     from gpufleet.webhook.telemetry import configure_logging
 
-    facts = admission_facts(resolve(load_policy(policy)))  # each worker loads it again; a bad policy stops here
+    facts = facts_for(policy, cluster)  # each worker loads it again; a bad policy stops here
     configure_logging(log_level)
     listen = Listen(cert, key, host, port, reload_seconds)
     if workers > 1:
@@ -72,7 +71,7 @@ def serve(
                 file="/tmp",
             ) from None
 
-        WorkerPool(policy, listen, workers=workers, log_level=log_level).run()
+        WorkerPool(policy, listen, workers=workers, log_level=log_level, cluster=cluster).run()
         return
     from gpufleet.webhook.app import create_app
     from gpufleet.webhook.server import WebhookServer

@@ -18,9 +18,9 @@ import copy
 from typing import Any
 
 from gpufleet.check.catalogue import RULES
-from gpufleet.check.cel import lit
+from gpufleet.check.cel import MATCH_CONDITIONS, lit
 from gpufleet.check.facts import QUEUE_LABEL
-from gpufleet.check.workloads import KINDS
+from gpufleet.check.residency import MATCHED
 from gpufleet.policy.model import FleetPolicy
 from gpufleet.policy.residency import zones
 from gpufleet.render.common import Obj, meta
@@ -28,9 +28,6 @@ from gpufleet.render.common import Obj, meta
 NAME = "gpufleet-residency"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 QUEUE_RULE = next(r for r in RULES if r.id == "queue-matches")
-# Kueue-managed kinds whose own labels carry the queue and the data class (a bare Pod's are checked by
-# gpufleet's own policy; a Job's pods inherit the Job's admission).
-MATCHED = [k for k in KINDS if k.batch and k.kind != "Pod"]
 
 
 def without_team_queue_rule(objects: list[Obj]) -> list[Obj]:
@@ -107,6 +104,7 @@ def residency_policy(policy: FleetPolicy, cluster: str | None = None) -> list[Ob
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": {"resourceRules": _rules()},
+            "matchConditions": MATCH_CONDITIONS,
             "variables": variables,
             "validations": validations,
         },

@@ -118,3 +118,15 @@ class Queue:
         if due is None or not self.twin.queues.parked():
             return None  # nothing parked: the batch wakes no one, so no instant is booked for it
         return due // 1000
+
+
+def next_wake(twin: Twin) -> int | None:
+    """The instant (whole seconds, rounded up) at which ``twin``'s next Kueue timer fires, if a
+    workload is parked. The manager's twin (``simulate.federation_manager``) advances in whole
+    seconds, so it rounds up; a worker's ``Queue.wake`` rounds down, its world firing the timer
+    within the second (``queue_world``)."""
+    clock = twin.clock
+    due = clock.due() if clock is not None else None
+    if due is None or not twin.queues.parked():
+        return None  # nothing parked: the batch wakes no one, so no instant is booked for it
+    return -(-due // 1000)

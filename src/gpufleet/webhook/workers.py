@@ -32,20 +32,21 @@ from gpufleet.webhook.app import WebhookApp
 from gpufleet.webhook.tls import Listen, Renewal
 
 ENV_POLICY = "GPUFLEET_WEBHOOK_POLICY"
+ENV_CLUSTER = "GPUFLEET_WEBHOOK_CLUSTER"  # a federated policy's worker cluster; unset: the manager
 ENV_LOG_LEVEL = "GPUFLEET_WEBHOOK_LOG_LEVEL"
 ENV_METRICS = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own name for it
 
 
 def worker_app() -> WebhookApp:
     """The app of one worker process (granian calls this factory in each)."""
-    from gpufleet.check.facts import admission_facts
+    from gpufleet.check.residency import cluster_facts
     from gpufleet.policy import load_policy, resolve
     from gpufleet.webhook.app import create_app
     from gpufleet.webhook.telemetry import Metrics, configure_logging
 
     configure_logging(os.environ.get(ENV_LOG_LEVEL, "info"), pid=True)
     app = create_app(
-        admission_facts(resolve(load_policy(Path(os.environ[ENV_POLICY])))),
+        cluster_facts(resolve(load_policy(Path(os.environ[ENV_POLICY]))), os.environ.get(ENV_CLUSTER) or None),
         Metrics(multiprocess_dir=os.environ[ENV_METRICS]),
     )
     gc.collect()
@@ -56,8 +57,11 @@ def worker_app() -> WebhookApp:
 class WorkerPool:
     """granian's main process over ``workers`` RSGI worker processes, plus the certificate watcher."""
 
-    def __init__(self, policy: Path, listen: Listen, *, workers: int, log_level: str = "info") -> None:
+    def __init__(
+        self, policy: Path, listen: Listen, *, workers: int, log_level: str = "info", cluster: str | None = None
+    ) -> None:
         self.policy, self.listen, self.workers, self.log_level = policy.resolve(), listen, workers, log_level
+        self.cluster = cluster
         self.renewal = Renewal(listen.cert, listen.key)
         self._stopped = threading.Event()
 
@@ -72,6 +76,7 @@ class WorkerPool:
         multiprocessing.set_start_method("spawn", force=True)  # see the module's docstring
         with tempfile.TemporaryDirectory(prefix="gpufleet-webhook-metrics-") as metrics:
             os.environ.update({ENV_POLICY: str(self.policy), ENV_LOG_LEVEL: self.log_level, ENV_METRICS: metrics})
+            os.environ[ENV_CLUSTER] = self.cluster or ""
             server = MPServer(
                 f"{__name__}:worker_app",
                 address=self.listen.host,

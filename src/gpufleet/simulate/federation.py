@@ -1,0 +1,315 @@
+"""The simulator across clusters: the MultiKueue manager's Kueue and dispatch, one Kueue world per worker.
+
+Each worker runs the one-cluster queue world (``QueueWorld``) on the policy narrowed to its pools, as
+its bundle is rendered (``policy.residency.project``): its own flavors, cohort, quotas and nodes. The
+manager (``simulate.federation_manager``) is a twin over the manager bundle's ClusterQueues: a Job
+first reserves its team's quota in its ``<team>-<zone>`` queue there, and only then is dispatched as
+Kueue v0.19.2 does it (``pkg/controller/admissionchecks/multikueue/workload.go``,
+``pkg/controller/workloaddispatcher/incrementaldispatcher.go``):
+
+- a Job of data class D goes only to the clusters of D's residency zone, in the zone's (policy) order;
+- **AllAtOnce**: every cluster of the zone gets a copy at the manager's reservation; **Incremental**:
+  the first ``STEP`` clusters (Kueue's DefaultStepSize 3), and ``STEP`` more each ``ROUND_S`` (5 min)
+  while no copy has been admitted (config order: MultiKueueIncrementalDispatcherRespectConfigOrder is
+  on by default in v0.19);
+- the first copy a worker admits wins (Kueue picks the remote whose Admitted condition is oldest; at
+  the same second this module picks the zone's first cluster); the others' copies are removed;
+- the manager keeps its reservation until the Job finishes on its worker, and sees the finish a
+  second later.
+
+The worlds run in lockstep: at each instant any of them has, the manager first (arrivals, rounds, its
+cycles and the copies they create), then every worker, then the dispatch settles. Not modelled: the
+seconds between the manager's reservation and a copy's creation; preemption on the manager (counted
+as ``manager_evictions``, its copies left as they are); a copy preempted on its worker being
+re-dispatched to the zone (Kueue resets the check to Retry; here the copy requeues on its worker); a
+lost worker.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gpufleet.errors import InputError, Problem
+from gpufleet.policy import Fleet
+from gpufleet.policy.fleet import resolve
+from gpufleet.policy.residency import Zone, project, zones
+from gpufleet.simulate.config import SimulationConfig
+from gpufleet.simulate.engine import KUEUE
+from gpufleet.simulate.federation_manager import ManagerQueue
+from gpufleet.simulate.jobs import JobRun, State
+from gpufleet.simulate.queue_world import QueueWorld
+from gpufleet.simulate.requests import Catalog
+from gpufleet.trace.job import Job
+
+STEP = 3  # Kueue's incremental dispatcher DefaultStepSize
+ROUND_S = 300  # incrementalDispatcherRoundTimeout: 5 minutes per nomination round
+REMOVED = "RemovedByMultiKueue"
+
+
+class WorkerWorld(QueueWorld):
+    """One worker's queue world, whose copies the manager may remove before or after they arrive."""
+
+    def prepare(self, fleet: Fleet) -> Any:
+        self.cancelled: set[str] = set()  # copies removed before their creation instant
+        return super().prepare(fleet)
+
+    def arrive(self, t: int, run: JobRun) -> None:
+        if run.key in self.cancelled:
+            return  # another worker admitted the Job before this copy's round: Kueue never creates it
+        super().arrive(t, run)
+
+    def withdraw(self, t: int, key: str, winner: str) -> None:
+        """The manager removes this copy: another worker admitted the Job (at ``t`` or earlier)."""
+        run = self.by_key.get(key)
+        if run is None:
+            return  # this worker has no flavor for the Job: its copy never reached the queue
+        if not run.attempts:
+            self.cancelled.add(key)
+            return
+        if run.state in (State.FINISHED, State.DEACTIVATED):
+            return
+        if run.state is not State.RUNNING:
+            self.waiting -= 1
+            self.watch.waiting(run, -1)
+        self.release(t, run)
+        self.free_quota(run, run.attempt, t)
+        self.queue.finish(key)
+        self.end_attempt(t, run, "Finished", REMOVED, f"admitted on worker cluster {winner!r}; this copy is removed")
+        run.state = State.FINISHED
+        self.kueue_dirty = True
+        self.push(t + 1, KUEUE, None)  # its quota frees: Kueue's requeue batch wakes the parked a second later
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Where one Job of the trace went (simulated)."""
+
+    key: str
+    team: str
+    data_class: str
+    zone: str
+    copies: tuple[str, ...]  # the clusters that got a copy, in creation order
+    cluster: str | None  # the worker whose copy was admitted first (None: no copy admitted)
+    submitted: int
+    admitted: int | None  # when the winning copy reserved quota on its worker
+    started: int | None
+    finished: int | None
+    waited_s: int  # from the Job's submission to its start (or to the end of the run)
+    gpu_seconds: float
+
+
+@dataclass(frozen=True)
+class FederationResult:
+    dispatcher: str
+    clusters: tuple[str, ...]
+    zones: tuple[Zone, ...]
+    dispatches: tuple[Dispatch, ...]
+    admission_order: dict[str, tuple[str, ...]]  # cluster -> Job keys in the order their copies won there
+    end: int
+    manager_evictions: int = 0  # preemptions on the manager: not modelled (the copies stay), counted
+
+
+def _zone_of(fleet: Fleet, jobs: Sequence[Job]) -> dict[str, Zone]:
+    """Each job's residency zone; a job with no zone, or of a class its team may not use, is an error."""
+    by_class = {dc: z for z in zones(fleet.policy) for dc in z.data_classes}
+    problems, out = [], {}
+    for job in jobs:
+        team = fleet.policy.team(job.team)
+        zone = by_class.get(job.data_class)
+        if zone is None:
+            known = ", ".join(sorted(by_class))
+            problems.append(
+                Problem(
+                    f"job {job.job_id}: data class {job.data_class!r} has no residency zone; a federated "
+                    f"fleet dispatches by data class, one of: {known}",
+                    path="data_class",
+                )
+            )
+        elif team is not None and job.data_class not in team.dataClasses:
+            problems.append(
+                Problem(
+                    f"job {job.job_id}: team {job.team!r} may not use data class {job.data_class!r} "
+                    f"(its classes: {', '.join(team.dataClasses)}); admission would refuse it",
+                    path="data_class",
+                )
+            )
+        else:
+            out[f"{job.namespace}/{job.job_id}"] = zone
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def _rounds(zone: Zone, dispatcher: str) -> list[tuple[str, ...]]:
+    """The clusters nominated in each round: all at once, or ``STEP`` per round in the zone's order."""
+    if dispatcher == "AllAtOnce":
+        return [zone.clusters]
+    return [zone.clusters[i : i + STEP] for i in range(0, len(zone.clusters), STEP)]
+
+
+class _Federation:
+    """The lockstep run: the manager's queue and dispatcher, and the worker worlds."""
+
+    def __init__(self, fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig) -> None:
+        policy = fleet.policy
+        self.zone_of = _zone_of(fleet, jobs)
+        self.dispatcher = policy.multiKueue.dispatcher
+        self.order = [c.name for c in policy.clusters]
+        self.manager = ManagerQueue(fleet)
+        self.catalog = Catalog.of(fleet)
+        self.jobs = {f"{j.namespace}/{j.job_id}": j for j in jobs}
+        self.worlds = {c: WorkerWorld(resolve(project(policy, {c})), [], config) for c in self.order}
+        for w in self.worlds.values():
+            w.advance(-1)  # books the serving scale at 0; an empty world would end at once ...
+            w.over = False  # ... so it is kept open: copies join it as the manager creates them
+        # the manager's events: (instant, sequence, what, key): arrivals, later rounds, Kueue's timer
+        self.events: list[tuple[int, int, str, str]] = []
+        self.seq = 0
+        for key, job in sorted(self.jobs.items(), key=lambda kv: (kv[1].submit_s, kv[0])):
+            self._push(job.submit_s, "arrive", key)
+        self.copies: dict[str, list[str]] = {}
+        self.reserved: dict[str, int] = {}  # manager quota reserved, by Job
+        self.winner: dict[str, str] = {}
+        self.won: dict[str, list[str]] = {c: [] for c in self.order}
+        self.running: set[str] = set()  # won on a worker, not finished there yet
+        self.manager_dirty = False
+        self.manager_evictions = 0
+
+    def _push(self, t: int, what: str, key: str) -> None:
+        self.seq += 1  # events at one instant run in the order they were booked
+        heapq.heappush(self.events, (t, self.seq, what, key))
+
+    def run(self) -> None:
+        while True:
+            times = [w.heap[0][0] for w in self.worlds.values() if w.heap and not w.over]
+            if self.events:
+                times.append(self.events[0][0])
+            if not times:
+                return
+            t = min(times)
+            self._manager_at(t)
+            for w in self.worlds.values():
+                if w.heap and not w.over:
+                    w.advance(t)
+            self._settle(t)
+
+    def _manager_at(self, t: int) -> None:
+        while self.events and self.events[0][0] == t:
+            _, _, what, key = heapq.heappop(self.events)
+            if what == "arrive":
+                job = self.jobs[key]
+                ask = self.catalog.ask_of(job)
+                if ask is not None:
+                    self.manager.submit(job, ask, self.zone_of[key].name, t)
+                    self.manager_dirty = True
+            elif what.startswith("round:") and key not in self.winner:
+                self._nominate(t, key, int(what.split(":")[1]))
+            elif what == "kueue":
+                self.manager_dirty = True
+        if not self.manager_dirty:
+            return
+        self.manager_dirty = False
+        for result in self.manager.cycles(t):
+            self.manager_evictions += len(result.preempted)  # not modelled: see the module's docstring
+            for admitted in result.admitted:
+                if admitted.workload not in self.reserved:
+                    self.reserved[admitted.workload] = t
+                    self._nominate(t, admitted.workload, 0)
+        wake = self.manager.wake()
+        if wake is not None:
+            self._push(max(wake, t + 1), "kueue", "")
+
+    def _nominate(self, t: int, key: str, index: int) -> None:
+        """Round ``index`` of the dispatcher: its clusters get a copy created at ``t``."""
+        rounds = _rounds(self.zone_of[key], self.dispatcher)
+        job = replace(self.jobs[key], submit_s=t)  # the copy's creation is its queue-order timestamp
+        for cluster in rounds[index]:
+            self.worlds[cluster].over = False
+            self.worlds[cluster].join([job])
+            self.copies.setdefault(key, []).append(cluster)
+        if index + 1 < len(rounds):
+            self._push(t + ROUND_S, f"round:{index + 1}", key)
+
+    def _settle(self, t: int) -> None:
+        """After instant ``t``: each Job admitted on a worker for the first time wins there (the zone's
+        first cluster among those admitting at ``t``), its other copies are removed; a Job that
+        finished on its worker releases its quota on the manager."""
+        fresh: dict[str, str] = {}
+        for cluster in self.order:  # policy order: the tie-breaker at one second
+            for run in self.worlds[cluster].runs:
+                key = run.key
+                if key in self.winner or key in fresh or not run.attempts or run.attempt.end_detail == REMOVED:
+                    continue
+                if any(a.reserved is not None for a in run.attempts):
+                    fresh[key] = cluster
+        for key in sorted(fresh, key=lambda k: (_reserved(self.worlds[fresh[k]].by_key[k]), k)):
+            cluster = fresh[key]
+            self.winner[key] = cluster
+            self.won[cluster].append(key)
+            self.running.add(key)
+            for other, world in self.worlds.items():
+                if other != cluster:
+                    world.withdraw(t, key, cluster)
+        for key in sorted(self.running):
+            run = self.worlds[self.winner[key]].by_key[key]
+            if run.state is State.FINISHED:
+                self.running.discard(key)
+                self.manager.finish(key)
+                self.manager_dirty = True
+        if self.manager_dirty:
+            self._push(t + 1, "kueue", "")  # the manager sees the finish and re-runs its cycles
+
+
+def simulate_federation(fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig) -> FederationResult:
+    """Run the trace through the manager's Kueue and dispatch and every worker's Kueue, in lockstep."""
+    if not fleet.policy.clusters:
+        raise InputError.one("the policy declares no clusters: simulate it as one cluster", path="clusters")
+    fed = _Federation(fleet, jobs, config)
+    fed.run()
+    worlds = fed.worlds
+    for w in worlds.values():
+        w.over = False
+        w.advance()  # a world paused with only its stop left ends here
+    end = max((w.meter.now for w in worlds.values()), default=0)
+    out = [
+        _dispatch(job, fed.zone_of[k], tuple(fed.copies.get(k, ())), fed.winner.get(k), worlds=worlds, end=end)
+        for k, job in fed.jobs.items()
+    ]
+    return FederationResult(
+        fed.dispatcher,
+        tuple(fed.order),
+        tuple(zones(fleet.policy)),
+        tuple(out),
+        {c: tuple(v) for c, v in fed.won.items()},
+        end,
+        fed.manager_evictions,
+    )
+
+
+def _reserved(run: JobRun) -> int:
+    return min(a.reserved for a in run.attempts if a.reserved is not None)
+
+
+def _dispatch(
+    job: Job, zone: Zone, copies: tuple[str, ...], cluster: str | None, *, worlds: dict[str, WorkerWorld], end: int
+) -> Dispatch:
+    key = f"{job.namespace}/{job.job_id}"
+    created = tuple(c for c in copies if key in worlds[c].by_key and worlds[c].by_key[key].attempts)
+    if cluster is None:
+        return Dispatch(
+            key, job.team, job.data_class, zone.name, created, None, job.submit_s, None, None, None,
+            end - job.submit_s, 0.0,
+        )  # fmt: skip
+    run = worlds[cluster].by_key[key]
+    first = run.attempts[0]
+    started = next((a.started for a in run.attempts if a.started is not None), None)
+    last = run.attempt
+    finished = last.ended if last.end_reason == "Finished" else None
+    waited = run.waited(end) + (run.job.submit_s - job.submit_s)  # an Incremental copy was created later
+    return Dispatch(
+        key, job.team, job.data_class, zone.name, created, cluster, job.submit_s, first.reserved, started,
+        finished, waited, run.held(end),
+    )  # fmt: skip

@@ -27,13 +27,18 @@ FED = ROOT / "tests" / "e2e" / "federation-fleet.yaml"  # west (restricted, open
 FLEET: Fleet = resolve(load_policy(FED))
 
 
+# The times below are worked out by hand: a finish frees the quota at the instant its run ends
+# (the default's 1 s control-plane finish delay, docs/simulate.md, would add a second per finish).
+HAND = SimulationConfig(finish_delay_s=0)
+
+
 def job(i: int, data_class: str, submit: int, duration: int = 600, gpus: int = 4) -> Job:
     return Job(f"j{i}", "alpha", "alpha", submit, duration, JobKind.TRAINING, gpus=gpus, data_class=data_class,
                priority_class="normal")  # fmt: skip
 
 
 def _landing(jobs: list[Job], fleet: Fleet = FLEET) -> dict[str, tuple[str | None, int | None]]:
-    result = simulate_federation(fleet, jobs, SimulationConfig())
+    result = simulate_federation(fleet, jobs, HAND)
     return {d.key.split("/")[1]: (d.cluster, d.started) for d in result.dispatches}
 
 
@@ -80,7 +85,7 @@ def test_where_each_job_lands(name: str, jobs: list[Job], expected: dict[str, tu
 
 def test_the_losing_copies_are_removed_and_hold_nothing() -> None:
     jobs = [job(0, "restricted", 0, duration=1000), job(1, "open", 0, duration=300), job(2, "open", 10)]
-    result = simulate_federation(FLEET, jobs, SimulationConfig())
+    result = simulate_federation(FLEET, jobs, HAND)
     j2 = next(d for d in result.dispatches if d.key == "alpha/j2")
     assert j2.copies == ("west", "east") and j2.cluster == "east"
     assert result.admission_order == {"west": ("alpha/j0",), "east": ("alpha/j1", "alpha/j2")}
@@ -89,7 +94,7 @@ def test_the_losing_copies_are_removed_and_hold_nothing() -> None:
 
 def test_a_job_without_a_zone_is_a_located_error() -> None:
     with pytest.raises(InputError) as caught:
-        simulate_federation(FLEET, [job(0, "", 0), job(1, "secret", 0)], SimulationConfig())
+        simulate_federation(FLEET, [job(0, "", 0), job(1, "secret", 0)], HAND)
     assert [p.path for p in caught.value.problems] == ["data_class", "data_class"]
     assert "has no residency zone" in str(caught.value)
 
@@ -143,7 +148,7 @@ def test_incremental_adds_the_fourth_worker_after_one_round() -> None:
 )
 def test_every_job_runs_once_in_its_zone(specs: list[tuple[str, int, int]]) -> None:
     jobs = [job(i, dc, submit, duration) for i, (dc, submit, duration) in enumerate(specs)]
-    result = simulate_federation(FLEET, jobs, SimulationConfig())
+    result = simulate_federation(FLEET, jobs, HAND)
     for d in result.dispatches:
         assert d.cluster in ({"west"} if d.data_class == "restricted" else {"west", "east"})
         assert d.finished is not None and d.gpu_seconds == 4 * next(j.duration_s for j in jobs if j.job_id in d.key)
@@ -153,7 +158,7 @@ def test_every_job_runs_once_in_its_zone(specs: list[tuple[str, int, int]]) -> N
 
 def test_summary_marks_every_figure_simulated() -> None:
     jobs = [job(0, "restricted", 0), job(1, "restricted", 5), job(2, "open", 5)]
-    document = summary(simulate_federation(FLEET, jobs, SimulationConfig()))
+    document = summary(simulate_federation(FLEET, jobs, HAND))
     sections = [document["fleet"], *document["clusters"].values(), *document["zones"].values(), *document["jobs"]]
     assert all(s["basis"] == "simulated" for s in sections)
     assert document["zones"]["restricted"]["landed"] == {"west": 2}

@@ -103,3 +103,44 @@ def test_workers_in_processes_share_a_postgresql_study(postgres_url: str) -> Non
     assert len(stored.trials) == len(t.trials) + t.pruned
     assert {tr.number for tr in stored.trials} == set(range(len(stored.trials)))
     assert t.recommended is not None and t.recommended.goodput_gpu_h == pytest.approx(7.999)
+
+
+def test_a_study_from_before_the_stranded_constraint_is_refused(tmp_path: Path) -> None:
+    """A study whose trials carry fewer constraint values than this gpufleet judges (one made before
+    ``stranded``) is refused with exit 2's error, even with no fingerprint to tell it apart: resuming it
+    would rank its trials as if they met the constraint they were never judged by."""
+    spec = _journal(tmp_path, 3)
+    old = optuna.create_study(
+        storage=optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(spec.storage)),
+        study_name=spec.name,
+        directions=["maximize", "minimize"],
+    )
+    dist = optuna.distributions.CategoricalDistribution(["0", "unlimited"])
+    old.add_trial(
+        optuna.trial.create_trial(
+            params={BORROW: "0"},
+            distributions={BORROW: dist},
+            values=[4.0, 3.0],
+            user_attrs={"constraints": [0.0, 0.0, 0.0], "source": "input"},  # servingStarvation, preemptions, jain
+        )
+    )
+    with pytest.raises(InputError, match="carries 3 constraint values where this gpufleet judges 4"):
+        tune(policy(), a_alone(), spec)
+
+
+def test_the_fingerprint_names_the_constraints_and_the_protected_jobs() -> None:
+    """A study's fingerprint changes with the jobs no trial may strand and with the rules' format, so a
+    study made under other rules never resumes silently."""
+    from gpufleet.simulate.config import SimulationConfig
+    from gpufleet.tune import tuning
+
+    args = (policy(), a_alone(), Constraints(), SimulationConfig(), (0, 2 * HOUR))
+    plain = tuning.fingerprint(*args)
+    assert tuning.fingerprint(*args, protected=frozenset({"a/a-0"})) != plain
+    assert tuning.fingerprint(*args) == plain  # deterministic
+    was = tuning.STUDY_FORMAT
+    try:
+        tuning.STUDY_FORMAT = was - 1
+        assert tuning.fingerprint(*args) != plain
+    finally:
+        tuning.STUDY_FORMAT = was

@@ -28,6 +28,7 @@ from gpufleet.trace.job import Job
 from gpufleet.tune import feasibility, judge, remedies, study
 from gpufleet.tune.diff import Change, diff, touches
 from gpufleet.tune.feasibility import Infeasible
+from gpufleet.tune.fidelity import Fidelity
 from gpufleet.tune.holdout import Week
 from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.recommend import Candidate, candidates, pareto_front, ranked
@@ -157,6 +158,7 @@ def tune(
     simplify: bool = True,
     holdout: Sequence[Week] = (),
     holdout_candidates: int = 3,
+    fidelity: Fidelity | None = None,
 ) -> Tuning:
     """Run the three worlds and the study; ``baseline`` reuses first-apply and input runs already made;
     ``reasoned`` enqueues the candidates of ``remedies`` before the sampler's own choices; ``window``
@@ -178,7 +180,9 @@ def tune(
     window = window or common_window([first, given])
     input_never = {r.key for r in given.outcome.runs if r.never}
     saving = stranding(space, in_window(jobs, window), ran_keys(first), input_never)
-    problem = Problem(policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints, saving.protected)
+    problem = Problem(
+        policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints, saving.protected, fidelity
+    )
     mark = fingerprint(policy, jobs, constraints, config, window, protected=saving.protected)
     opened = study.load(spec)
     _check_resume(opened, mark, constraints.width)

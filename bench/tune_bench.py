@@ -135,12 +135,15 @@ def main() -> None:
     parser.add_argument("--policies", type=int, default=8, help="--fidelity: policies sampled for the correlation")
     parser.add_argument("--step-hours", type=float, default=6.0, help="--fidelity: hours between rungs")
     parser.add_argument("--agree", type=float, default=0.8, help="--fidelity: the rank correlation a rung needs")
+    parser.add_argument("--min-jain", type=float, default=0.95, help="--fidelity: the studies' Jain constraint")
     args = parser.parse_args()
     if args.fidelity:
         from bench import tune_fidelity
 
         days = 2 if args.days == 7 else args.days
-        tune_fidelity.main(days, args.seed or 2718, args.policies, args.step_hours, args.agree, args.trials)
+        tune_fidelity.main(
+            days, args.seed or 2718, args.policies, args.step_hours, args.agree, args.trials, args.min_jain
+        )
         return
     if args.example:
         example(args.trials, args.jobs, 2718 if args.seed is None else args.seed)

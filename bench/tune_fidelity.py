@@ -142,7 +142,7 @@ def ranks_key(s: tuple[float, float]) -> float:
     return s[0] * 1e6 + s[1]
 
 
-def throughput(policy_path: Path, days: int, seed: int, trials: int, first_s: int | None) -> None:
+def throughput(policy_path: Path, days: int, seed: int, trials: int, first_s: int | None, min_jain: float) -> None:
     """The same study with whole runs, then with rungs: the search's own wall time (the three worlds
     before it are the same in both and left out), how many trials stopped where, and the answer."""
     policy = load_policy(policy_path)
@@ -190,8 +190,8 @@ def _marker(into: list[float]) -> Callable[[str], None]:
     return lambda _text: into.append(time.perf_counter())
 
 
-def main(days: int, seed: int, policies: int, step_h: float, agree: float, trials: int) -> None:
+def main(days: int, seed: int, policies: int, step_h: float, agree: float, trials: int, min_jain: float = 0.95) -> None:
     started = time.perf_counter()
     chosen = correlation(EXAMPLE, days, seed, policies, step_h, agree)
-    throughput(EXAMPLE, days, seed, trials, chosen)
+    throughput(EXAMPLE, days, seed, trials, chosen, min_jain)
     print(f"bench wall time {time.perf_counter() - started:,.0f} s; all figures simulated")

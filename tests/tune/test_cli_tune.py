@@ -137,6 +137,8 @@ def test_rung_hours_stops_trials_that_break_a_constraint_early(tmp_path: Path) -
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal")))
     trials = optuna.load_study(study_name="gpufleet-tune", storage=storage).trials
     stopped = [t.user_attrs["prunedAt"] for t in trials if "prunedAt" in t.user_attrs]
-    assert stopped and all(s["at"] == 3600 for s in stopped)
+    assert stopped
+    for s in stopped:  # a guarantee lent away is known before the run; a preemption shows at the 1 h rung
+        assert s["at"] == (0 if s["why"][0].startswith("guarantees") else 3600), s
     doc = json.loads((out / "tune.json").read_text())
     assert doc["worlds"]["tuned"]["measures"]["goodputGpuHours"] == pytest.approx(7.999)

@@ -7,7 +7,8 @@ rung, is measured over the window so far:
 
 - **Exact pruning**: preemptions of one job, serving starvation, stranded jobs and lost guarantees only
   grow as the run goes on (the first two are counts and integrals over a window that grows; the last
-  two are static), so a trial that already breaks one of them can never be feasible: it stops there.
+  two are fixed by the policy, so they stop a trial before its run starts), so a trial that already
+  breaks one of them can never be feasible: it stops there.
 - **Successive halving** (Optuna's rule; written here because Optuna's pruners and ``Trial.report``
   refuse multi-objective studies: ``NotImplementedError``): at rung *i* a sampled trial goes on only
   when its score is among the best ``1/eta`` of the trials that reached that rung (at least
@@ -66,6 +67,16 @@ def score(m: Measures) -> Score:
     return (round(worst_p95_s(m) / 3600, 3), -round(m.goodput_gpu_h, 3))
 
 
+def fixed(c: Constraints, stranded: int, lost: int) -> list[str]:
+    """The constraints the policy itself breaks (stranded jobs, lost guarantees): known before a run."""
+    out = []
+    if stranded > 0:
+        out.append(f"stranded {stranded}")
+    if c.keep_guarantees and lost > 0:
+        out.append(f"guarantees {lost}")
+    return out
+
+
 def broken(m: Measures, c: Constraints, stranded: int, lost: int) -> list[str]:
     """The constraints a rung's measures already break for good (they never decrease as the run goes on)."""
     out = []
@@ -73,11 +84,7 @@ def broken(m: Measures, c: Constraints, stranded: int, lost: int) -> list[str]:
         out.append(f"preemptions {m.preemptions_max} > {c.max_preemptions}")
     if m.serving_starved_replica_min > c.max_starved_replica_min:
         out.append(f"servingStarvation {m.serving_starved_replica_min:g} replica-min")
-    if stranded > 0:
-        out.append(f"stranded {stranded}")
-    if c.keep_guarantees and lost > 0:
-        out.append(f"guarantees {lost}")
-    return out
+    return out + fixed(c, stranded, lost)
 
 
 class Staged:

@@ -18,7 +18,7 @@ from gpufleet.simulate.records import job_rows, ledger_records
 from gpufleet.simulate.result import RunResult
 from gpufleet.simulate.run import simulate
 from gpufleet.trace.job import Job
-from gpufleet.tune.fidelity import HALVED, PRUNED_ATTR, Fidelity, Staged, broken, promoted, rung_key, score
+from gpufleet.tune.fidelity import HALVED, PRUNED_ATTR, Fidelity, Staged, broken, fixed, promoted, rung_key, score
 from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.space import Space, SpaceError, build_space
 from gpufleet.tune.strand import stranded_in
@@ -125,6 +125,10 @@ class Objective:
         lost = len(lost_guarantees(problem.policy, fleet.policy))
         stranded = sum(1 for r in staged.world.runs if r.never and r.key in problem.protected)
         halved = str(trial.user_attrs.get("source", "search")) in HALVED
+        static = fixed(problem.constraints, stranded, lost)
+        if static:  # fixed by the policy itself: known before a single instant runs
+            trial.set_user_attr(PRUNED_ATTR, {"at": problem.window[0], "why": static})
+            raise optuna.TrialPruned(f"stopped before running: {'; '.join(static)}")
         for at, m in staged.stages(fidelity.rungs(problem.window), problem.window):
             mine = score(m)
             trial.set_user_attr(rung_key(at), list(mine))

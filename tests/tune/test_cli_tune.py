@@ -142,3 +142,4 @@ def test_rung_hours_stops_trials_that_break_a_constraint_early(tmp_path: Path) -
         assert s["at"] == (0 if s["why"][0].startswith("guarantees") else 3600), s
     doc = json.loads((out / "tune.json").read_text())
     assert doc["worlds"]["tuned"]["measures"]["goodputGpuHours"] == pytest.approx(7.999)
+    assert doc["study"]["stoppedEarly"] == len(stopped)

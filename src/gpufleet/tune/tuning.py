@@ -28,7 +28,7 @@ from gpufleet.trace.job import Job
 from gpufleet.tune import feasibility, judge, remedies, study
 from gpufleet.tune.diff import Change, diff, touches
 from gpufleet.tune.feasibility import Infeasible
-from gpufleet.tune.fidelity import Fidelity
+from gpufleet.tune.fidelity import PRUNED_ATTR, Fidelity
 from gpufleet.tune.holdout import Week
 from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.recommend import Candidate, candidates, pareto_front, ranked
@@ -62,7 +62,7 @@ class Tuning:
     constraints: Constraints
     window: tuple[int, int]
     trials: list[Candidate]  # completed trials, in order
-    pruned: int  # trials whose choices made no valid policy
+    pruned: int  # trials whose choices made no valid policy, and those stopped early (``stopped``)
     front: list[Candidate]
     recommended: Candidate | None  # None: no trial met the constraints
     policy: FleetPolicy  # the recommended policy (the input's when there is none)
@@ -72,6 +72,7 @@ class Tuning:
     infeasible: tuple[Infeasible, ...] = ()  # what no knob can do (``feasibility``); blocking ones skip the search
     heldout: tuple[judge.Baseline, ...] = ()  # the held-out weeks' first-apply and input worlds
     judged: tuple[judge.Judged, ...] = ()  # the candidates judged on them, in order (the last holds, if any)
+    stopped: int = 0  # trials stopped early at a rung (``fidelity``), among ``pruned``
 
     @property
     def shown(self) -> judge.Judged | None:
@@ -206,7 +207,7 @@ def tune(
         say("simplifying the recommendation")
         study.simplify(done, problem, base_params, _pointed(space, worlds_before[1].findings))
     trials = candidates(done)
-    pruned = len(done.get_trials(deepcopy=False, states=(TrialState.PRUNED,)))
+    pruned, stopped = _pruned(done)
     held = [judge.prepare(policy, space, w, config, constraints) for w in holdout] if not blocked else []
     if held:
         say(f"judging on {len(held)} held-out week(s)")
@@ -246,6 +247,7 @@ def tune(
         infeasible=tuple(proven),
         heldout=tuple(held),
         judged=tuple(judged),
+        stopped=stopped,
     )
 
 
@@ -290,6 +292,12 @@ def _why_none(trials: Sequence[Candidate], constraints: Constraints, judged: Seq
     evidence = tuple(j.failures() for j in judged)
     needed = "a policy that holds on other weeks: more trials, more held-out candidates, or looser constraints"
     return Infeasible("HeldOutConstraintFails", ",".join(failing), False, message, evidence, needed)
+
+
+def _pruned(done: optuna.Study) -> tuple[int, int]:
+    """(pruned trials, those among them stopped early at a rung rather than invalid)."""
+    trials = done.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
+    return len(trials), sum(1 for t in trials if PRUNED_ATTR in t.user_attrs)
 
 
 def _pointed(space: Space, findings: Sequence[Finding]) -> set[str]:

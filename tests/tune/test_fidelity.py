@@ -19,7 +19,7 @@ from gpufleet.tune.objectives import Constraints
 from gpufleet.tune.space import build_space
 from gpufleet.tune.study import StudySpec
 from gpufleet.tune.tuning import tune
-from tests.tune.cases import HOUR, b_comes_back, policy
+from tests.tune.cases import HOUR, a_alone, b_comes_back, policy
 
 BORROW = "teams[a].quota[train].borrowingLimit"
 RECLAIM = "queueing.reclaimWithinCohort"
@@ -107,3 +107,40 @@ def test_a_trial_that_breaks_a_constraint_for_good_stops_at_that_rung(tmp_path: 
     whole = tune(policy(), b_comes_back(), StudySpec(str(tmp_path / "w.journal"), trials=8), constraints=strict)
     assert whole.recommended is not None
     assert t.worlds[2].measures == whole.worlds[2].measures  # the same recommended figures as whole runs
+
+
+@pytest.mark.parametrize(("source", "halved"), [(None, True), ("candidate", False)], ids=["sampled", "reasoned"])
+def test_a_sampled_trial_behind_its_peers_at_a_rung_stops_and_a_reasoned_one_runs_whole(
+    source: str | None, halved: bool
+) -> None:
+    """Three trials already recorded a perfect score at the 1 h rung (no wait, 100 GPU-h: peers from another
+    worker, through the study); a sampled trial behind them is not among the best third and stops there,
+    a reasoned candidate is never halved and runs whole."""
+    from gpufleet.tune.fidelity import rung_key
+    from gpufleet.tune.trial import Objective, Problem
+
+    jobs = tuple(a_alone())
+    loose = Constraints(min_jain=0.0)
+    problem = Problem(policy(), jobs, SimulationConfig(mode=Mode.QUEUE), (0, 2 * HOUR), loose, fidelity=Fidelity(HOUR))
+    objective = Objective(problem)
+    study = optuna.create_study(directions=["maximize", "minimize"])
+    dist = {k.path: optuna.distributions.CategoricalDistribution(k.choices) for k in objective.space.knobs}
+    for _ in range(3):
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=objective.space.base_params(),
+                distributions=dist,
+                values=[8.0, 0.0],
+                user_attrs={rung_key(HOUR): [0.0, -100.0]},
+            )
+        )
+    study.enqueue_trial(objective.space.base_params(), user_attrs={} if source is None else {"source": source})
+    study.optimize(objective, n_trials=1)
+    last = study.trials[-1]
+    assert last.user_attrs[rung_key(HOUR)][0] > 0  # the input's a waits at 1 h: behind every peer
+    if halved:
+        assert last.state is optuna.trial.TrialState.PRUNED
+        assert last.user_attrs[PRUNED_ATTR]["at"] == HOUR
+        assert last.user_attrs[PRUNED_ATTR]["why"][0].startswith("not among the best 1/3")
+    else:
+        assert last.state is optuna.trial.TrialState.COMPLETE and PRUNED_ATTR not in last.user_attrs

@@ -141,5 +141,6 @@ def test_rung_hours_stops_trials_that_break_a_constraint_early(tmp_path: Path) -
     for s in stopped:  # a guarantee lent away is known before the run; a preemption shows at the 1 h rung
         assert s["at"] == (0 if s["why"][0].startswith("guarantees") else 3600), s
     doc = json.loads((out / "tune.json").read_text())
-    assert doc["worlds"]["tuned"]["measures"]["goodputGpuHours"] == pytest.approx(7.999)
+    # a keeps to its own two cards: 8 GPU-h but for the seconds a parked round waits to start
+    assert doc["worlds"]["tuned"]["measures"]["goodputGpuHours"] == pytest.approx(8.0, abs=0.01)
     assert doc["study"]["stoppedEarly"] == len(stopped)

@@ -131,7 +131,20 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
     parser.add_argument("--seed", type=int, default=None, help="the trace's seed [1; 2718 with --example]")
     parser.add_argument("--example", action="store_true", help="the bundled example with held-out weeks (issue 33)")
+    parser.add_argument("--fidelity", action="store_true", help="rank correlation per rung, trials/hour with rungs")
+    parser.add_argument("--policies", type=int, default=8, help="--fidelity: policies sampled for the correlation")
+    parser.add_argument("--step-hours", type=float, default=6.0, help="--fidelity: hours between rungs")
+    parser.add_argument("--agree", type=float, default=0.8, help="--fidelity: the rank correlation a rung needs")
+    parser.add_argument("--min-jain", type=float, default=0.95, help="--fidelity: the studies' Jain constraint")
     args = parser.parse_args()
+    if args.fidelity:
+        from bench import tune_fidelity
+
+        days = 2 if args.days == 7 else args.days
+        tune_fidelity.main(
+            days, args.seed or 2718, args.policies, args.step_hours, args.agree, args.trials, args.min_jain
+        )
+        return
     if args.example:
         example(args.trials, args.jobs, 2718 if args.seed is None else args.seed)
         return

@@ -121,3 +121,26 @@ def test_held_out_weeks_are_judged_and_reported(tmp_path: Path, monkeypatch: pyt
     assert [line for line in tables if len(line) > 100] == []
     bad = _tune(policy, trace, tmp_path / "out2", "--holdout-trace", str(tmp_path / "missing.csv"))
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_rung_hours_stops_trials_that_break_a_constraint_early(tmp_path: Path) -> None:
+    """``--rung-hours``: trials run in rungs; with no preemption allowed, one whose b reclaims stops at
+    a rung (its stop is recorded in the study), and the answer is the whole runs' (a keeps to its cards)."""
+    import optuna
+
+    policy, trace = _inputs(tmp_path)
+    write_trace(b_comes_back(), trace)
+    out = tmp_path / "out"
+    args = ("--trials", "8", "--max-preemptions", "0", "--keep-guarantees", "--min-jain", "0", "--rung-hours", "1")
+    result = _tune(policy, trace, out, *args)
+    assert result.exit_code == 0, result.output
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "study.journal")))
+    trials = optuna.load_study(study_name="gpufleet-tune", storage=storage).trials
+    stopped = [t.user_attrs["prunedAt"] for t in trials if "prunedAt" in t.user_attrs]
+    assert stopped
+    for s in stopped:  # a guarantee lent away is known before the run; a preemption shows at the 1 h rung
+        assert s["at"] == (0 if s["why"][0].startswith("guarantees") else 3600), s
+    doc = json.loads((out / "tune.json").read_text())
+    # a keeps to its own two cards: 8 GPU-h but for the seconds a parked round waits to start
+    assert doc["worlds"]["tuned"]["measures"]["goodputGpuHours"] == pytest.approx(8.0, abs=0.01)
+    assert doc["study"]["stoppedEarly"] == len(stopped)

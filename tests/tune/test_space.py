@@ -248,3 +248,24 @@ def test_only_reclaiming_from_any_borrower_keeps_a_lent_guarantee(reclaim: str, 
     assert lost_guarantees(space.base, tuned) == lost
     kept = space.apply({"queueing.reclaimWithinCohort": reclaim, "teams[b].quota[train].lendingLimit": "0"})
     assert "b/train" not in lost_guarantees(space.base, kept)  # lending nothing keeps it whatever the reclaim
+
+
+def test_each_findings_remedy_is_tried_alone_and_all_of_them_combined() -> None:
+    """Two findings with different remedies: their union first, each one alone among the candidates too
+    (before the sampler explores), so a remedy that helps alone is not hidden by one that hurts with it."""
+    from dataclasses import replace
+
+    from gpufleet.simulate.pathologies import Reason
+
+    space = build_space(policy())
+    limits = replace(
+        UNPLACED,
+        reason=Reason.IDLE_BEHIND_LIMITS,
+        settings=("teams[a].quota[train].borrowingLimit",),
+    )
+    found = candidates(space, [UNPLACED, limits])
+    packed = {"scheduling.nodeScoring": "MostAllocated"}
+    lifted = {"teams[a].quota[train].borrowingLimit": "unlimited"}
+    assert found[0] == {**packed, **lifted}  # combined, first
+    assert packed in found and lifted in found  # alone
+    assert found.index(packed) > 0 and len(found) == len({tuple(sorted(c.items())) for c in found})  # distinct

@@ -14,6 +14,7 @@ from gpufleet.tune.space import build_space
 from gpufleet.tune.strand import never_keys, stranding
 from gpufleet.tune.study import StudySpec
 from gpufleet.tune.tuning import tune
+from gpufleet.tune.verdict import headline, shortfalls
 from tests.tune.cases import a_needs_the_pool, policy
 
 A_BORROW = "teams[a].quota[train].borrowingLimit"
@@ -69,3 +70,12 @@ def test_the_recommendation_strands_nothing_a_knob_can_save(tmp_path: Path) -> N
     assert t.recommended.params[A_BORROW] not in ("0", "1") and t.recommended.params.get(B_LEND) != "0"
     assert t.worlds[2].measures.never_admissible == 1  # only a-huge, which no knob saves
     assert [b.jobs for b in t.beyond] == [("a/a-huge",)]
+    assert (t.worlds[1].stranded, t.worlds[2].stranded) == (1, 0)  # the input strands a-big, the tuned policy none
+    first, given, tuned = (w.measures for w in t.worlds)
+    # the headline never calls a stranding queue better: the input's own week, with its stranded job, misses
+    # the goal by the stranded constraint, whatever its goodput and waits; the tuned one is not held to it
+    strands = shortfalls(first, given, LOOSE, t.worlds[1].stranded)
+    assert "1 job(s) that first apply runs or the input admits can never be admitted (stranded)" in strands
+    assert any(s.startswith("a constraint is not met") for s in strands)
+    assert "It misses the goal" in headline(first, given, given, LOOSE, t.worlds[1].stranded)
+    assert not any("stranded" in s for s in shortfalls(first, tuned, LOOSE, t.worlds[2].stranded))

@@ -64,7 +64,7 @@ def _document(result: DemoResult, out: Path) -> dict[str, object]:
 
 def _headline(result: DemoResult) -> str:
     first, given, tuned = (w.measures for w in result.tuning.worlds)
-    return headline(first, given, tuned, result.tuning.constraints)
+    return headline(first, given, tuned, result.tuning.constraints, result.tuning.worlds[2].stranded)
 
 
 @guarded

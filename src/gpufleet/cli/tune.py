@@ -30,6 +30,7 @@ from gpufleet.errors import InputError
 from gpufleet.policy import load_policy
 from gpufleet.trace import read_trace
 from gpufleet.tune import output
+from gpufleet.tune.fidelity import Fidelity
 from gpufleet.tune.holdout import Week, bootstrap
 from gpufleet.tune.objectives import Constraints
 from gpufleet.tune.study import DEFAULT_NAME, JOURNAL, StudySpec, Tick
@@ -231,6 +232,14 @@ def tune_command(
         list[Path] | None,
         typer.Option("--holdout-trace", help="A week to judge the recommendation on (repeatable)"),
     ] = None,
+    rung_hours: Annotated[
+        float | None,
+        typer.Option(
+            "--rung-hours",
+            min=0.0,
+            help="Run trials in rungs from H hours (×3 each) and stop poor ones early (docs/tune.md) [default: off]",
+        ),
+    ] = None,
     output_dir: Annotated[Path, output_option("Folder for the recommendation, the study and the report")] = Path(
         "tune-out"
     ),
@@ -267,6 +276,7 @@ def tune_command(
                 stage=stage,
                 window=window,
                 holdout=weeks,
+                fidelity=None if not rung_hours else Fidelity(first_s=round(rung_hours * 3600)),
             )
         output.write(result, staging, str(trace), len(jobs_list))
     if as_json:

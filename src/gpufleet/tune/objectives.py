@@ -30,6 +30,11 @@ class Constraints:
     max_starved_replica_min: float = 0.0
     keep_guarantees: bool = False
 
+    @property
+    def width(self) -> int:
+        """How many values ``violations`` gives (``guarantees`` only with ``keep_guarantees``)."""
+        return len(CONSTRAINTS) - (0 if self.keep_guarantees else 1)
+
     def describe(self) -> list[str]:
         rules = [
             f"serving starvation at most {self.max_starved_replica_min:g} replica-minutes",

@@ -73,7 +73,13 @@ def document(t: Tuning, trace: str) -> dict[str, Any]:
         "schema": SCHEMA,
         "simulated": True,  # every figure below comes from the simulator, none from a cluster
         "trace": trace,
-        "study": {"name": t.spec.name, "storage": t.spec.storage, "trials": len(t.trials), "invalid": t.pruned},
+        "study": {
+            "name": t.spec.name,
+            "storage": t.spec.storage,
+            "trials": len(t.trials),
+            "invalid": t.pruned - t.stopped,
+            "stoppedEarly": t.stopped,
+        },
         "window": {"start": t.window[0], "end": t.window[1]},
         "constraints": t.constraints.describe(),
         "objectives": {"goodputGpuHours": "maximize", "worstTeamP95WaitHours": "minimize"},

@@ -7,7 +7,9 @@ remedy that does not give up guaranteed quota); and, where the input
 policy's findings name the settings that drive them, exactly those settings. A candidate that stops
 the fleet's reclaim stops ``borrowWithinCohort`` with it (Kueue refuses the one without the other);
 a ``QuotaWithoutNode`` finding asks for ``scheduling.nodeScoring: MostAllocated`` (packed nodes);
-the per-team preemption knobs and the waitForPodsReady timeout are left to the sampler. Each
+the per-team preemption knobs and the waitForPodsReady timeout are left to the sampler. The remedies
+the findings name come combined first and each alone last, so every one is tried before the sampler
+explores (the combinations first: the demo's budget takes the first three). Each
 candidate is a set of knob values (``Space`` paths); ``seed_study`` enqueues them once per study.
 """
 
@@ -73,6 +75,17 @@ def _without_borrowing_preemption(space: Space, params: Params) -> Params:
     return out
 
 
+def remedy(space: Space, finding: Finding) -> Params:
+    """The settings one finding names, each set to the value that holds nothing back and preempts least."""
+    out: Params = {}
+    for knob in space.knobs:
+        if any(touches(s, knob.path) for s in finding.settings):
+            value = _permissive(knob.path, knob.choices)
+            if value is not None:
+                out[knob.path] = value
+    return out
+
+
 def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
     """Distinct candidates that differ from the input, most targeted first."""
     base = space.base_params()
@@ -83,13 +96,8 @@ def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
             if "quota[" in k.path and base[k.path] != UNLIMITED
         }
     )
-    found: Params = {}
-    for f in findings:
-        for knob in space.knobs:
-            if any(touches(s, knob.path) for s in f.settings):
-                value = _permissive(knob.path, knob.choices)
-                if value is not None:
-                    found[knob.path] = value
+    alone = [remedy(space, f) for f in findings]
+    found: Params = {k: v for r in alone for k, v in r.items()}  # every finding's remedy, combined
     options = [
         found,
         {**_limits(space, limited), **_CALM},  # the limited pools without limits, no preemption loop
@@ -97,6 +105,7 @@ def candidates(space: Space, findings: Sequence[Finding] = ()) -> list[Params]:
         _CALM,
         {**_limits(space, limited), **_PREEMPTOR_FIRST},  # reclaim kept, the preemptor holds its quota
         _limits(space, limited),
+        *alone,  # each finding's remedy alone, after the combinations (the demo's budget takes the first three)
     ]
     out: list[Params] = []
     for option in options:

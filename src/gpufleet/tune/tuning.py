@@ -28,16 +28,20 @@ from gpufleet.trace.job import Job
 from gpufleet.tune import feasibility, judge, remedies, study
 from gpufleet.tune.diff import Change, diff, touches
 from gpufleet.tune.feasibility import Infeasible
+from gpufleet.tune.fidelity import PRUNED_ATTR, Fidelity
 from gpufleet.tune.holdout import Week
-from gpufleet.tune.objectives import Constraints, lost_guarantees, objectives, violations
+from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.recommend import Candidate, candidates, pareto_front, ranked
 from gpufleet.tune.space import Space, build_space
 from gpufleet.tune.strand import Beyond, in_window, ran_keys, stranded_in, stranding
-from gpufleet.tune.trial import Evaluated, Problem, evaluate, named
+from gpufleet.tune.trial import CONSTRAINTS_ATTR, Evaluated, Problem, evaluate, named
 
 WORLDS = ("first-apply", "input", "tuned")
 FINGERPRINT_ATTR = "gpufleet.fingerprint"
 WINDOW_ATTR = "gpufleet.window"
+# What a trial's figures mean: bump it when a trial of an older study would be judged by other rules
+# (2: the ``stranded`` constraint; a study made before it holds trials without that value).
+STUDY_FORMAT = 2
 
 Stage = Callable[[str], None]
 
@@ -48,6 +52,7 @@ class World:
     result: RunResult
     measures: Measures
     findings: tuple[Finding, ...]
+    stranded: int = 0  # jobs first apply runs (or the input admits) that this world makes never-admissible
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ class Tuning:
     constraints: Constraints
     window: tuple[int, int]
     trials: list[Candidate]  # completed trials, in order
-    pruned: int  # trials whose choices made no valid policy
+    pruned: int  # trials whose choices made no valid policy, and those stopped early (``stopped``)
     front: list[Candidate]
     recommended: Candidate | None  # None: no trial met the constraints
     policy: FleetPolicy  # the recommended policy (the input's when there is none)
@@ -67,6 +72,7 @@ class Tuning:
     infeasible: tuple[Infeasible, ...] = ()  # what no knob can do (``feasibility``); blocking ones skip the search
     heldout: tuple[judge.Baseline, ...] = ()  # the held-out weeks' first-apply and input worlds
     judged: tuple[judge.Judged, ...] = ()  # the candidates judged on them, in order (the last holds, if any)
+    stopped: int = 0  # trials stopped early at a rung (``fidelity``), among ``pruned``
 
     @property
     def shown(self) -> judge.Judged | None:
@@ -90,30 +96,52 @@ def fingerprint(
     constraints: Constraints,
     config: SimulationConfig,
     window: tuple[int, int],
+    *,
+    protected: frozenset[str] = frozenset(),
 ) -> str:
-    """What a study is about; resuming it with another policy, trace, window or constraint is refused."""
+    """What a study is about; resuming it with another policy, trace, window or constraint is refused.
+
+    The constraints' names and ``STUDY_FORMAT`` are part of it, and so are the jobs no trial may strand
+    (``protected``): a study made before a constraint existed holds trials without its value, and
+    resuming it would rank them as if they met it."""
     h = hashlib.sha256()
+    h.update(f"format {STUDY_FORMAT} constraints {','.join(CONSTRAINTS)}".encode())
     h.update(policy.model_dump_json().encode())
     h.update(json.dumps([repr(j) for j in jobs]).encode())
     h.update(repr((constraints, config.placement, config.pods_ready, config.until_s, window)).encode())
+    h.update(json.dumps(sorted(protected)).encode())
     return h.hexdigest()[:16]
 
 
-def _world(name: str, result: RunResult, policy: FleetPolicy, window: tuple[int, int]) -> World:
+def _world(
+    name: str, result: RunResult, policy: FleetPolicy, window: tuple[int, int], protected: frozenset[str] = frozenset()
+) -> World:
     fleet = resolve(policy)
     m = measure(result, fleet, window)
-    return World(name, result, m, tuple(diagnose(result, fleet, m)))
+    return World(name, result, m, tuple(diagnose(result, fleet, m)), stranded_in(result, protected))
 
 
-def _check_resume(opened: object, mark: str) -> None:
-    attrs = getattr(opened, "user_attrs", {})
-    known = attrs.get(FINGERPRINT_ATTR)
+def _check_resume(opened: optuna.Study, mark: str, width: int) -> None:
+    """Refuse a study made for another question, or under other rules (exit 2, never a silent mix).
+
+    ``width``: how many constraint values each trial carries now; a trial with another count was
+    judged by other constraints (a study from before ``stranded``, whatever its fingerprint says)."""
+    known = opened.user_attrs.get(FINGERPRINT_ATTR)
     if known is not None and known != mark:
         raise InputError.one(
-            "this study was made for another policy, trace or constraints; give another --study name "
-            "or another output folder",
+            "this study was made for another policy, trace or constraints, or by an older gpufleet "
+            "(before the stranded constraint); give another --study name or another output folder",
             path="--study",
         )
+    for t in opened.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        held = t.user_attrs.get(CONSTRAINTS_ATTR)
+        if isinstance(held, list) and len(held) != width:
+            raise InputError.one(
+                f"trial {t.number} of this study carries {len(held)} constraint values where this gpufleet "
+                f"judges {width} ({', '.join(CONSTRAINTS)}): the study was made by an older gpufleet; "
+                "give another --study name or another output folder",
+                path="--study",
+            )
 
 
 def tune(
@@ -131,6 +159,7 @@ def tune(
     simplify: bool = True,
     holdout: Sequence[Week] = (),
     holdout_candidates: int = 3,
+    fidelity: Fidelity | None = None,
 ) -> Tuning:
     """Run the three worlds and the study; ``baseline`` reuses first-apply and input runs already made;
     ``reasoned`` enqueues the candidates of ``remedies`` before the sampler's own choices; ``window``
@@ -152,11 +181,16 @@ def tune(
     window = window or common_window([first, given])
     input_never = {r.key for r in given.outcome.runs if r.never}
     saving = stranding(space, in_window(jobs, window), ran_keys(first), input_never)
-    problem = Problem(policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints, saving.protected)
-    mark = fingerprint(policy, jobs, constraints, config, window)
+    problem = Problem(
+        policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints, saving.protected, fidelity
+    )
+    mark = fingerprint(policy, jobs, constraints, config, window, protected=saving.protected)
     opened = study.load(spec)
-    _check_resume(opened, mark)
-    worlds_before = (_world("first-apply", first, policy, window), _world("input", given, policy, window))
+    _check_resume(opened, mark, constraints.width)
+    worlds_before = (
+        _world("first-apply", first, policy, window),
+        _world("input", given, policy, window, saving.protected),
+    )
     base = _evaluated(problem, worlds_before[1], policy)
     reasoned_ones = remedies.candidates(space, worlds_before[1].findings) if reasoned else []
     study.seed_study(opened, space, base, reasoned_ones)
@@ -173,7 +207,7 @@ def tune(
         say("simplifying the recommendation")
         study.simplify(done, problem, base_params, _pointed(space, worlds_before[1].findings))
     trials = candidates(done)
-    pruned = len(done.get_trials(deepcopy=False, states=(TrialState.PRUNED,)))
+    pruned, stopped = _pruned(done)
     held = [judge.prepare(policy, space, w, config, constraints) for w in holdout] if not blocked else []
     if held:
         say(f"judging on {len(held)} held-out week(s)")
@@ -182,12 +216,13 @@ def tune(
         proven.append(_why_none(trials, constraints, judged))
     if chosen is None or chosen.params == base_params:
         tuned_policy = policy
-        tuned = World("tuned", named(given, "tuned"), worlds_before[1].measures, worlds_before[1].findings)
+        tuned = replace(worlds_before[1], name="tuned", result=named(given, "tuned"))
     else:
         say("simulating the recommended policy")
         ran = evaluate(problem, space, chosen.params, "tuned")
         tuned_policy = ran.fleet.policy
-        tuned = World("tuned", ran.result, ran.measures, tuple(diagnose(ran.result, ran.fleet, ran.measures)))
+        found = tuple(diagnose(ran.result, ran.fleet, ran.measures))
+        tuned = World("tuned", ran.result, ran.measures, found, ran.stranded)
     changes = diff(
         base=base_params,
         tuned=chosen.params if chosen else base_params,
@@ -212,6 +247,7 @@ def tune(
         infeasible=tuple(proven),
         heldout=tuple(held),
         judged=tuple(judged),
+        stopped=stopped,
     )
 
 
@@ -256,6 +292,12 @@ def _why_none(trials: Sequence[Candidate], constraints: Constraints, judged: Seq
     evidence = tuple(j.failures() for j in judged)
     needed = "a policy that holds on other weeks: more trials, more held-out candidates, or looser constraints"
     return Infeasible("HeldOutConstraintFails", ",".join(failing), False, message, evidence, needed)
+
+
+def _pruned(done: optuna.Study) -> tuple[int, int]:
+    """(pruned trials, those among them stopped early at a rung rather than invalid)."""
+    trials = done.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
+    return len(trials), sum(1 for t in trials if PRUNED_ATTR in t.user_attrs)
 
 
 def _pointed(space: Space, findings: Sequence[Finding]) -> set[str]:

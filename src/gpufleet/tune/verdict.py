@@ -18,8 +18,10 @@ def _wait(seconds: int | None) -> str:
     return "–" if seconds is None else human(seconds)
 
 
-def shortfalls(first: Measures, tuned: Measures, constraints: Constraints) -> list[str]:
-    """What keeps the tuned queue from the goal (empty: it meets it)."""
+def shortfalls(first: Measures, tuned: Measures, constraints: Constraints, stranded: int = 0) -> list[str]:
+    """What keeps the tuned queue from the goal (empty: it meets it); ``stranded``: jobs first apply runs
+    (or the input admits) that the tuned policy makes never-admissible, a constraint like the others, so
+    a queue that strands work is never called better however its goodput and waits compare."""
     out = []
     if tuned.goodput_gpu_h <= first.goodput_gpu_h:
         out.append(f"goodput {tuned.goodput_gpu_h:,.0f} GPU-h is not above first apply's {first.goodput_gpu_h:,.0f}")
@@ -28,12 +30,14 @@ def shortfalls(first: Measures, tuned: Measures, constraints: Constraints) -> li
         was = before.get(t.team)
         if t.wait_p95_s is not None and was is not None and t.wait_p95_s > was:
             out.append(f"{t.team}'s p95 wait {_wait(t.wait_p95_s)} is longer than first apply's {_wait(was)}")
-    if not feasible(violations(tuned, constraints)):
+    if stranded > 0:
+        out.append(f"{stranded:,} job(s) that first apply runs or the input admits can never be admitted (stranded)")
+    if not feasible(violations(tuned, constraints, stranded=stranded)):
         out.append("a constraint is not met: " + "; ".join(constraints.describe()))
     return out
 
 
-def headline(first: Measures, given: Measures, tuned: Measures, constraints: Constraints) -> str:
+def headline(first: Measures, given: Measures, tuned: Measures, constraints: Constraints, stranded: int = 0) -> str:
     """One sentence, with the numbers, on what the tuned queue changes against first apply."""
     gain = (tuned.goodput_gpu_h / first.goodput_gpu_h - 1) * 100 if first.goodput_gpu_h else 0.0
     waits = _pairs(first.teams, tuned.teams)
@@ -46,7 +50,7 @@ def headline(first: Measures, given: Measures, tuned: Measures, constraints: Con
         f"(the example policy as written: {given.goodput_gpu_h:,.0f} GPU-h, up to {given.preemptions_max} "
         f"preemptions of one job)."
     )
-    missing = shortfalls(first, tuned, constraints)
+    missing = shortfalls(first, tuned, constraints, stranded)
     if missing:
         text += " It misses the goal: " + "; ".join(missing) + "."
     return text

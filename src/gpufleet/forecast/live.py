@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
+from gpufleet.forecast.answer import document
 from gpufleet.forecast.estimate import DONE, WAITING, Forecast, Moment, Report, Settings, forecast, ran_at_least
 from gpufleet.forecast.estimate import shape_of as sim_shape
 from gpufleet.forecast.runtimes import RuntimeHistory
@@ -39,6 +40,7 @@ Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"
 MIG = "nvidia.com/mig-"
+NO_LEDGER = "too little history: no ledger given (--ledger), so no runtime is known"
 
 
 @dataclass(frozen=True)
@@ -228,3 +230,19 @@ def forecast_live(
             waited = int((state.now - w.since).total_seconds())
             out.append(Forecast(w.key, w.job.team, waited, {}, 0, 0, (), reason))
     return Report(report.basis, tuple(sorted(out, key=lambda f: f.workload)))
+
+
+def live_document(report: Report, state: LiveState, policy: str, ledger: str | None) -> dict[str, Any]:
+    """``--json`` of the live path: the trace path's document, with *now* and the cluster's side."""
+    doc = document(report, "", policy, report.forecasts)
+    del doc["trace"]
+    doc["source"] = "the live cluster"
+    doc["now"] = state.now.isoformat().replace("+00:00", "Z")
+    doc["ledger"] = ledger
+    doc["skipped"] = [{"workload": k, "reason": r, "message": m} for k, r, m in state.skipped]
+    if ledger is None:
+        doc["basis"]["declined"] = NO_LEDGER
+        for w in doc["workloads"]:
+            if (w["declined"] or "").startswith("too little history"):
+                w["declined"], w["text"] = NO_LEDGER, f"no estimate: {NO_LEDGER}"
+    return doc

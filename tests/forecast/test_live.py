@@ -170,3 +170,23 @@ def test_too_little_history_declines(fleet: Fleet, runs: int) -> None:
     (f,) = report.forecasts
     assert not f.quantiles and f.declined.startswith("too little history")
     assert report.basis.declined.startswith(f"too little history: {runs} finished runs")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--at", "1d"], "--at is a moment of a trace"),
+        (["--trace", "week.csv", "--at", "1d", "--ledger", "x.db"], "--trace needs --at, and takes neither"),
+        (["--trace", "week.csv"], "--trace needs --at"),
+        (["--ledger", "/nonexistent/ledger.db"], "ledger.db"),
+    ],
+)
+def test_bad_live_input_exits_2_before_asking_the_cluster(args: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from gpufleet.cli import app
+
+    # no cluster at this kubeconfig: each refusal comes before the cluster is asked anything
+    result = CliRunner().invoke(app, ["forecast", "--policy", str(POLICY), "--kubeconfig", "/nonexistent", *args])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())

@@ -62,7 +62,11 @@ def forecast(
             raise InputError.one("--at is a moment of a trace: give --trace too, or leave --at out", path="--at")
         from gpufleet import kube
 
-        doc = live_document(policy, kube.read_kueue_state(kubeconfig).objects, ledger, settings, workload)
+        records = ledger_records(ledger)  # a bad ledger is refused before the cluster is asked anything
+        doc = live_document(
+            policy, kube.read_kueue_state(kubeconfig).objects, ledger=ledger, records=records, settings=settings,
+            workload=workload,
+        )  # fmt: skip
     else:
         if at is None or kubeconfig is not None or ledger is not None:
             raise InputError.one(
@@ -79,21 +83,32 @@ def forecast(
     print_forecast(doc)
 
 
+def ledger_records(ledger: str | None) -> list[Any]:
+    """The ledger's allocations (none without a ledger), read-only."""
+    from gpufleet.ledger.store import Ledger
+
+    if ledger is None:
+        return []
+    with Ledger.read(ledger) as book:
+        return list(book.allocations())
+
+
 def live_document(
-    policy: Path, objects: list[dict[str, Any]], ledger: str | None, settings: Any, workload: str | None = None
+    policy: Path,
+    objects: list[dict[str, Any]],
+    *,
+    ledger: str | None,
+    records: list[Any],
+    settings: Any,
+    workload: str | None = None,
 ) -> dict[str, Any]:
     """Read the ledger, forecast every waiting Workload of the live ``objects`` (or ``workload``, a
     key of ``NS/JOB``), and return the JSON document (``gpufleet.forecast.live.live_document``)."""
     from gpufleet.forecast import live
-    from gpufleet.ledger.store import Ledger
     from gpufleet.policy import load_policy, resolve
     from gpufleet.simulate.config import SimulationConfig
 
     fleet = resolve(load_policy(policy))
-    records = []
-    if ledger is not None:
-        with Ledger.read(ledger) as book:
-            records = list(book.allocations())
     state = live.live_state(objects, fleet, datetime.now(UTC))
     report = live.forecast_live(state, fleet, records, settings, SimulationConfig())
     doc = live.live_document(report, state, str(policy), ledger)

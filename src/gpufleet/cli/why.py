@@ -94,10 +94,12 @@ def why(
 def expected(policy: Path, objects: list[Doc], ledger: str | None, key: str, workload: str) -> Doc:
     """The workload's forecast (``gpufleet forecast``'s entry for ``key``, NS/JOB), or why there is
     none (``workload``, NS/NAME of the Workload, left out of the replay)."""
-    from gpufleet.cli.forecast import live_document
+    from gpufleet.cli.forecast import ledger_records, live_document
     from gpufleet.forecast.estimate import Settings
 
-    doc = live_document(policy, objects, ledger, Settings(), key)
+    doc = live_document(
+        policy, objects, ledger=ledger, records=ledger_records(ledger), settings=Settings(), workload=key
+    )
     found = doc["workloads"]
     if found:
         return {**found[0], "basis": doc["basis"]}

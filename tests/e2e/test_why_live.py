@@ -293,6 +293,7 @@ def test_forecast_and_why_expect_the_waiting_job_when_the_borrower_ends(
     (b,) = [w for w in json.loads(bare.stdout)["workloads"] if w["workload"].startswith("wf-")]
     assert b["admissionSeconds"] is None and b["declined"].startswith("too little history")
     few = CliRunner().invoke(app, ["forecast", *live, "--ledger", finished_runs(tmp_path / "few.db", 5), "--json"])
+    assert few.exit_code == 0, few.output
     (c,) = [w for w in json.loads(few.stdout)["workloads"] if w["workload"].startswith("wf-")]
     assert c["admissionSeconds"] is None and c["declined"].startswith("too little history: 5 finished runs")
 

@@ -121,6 +121,14 @@ def test_workloads_the_replay_cannot_model_are_named(fleet: Fleet, wl: dict[str,
     assert [(k, r) for k, r, _ in state.skipped] == [(f"{wl['metadata']['namespace']}/job-x-abcde", reason)]
 
 
+def test_a_second_workload_of_one_job_is_left_out(fleet: Fleet) -> None:
+    again = workload("wf-beta", "big", pods=1, gpus=1, created=1)
+    again["metadata"]["name"] = "job-big-fghij"
+    state = live_state([BIG, again], fleet, NOW)
+    assert [w.workload for w in state.workloads] == ["wf-beta/job-big-abcde"]
+    assert [(k, r) for k, r, _ in state.skipped] == [("wf-beta/job-big-fghij", "JobOwnsSeveral")]
+
+
 def test_finished_and_deactivated_workloads_are_not_state(fleet: Fleet) -> None:
     finished = workload("wf-beta", "f", pods=1, gpus=1, created=50, admitted=49)
     finished["status"]["conditions"].append({"type": "Finished", "status": "True"})

@@ -175,6 +175,8 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime) -> LiveState
         at = int((since - origin).total_seconds())
         enter = at if is_holding else max(at, last + 1 + rank - len(holding), enter)
         job, reason, message = _job(wl, fleet, enter)
+        if job is not None and any(w.job.namespace == job.namespace and w.job.job_id == job.job_id for w in out):
+            job, reason, message = None, "JobOwnsSeveral", f"Job {job.job_id} owns another Workload already replayed"
         if job is None:
             skipped.append((key, reason, message))
         else:

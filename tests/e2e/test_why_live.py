@@ -288,6 +288,9 @@ def test_forecast_and_why_expect_the_waiting_job_when_the_borrower_ends(
     assert f["text"].startswith("expected to start in") and "when wf-beta/big ends" in f["text"]
     print(f"\n$ gpufleet forecast --kubeconfig ... --ledger {url}\n  {f['text']} (waited {f['waitedSeconds']} s)")
 
+    admitted = CliRunner().invoke(app, ["forecast", *live, "--ledger", url, "--workload", "wf-beta/big"])
+    assert admitted.exit_code == 2 and "no Workload of Job wf-beta/big waits" in " ".join(admitted.output.split())
+
     bare = CliRunner().invoke(app, ["forecast", *live, "--json"])  # no ledger: no figure, never an invented one
     assert bare.exit_code == 0, bare.output
     (b,) = [w for w in json.loads(bare.stdout)["workloads"] if w["workload"].startswith("wf-")]

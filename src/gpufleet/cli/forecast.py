@@ -67,6 +67,11 @@ def forecast(
             policy, kube.read_kueue_state(kubeconfig).objects, ledger=ledger, records=records, settings=settings,
             workload=workload,
         )  # fmt: skip
+        if workload is not None and not doc["workloads"]:
+            raise InputError.one(
+                f"no Workload of Job {workload} waits on the cluster (`gpufleet why {workload}` says what it does)",
+                path="--workload",
+            )
     else:
         if at is None or kubeconfig is not None or ledger is not None:
             raise InputError.one(

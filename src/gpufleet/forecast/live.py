@@ -176,7 +176,8 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime) -> LiveState
         enter = at if is_holding else max(at, last + 1 + rank - len(holding), enter)
         job, reason, message = _job(wl, fleet, enter)
         if job is not None and any(w.job.namespace == job.namespace and w.job.job_id == job.job_id for w in out):
-            job, reason, message = None, "JobOwnsSeveral", f"Job {job.job_id} owns another Workload already replayed"
+            reason, message = "JobOwnsSeveral", f"Job {job.job_id} owns another Workload already replayed"
+            job = None
         if job is None:
             skipped.append((key, reason, message))
         else:

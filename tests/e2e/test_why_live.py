@@ -240,3 +240,74 @@ def test_what_if_predicts_the_reclamation_kueue_then_performs(
         lambda: (condition(workload_of(cluster, "wf-alpha", "wait"), "QuotaReserved") or {}).get("status") == "True",
         "wf-alpha's Job to be admitted",
     )
+
+
+def finished_runs(path: Path, runs: int) -> str:
+    """A SQLite ledger holding ``runs`` finished runs of wf-beta's 6-GPU Jobs, 20-40 min each, a day ago."""
+    from datetime import UTC, datetime, timedelta
+
+    from gpufleet.ledger.records import EndReason
+    from gpufleet.ledger.store import Ledger
+    from tests.ledger.ledger_factories import allocation
+
+    url = f"sqlite:///{path}"
+    day_ago = datetime.now(UTC) - timedelta(days=1)
+    records = [
+        allocation(
+            workload_uid=f"old-{i}", namespace="wf-beta", name=f"old-{i}", team="wf-beta", model=None,
+            local_queue="wf-beta", cluster_queue="wf-beta", gpu_count=6, created=day_ago - timedelta(hours=i),
+            quota_reserved=day_ago - timedelta(hours=i), admitted=day_ago - timedelta(hours=i),
+            started=day_ago - timedelta(hours=i), finished=day_ago - timedelta(hours=i) + timedelta(minutes=20 + 5 * (i % 5)),
+            end_reason=EndReason.FINISHED, end_detail="Succeeded",
+        )
+        for i in range(runs)
+    ]  # fmt: skip
+    with Ledger.open(url) as ledger:
+        ledger.append(records)
+    return url
+
+
+def test_forecast_and_why_expect_the_waiting_job_when_the_borrower_ends(
+    waiting: tuple[Cluster, dict[str, Any], dict[str, Any]], tmp_path: Path
+) -> None:
+    """The live path: the forecast's replay is built from the cluster's Workloads (the fixture waited
+    for big's admission and Kueue's reason for wait), runtimes from a ledger written with its API."""
+    cluster, _, _ = waiting
+    url = finished_runs(tmp_path / "ledger.db", 12)
+    live = ["--policy", str(POLICY), "--kubeconfig", cluster.kubeconfig]
+    result = CliRunner().invoke(app, ["forecast", *live, "--ledger", url, "--samples", "20", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["source"] == "the live cluster" and doc["basis"]["historyFinishedRuns"] == 12
+    (f,) = [w for w in doc["workloads"] if w["workload"].startswith("wf-")]  # only the waiting Job
+    assert f["workload"] == "wf-alpha/wait" and f["declined"] is None and f["admittedInSamples"] == 20
+    q = f["admissionSeconds"]
+    # big (runs of 20-40 min) has run for as long as the testbed took to get here: well under 20 min
+    assert 0 < q["p10"] <= q["p50"] <= q["p90"] <= 40 * 60 + 60
+    assert f["waitsFor"][0]["workload"] == "wf-beta/big"
+    assert f["text"].startswith("expected to start in") and "when wf-beta/big ends" in f["text"]
+    print(f"\n$ gpufleet forecast --kubeconfig ... --ledger {url}\n  {f['text']} (waited {f['waitedSeconds']} s)")
+
+    admitted = CliRunner().invoke(app, ["forecast", *live, "--ledger", url, "--workload", "wf-beta/big"])
+    assert admitted.exit_code == 2 and "no Workload of Job wf-beta/big waits" in " ".join(admitted.output.split())
+
+    bare = CliRunner().invoke(app, ["forecast", *live, "--json"])  # no ledger: no figure, never an invented one
+    assert bare.exit_code == 0, bare.output
+    (b,) = [w for w in json.loads(bare.stdout)["workloads"] if w["workload"].startswith("wf-")]
+    assert b["admissionSeconds"] is None and b["declined"].startswith("too little history")
+    few = CliRunner().invoke(app, ["forecast", *live, "--ledger", finished_runs(tmp_path / "few.db", 5), "--json"])
+    assert few.exit_code == 0, few.output
+    (c,) = [w for w in json.loads(few.stdout)["workloads"] if w["workload"].startswith("wf-")]
+    assert c["admissionSeconds"] is None and c["declined"].startswith("too little history: 5 finished runs")
+
+    why = gpufleet(cluster, "why", "wf-alpha/wait", "--policy", str(POLICY), "--ledger", url, "--json")
+    assert why.exit_code == 0, why.output
+    expected = json.loads(why.stdout)["forecast"]
+    assert expected["workload"] == "wf-alpha/wait" and expected["admissionSeconds"]["p50"] is not None
+    human = CliRunner(env={"COLUMNS": "200"}).invoke(
+        app, ["why", "wf-alpha/wait", *live, "--ledger", url, "--kueue-config", str(cluster.bed.config / "kueue.yaml")]
+    )
+    assert human.exit_code == 0, human.output
+    text = " ".join(human.stdout.split())
+    assert "Expected: expected to start in" in text and "when wf-beta/big ends" in text
+    print("$ gpufleet why wf-alpha/wait --policy ... --ledger ...\n" + human.stdout)

@@ -3,21 +3,36 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from gpufleet.cli.common import JsonOpt, console, guarded, print_table
+from gpufleet.errors import InputError
 
 
 @guarded
 def forecast(
     *,
     policy: Annotated[Path, typer.Option("--policy", help="The fleet policy (YAML)")],
-    trace: Annotated[Path, typer.Option("--trace", help="A job trace in gpufleet's format (.csv or .parquet)")],
-    at: Annotated[str, typer.Option("--at", help="The moment, from the trace's start: seconds, or 2d4h30m")],
+    trace: Annotated[
+        Path | None,
+        typer.Option("--trace", help="A job trace in gpufleet's format (.csv or .parquet); none: the live cluster"),
+    ] = None,
+    at: Annotated[
+        str | None, typer.Option("--at", help="The moment, from the trace's start: seconds, or 2d4h30m (with --trace)")
+    ] = None,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", help="The live cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)"),
+    ] = None,
+    ledger: Annotated[
+        str | None,
+        typer.Option("--ledger", help="The ledger the runtimes come from (live): SQLite file or database URL"),
+    ] = None,
     workload: Annotated[
         str | None, typer.Option("--workload", help="Only this NAMESPACE/JOB_ID (it must be waiting then)")
     ] = None,
@@ -30,8 +45,10 @@ def forecast(
 ) -> None:
     """When each waiting workload is expected to be admitted: quantiles of simulated futures, what they rest on.
 
-    Every workload waiting at --at of simulating the trace under the policy, from the state and the
-    ledger as of then (no later arrival, no unfinished job's true runtime)."""
+    With --trace and --at: every workload waiting at --at of simulating the trace under the policy,
+    from the state and the ledger as of then (no later arrival, no unfinished job's true runtime).
+    Without: every Workload waiting on the live cluster now, the cluster rendered from the policy,
+    runtimes from the ledger (--ledger; without one, no figure)."""
     from gpufleet.forecast.answer import document, parse_time
     from gpufleet.forecast.estimate import Settings
     from gpufleet.forecast.simulated import forecast_trace
@@ -39,16 +56,70 @@ def forecast(
     from gpufleet.simulate.config import SimulationConfig
     from gpufleet.trace import read_trace
 
-    moment = parse_time(at)
-    fleet = resolve(load_policy(policy))
-    jobs = read_trace(trace)
     settings = Settings(samples=samples, seed=seed, arrivals=arrivals)
-    report = forecast_trace(fleet, jobs, moment, settings=settings, config=SimulationConfig(), workload=workload)
-    doc = document(report, str(trace), str(policy), report.forecasts)
+    if trace is None:
+        if at is not None:
+            raise InputError.one("--at is a moment of a trace: give --trace too, or leave --at out", path="--at")
+        from gpufleet import kube
+
+        records = ledger_records(ledger)  # a bad ledger is refused before the cluster is asked anything
+        doc = live_document(
+            policy, kube.read_kueue_state(kubeconfig).objects, ledger=ledger, records=records, settings=settings,
+            workload=workload,
+        )  # fmt: skip
+        if workload is not None and not doc["workloads"]:
+            raise InputError.one(
+                f"no Workload of Job {workload} waits on the cluster (`gpufleet why {workload}` says what it does)",
+                path="--workload",
+            )
+    else:
+        if at is None or kubeconfig is not None or ledger is not None:
+            raise InputError.one(
+                "--trace needs --at, and takes neither --kubeconfig nor --ledger (the trace's run is its own ledger)",
+                path="--trace",
+            )
+        fleet = resolve(load_policy(policy))
+        moment, jobs = parse_time(at), read_trace(trace)
+        report = forecast_trace(fleet, jobs, moment, settings=settings, config=SimulationConfig(), workload=workload)
+        doc = document(report, str(trace), str(policy), report.forecasts)
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
         return
     print_forecast(doc)
+
+
+def ledger_records(ledger: str | None) -> list[Any]:
+    """The ledger's allocations (none without a ledger), read-only."""
+    from gpufleet.ledger.store import Ledger
+
+    if ledger is None:
+        return []
+    with Ledger.read(ledger) as book:
+        return list(book.allocations())
+
+
+def live_document(
+    policy: Path,
+    objects: list[dict[str, Any]],
+    *,
+    ledger: str | None,
+    records: list[Any],
+    settings: Any,
+    workload: str | None = None,
+) -> dict[str, Any]:
+    """Read the ledger, forecast every waiting Workload of the live ``objects`` (or ``workload``, a
+    key of ``NS/JOB``), and return the JSON document (``gpufleet.forecast.live.live_document``)."""
+    from gpufleet.forecast import live
+    from gpufleet.policy import load_policy, resolve
+    from gpufleet.simulate.config import SimulationConfig
+
+    fleet = resolve(load_policy(policy))
+    state = live.live_state(objects, fleet, datetime.now(UTC))
+    report = live.forecast_live(state, fleet, records, settings, SimulationConfig())
+    doc = live.live_document(report, state, str(policy), ledger)
+    if workload is not None:
+        doc["workloads"] = [w for w in doc["workloads"] if w["workload"] == workload]
+    return doc
 
 
 def print_forecast(doc: dict) -> None:  # type: ignore[type-arg]
@@ -56,9 +127,8 @@ def print_forecast(doc: dict) -> None:  # type: ignore[type-arg]
     from gpufleet.forecast.answer import UNCALIBRATED
 
     b = doc["basis"]
-    table = Table(
-        title=f"Expected admission of the workloads waiting at {human(doc['atSeconds'])}", title_justify="left"
-    )
+    when = f"now ({doc['now']})" if "now" in doc else f"at {human(doc['atSeconds'])}"
+    table = Table(title=f"Expected admission of the workloads waiting {when}", title_justify="left")
     for column in ("workload", "team", "waited", "p10", "p50", "p90", "waits for"):
         table.add_column(column, justify="right" if column in ("waited", "p10", "p50", "p90") else "left")
     for w in doc["workloads"]:
@@ -67,6 +137,8 @@ def print_forecast(doc: dict) -> None:  # type: ignore[type-arg]
         waits = ", ".join(f"{x['workload']} ({x['share']:.0%})" for x in w["waitsFor"]) or (w["declined"] or "")
         table.add_row(w["workload"], w["team"], human(w["waitedSeconds"]), *cells, waits)
     print_table(table)
+    for s in doc.get("skipped", []):
+        console.print(f"left out: {s['workload']}: {s['reason']}: {s['message']}", highlight=False, soft_wrap=True)
     if b["declined"]:
         console.print(f"No estimate: {b['declined']}", highlight=False)
         return

@@ -61,20 +61,51 @@ def configuration(state: kube.KueueState, path: Path | None) -> tuple[Doc | None
 @guarded
 def why(
     workload: Annotated[str, typer.Argument(help="NAMESPACE/NAME of a Workload, or of the Job that owns one")],
+    *,
     kubeconfig: KubeconfigOpt = None,
     kueue_config: KueueConfigOpt = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option("--policy", help="The fleet policy the cluster was rendered from: adds the expected admission"),
+    ] = None,
+    ledger: Annotated[
+        str | None, typer.Option("--ledger", help="The ledger the expected admission's runtimes come from")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Why a Workload waits: Kueue's reason, what holds its quota, what would let it in (reads only)."""
+    """Why a Workload waits: Kueue's reason, what holds its quota, what would let it in (reads only);
+    with --policy (and --ledger), when it is expected to start."""
     namespace, name = target(workload)
     state = kube.read_kueue_state(kubeconfig)
     config, source = configuration(state, kueue_config)
     report = why_json(explain(state.objects, namespace, name, config))
     report["kueueConfiguration"] = source
+    report["forecast"] = None
+    if policy is not None and report["state"] == "Pending":
+        report["forecast"] = expected(
+            policy, state.objects, ledger, f"{namespace}/{report['job'] or name}", report["workload"]
+        )
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
     print_why(report)
+
+
+def expected(policy: Path, objects: list[Doc], ledger: str | None, key: str, workload: str) -> Doc:
+    """The workload's forecast (``gpufleet forecast``'s entry for ``key``, NS/JOB), or why there is
+    none (``workload``, NS/NAME of the Workload, left out of the replay)."""
+    from gpufleet.cli.forecast import ledger_records, live_document
+    from gpufleet.forecast.estimate import Settings
+
+    doc = live_document(
+        policy, objects, ledger=ledger, records=ledger_records(ledger), settings=Settings(), workload=key
+    )
+    found = doc["workloads"]
+    if found:
+        return {**found[0], "basis": doc["basis"]}
+    left = [s for s in doc["skipped"] if s["workload"] == workload]
+    why = "; ".join(f"{s['reason']}: {s['message']}" for s in left) or "it is not waiting in the replay"
+    return {"workload": key, "declined": why, "text": f"no estimate: {why}"}
 
 
 def amounts(table: dict[str, int]) -> str:
@@ -101,6 +132,8 @@ def print_why(r: Doc) -> None:
     _line("Answer:", f"{r['verdict']['reason']}: {r['verdict']['message']}", 2)
     if r.get("dispatch"):
         _line("MultiKueue:", f"{r['dispatch']['reason']}: {r['dispatch']['text']}", 2)
+    if r.get("forecast"):
+        _line("Expected:", r["forecast"]["text"], 2)
     if r["state"] != "Pending" or r["preemption"] is None:
         return
     if r["holders"]:

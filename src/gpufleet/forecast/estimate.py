@@ -54,6 +54,7 @@ class Moment:
     history: RuntimeHistory
     arrivals: ArrivalModel | None
     declared: dict[str, Declared]
+    kinds: bool = True  # whether the jobs' kinds are known (a trace's); a live cluster's are not
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,10 @@ class Report:
     forecasts: tuple[Forecast, ...]  # waiting workloads, by key
 
 
-def shape_of(run: JobRun) -> Shape:
-    return Shape(run.job.team, run.job.model, run.ask.resource, run.ask.count * run.job.pods, run.job.kind.value)
+def shape_of(run: JobRun, *, kinds: bool = True) -> Shape:
+    """The run's lookup shape; without ``kinds`` the kind is left empty, as the ledger's records leave it."""
+    kind = run.job.kind.value if kinds else ""
+    return Shape(run.job.team, run.job.model, run.ask.resource, run.ask.count * run.job.pods, kind)
 
 
 def ran_at_least(run: JobRun, at: int) -> int:
@@ -142,7 +145,7 @@ def forecast(moment: Moment, settings: Settings) -> Report:
         durations = {}
         history = moment.history.bootstrap(rng)
         for r in alive:
-            draw = history.draw(shape_of(r), ran_at_least(r, at), rng, moment.declared.get(r.key))
+            draw = history.draw(shape_of(r, kinds=moment.kinds), ran_at_least(r, at), rng, moment.declared.get(r.key))
             assert draw is not None  # the fleet level answers (checked above)
             durations[r.key] = draw.runtime_s
             sources[draw.source] += 1

@@ -1,0 +1,251 @@
+"""The live cluster's state as a paused simulation: the forecast's input on a real cluster.
+
+The simulator runs a fleet policy's rendered Kueue objects and node pools, so the live path runs
+the policy the cluster was rendered from (``--policy``), and takes from the live objects (plain
+dicts, as the API server returns them) what only the cluster knows: which Workloads hold quota and
+since when, which wait and since when, what each asks for and at which priority. Each becomes a
+job of a trace whose runtime is unknown (``simulated.UNKNOWN_S``, drawn afresh by the forecast), and
+the trace is replayed to *now* through the queue world, as ``simulated`` replays a simulated run:
+
+- a Workload holding quota enters at its admission (``QuotaReserved``'s transition time), so at
+  *now* it has run as long as it has on the cluster, and the admissions come in the cluster's order;
+- a waiting Workload enters after the last admission, in the order of its creation (Kueue's queue
+  order within a priority), so the replay cannot hand it quota that finished Workloads, absent from
+  the listing, held when it arrived. Its wait so far is the cluster's, not the replay's.
+
+The replay is then checked against the cluster: a waiting Workload the replay admits at once, or
+one holding quota the replay does not admit, means the policy and the cluster disagree, and that
+Workload's answer says so instead of a figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from gpufleet.forecast.answer import document
+from gpufleet.forecast.estimate import DONE, WAITING, Forecast, Moment, Report, Settings, forecast, ran_at_least
+from gpufleet.forecast.estimate import shape_of as sim_shape
+from gpufleet.forecast.runtimes import RuntimeHistory
+from gpufleet.forecast.simulated import UNKNOWN_S
+from gpufleet.ledger.records import Record
+from gpufleet.policy import Fleet
+from gpufleet.simulate.config import SimulationConfig
+from gpufleet.simulate.queue_world import QueueWorld
+from gpufleet.trace.job import Job, JobKind
+
+Obj = dict[str, Any]
+GPU = "nvidia.com/gpu"
+GPU_SHARED = "nvidia.com/gpu.shared"
+MIG = "nvidia.com/mig-"
+NO_LEDGER = "too little history: no ledger given (--ledger), so no runtime is known"
+
+
+@dataclass(frozen=True)
+class LiveWorkload:
+    """One Workload of the cluster as a job of the replay: ``job.submit_s`` is its entry into the
+    replay (seconds from ``LiveState.origin``); ``since`` its admission (holding) or creation (waiting)."""
+
+    workload: str  # namespace/name of the Workload
+    job: Job
+    holding: bool
+    since: datetime
+
+    @property
+    def key(self) -> str:
+        return f"{self.job.namespace}/{self.job.job_id}"
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """The replay's input: the workloads, the replay's origin and *now* in its seconds, and the
+    Workloads left out (key, PascalCase reason, message)."""
+
+    workloads: tuple[LiveWorkload, ...]
+    origin: datetime
+    now: datetime
+    at: int
+    skipped: tuple[tuple[str, str, str], ...]
+
+
+def parse_time(text: object) -> datetime | None:
+    if not isinstance(text, str) or not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _condition(obj: Obj, kind: str) -> Obj | None:
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == kind:
+            return cond
+    return None
+
+
+def _true(obj: Obj, kind: str) -> bool:
+    return (_condition(obj, kind) or {}).get("status") == "True"
+
+
+def _count(value: object) -> int:
+    text = str(value)
+    return int(text) if text.isdigit() else 0
+
+
+def _ask(pod_set: Obj) -> tuple[str, int]:
+    """The GPU resource and count one pod of the pod set asks for ("", 0: none)."""
+    containers = ((pod_set.get("template") or {}).get("spec") or {}).get("containers") or []
+    for container in containers:
+        resources = container.get("resources") or {}
+        asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        for name, value in sorted(asked.items()):
+            if name in (GPU, GPU_SHARED) or name.startswith(MIG):
+                return name, _count(value)
+    return "", 0
+
+
+def _owner(wl: Obj) -> str:
+    meta = wl.get("metadata") or {}
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("kind") == "Job":
+            return str(owner.get("name"))
+    return str(meta.get("name"))
+
+
+def _job(wl: Obj, fleet: Fleet, submit_s: int) -> tuple[Job | None, str, str]:
+    """The Workload as a trace job (runtime unknown), or None with a reason and a message."""
+    meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
+    namespace = str(meta.get("namespace"))
+    team = next((t.name for t in fleet.policy.teams if namespace in t.namespaces), None)
+    if team is None:
+        return None, "NamespaceNotInPolicy", f"namespace {namespace} belongs to no team of the policy"
+    pod_sets = [p for p in spec.get("podSets") or [] if _ask(p)[1]]
+    if len(pod_sets) != 1:
+        return None, "PodSetsNotModelled", f"{len(pod_sets)} pod sets ask for GPUs; the replay models one"
+    resource, count = _ask(pod_sets[0])
+    priorities = {p.name for p in fleet.policy.priorityClasses}
+    priority = str(spec.get("priorityClassName") or "")
+    shape: dict[str, Any] = {"gpus": count}
+    if resource.startswith(MIG):
+        shape["mig_profile"] = resource.removeprefix(MIG)
+    elif resource == GPU_SHARED:
+        if count != 1:
+            return None, "PodSetsNotModelled", f"{count} time-slice replicas per pod; the policy renders one"
+        shape = {"gpu_milli": 500}  # one replica: the replay asks what a fraction of a card asks
+    job = Job(
+        job_id=_owner(wl),
+        team=team,
+        namespace=namespace,
+        submit_s=submit_s,
+        duration_s=UNKNOWN_S,
+        kind=JobKind.TRAINING,  # the cluster does not say; the history is read without kinds (``Moment.kinds``)
+        pods=_count(pod_sets[0].get("count", 1)),
+        priority_class=priority if priority in priorities else "",
+        model=str((meta.get("labels") or {}).get("gpufleet.io/model", "")),
+        **shape,
+    )
+    return job, "", ""
+
+
+def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime) -> LiveState:
+    """The Workloads holding quota and waiting, as the replay's jobs (see the module's docstring)."""
+    holding: list[tuple[datetime, str, Obj]] = []
+    waiting: list[tuple[datetime, str, Obj]] = []
+    skipped: list[tuple[str, str, str]] = []
+    for wl in objects:
+        if wl.get("kind") != "Workload" or _true(wl, "Finished") or (wl.get("spec") or {}).get("active") is False:
+            continue
+        meta = wl.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        created = parse_time(meta.get("creationTimestamp")) or now
+        if _true(wl, "QuotaReserved") and (wl.get("status") or {}).get("admission"):
+            reserved = parse_time((_condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"))
+            holding.append((min(reserved or created, now), key, wl))
+        else:
+            requeued = parse_time((_condition(wl, "Requeued") or {}).get("lastTransitionTime"))
+            waiting.append((min(max(created, requeued or created), now), key, wl))
+    holding.sort(key=lambda x: (x[0], x[1]))  # admission order; the key breaks ties
+    waiting.sort(key=lambda x: (x[0], x[1]))  # queue order within a priority: creation, then the key
+    origin = min((t for t, _, _ in holding + waiting), default=now).replace(microsecond=0)
+    last = max((int((t - origin).total_seconds()) for t, _, _ in holding), default=-1)
+    out: list[LiveWorkload] = []
+    enter = 0
+    for rank, (since, key, wl) in enumerate(holding + waiting):
+        is_holding = rank < len(holding)
+        at = int((since - origin).total_seconds())
+        enter = at if is_holding else max(at, last + 1 + rank - len(holding), enter)
+        job, reason, message = _job(wl, fleet, enter)
+        if job is not None and any(w.job.namespace == job.namespace and w.job.job_id == job.job_id for w in out):
+            reason, message = "JobOwnsSeveral", f"Job {job.job_id} owns another Workload already replayed"
+            job = None
+        if job is None:
+            skipped.append((key, reason, message))
+        else:
+            out.append(LiveWorkload(key, job, is_holding, since))
+    at_now = max(int((now - origin).total_seconds()), enter + 1)
+    return LiveState(tuple(out), origin, now, at_now, tuple(skipped))
+
+
+def live_moment(
+    state: LiveState, fleet: Fleet, records: Sequence[Record], config: SimulationConfig
+) -> tuple[Moment, dict[str, str]]:
+    """The replay paused at *now*, the history as of now, and the Workloads the replay does not
+    reproduce (key -> why: the policy and the cluster disagree on them)."""
+    world = QueueWorld(fleet, [w.job for w in state.workloads], config)
+    world.advance(state.at)
+    differs: dict[str, str] = {}
+    for w in state.workloads:
+        run = world.by_key.get(w.key)
+        if run is None:
+            differs[w.key] = "the policy's pools offer nothing it asks for"
+        elif w.holding and (run.state in WAITING or run.state in DONE):
+            differs[w.key] = "it holds quota on the cluster, but the policy's queues do not admit it in the replay"
+        elif not w.holding and run.state not in WAITING:
+            differs[w.key] = "it waits on the cluster, but the policy's queues admit it at once in the replay"
+    running = [
+        (sim_shape(r, kinds=False), ran_at_least(r, state.at))
+        for r in world.runs
+        if r.state not in DONE and ran_at_least(r, state.at) > 0
+    ]
+    history = RuntimeHistory.from_records(records, state.now, running)
+    return Moment(world, state.at, history, None, {}, kinds=False), differs
+
+
+def forecast_live(
+    state: LiveState, fleet: Fleet, records: Sequence[Record], settings: Settings, config: SimulationConfig
+) -> Report:
+    """Every waiting Workload's forecast, its wait the cluster's; a Workload the replay does not
+    reproduce gets no figure and the reason."""
+    moment, differs = live_moment(state, fleet, records, config)
+    report = forecast(moment, replace(settings, arrivals=False))
+    by_key = {w.key: w for w in state.workloads}
+    out: list[Forecast] = []
+    for f in report.forecasts:
+        live = by_key[f.workload]
+        waited = int((state.now - live.since).total_seconds())
+        if f.workload in differs:
+            out.append(Forecast(f.workload, f.team, waited, {}, 0, 0, (), "the replay differs: " + differs[f.workload]))
+        else:
+            out.append(replace(f, waited_s=waited))
+    for w in state.workloads:
+        if not w.holding and w.key in differs and all(f.workload != w.key for f in out):
+            reason = "the replay differs: " + differs[w.key]
+            waited = int((state.now - w.since).total_seconds())
+            out.append(Forecast(w.key, w.job.team, waited, {}, 0, 0, (), reason))
+    return Report(report.basis, tuple(sorted(out, key=lambda f: f.workload)))
+
+
+def live_document(report: Report, state: LiveState, policy: str, ledger: str | None) -> dict[str, Any]:
+    """``--json`` of the live path: the trace path's document, with *now* and the cluster's side."""
+    doc = document(report, "", policy, report.forecasts)
+    del doc["trace"]
+    doc["source"] = "the live cluster"
+    doc["now"] = state.now.isoformat().replace("+00:00", "Z")
+    doc["ledger"] = ledger
+    doc["skipped"] = [{"workload": k, "reason": r, "message": m} for k, r, m in state.skipped]
+    if ledger is None:
+        doc["basis"]["declined"] = NO_LEDGER
+        for w in doc["workloads"]:
+            if (w["declined"] or "").startswith("too little history"):
+                w["declined"], w["text"] = NO_LEDGER, f"no estimate: {NO_LEDGER}"
+    return doc

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -84,14 +85,48 @@ def load(spec: StudySpec, seed: int | None = None) -> optuna.Study:
     )
 
 
+def open_study(spec: StudySpec) -> tuple[optuna.Study, bool]:
+    """The study, and whether this process created it (and so seeds it).
+
+    Workers started together (the pods of one Job) all open the study at once; the storage lets only
+    one create it, so exactly one seeds trial 0 and the candidates, and the others wait for that
+    (``seed_study``) instead of each adding the input policy again."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        made = optuna.create_study(
+            storage=open_storage(spec.storage),
+            study_name=spec.name,
+            directions=list(DIRECTIONS),
+            sampler=_sampler(spec.seed),
+        )
+    except optuna.exceptions.DuplicatedStudyError:
+        return load(spec), False
+    return made, True
+
+
+SEED_WAIT_S = 900.0  # how long a joining worker waits for the creator's seed before seeding itself
+
+
 def finished(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=FINISHED))
 
 
 def seed_study(
-    study: optuna.Study, space: Space, base: Evaluated, candidates: Sequence[Mapping[str, str]] = ()
+    study: optuna.Study,
+    space: Space,
+    base: Evaluated,
+    candidates: Sequence[Mapping[str, str]] = (),
+    *,
+    wait_s: float = 0.0,
 ) -> None:
-    """Trial 0 is the input policy (its known figures); then the candidates, once per study."""
+    """Trial 0 is the input policy (its known figures); then the candidates, once per study.
+
+    ``wait_s``: a worker that did not create the study waits this long for its creator's seed (which
+    comes after the creator's own first-apply and input runs); a creator that died before seeding is
+    then replaced by this worker."""
+    deadline = time.monotonic() + wait_s
+    while not study.user_attrs.get(SEEDED_ATTR) and time.monotonic() < deadline:
+        time.sleep(1.0)
     if study.user_attrs.get(SEEDED_ATTR):
         return
     distributions: dict[str, BaseDistribution] = {k.path: CategoricalDistribution(k.choices) for k in space.knobs}

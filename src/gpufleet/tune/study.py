@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
+import sqlalchemy.exc
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
@@ -59,13 +60,23 @@ def storage_url(url: str) -> str:
     return url
 
 
+SCHEMA_TRIES = 5
+
+
 def open_storage(where: str) -> BaseStorage:
     """A database URL (``scheme://…``) through RDB storage, anything else a journal file."""
     if "://" in where:
-        try:
-            return RDBStorage(storage_url(where), skip_compatibility_check=False)
-        except Exception as exc:  # SQLAlchemy raises many kinds for a bad URL or an unreachable server
-            raise InputError.one(f"cannot open the study storage: {exc}", path="--storage") from None
+        for attempt in range(SCHEMA_TRIES):
+            try:
+                return RDBStorage(storage_url(where), skip_compatibility_check=False)
+            except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+                # workers started together on an empty database all create Optuna's tables; the
+                # losers of that race (a duplicate table or alembic row) find them made on a retry
+                if attempt == SCHEMA_TRIES - 1:
+                    raise
+                time.sleep(0.5 + attempt)
+            except Exception as exc:  # SQLAlchemy raises many kinds for a bad URL or an unreachable server
+                raise InputError.one(f"cannot open the study storage: {exc}", path="--storage") from None
     Path(where).parent.mkdir(parents=True, exist_ok=True)
     return JournalStorage(JournalFileBackend(where))
 

@@ -1,7 +1,7 @@
 """``gpufleet tune-job``'s ConfigMap and Job, created on the testbed's API server by a server-side dry run.
 
 The API server runs the Job's own validation (an Indexed Job's completions and parallelism,
-``backoffLimitPerIndex`` with ``restartPolicy: Never``, the downward-API index annotation), the
+``backoffLimitPerIndex`` only on an Indexed Job, the downward-API index annotation), the
 admission chain (Kueue's webhooks, the ValidatingAdmissionPolicies) and defaulting, which the schema
 check of tests/validation does not. Nothing is persisted: a dry run, as a platform lead would check
 the folder before ``kubectl apply``.
@@ -70,9 +70,9 @@ def test_the_api_server_accepts_the_job(cluster: Cluster, tmp_path: Path, extra:
 
 
 def test_the_dry_run_refuses_what_the_job_controller_would(cluster: Cluster, tmp_path: Path) -> None:
-    """The check above can fail: a per-index backoff needs restartPolicy Never, and the server says so."""
+    """The check above can fail: a per-index backoff needs an Indexed Job, and the server says so."""
     cluster.kubectl("create", "namespace", NAMESPACE, check=False)
     _configmap, job = _rendered(tmp_path)
-    job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
+    job["spec"]["completionMode"] = "NonIndexed"
     done = cluster.kubectl("create", "--dry-run=server", "--filename=-", stdin=yaml.safe_dump(job), check=False)
-    assert done.returncode != 0 and "backoffLimitPerIndex" in done.stderr, done.stderr
+    assert done.returncode != 0 and "requires indexed completion mode" in done.stderr, done.stderr

@@ -121,7 +121,7 @@ def _job(job: TuneJob) -> Obj:
     if job.trace_claim is not None:
         volumes.append({"name": "trace", "persistentVolumeClaim": {"claimName": job.trace_claim, "readOnly": True}})
     pod: Obj = {
-        "restartPolicy": "Never",  # required by backoffLimitPerIndex; a failed worker is a new pod
+        "restartPolicy": "Never",  # a failed worker is a new pod, counted against its index's backoff
         "securityContext": {
             "runAsUser": USER_ID,
             "runAsGroup": USER_ID,

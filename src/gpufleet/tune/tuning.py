@@ -144,12 +144,15 @@ def _check_resume(opened: optuna.Study, mark: str, width: int) -> None:
             )
 
 
-def _seed(opened: optuna.Study, created: bool, mark: str, width: int, seed: Callable[[float], None]) -> None:
-    """Seed the study (its creator), or wait for the creator's seed (a worker that joined it) and
-    check that it was made for the same question: workers of one Job start together."""
+def _seed(
+    opened: optuna.Study, created: bool, *, shared: bool, mark: str, width: int, seed: Callable[[float], None]
+) -> None:
+    """Seed the study (its creator), or wait for the creator's seed (a worker that joined a study in a
+    database: workers of one Job start together) and check that it was made for the same question.
+    A journal is one run's own: an unseeded one was left by a run stopped before seeding, no wait."""
     if created:  # the fingerprint before the seed, so a worker that waited for the seed checks it
         opened.set_user_attr(FINGERPRINT_ATTR, mark)
-    seed(0.0 if created else study.SEED_WAIT_S)
+    seed(study.SEED_WAIT_S if shared and not created else 0.0)
     _check_resume(opened, mark, width)
     opened.set_user_attr(FINGERPRINT_ATTR, mark)
 
@@ -209,9 +212,10 @@ def tune(
     _seed(
         opened,
         created,
-        mark,
-        constraints.width,
-        lambda wait_s: study.seed_study(opened, space, base, reasoned_ones, wait_s=wait_s),
+        shared="://" in spec.storage,
+        mark=mark,
+        width=constraints.width,
+        seed=lambda wait_s: study.seed_study(opened, space, base, reasoned_ones, wait_s=wait_s),
     )
     opened.set_user_attr(WINDOW_ATTR, list(window))
     proven = [

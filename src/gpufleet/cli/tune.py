@@ -192,6 +192,14 @@ def _document(t: Tuning, out: Path, trace: str) -> dict[str, Any]:
     return doc
 
 
+def _window(hours: float | None) -> tuple[int, int] | None:
+    return None if hours is None else (0, round(hours * 3600))
+
+
+def _fidelity(rung_hours: float | None) -> Fidelity | None:
+    return None if not rung_hours else Fidelity(first_s=round(rung_hours * 3600))
+
+
 def _work(
     policy: FleetPolicy,
     jobs: list[Job],
@@ -208,16 +216,10 @@ def _work(
             "a worker joins a study in a database: give --storage postgresql://… (or GPUFLEET_STUDY_STORAGE)",
             path="--storage",
         )
-    window = None if window_hours is None else (0, round(window_hours * 3600))
     result = tune(
-        policy,
-        jobs,
-        spec,
-        constraints=constraints,
-        window=window,
-        fidelity=None if not rung_hours else Fidelity(first_s=round(rung_hours * 3600)),
+        policy, jobs, spec, constraints=constraints, window=_window(window_hours), fidelity=_fidelity(rung_hours),
         search_only=True,
-    )
+    )  # fmt: skip
     typer.echo(f"worker done: study {spec.name!r} holds {len(result.trials) + result.pruned} finished trials")
 
 
@@ -322,7 +324,6 @@ def tune_command(
             _resume(target, staging)
         spec = StudySpec(str(staging / JOURNAL) if storage is None else storage, study_name, trials, workers, seed)
         with study_bar(trials, quiet=as_json) as (tick, stage):
-            window = None if window_hours is None else (0, round(window_hours * 3600))
             result = tune(
                 fleet_policy,
                 jobs_list,
@@ -330,9 +331,9 @@ def tune_command(
                 constraints=constraints,
                 tick=tick,
                 stage=stage,
-                window=window,
+                window=_window(window_hours),
                 holdout=weeks,
-                fidelity=None if not rung_hours else Fidelity(first_s=round(rung_hours * 3600)),
+                fidelity=_fidelity(rung_hours),
             )
         output.write(result, staging, str(trace), len(jobs_list))
     if as_json:

@@ -228,3 +228,21 @@ def test_three_worker_processes_share_one_postgresql_study(postgres_url: str, tm
     ran = [tuple(sorted(t.params.items())) for t in done if t.user_attrs.get("source") == "candidate"]
     assert len(ran) == len(set(ran)), ran  # each enqueued candidate ran once
     print(f"\n{len(done)} finished trials of {total}: {dict(sources)}")
+
+
+def test_a_worker_refuses_a_study_made_for_another_trace(postgres_url: str, tmp_path: Path) -> None:
+    """A pod given another trace than the study's (a stale ConfigMap) stops with exit 2, adding nothing."""
+    from tests.ledger.ledger_pgserver import create_database
+
+    url = create_database(postgres_url, "tune_job_other_trace")
+    policy, trace = _inputs(tmp_path)
+    other = tmp_path / "other.csv"
+    write_trace(a_alone()[:4], other)
+    base = ["tune", str(policy), "--study", "s", "--trials", "2", "--worker", "0"]
+    first = runner.invoke(app, [*base, "--trace", str(trace)], env={STORAGE_ENV: url})
+    assert first.exit_code == 0, first.output
+    storage = url.replace("postgresql://", "postgresql+psycopg://", 1)
+    before = len(optuna.load_study(study_name="s", storage=storage).trials)
+    refused = runner.invoke(app, [*base, "--trace", str(other)], env={STORAGE_ENV: url})
+    assert refused.exit_code == 2 and "another policy, trace" in refused.output, refused.output
+    assert len(optuna.load_study(study_name="s", storage=storage).trials) == before

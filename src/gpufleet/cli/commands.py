@@ -43,6 +43,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("scan", "gpufleet.cli.scan:scan", "List GPU pools, GPU pods by team and Kueue's objects, and flag the risks (read-only)."),
     Entry("demo", "gpufleet.cli.demo:demo", "Run the whole chain on the bundled example: plan, render, simulate, find what goes wrong, tune."),
     Entry("tune", "gpufleet.cli.tune:tune_command", "Search the policy's knobs in the twin: goodput up, the worst team's p95 wait down, under constraints."),
+    Entry("tune-job", "gpufleet.cli.tune_job:tune_job_command", "Write the Kubernetes Job whose pods run tune workers on one PostgreSQL study."),
     Entry("simulate", "gpufleet.cli.simulate:simulate", "Simulate the queue in front of the cards on a trace, and (with --compare) the first apply."),
     Entry("record", "gpufleet.cli.audit:record", "Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."),
     Entry("why", "gpufleet.cli.why:why", "Why a Workload waits: Kueue's reason, what holds its quota, what would let it in (reads only)."),

@@ -27,8 +27,9 @@ from gpufleet.cli.common import (
 )
 from gpufleet.durations import human
 from gpufleet.errors import InputError
-from gpufleet.policy import load_policy
+from gpufleet.policy import FleetPolicy, load_policy
 from gpufleet.trace import read_trace
+from gpufleet.trace.job import Job
 from gpufleet.tune import output
 from gpufleet.tune.fidelity import Fidelity
 from gpufleet.tune.holdout import Week, bootstrap
@@ -191,6 +192,37 @@ def _document(t: Tuning, out: Path, trace: str) -> dict[str, Any]:
     return doc
 
 
+def _window(hours: float | None) -> tuple[int, int] | None:
+    return None if hours is None else (0, round(hours * 3600))
+
+
+def _fidelity(rung_hours: float | None) -> Fidelity | None:
+    return None if not rung_hours else Fidelity(first_s=round(rung_hours * 3600))
+
+
+def _work(
+    policy: FleetPolicy,
+    jobs: list[Job],
+    storage: str | None,
+    spec: StudySpec,
+    *,
+    constraints: Constraints,
+    window_hours: float | None,
+    rung_hours: float | None,
+) -> None:
+    """A cluster worker: run trials in the shared study until it holds its total, then say how many."""
+    if storage is None or "://" not in storage:
+        raise InputError.one(
+            "a worker joins a study in a database: give --storage postgresql://… (or GPUFLEET_STUDY_STORAGE)",
+            path="--storage",
+        )
+    result = tune(
+        policy, jobs, spec, constraints=constraints, window=_window(window_hours), fidelity=_fidelity(rung_hours),
+        search_only=True,
+    )  # fmt: skip
+    typer.echo(f"worker done: study {spec.name!r} holds {len(result.trials) + result.pruned} finished trials")
+
+
 @guarded
 def tune_command(
     policy: Annotated[Path, typer.Argument(help="The fleet policy to start from (YAML)", show_default=False)],
@@ -202,7 +234,21 @@ def tune_command(
     jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Worker processes [default: the cores]")] = None,
     storage: Annotated[
         str | None,
-        typer.Option("--storage", help="An Optuna database URL (postgresql://…) shared by workers on many machines"),
+        typer.Option(
+            "--storage",
+            envvar="GPUFLEET_STUDY_STORAGE",
+            show_envvar=True,
+            help="An Optuna database URL (postgresql://…) shared by workers on many machines",
+        ),
+    ] = None,
+    worker: Annotated[
+        int | None,
+        typer.Option(
+            "--worker",
+            min=0,
+            help="Run as cluster worker INDEX: only the study's trials in --storage, nothing written "
+            "(`gpufleet tune-job` renders such workers; docs/tune.md)",
+        ),
     ] = None,
     study_name: Annotated[str, typer.Option("--study", help="The study's name in its storage")] = DEFAULT_NAME,
     max_preemptions: Annotated[int, typer.Option(min=0, help="No job may be preempted more often")] = 3,
@@ -256,17 +302,28 @@ def tune_command(
     jobs_list = read_trace(trace)
     if not jobs_list:
         raise InputError.one("the trace holds no jobs", file=str(trace))
+    constraints = Constraints(max_preemptions=max_preemptions, min_jain=min_jain, keep_guarantees=keep_guarantees)
+    if worker is not None:  # a cluster worker's sampler seed differs from every other worker's
+        spec = StudySpec(storage or "", study_name, trials, 1, seed + 1 + worker)
+        _work(
+            fleet_policy,
+            jobs_list,
+            storage,
+            spec,
+            constraints=constraints,
+            window_hours=window_hours,
+            rung_hours=rung_hours,
+        )
+        return
     weeks = [Week(p.name, tuple(read_trace(p))) for p in holdout_trace or []]
     weeks += bootstrap(jobs_list, holdout, seed)
     target = outputs.check(output_dir, force=force)
-    constraints = Constraints(max_preemptions=max_preemptions, min_jain=min_jain, keep_guarantees=keep_guarantees)
     workers = jobs or max(os.cpu_count() or 1, 1)
     with outputs.replace_folder(output_dir, "tune", force=force) as staging:
         if storage is None:
             _resume(target, staging)
         spec = StudySpec(str(staging / JOURNAL) if storage is None else storage, study_name, trials, workers, seed)
         with study_bar(trials, quiet=as_json) as (tick, stage):
-            window = None if window_hours is None else (0, round(window_hours * 3600))
             result = tune(
                 fleet_policy,
                 jobs_list,
@@ -274,9 +331,9 @@ def tune_command(
                 constraints=constraints,
                 tick=tick,
                 stage=stage,
-                window=window,
+                window=_window(window_hours),
                 holdout=weeks,
-                fidelity=None if not rung_hours else Fidelity(first_s=round(rung_hours * 3600)),
+                fidelity=_fidelity(rung_hours),
             )
         output.write(result, staging, str(trace), len(jobs_list))
     if as_json:

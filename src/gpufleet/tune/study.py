@@ -16,12 +16,14 @@ from __future__ import annotations
 import math
 import multiprocessing
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
+import sqlalchemy.exc
 from optuna.distributions import BaseDistribution, CategoricalDistribution
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
@@ -58,13 +60,23 @@ def storage_url(url: str) -> str:
     return url
 
 
+SCHEMA_TRIES = 5
+
+
 def open_storage(where: str) -> BaseStorage:
     """A database URL (``scheme://…``) through RDB storage, anything else a journal file."""
     if "://" in where:
-        try:
-            return RDBStorage(storage_url(where), skip_compatibility_check=False)
-        except Exception as exc:  # SQLAlchemy raises many kinds for a bad URL or an unreachable server
-            raise InputError.one(f"cannot open the study storage: {exc}", path="--storage") from None
+        for attempt in range(SCHEMA_TRIES):
+            try:
+                return RDBStorage(storage_url(where), skip_compatibility_check=False)
+            except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+                # workers started together on an empty database all create Optuna's tables; the
+                # losers of that race (a duplicate table or alembic row) find them made on a retry
+                if attempt == SCHEMA_TRIES - 1:
+                    raise
+                time.sleep(0.5 + attempt)
+            except Exception as exc:  # SQLAlchemy raises many kinds for a bad URL or an unreachable server
+                raise InputError.one(f"cannot open the study storage: {exc}", path="--storage") from None
     Path(where).parent.mkdir(parents=True, exist_ok=True)
     return JournalStorage(JournalFileBackend(where))
 
@@ -84,14 +96,48 @@ def load(spec: StudySpec, seed: int | None = None) -> optuna.Study:
     )
 
 
+def open_study(spec: StudySpec) -> tuple[optuna.Study, bool]:
+    """The study, and whether this process created it (and so seeds it).
+
+    Workers started together (the pods of one Job) all open the study at once; the storage lets only
+    one create it, so exactly one seeds trial 0 and the candidates, and the others wait for that
+    (``seed_study``) instead of each adding the input policy again."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        made = optuna.create_study(
+            storage=open_storage(spec.storage),
+            study_name=spec.name,
+            directions=list(DIRECTIONS),
+            sampler=_sampler(spec.seed),
+        )
+    except optuna.exceptions.DuplicatedStudyError:
+        return load(spec), False
+    return made, True
+
+
+SEED_WAIT_S = 900.0  # how long a joining worker waits for the creator's seed before seeding itself
+
+
 def finished(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=FINISHED))
 
 
 def seed_study(
-    study: optuna.Study, space: Space, base: Evaluated, candidates: Sequence[Mapping[str, str]] = ()
+    study: optuna.Study,
+    space: Space,
+    base: Evaluated,
+    candidates: Sequence[Mapping[str, str]] = (),
+    *,
+    wait_s: float = 0.0,
 ) -> None:
-    """Trial 0 is the input policy (its known figures); then the candidates, once per study."""
+    """Trial 0 is the input policy (its known figures); then the candidates, once per study.
+
+    ``wait_s``: a worker that did not create the study waits this long for its creator's seed (which
+    comes after the creator's own first-apply and input runs); a creator that died before seeding is
+    then replaced by this worker."""
+    deadline = time.monotonic() + wait_s
+    while not study.user_attrs.get(SEEDED_ATTR) and time.monotonic() < deadline:
+        time.sleep(1.0)
     if study.user_attrs.get(SEEDED_ATTR):
         return
     distributions: dict[str, BaseDistribution] = {k.path: CategoricalDistribution(k.choices) for k in space.knobs}

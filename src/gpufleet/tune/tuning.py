@@ -144,6 +144,19 @@ def _check_resume(opened: optuna.Study, mark: str, width: int) -> None:
             )
 
 
+def _seed(
+    opened: optuna.Study, created: bool, *, shared: bool, mark: str, width: int, seed: Callable[[float], None]
+) -> None:
+    """Seed the study (its creator), or wait for the creator's seed (a worker that joined a study in a
+    database: workers of one Job start together) and check that it was made for the same question.
+    A journal is one run's own: an unseeded one was left by a run stopped before seeding, no wait."""
+    if created:  # the fingerprint before the seed, so a worker that waited for the seed checks it
+        opened.set_user_attr(FINGERPRINT_ATTR, mark)
+    seed(study.SEED_WAIT_S if shared and not created else 0.0)
+    _check_resume(opened, mark, width)
+    opened.set_user_attr(FINGERPRINT_ATTR, mark)
+
+
 def tune(
     policy: FleetPolicy,
     jobs: Sequence[Job],
@@ -160,13 +173,16 @@ def tune(
     holdout: Sequence[Week] = (),
     holdout_candidates: int = 3,
     fidelity: Fidelity | None = None,
+    search_only: bool = False,
 ) -> Tuning:
     """Run the three worlds and the study; ``baseline`` reuses first-apply and input runs already made;
     ``reasoned`` enqueues the candidates of ``remedies`` before the sampler's own choices; ``window``
     is the one window every world is measured over (default: until the shorter baseline run ends);
     ``simplify`` tries the recommendation without each change no finding points at (``study.simplify``);
     ``holdout``: weeks the recommendation must also meet the constraints on (``judge``), trying at most
-    ``holdout_candidates`` of the best feasible trials."""
+    ``holdout_candidates`` of the best feasible trials. ``search_only``: a cluster worker's part, the
+    study's trials and nothing after them (no simplification, no held-out weeks, no recommendation):
+    the run that then opens the finished study recommends once from every worker's trials."""
     say = stage or (lambda _text: None)
     constraints = constraints or Constraints()
     config = config or SimulationConfig()
@@ -185,7 +201,7 @@ def tune(
         policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints, saving.protected, fidelity
     )
     mark = fingerprint(policy, jobs, constraints, config, window, protected=saving.protected)
-    opened = study.load(spec)
+    opened, created = study.open_study(spec)
     _check_resume(opened, mark, constraints.width)
     worlds_before = (
         _world("first-apply", first, policy, window),
@@ -193,8 +209,14 @@ def tune(
     )
     base = _evaluated(problem, worlds_before[1], policy)
     reasoned_ones = remedies.candidates(space, worlds_before[1].findings) if reasoned else []
-    study.seed_study(opened, space, base, reasoned_ones)
-    opened.set_user_attr(FINGERPRINT_ATTR, mark)
+    _seed(
+        opened,
+        created,
+        shared="://" in spec.storage,
+        mark=mark,
+        width=constraints.width,
+        seed=lambda wait_s: study.seed_study(opened, space, base, reasoned_ones, wait_s=wait_s),
+    )
     opened.set_user_attr(WINDOW_ATTR, list(window))
     proven = [
         *feasibility.serving(policy, (window[0], min(window[1], given.outcome.end)), constraints, config.serving),
@@ -203,16 +225,18 @@ def tune(
     blocked = any(i.blocks for i in proven)
     done = _search(problem, spec, tick, say, blocked)
     base_params = space.base_params()
-    if simplify and not blocked:
+    if simplify and not blocked and not search_only:
         say("simplifying the recommendation")
         study.simplify(done, problem, base_params, _pointed(space, worlds_before[1].findings))
     trials = candidates(done)
     pruned, stopped = _pruned(done)
-    held = [judge.prepare(policy, space, w, config, constraints) for w in holdout] if not blocked else []
+    held = (
+        [judge.prepare(policy, space, w, config, constraints) for w in holdout] if not (blocked or search_only) else []
+    )
     if held:
         say(f"judging on {len(held)} held-out week(s)")
-    chosen, judged = (None, []) if blocked else _choose(trials, space, held, holdout_candidates)
-    if chosen is None and not blocked:
+    chosen, judged = (None, []) if blocked or search_only else _choose(trials, space, held, holdout_candidates)
+    if chosen is None and not blocked and not search_only:
         proven.append(_why_none(trials, constraints, judged))
     if chosen is None or chosen.params == base_params:
         tuned_policy = policy

@@ -19,11 +19,6 @@ DAY = 86_400
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 34: the model is not calibrated yet (measured 36 % of 118 on this window, 62 % of 900 on the week's bench): "
-    "waits of hours behind deep queues come out too early. Strict: once it holds, this fails, and the mark goes.",
-)
 def test_the_80_percent_interval_covers_75_to_85_percent_of_admissions(two_days: World) -> None:
     checks = []
     for at in moments(seed=5, count=MOMENTS, start=DAY, end=2 * DAY):
@@ -33,7 +28,7 @@ def test_the_80_percent_interval_covers_75_to_85_percent_of_admissions(two_days:
             two_days.truth.outcome,
             two_days.truth.records,
             at,
-            settings=Settings(samples=30),
+            settings=Settings(samples=SAMPLES),
             config=SimulationConfig(),
         )
     total = row("all", checks)
@@ -42,3 +37,7 @@ def test_the_80_percent_interval_covers_75_to_85_percent_of_admissions(two_days:
 
 
 MOMENTS = 4
+# 10 sampled futures per moment, not the CLI's 40: the deep queues of the second day make each sample
+# run a day or more of the queue world, and 10 keep the test near four CPU-minutes. The bench
+# (``python -m bench forecast_calibration``) measures the week with 30.
+SAMPLES = 10

@@ -46,7 +46,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("tune-job", "gpufleet.cli.tune_job:tune_job_command", "Write the Kubernetes Job whose pods run tune workers on one PostgreSQL study."),
     Entry("simulate", "gpufleet.cli.simulate:simulate", "Simulate the queue in front of the cards on a trace, and (with --compare) the first apply."),
     Entry("record", "gpufleet.cli.audit:record", "Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."),
-    Entry("why", "gpufleet.cli.why:why", "Why a Workload waits: Kueue's reason, what holds its quota, what would let it in (reads only)."),
+    Entry("why", "gpufleet.cli.why:why", "Why a Workload waits: Kueue's reason, what holds its quota, what lets it in; with --policy, when it starts."),
     Entry("what-if", "gpufleet.cli.whatif:whatif", "What applying POLICY would do now: admissions, preemptions, inadmissible work, changed objects."),
     Entry("forecast", "gpufleet.cli.forecast:forecast", "When each waiting workload is expected to be admitted: quantiles of simulated futures, what they rest on."),
     Entry("twin", "gpufleet.cli.twin:app", "Simulate Kueue's admission on real Kueue objects."),

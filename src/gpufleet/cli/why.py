@@ -73,8 +73,9 @@ def why(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Why a Workload waits: Kueue's reason, what holds its quota, what would let it in (reads only);
-    with --policy (and --ledger), when it is expected to start."""
+    """Why a Workload waits: Kueue's reason, what holds its quota, what lets it in; with --policy, when it starts.
+
+    Reads only. With --policy (and --ledger for the runtimes), the expected admission is added."""
     namespace, name = target(workload)
     state = kube.read_kueue_state(kubeconfig)
     config, source = configuration(state, kueue_config)

@@ -92,9 +92,10 @@ def test_an_admitted_job_without_a_node_is_evicted_after_the_policys_pods_ready_
     wl = parity.eventually(evicted, "Kueue to evict the unplaceable Job", timeout_s=60)
     eviction = _condition(wl, "Evicted")
     assert eviction is not None and eviction["reason"] == "PodsReadyTimeout", eviction
-    admitted = _condition(wl, "Admitted") or _condition(wl, "QuotaReserved")
-    assert admitted is not None
-    waited = (_time(eviction["lastTransitionTime"]) - _time(admitted["lastTransitionTime"])).total_seconds()
+    # Measured from the Workload's creation: on eviction Kueue turns Admitted and QuotaReserved false
+    # in the same second, so their transition times are the eviction's (CI read 0 s from Admitted).
+    # The Job is admitted within a second or two of its creation on this empty cluster.
+    waited = (_time(eviction["lastTransitionTime"]) - _time(wl["metadata"]["creationTimestamp"])).total_seconds()
     assert 4 <= waited <= 20, waited  # 5 s, to Kueue's whole seconds and its recheck; never 30 min
     parity.kubectl("delete", "job", "no-node", "--namespace=alpha", "--wait=true", "--timeout=60s")
 

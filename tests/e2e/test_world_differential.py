@@ -47,10 +47,16 @@ RACE_BOUND = frozenset(
 # The replay of a recorded run (its ledger through ``trace convert --from-ledger``): in the same three
 # runs it agreed on goodput, lost and held-idle hours and every count; the waits, completions and the
 # admission order follow the race as above, and once (run 0 against runs 0 and 2) the hours admitted
-# but unplaced did too.
+# but unplaced did too. CI (stop 39, 2026-12-05) then saw the replay's InCohortReclamation count one
+# off two real runs that agreed with each other: the same one-second race as above, and the replayed
+# trace may lack the one job whose finishing attempt has no start (``_replayed``), so beta's reclaim
+# can take one victim fewer. Race-bound, but not unbounded: see ``RACE_SLACK``.
 REPLAY_RACE_BOUND = frozenset(
-    {"wait alpha", "wait beta", "completion alpha", "completion beta", "admitted unplaced", "admission order"}
+    {"wait alpha", "wait beta", "completion alpha", "completion beta", "admitted unplaced", "admission order",
+     "preemptions InCohortReclamation"}
 )  # fmt: skip
+# What a race-bound measure may still not exceed: the race decides one victim, never two.
+RACE_SLACK = {"preemptions InCohortReclamation": 1.0}
 CI_RUNS = 2  # the bench runs the scenario's three; two fit CI's budget
 
 
@@ -87,6 +93,10 @@ def _disagreements(
         f"{v.measure.name}: {v.sim_to_real:.3f} {v.measure.unit} > floor {v.floor:.3f}"
         for v in verdicts
         if not v.agrees and v.measure.name not in race_bound
+    ] + [
+        f"{v.measure.name}: {v.sim_to_real:.3f} {v.measure.unit} > race slack {RACE_SLACK[v.measure.name]:.3f}"
+        for v in verdicts
+        if v.measure.name in race_bound and v.sim_to_real > RACE_SLACK.get(v.measure.name, float("inf"))
     ]
 
 

@@ -60,14 +60,21 @@ def reclaimed() -> tuple[Fleet, RunResult]:
 
 def test_goodput_lost_waits_and_jain_by_hand() -> None:
     """Over the whole run (0–6031): goodput j1 2 × 3600 + j2 1800 + j3 600 = 9600 GPU-s; lost: j1's
-    first run, 2 GPUs × 630 s = 1260 GPU-s = 0.35 GPU-h. Goodput share a 7800/9600, b 1800/9600 over
-    weight shares ½ each: x = (1.625, 0.375), Jain = 2² / (2 · (1.625² + 0.375²)) = 0.7191."""
+    first run, 2 GPUs × 630 s = 1260 GPU-s = 0.35 GPU-h. Jain is over goodput ÷ the weighted max-min fair
+    share of it (``fair_shares``): a asked 7800 GPU-s of work, b 1800, and both got all of it, so b's
+    share is its 1800 and a's the rest: x = (1, 1), Jain 1 (goodput share over weight share would say
+    0.72: a did more because it asked more). Cut at 1800 s, a could have worked 2 × 1800 + 600 and b
+    1200 GPU-s there; they got a 600 (j3) and b 1170 (j2, 630–1800): 1770 GPU-s split 885 each,
+    x = (600/885, 1170/885)."""
     f, result = reclaimed()
     m = measure(result, f, (0, 6031))
     assert m.goodput_gpu_h == pytest.approx(9600 / 3600, abs=1e-3)
     assert m.lost_gpu_h == 0.35
     assert m.held_idle_gpu_h == 0.0
-    assert m.jain == pytest.approx(4 / (2 * (1.625**2 + 0.375**2)), abs=1e-4)
+    assert m.jain == 1.0
+    assert measure(result, f, (0, 1800)).jain == pytest.approx(
+        4 / (2 * ((600 / 885) ** 2 + (1170 / 885) ** 2)), abs=1e-4
+    )
     assert (m.preemptions_max, m.preemptions_p95) == (1, 1)  # counts [0, 0, 1]: p95 is the 3rd
     a, b = m.team("a"), m.team("b")
     assert a is not None and b is not None

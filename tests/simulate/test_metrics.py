@@ -8,7 +8,15 @@ from hypothesis import strategies as st
 
 from gpufleet.simulate.config import Mode, PodsReady, ServingCurve, SimulationConfig
 from gpufleet.simulate.jobs import JobRun
-from gpufleet.simulate.metrics import MOST_PREEMPTED, jain, most_preempted, percentile, wait_stats
+from gpufleet.simulate.metrics import (
+    MOST_PREEMPTED,
+    fair_jain,
+    fair_shares,
+    jain,
+    most_preempted,
+    percentile,
+    wait_stats,
+)
 from gpufleet.simulate.requests import Ask
 from gpufleet.simulate.run import simulate
 from tests.simulate.fleets import FLAT, MIG_SPREAD, SERVING_AT_RISK, TWO_TEAMS, fleet, job
@@ -32,6 +40,51 @@ def test_percentile_is_nearest_rank(values: list[int], p: int, expected: int) ->
 
 def test_wait_stats_of_nothing_are_null() -> None:
     assert wait_stats([]) == {"p50": None, "p95": None, "max": None}
+
+
+@pytest.mark.parametrize(
+    ("demand", "weights", "total", "expected"),
+    [
+        ({"a": 10, "b": 10}, {"a": 1, "b": 1}, 10, {"a": 5, "b": 5}),  # both want more: split by weight
+        ({"a": 10, "b": 10}, {"a": 2, "b": 1}, 9, {"a": 6, "b": 3}),
+        ({"a": 2, "b": 10}, {"a": 1, "b": 1}, 10, {"a": 2, "b": 8}),  # a asked less than half: b the rest
+        ({"a": 2, "b": 3}, {"a": 1, "b": 1}, 10, {"a": 2, "b": 3}),  # more than asked: each its demand
+        ({"a": 1, "b": 4, "c": 10}, {"a": 1, "b": 1, "c": 2}, 9, {"a": 1, "b": 8 / 3, "c": 16 / 3}),
+        ({"a": 5, "z": 5}, {"a": 1, "z": 0}, 4, {"a": 4, "z": 0}),  # weight 0: only what is idle
+    ],
+    ids=["equal", "weighted", "capped", "all-met", "three-levels", "weight-zero"],
+)
+def test_fair_shares_fill_by_weight_up_to_demand(
+    demand: dict[str, float], weights: dict[str, float], total: float, expected: dict[str, float]
+) -> None:
+    assert fair_shares(demand, weights, total) == pytest.approx(expected)
+
+
+TEAMS = ["a", "b", "c", "d"]
+
+
+@given(
+    st.lists(st.floats(min_value=0, max_value=1e6), min_size=4, max_size=4),
+    st.lists(st.integers(min_value=1, max_value=8), min_size=4, max_size=4),
+    st.floats(min_value=0, max_value=4e6),
+)
+def test_fair_shares_are_max_min_fair(asked: list[float], weight: list[int], total: float) -> None:
+    """Never more than asked; all of ``total`` handed out unless every demand is met; and no team
+    left below its demand holds less per weight than any other team (max-min fairness by weight)."""
+    demand, weights = dict(zip(TEAMS, asked, strict=True)), dict(zip(TEAMS, map(float, weight), strict=True))
+    shares = fair_shares(demand, weights, total)
+    assert all(-1e-6 <= shares[t] <= demand[t] * (1 + 1e-9) + 1e-6 for t in TEAMS)
+    assert sum(shares.values()) == pytest.approx(min(total, sum(asked)), rel=1e-9, abs=1e-6)
+    for short in (t for t in TEAMS if shares[t] < demand[t] - 1e-6):
+        assert all(shares[short] / weights[short] >= shares[t] / weights[t] - 1e-6 for t in TEAMS)
+
+
+def test_fair_jain_is_one_when_each_got_what_it_asked_and_falls_when_one_is_short() -> None:
+    weights = {"a": 1.0, "b": 1.0}
+    assert fair_jain({"a": 2, "b": 8}, {"a": 2, "b": 20}, weights) == 1.0  # a got all it asked
+    x = (1 / 5, 9 / 5)  # a asked 10 but got 1 of the 10 served, fair 5 each
+    assert fair_jain({"a": 1, "b": 9}, {"a": 10, "b": 20}, weights) == pytest.approx(4 / (2 * (x[0] ** 2 + x[1] ** 2)))
+    assert fair_jain({"a": 0, "b": 0}, {"a": 1, "b": 1}, weights) is None
 
 
 @pytest.mark.parametrize(
@@ -87,8 +140,11 @@ def test_gpu_hours_share_and_jain_by_hand() -> None:
     # share of a: 9060 / 10860 = 0.8343
     assert s["teams"]["a"]["share"] == pytest.approx(9060 / 10860, abs=1e-4)
     assert s["teams"]["b"]["weightShare"] == 0.5
-    # share / weight share: 18120/10860 and 3600/10860 → 2² / (2 · (1.6685² + 0.3315²)) = 0.6911
-    assert s["fleet"]["jainIndex"] == pytest.approx(0.6911, abs=1e-4)
+    # shares over the fair shares of the 10860 GPU-s held: b asked 1800 (j2) and gets all of it; a asked
+    # 2×3600 + 600 = 7800 and held 9060 (its preempted first run included): x = (9060/7800, 1), so
+    # (x + 1)² / (2 · (x² + 1)) = 0.9944; share / weight share alone would say 0.6911.
+    x = 9060 / 7800
+    assert s["fleet"]["jainIndex"] == pytest.approx((x + 1) ** 2 / (2 * (x**2 + 1)), abs=1e-4)
 
 
 def test_utilization_and_idle_while_waiting_by_hand() -> None:

@@ -62,6 +62,17 @@ def b_comes_back() -> list[Job]:
     return [*a_alone(), job("b-0", "b", HOUR // 2, HOUR), job("b-1", "b", HOUR // 2, HOUR)]
 
 
+def b_wants_the_pool() -> list[Job]:
+    """Team a floods at 0; after 30 minutes team b wants the whole pool for one four-card job.
+
+    By hand: b's quota is two cards, so the job must borrow a's other two. Under the input a's
+    borrowingLimit 0 keeps a on its own two cards, for four hours, so b's job waits past the window:
+    b served nothing of what it asked, Jain over the fair shares 0.5. Lifting the limit lets a finish
+    in two hours and b run, so other policies reach 1.
+    """
+    return [*a_alone(), job("b-0", "b", HOUR // 2, HOUR, gpus=4)]
+
+
 def a_needs_the_pool() -> list[Job]:
     """Team a submits a four-card job (the whole pool) and a five-card one, among one-card jobs.
 

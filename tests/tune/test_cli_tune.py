@@ -12,7 +12,7 @@ from gpufleet.cli import app, common
 from gpufleet.outputs import MARKER
 from gpufleet.policy import load_policy
 from gpufleet.trace import write_trace
-from tests.tune.cases import LIMITED, a_alone, b_comes_back
+from tests.tune.cases import LIMITED, a_alone, b_comes_back, b_wants_the_pool
 
 runner = CliRunner()
 
@@ -71,11 +71,12 @@ def test_rerunning_into_the_folder_resumes_the_study(tmp_path: Path) -> None:
 
 
 def test_no_feasible_trial_is_a_finding_exit_1(tmp_path: Path) -> None:
-    """b's two GPU-hours against a's eight keep Jain near 0.8 under any policy: 0.99 is out of reach."""
+    """One trial, the input, where b's four-card job waits out the window (Jain 0.5): the search ran and
+    no trial met Jain 0.99, with no proof that none can (lifting a's limit would)."""
     policy, trace = _inputs(tmp_path)
-    write_trace(b_comes_back(), trace)
+    write_trace(b_wants_the_pool(), trace)
     out = tmp_path / "out"
-    result = _tune(policy, trace, out, "--trials", "3", "--min-jain", "0.99", "--json")
+    result = _tune(policy, trace, out, "--trials", "1", "--min-jain", "0.99", "--json")
     assert result.exit_code == 1, result.output
     doc = json.loads(result.output)
     assert doc["recommended"] is None and doc["pareto"] == [] and doc["diff"] == []

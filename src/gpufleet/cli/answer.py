@@ -42,7 +42,7 @@ ROWS: list[tuple[str, Callable[[Doc], str]]] = [
     ("makespan", lambda m: human(m["makespanSeconds"])),
     ("jobs finished", _finished),
     ("jobs never admissible (beyond reach)", lambda m: str(m["neverAdmissible"])),
-    ("Jain (goodput share / weight)", lambda m: "–" if m["jain"] is None else f"{m['jain']:.3f}"),
+    ("Jain (goodput / fair share)", lambda m: "–" if m["jain"] is None else f"{m['jain']:.3f}"),
     ("serving starved replica-min", lambda m: _num(m["servingStarvedReplicaMinutes"])),
     (
         "preemptions per job: max / p95",

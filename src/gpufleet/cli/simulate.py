@@ -77,7 +77,7 @@ def print_comparison(results: Sequence[RunResult]) -> None:
         ),
         ("idle GPU-hours while work waited", lambda s: num(s["fleet"]["idleGpuHoursWhileWaiting"])),
         (
-            "Jain's index (share / weight)",
+            "Jain's index (GPU-h / fair share)",
             lambda s: "–" if s["fleet"]["jainIndex"] is None else f"{s['fleet']['jainIndex']:.3f}",
         ),
         ("jobs finished", lambda s: f"{s['fleet']['finished']} of {s['fleet']['jobs']}"),

@@ -72,7 +72,7 @@ def _rows(w: World) -> dict[str, str]:
         rows[f"{t.team} p95 wait"] = _hours(t.wait_p95_s)
     rows["serving starved repl-min"] = f"{m.serving_starved_replica_min:,.0f}"
     rows["most preemptions of a job"] = str(m.preemptions_max)
-    rows["Jain (goodput/weight)"] = "–" if m.jain is None else f"{m.jain:.3f}"
+    rows["Jain (goodput/fair share)"] = "–" if m.jain is None else f"{m.jain:.3f}"
     return rows
 
 
@@ -252,7 +252,12 @@ def tune_command(
     ] = None,
     study_name: Annotated[str, typer.Option("--study", help="The study's name in its storage")] = DEFAULT_NAME,
     max_preemptions: Annotated[int, typer.Option(min=0, help="No job may be preempted more often")] = 3,
-    min_jain: Annotated[float, typer.Option(min=0.0, max=1.0, help="Jain fairness at least this")] = 0.95,
+    min_jain: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=1.0, help="Jain fairness over goodput ÷ the weighted max-min fair share, at least this"
+        ),
+    ] = 0.95,
     keep_guarantees: Annotated[
         bool, typer.Option("--keep-guarantees", help="Every team must be able to take back its nominal quota")
     ] = False,

@@ -56,7 +56,7 @@ def kpis(run: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("idle GPU-hours while work waited", num(f["idleGpuHoursWhileWaiting"])),
         ("wait p50 / p95", f"{dur(f['waitSeconds']['p50'])} / {dur(f['waitSeconds']['p95'])}"),
         ("longest wait", dur(f["waitSeconds"]["max"])),
-        ("Jain's index (share / weight)", "–" if f["jainIndex"] is None else f"{f['jainIndex']:.3f}"),
+        ("Jain's index (GPU-h / fair share)", "–" if f["jainIndex"] is None else f"{f['jainIndex']:.3f}"),
         ("jobs finished", f"{f['finished']} of {f['jobs']}"),
         ("preemptions (GPU-h lost)", f"{f['preemptions']} ({num(f['workLostGpuHours'])})"),
         ("jobs preempted", str(f["jobsPreempted"])),
@@ -98,7 +98,7 @@ def measure_rows(measures: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, l
                 for m in ms
             ],
         ),
-        ("Jain's index (goodput share / weight)", ["–" if m["jain"] is None else f"{m['jain']:.3f}" for m in ms]),
+        ("Jain's index (goodput / fair share)", ["–" if m["jain"] is None else f"{m['jain']:.3f}" for m in ms]),
         ("serving starved replica-minutes", [num(m["servingStarvedReplicaMinutes"]) for m in ms]),
         (
             "preemptions per job: max / p95",

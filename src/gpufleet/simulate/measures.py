@@ -18,8 +18,10 @@ submission and the start of the run that finished, or the end of the run) and co
 (submission to the finish) as nearest-rank p50 and p95; jobs no quota can ever admit
 (``NeverAdmissible``) are counted apart and left out of the waits, since they would stretch them to
 the end of any run. *Makespan*: from the first arrival to the last completion, or to the end of the
-run when jobs that could run did not finish. *Jain*: Jain's index of goodput share over weight
-share among the teams with jobs in the window. *Serving starvation*: replica-minutes wanted
+run when jobs that could run did not finish. *Jain*: Jain's index, among the teams with jobs in the
+window, of each team's goodput over its weighted max-min fair share of all the goodput, capped by the
+work it asked for in the window (``metrics.fair_shares``, ``metrics.demand``): 1 when each team got
+what it asked or its weighted part of the rest, not only when goodput shares equal weight shares. *Serving starvation*: replica-minutes wanted
 replicas had no GPU, in the window. *Preemptions per job*: the most and the p95 over the window's
 jobs.
 
@@ -38,7 +40,7 @@ from gpufleet.policy import Fleet
 from gpufleet.simulate.config import HOUR
 from gpufleet.simulate.engine import SERVING
 from gpufleet.simulate.jobs import Attempt, JobRun, State
-from gpufleet.simulate.metrics import jain, percentile
+from gpufleet.simulate.metrics import demand, fair_jain, percentile
 
 if TYPE_CHECKING:
     from gpufleet.simulate.result import RunResult
@@ -74,7 +76,7 @@ class Measures:
     usable_idle_gpu_h: dict[str, float]  # per pool: idle while a waiting job could have used it
     makespan_s: int | None
     teams: tuple[TeamMeasures, ...]
-    jain: float | None  # Jain over goodput share / weight among teams with demand
+    jain: float | None  # Jain over goodput ÷ weighted max-min fair share among teams with demand
     serving_starved_replica_min: float
     preemptions_max: int  # most preemptions of one job
     preemptions_p95: int
@@ -172,9 +174,10 @@ def measure(result: RunResult, fleet: Fleet, window: tuple[int, int]) -> Measure
         )
     good = {t.team: sum(splits[r.key].good for r in outcome.runs if r.team == t.team) for t in teams}
     total_good = sum(good.values())
-    demand = [t for t in teams if t.jobs]
-    total_weight = sum(t.weight for t in demand)
-    ratios = [(good[t.team] / total_good) / (t.weight / total_weight) for t in demand if t.weight and total_good]
+    asked = {t.team: 0.0 for t in teams if t.jobs}
+    for r in outcome.runs:
+        if r.team in asked and r.job.submit_s < stop:
+            asked[r.team] += demand(r, window)
     capacity = float(sum(p.gpus for p in outcome.pools.values()))
     meter = outcome.meter
     preemptions = [r.preemptions for r in runs]
@@ -188,7 +191,7 @@ def measure(result: RunResult, fleet: Fleet, window: tuple[int, int]) -> Measure
         usable_idle_gpu_h={name: _hours(meter.integral(f"usable:{name}", start, stop)) for name in outcome.pools},
         makespan_s=makespan(outcome.runs, end),
         teams=tuple(teams),
-        jain=None if not ratios or (j := jain(ratios)) is None else round(j, 4),
+        jain=None if (j := fair_jain(good, asked, weights)) is None else round(j, 4),
         serving_starved_replica_min=round(meter.integral("serving_starved", start, stop) / MINUTE, 1),
         preemptions_max=max(preemptions, default=0),
         preemptions_p95=_pct(preemptions, 95) or 0,

@@ -8,8 +8,10 @@ Definitions, all over the run's span ``[0, end]``:
 - *GPU-hours*: what pods held, a MIG instance counting its compute slices over the card's and a
   time-slice replica 1/replicas of a card; bound-but-not-yet-running pods count (they hold the GPU).
 - *share* of a team: its GPU-hours over all teams' (serving excluded); *weight share*: its weight
-  over the sum of the policy's weights; *Jain's index* over the teams that submitted work, of
-  ``share / weight share`` (1 = every team got exactly its weighted share).
+  over the sum of the policy's weights; *Jain's index* over the teams that submitted work, of their
+  GPU-hours over their weighted max-min fair share of all teams' GPU-hours, capped by the work each
+  asked for (``fair_shares``): 1 = each team got what it asked, or its weighted share of what was
+  left when it asked more (share / weight share alone would call a team that asked for little unfair).
 - *utilization*: allocated GPU-hours (serving included) over capacity GPU-hours (every card, for
   the whole span); *idle GPU-hours while work waited*: unallocated GPU-hours during the time at
   least one job waited.
@@ -25,12 +27,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpufleet.simulate.config import HOUR
 from gpufleet.simulate.engine import SERVING, Outcome
 from gpufleet.simulate.jobs import WAITING, JobRun, State
+from gpufleet.trace.job import MILLI
 
 MINUTE = 60
 MOST_PREEMPTED = 5
@@ -55,6 +58,55 @@ def jain(values: Iterable[float]) -> float | None:
     if not xs or squares == 0:
         return None
     return sum(xs) ** 2 / (len(xs) * squares)
+
+
+MIG_SLICES = 7  # compute slices of an A100 or H100, for a MIG job that never bound (its pool unknown)
+
+
+def demand(run: JobRun, window: tuple[int, int]) -> float:
+    """GPU-seconds of work the job could have done in the window, had it started on arrival (or at the
+    window's start): its pods' worth (as its holds
+    counted it; a job never bound: one card per ``gpus``, a MIG instance its compute slices of seven,
+    a time-slice share its milli-cards) times its runtime, cut at the window's end. A job that never
+    ran asked for nothing the scheduler could give: a never-admissible job counts for no team's
+    share (the stranding count judges those)."""
+    if run.never:
+        return 0.0
+    job = run.job
+    held = next((h.worth for a in run.attempts for h in a.holds), None)
+    if held is None:
+        mig = job.mig_profile.partition("g.")[0]
+        held = job.gpus * (int(mig) / MIG_SLICES if mig.isdigit() else 1.0) or job.gpu_milli / MILLI
+    return job.pods * held * max(0, min(job.duration_s, window[1] - max(job.submit_s, window[0])))
+
+
+def fair_shares(demand: Mapping[str, float], weights: Mapping[str, float], total: float) -> dict[str, float]:
+    """The weighted max-min fair split of ``total`` among teams that cannot use more than they asked
+    (``demand``): water-filling, each team's share its weight times one common level, or its demand
+    where that is less, and the level such that the shares add up to ``total`` (or to every demand,
+    when ``total`` covers them all). Teams are filled in the order of demand per weight, then name.
+
+    Why: a team that asked for less than its weighted share cannot be given more, so "every team got
+    its weighted share" is only the fair outcome when every team wants more than that. A Jain index
+    over goodput ÷ this share is 1 both when each got all it asked and when the teams left wanting
+    split the rest by weight. Teams of weight 0 get nothing here (they only borrow what is idle)."""
+    shares = dict.fromkeys(demand, 0.0)
+    filling = sorted((t for t in demand if weights.get(t, 0.0) > 0), key=lambda t: (demand[t] / weights[t], t))
+    left, weight_left = max(total, 0.0), sum(weights[t] for t in filling)
+    for team in filling:
+        level = left / weight_left
+        share = min(demand[team], level * weights[team])
+        shares[team] = share
+        left -= share
+        weight_left -= weights[team]
+    return shares
+
+
+def fair_jain(served: Mapping[str, float], demand: Mapping[str, float], weights: Mapping[str, float]) -> float | None:
+    """Jain's index over the teams with demand and a share, of what each was served over its fair
+    share (``fair_shares`` of everything served): 1 = the service was split max-min fair by weight."""
+    shares = fair_shares(demand, weights, sum(served.get(t, 0.0) for t in demand))
+    return jain(served.get(t, 0.0) / shares[t] for t in demand if shares[t] > 0)
 
 
 def _hours(seconds: float) -> float:
@@ -111,7 +163,8 @@ def summarize(outcome: Outcome) -> dict[str, Any]:
     total_weight = sum(outcome.weights.values())
     batch_hours = sum(meter.total(f"team:{t}") for t in outcome.teams)
     teams: dict[str, Any] = {}
-    ratios = []
+    served = {team: meter.total(f"team:{team}") for team in outcome.teams if by_team.get(team)}
+    asked = {team: sum(demand(r, (0, end)) for r in by_team[team]) for team in served}
     for team in outcome.teams:
         group = _group(by_team.get(team, []), end)
         weight = outcome.weights.get(team, 0.0)
@@ -123,8 +176,6 @@ def summarize(outcome: Outcome) -> dict[str, Any]:
             share=round(share, 4),
             shareOverWeight=round(share / weight_share, 4) if weight_share else None,
         )
-        if by_team.get(team) and weight_share:
-            ratios.append(share / weight_share)
         teams[team] = group
 
     allocated = meter.total("alloc")
@@ -136,7 +187,7 @@ def summarize(outcome: Outcome) -> dict[str, Any]:
         allocatedGpuHours=_hours(allocated),
         utilization=round(allocated / (capacity * end), 4) if capacity and end else 0.0,
         idleGpuHoursWhileWaiting=_hours(meter.total("idle_waiting")),
-        jainIndex=None if (j := jain(ratios)) is None else round(j, 4),
+        jainIndex=None if (j := fair_jain(served, asked, outcome.weights)) is None else round(j, 4),
         running=sum(r.state is State.RUNNING for r in runs),
         waiting=sum(r.state in WAITING for r in runs),
         deactivated=sum(r.state is State.DEACTIVATED for r in runs),

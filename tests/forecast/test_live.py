@@ -158,7 +158,7 @@ def test_a_waiting_workload_the_policy_would_admit_is_not_given_a_figure(fleet: 
 
 
 def test_the_waiting_workload_starts_when_the_borrower_ends(fleet: Fleet) -> None:
-    settings = Settings(samples=20, seed=3)
+    settings = Settings(samples=20, seed=3, arrivals=False)
     report = forecast_live(live_state([BIG, WAIT], fleet, NOW), fleet, history(12), settings, SimulationConfig())
     (f,) = report.forecasts
     assert f.workload == "wf-alpha/wait" and f.waited_s == 15 * 60 and not f.declined

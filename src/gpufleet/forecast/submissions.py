@@ -85,8 +85,9 @@ def live_arrivals(
     zero = (now - timedelta(days=PROFILE_DAYS)).replace(hour=0, minute=0, second=0, microsecond=0)
     seen = ledger_jobs(records, fleet, zero, now)
     for uid, born, job in live:
-        if uid not in seen and born is not None and zero <= born <= now:
-            seen[uid] = replace(job, submit_s=int((born - zero).total_seconds()))
+        key = uid or f"{job.namespace}/{job.job_id}"  # a Workload the API server gave no UID (never in the ledger)
+        if key not in seen and born is not None and zero <= born <= now:
+            seen[key] = replace(job, submit_s=int((born - zero).total_seconds()))
     model_at = int((now - zero).total_seconds())
     model = ArrivalModel.of(list(seen.values()), model_at, window_s=DAY)
     return ArrivalModel(model.at, model.window_s, model.bursts, model.profile, shift_s=at - model_at)

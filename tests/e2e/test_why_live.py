@@ -360,7 +360,7 @@ def test_a_declared_deadline_of_the_borrower_moves_the_forecast_as_kueue_then_mo
     if (now - reserved).total_seconds() >= DEADLINE_S:
         pytest.fail(f"the forecast came {now - reserved} after big's admission, past its {DEADLINE_S} s deadline")
     assert f["workload"] == "wf-alpha/wait" and f["declined"] is None and f["admittedInSamples"] == 10
-    assert doc["basis"]["runtimeSources"] == {"history ≤ deadline": 10}  # big's draw, bounded in every sample
+    assert doc["basis"]["runtimeSources"]["history ≤ deadline"] == 10  # big's draw, bounded in every sample
     q = f["admissionSeconds"]
     expected = [now + timedelta(seconds=q[k]) for k in ("p10", "p90")]
     deadline = reserved + timedelta(seconds=DEADLINE_S)

@@ -16,6 +16,10 @@ the trace is replayed to *now* through the queue world, as ``simulated`` replays
 The replay is then checked against the cluster: a waiting Workload the replay admits at once, or
 one holding quota the replay does not admit, means the policy and the cluster disagree, and that
 Workload's answer says so instead of a figure.
+
+Beside the Workloads the forecast reads what their owners declared of their runtimes (the Jobs among
+the objects, ``declared``), the submissions the ledger and the cluster saw (arrivals, ``submissions``),
+and *now* from the API server, against which the ledger's clock is checked (``clock``).
 """
 
 from __future__ import annotations

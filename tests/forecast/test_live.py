@@ -332,3 +332,27 @@ def test_a_foreign_unreachable_or_missing_ledger_exits_2_and_creates_nothing(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]  # nothing created
     with sqlite3.connect(foreign) as db:
         assert [r[0] for r in db.execute("SELECT name FROM sqlite_master")] == ["jobs"]  # nothing written
+
+
+def test_ledger_submissions_become_jobs_that_fit_the_policys_nodes(fleet: Fleet) -> None:
+    from gpufleet.forecast.submissions import ledger_jobs
+
+    zero = NOW - timedelta(days=1)
+    records = [
+        allocation(workload_uid="a", attempt=2, namespace="wf-beta", name="six", gpu_count=6, priority=100,
+                   created=NOW - timedelta(hours=2)),
+        allocation(workload_uid="a", attempt=1, namespace="wf-beta", name="six", gpu_count=6, priority=100,
+                   created=NOW - timedelta(hours=2)),
+        allocation(workload_uid="b", namespace="wf-alpha", name="seven", gpu_count=7, priority=5,
+                   created=NOW - timedelta(hours=1)),
+        allocation(workload_uid="c", namespace="elsewhere", name="x", gpu_count=1, created=NOW - timedelta(hours=1)),
+        allocation(workload_uid="d", namespace="wf-alpha", name="old", gpu_count=1, created=zero - timedelta(seconds=1)),
+        allocation(workload_uid="e", namespace="wf-alpha", name="later", gpu_count=1, created=NOW),
+        allocation(workload_uid="f", namespace="wf-alpha", name="", gpu_count=1, created=NOW - timedelta(hours=1)),
+    ]  # fmt: skip
+    jobs = ledger_jobs(records, fleet, zero, NOW)
+    assert sorted(jobs) == ["a", "b"]  # once per workload; in the policy, in the window, named
+    six, seven = jobs["a"], jobs["b"]
+    # why-fleet's nodes carry 4 cards: 6 as 2 pods of 3, 7 (prime) as 7 pods of 1
+    assert (six.team, six.pods, six.gpus, six.priority_class, six.submit_s) == ("wf-beta", 2, 3, "wf-normal", 22 * 3600)
+    assert (seven.team, seven.pods, seven.gpus, seven.priority_class) == ("wf-alpha", 7, 1, "")

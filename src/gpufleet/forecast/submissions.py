@@ -48,6 +48,7 @@ def ledger_jobs(records: Sequence[Record], fleet: Fleet, zero: datetime, before:
             isinstance(r, Allocation)
             and zero <= r.created < before
             and r.namespace in team_of
+            and r.name
             and r.gpu_count > 0
             and (r.workload_uid not in first or r.attempt < first[r.workload_uid].attempt)
         ):

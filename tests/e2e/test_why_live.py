@@ -45,10 +45,10 @@ def reclaiming_policy(tmp: Path) -> Path:
     return path
 
 
-def job(name: str, namespace: str, *, pods: int, gpus: int) -> dict[str, Any]:
+def job(name: str, namespace: str, *, pods: int, gpus: int, deadline_s: int | None = None) -> dict[str, Any]:
     limits = {GPU: str(gpus)}
     labels = {"kueue.x-k8s.io/queue-name": namespace, "kueue.x-k8s.io/priority-class": "wf-normal"}
-    return batch_job(name, namespace, labels, pods=pods, limits=limits, requests=limits)
+    return batch_job(name, namespace, labels, pods=pods, limits=limits, requests=limits, deadline_s=deadline_s)
 
 
 def workload_of(cluster: Cluster, namespace: str, job_name: str) -> dict[str, Any] | None:
@@ -91,15 +91,18 @@ def settled_versions(cluster: Cluster, quiet_s: float = 3.0) -> dict[str, str]:
 
 
 @pytest.fixture
-def waiting(cluster: Cluster) -> Iterator[tuple[Cluster, dict[str, Any], dict[str, Any]]]:
-    """wf-beta's borrowing Job admitted, wf-alpha's Job waiting with Kueue's reason."""
+def waiting(
+    cluster: Cluster, request: pytest.FixtureRequest
+) -> Iterator[tuple[Cluster, dict[str, Any], dict[str, Any]]]:
+    """wf-beta's borrowing Job admitted, wf-alpha's Job waiting with Kueue's reason; parametrized
+    (indirect), wf-beta's Job declares that many seconds as its ``activeDeadlineSeconds``."""
     cluster.apply(policy_objects(POLICY))
     for team in NAMESPACES:
         cluster.eventually(
             lambda team=team: condition(cluster.get("clusterqueues.kueue.x-k8s.io", team), "Active"),
             f"ClusterQueue {team} to be active",
         )
-    cluster.apply([job("big", "wf-beta", pods=3, gpus=2)])
+    cluster.apply([job("big", "wf-beta", pods=3, gpus=2, deadline_s=getattr(request, "param", None))])
     big = cluster.eventually(
         lambda: (
             (condition(workload_of(cluster, "wf-beta", "big"), "QuotaReserved") or {}).get("status") == "True"
@@ -311,3 +314,70 @@ def test_forecast_and_why_expect_the_waiting_job_when_the_borrower_ends(
     text = " ".join(human.stdout.split())
     assert "Expected: expected to start in" in text and "when wf-beta/big ends" in text
     print("$ gpufleet why wf-alpha/wait --policy ... --ledger ...\n" + human.stdout)
+
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "foreign.db") as db:
+        db.execute("CREATE TABLE jobs (id TEXT)")
+    for bad, says in (
+        (f"sqlite:///{tmp_path / 'foreign.db'}", "not a gpufleet ledger"),
+        (f"sqlite:///{tmp_path / 'none.db'}", "no such ledger file"),
+        ("postgresql://gpufleet@127.0.0.1:1/ledger", "cannot open the ledger"),
+    ):
+        refused = gpufleet(cluster, "why", "wf-alpha/wait", "--policy", str(POLICY), "--ledger", bad)
+        assert refused.exit_code == 2 and says in " ".join(refused.output.split()), refused.output
+    assert not (tmp_path / "none.db").exists()
+
+
+DEADLINE_S = 150  # wf-beta's Job declares it: the Job controller fails it this long after it starts
+
+
+@pytest.mark.parametrize("waiting", [DEADLINE_S], indirect=True)
+def test_a_declared_deadline_of_the_borrower_moves_the_forecast_as_kueue_then_moves_the_job(
+    waiting: tuple[Cluster, dict[str, Any], dict[str, Any]], tmp_path: Path
+) -> None:
+    """The borrower's Job declares ``activeDeadlineSeconds``: the forecast reads it from the Job (Kueue
+    does not copy it to the Workload) and bounds big's draw there, so wait's expected start moves from
+    its history's 20-40 min to the deadline; the Job controller then ends big there and the real
+    Kueue admits wait. Asserted: the forecast's figures (computed from the cluster's own stamps and
+    *now* from the API server's Date, so no race decides them) and that Kueue admitted wait no
+    earlier than the deadline; how much later is the controllers' timing, printed."""
+    from datetime import timedelta
+
+    from gpufleet.forecast.live import parse_time
+
+    cluster, big, _ = waiting
+    reserved = parse_time((condition(big, "QuotaReserved") or {}).get("lastTransitionTime"))
+    assert reserved is not None
+    url = finished_runs(tmp_path / "ledger.db", 12)
+    live = ["--policy", str(POLICY), "--kubeconfig", cluster.kubeconfig, "--ledger", url]
+    result = CliRunner().invoke(app, ["forecast", *live, "--samples", "10", "--no-arrivals", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    now = parse_time(doc["now"])
+    assert now is not None and doc["nowFrom"] == "the API server's Date header"
+    (f,) = [w for w in doc["workloads"] if w["workload"].startswith("wf-")]
+    if (now - reserved).total_seconds() >= DEADLINE_S:
+        pytest.fail(f"the forecast came {now - reserved} after big's admission, past its {DEADLINE_S} s deadline")
+    assert f["workload"] == "wf-alpha/wait" and f["declined"] is None and f["admittedInSamples"] == 10
+    assert doc["basis"]["runtimeSources"]["history ≤ deadline"] == 10  # big's draw, bounded in every sample
+    q = f["admissionSeconds"]
+    expected = [now + timedelta(seconds=q[k]) for k in ("p10", "p90")]
+    deadline = reserved + timedelta(seconds=DEADLINE_S)
+    # every history run is 20 min or longer: only the declaration can bring the start this close
+    assert all(deadline <= t <= deadline + timedelta(seconds=3) for t in expected), (expected, deadline)
+    print(f"\n$ gpufleet forecast ... (big declares activeDeadlineSeconds: {DEADLINE_S})\n  {f['text']}")
+
+    admitted = cluster.eventually(
+        lambda: (
+            (c := condition(workload_of(cluster, "wf-alpha", "wait"), "QuotaReserved")) is not None
+            and c["status"] == "True"
+            and c
+        ),
+        "the real Kueue to admit wf-alpha's Job once the Job controller ends big at its deadline",
+        timeout_s=DEADLINE_S + 120,
+    )
+    actual = parse_time(admitted["lastTransitionTime"])
+    assert actual is not None and actual >= deadline - timedelta(seconds=1)  # not before big's deadline
+    late = (actual - expected[1]).total_seconds()
+    print(f"  Kueue admitted wait at {actual:%H:%M:%S}, forecast p90 {expected[1]:%H:%M:%S} ({late:+.0f} s)")

@@ -6,6 +6,7 @@ guaranteed 4 and may borrow 4, nobody preempts."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,7 @@ def test_a_waiting_workload_the_policy_would_admit_is_not_given_a_figure(fleet: 
 
 
 def test_the_waiting_workload_starts_when_the_borrower_ends(fleet: Fleet) -> None:
-    settings = Settings(samples=20, seed=3)
+    settings = Settings(samples=20, seed=3, arrivals=False)
     report = forecast_live(live_state([BIG, WAIT], fleet, NOW), fleet, history(12), settings, SimulationConfig())
     (f,) = report.forecasts
     assert f.workload == "wf-alpha/wait" and f.waited_s == 15 * 60 and not f.declined
@@ -198,3 +199,160 @@ def test_bad_live_input_exits_2_before_asking_the_cluster(args: list[str], messa
     result = CliRunner().invoke(app, ["forecast", "--policy", str(POLICY), "--kubeconfig", "/nonexistent", *args])
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
+
+
+def declaring(wl: dict[str, Any], note: str | None = None, deadline: int | None = None) -> list[dict[str, Any]]:
+    """``wl`` and its Job, the Job carrying what its owner declared (Kueue copies neither to the Workload)."""
+    meta = wl["metadata"]
+    name = meta["ownerReferences"][0]["name"]
+    spec: dict[str, Any] = {"template": {"spec": {"containers": [{"name": "main"}]}}}
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    annotations = {} if note is None else {"gpufleet.io/expected-runtime": note}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": meta["namespace"],
+           "annotations": annotations}, "spec": spec}  # fmt: skip
+    return [wl, job]
+
+
+@pytest.mark.parametrize(
+    ("note", "deadline", "low", "high", "source"),
+    [
+        (None, None, 10 * 60, 30 * 60 + 60, "wf-beta · - · 6×gpu"),  # history: 20-40 min runs, 10 min in
+        ("15m", None, 5 * 60, 5 * 60 + 5, "declared"),  # it said 15 min and has run 10
+        ("900", None, 5 * 60, 5 * 60 + 5, "declared"),
+        (None, 12 * 60, 2 * 60, 2 * 60 + 5, "history ≤ deadline"),  # the Job is killed at 12 min
+        ("5m", 25 * 60, 10 * 60, 15 * 60 + 60, "history ≤ deadline"),  # run past its declaration: history, bounded
+    ],
+)
+def test_a_declared_runtime_of_the_borrower_moves_the_waiting_forecast(
+    fleet: Fleet, note: str | None, deadline: int | None, low: int, high: int, source: str
+) -> None:
+    objects = [*declaring(BIG, note, deadline), WAIT]
+    settings = Settings(samples=20, seed=3, arrivals=False)
+    report = forecast_live(live_state(objects, fleet, NOW), fleet, history(12), settings, SimulationConfig())
+    (f,) = report.forecasts
+    assert not f.declined and f.admitted == 20
+    assert low <= f.quantiles["p10"] <= f.quantiles["p90"] <= high  # type: ignore[operator]
+    assert report.basis.sources.get(source, 0) >= 20  # big's draw, in every sample
+
+
+def test_a_malformed_declaration_declines_its_own_answer_only(fleet: Fleet) -> None:
+    from gpufleet.forecast.live import live_document
+
+    bad_wait = declaring(WAIT, "soon")
+    state = live_state([BIG, *bad_wait], fleet, NOW)
+    report = forecast_live(state, fleet, history(12), Settings(samples=5, arrivals=False), SimulationConfig())
+    (f,) = report.forecasts
+    assert not f.quantiles
+    assert f.declined == (
+        "MalformedDeclaredRuntime: annotation gpufleet.io/expected-runtime on Job wf-alpha/wait: "
+        "expected seconds or a duration such as 2h30m, greater than 0, got 'soon'"
+    )
+    # on the one holding quota, the declaration is not read and its runtime drawn from history instead
+    state = live_state([*declaring(BIG, "about an hour"), WAIT], fleet, NOW)
+    report = forecast_live(state, fleet, history(12), Settings(samples=5, arrivals=False), SimulationConfig())
+    (f,) = report.forecasts
+    assert f.quantiles and not f.declined
+    doc = live_document(report, state, "why-fleet.yaml", "sqlite:///ledger.db")
+    assert [(m["workload"], m["reason"]) for m in doc["malformed"]] == [
+        ("wf-beta/job-big-abcde", "MalformedDeclaredRuntime")
+    ]
+
+
+def submitted(team: str, count: int, within: timedelta) -> list[Allocation]:
+    """``count`` workloads of ``team`` created evenly over ``within`` before NOW, an hour apart or more."""
+    step = within / count
+    return [
+        allocation(
+            workload_uid=f"{team}-new-{i}", namespace=team, name=f"new-{i}", team=team, priority=100,
+            gpu_count=2, created=NOW - step * (i + 1), quota_reserved=None, admitted=None, started=None,
+        )
+        for i in range(count)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("arrivals", [True, False])
+def test_arrivals_are_sampled_from_the_ledgers_submissions(fleet: Fleet, arrivals: bool) -> None:
+    records = [
+        *history(12),
+        *submitted("wf-beta", 12, timedelta(hours=12)),
+        *submitted("wf-alpha", 6, timedelta(days=3)),
+    ]
+    settings = Settings(samples=10, seed=1, arrivals=arrivals)
+    report = forecast_live(live_state([BIG, WAIT], fleet, NOW), fleet, records, settings, SimulationConfig())
+    assert report.basis.arrivals is arrivals
+    if arrivals:
+        # bursts per hour over the last day: wf-beta's 12 and big (11 min ago); of wf-alpha's one every 12 h,
+        # the one 12 h ago (the next, 24 h ago, is out of the window) and wait (15 min ago)
+        assert report.basis.arrival_rates == pytest.approx({"wf-beta": 13 / 24, "wf-alpha": 2 / 24})
+    else:
+        assert report.basis.arrival_rates == {}
+
+
+def test_a_ledger_on_another_clock_declines_with_the_offset(fleet: Fleet) -> None:
+    big, wait = (dict(w, metadata={**w["metadata"], "uid": f"uid-{n}"}) for n, w in (("big", BIG), ("wait", WAIT)))
+    state = live_state([big, wait], fleet, NOW)
+    ahead = timedelta(minutes=20)  # the ledger's copy of both Workloads, stamped on a clock 20 min ahead
+    copies = [
+        allocation(workload_uid=w.uid, namespace=w.job.namespace, name=w.job.job_id, created=w.created + ahead,
+                   quota_reserved=None, admitted=None, started=None)
+        for w in state.workloads if w.created is not None
+    ]  # fmt: skip
+    report = forecast_live(state, fleet, [*history(12), *copies], Settings(samples=5), SimulationConfig())
+    (f,) = report.forecasts
+    assert not f.quantiles and f.declined.startswith("LedgerClockSkew: the ledger's clock is 20 min ahead of")
+    assert "offset +1200 s" in f.declined and report.basis.declined == f.declined
+    agreeing = [replace(c, created=c.created - ahead) for c in copies]
+    report = forecast_live(state, fleet, [*history(12), *agreeing], Settings(samples=5), SimulationConfig())
+    assert report.forecasts[0].quantiles and not report.basis.declined
+
+
+@pytest.mark.parametrize("ledger", ["foreign", "postgresql://gpufleet:secret@127.0.0.1:1/ledger", "missing"])
+def test_a_foreign_unreachable_or_missing_ledger_exits_2_and_creates_nothing(tmp_path: Path, ledger: str) -> None:
+    import sqlite3
+
+    from typer.testing import CliRunner
+
+    from gpufleet.cli import app
+
+    foreign = tmp_path / "other.db"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE jobs (id TEXT)")
+    url = {"foreign": f"sqlite:///{foreign}", "missing": f"sqlite:///{tmp_path / 'none.db'}"}.get(ledger, ledger)
+    result = CliRunner().invoke(
+        app, ["forecast", "--policy", str(POLICY), "--kubeconfig", "/nonexistent", "--ledger", url]
+    )
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert {
+        "foreign": "not a gpufleet ledger: it holds other tables (jobs)",
+        "missing": "no such ledger file (a reading command never creates one)",
+    }.get(ledger, "cannot open the ledger: connection failed") in text
+    assert "secret" not in text and "Traceback" not in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]  # nothing created
+    with sqlite3.connect(foreign) as db:
+        assert [r[0] for r in db.execute("SELECT name FROM sqlite_master")] == ["jobs"]  # nothing written
+
+
+def test_ledger_submissions_become_jobs_that_fit_the_policys_nodes(fleet: Fleet) -> None:
+    from gpufleet.forecast.submissions import ledger_jobs
+
+    zero = NOW - timedelta(days=1)
+    records = [
+        allocation(workload_uid="a", attempt=2, namespace="wf-beta", name="six", gpu_count=6, priority=100,
+                   created=NOW - timedelta(hours=2)),
+        allocation(workload_uid="a", attempt=1, namespace="wf-beta", name="six", gpu_count=6, priority=100,
+                   created=NOW - timedelta(hours=2)),
+        allocation(workload_uid="b", namespace="wf-alpha", name="seven", gpu_count=7, priority=5,
+                   created=NOW - timedelta(hours=1)),
+        allocation(workload_uid="c", namespace="elsewhere", name="x", gpu_count=1, created=NOW - timedelta(hours=1)),
+        allocation(workload_uid="d", namespace="wf-alpha", name="old", gpu_count=1, created=zero - timedelta(seconds=1)),
+        allocation(workload_uid="e", namespace="wf-alpha", name="later", gpu_count=1, created=NOW),
+        allocation(workload_uid="f", namespace="wf-alpha", name="", gpu_count=1, created=NOW - timedelta(hours=1)),
+    ]  # fmt: skip
+    jobs = ledger_jobs(records, fleet, zero, NOW)
+    assert sorted(jobs) == ["a", "b"]  # once per workload; in the policy, in the window, named
+    six, seven = jobs["a"], jobs["b"]
+    # why-fleet's nodes carry 4 cards: 6 as 2 pods of 3, 7 (prime) as 7 pods of 1
+    assert (six.team, six.pods, six.gpus, six.priority_class, six.submit_s) == ("wf-beta", 2, 3, "wf-normal", 22 * 3600)
+    assert (seven.team, seven.pods, seven.gpus, seven.priority_class) == ("wf-alpha", 7, 1, "")

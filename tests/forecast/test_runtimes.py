@@ -88,6 +88,13 @@ def test_an_active_deadline_bounds_the_draw() -> None:
     got = draws(h, A1, declared=Declared(deadline_s=150))
     assert max(d.runtime_s for d in got) == 150
     assert {d.source for d in got} == {DEADLINE}
+    # beyond history too (it has run past all but a few like it), and a declaration past the deadline
+    beyond = draws(h, A1, elapsed=198, declared=Declared(deadline_s=250))
+    assert {d.source for d in beyond} == {DEADLINE} and max(d.runtime_s for d in beyond) == 250
+    over = draws(h, A1, declared=Declared(expected_s=3600, deadline_s=1800))
+    assert {(d.runtime_s, d.source) for d in over} == {(1800, DECLARED)}
+    # a deadline already passed bounds nothing: the draw is history's
+    assert all(d.source == BEYOND for d in draws(h, A1, elapsed=400, declared=Declared(deadline_s=300)))
 
 
 @given(

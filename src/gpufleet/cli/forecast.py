@@ -63,9 +63,10 @@ def forecast(
         from gpufleet import kube
 
         records = ledger_records(ledger)  # a bad ledger is refused before the cluster is asked anything
+        cluster = kube.read_kueue_state(kubeconfig, with_jobs=True)
         doc = live_document(
-            policy, kube.read_kueue_state(kubeconfig).objects, ledger=ledger, records=records, settings=settings,
-            workload=workload,
+            policy, cluster.objects + cluster.jobs, ledger=ledger, records=records, settings=settings,
+            workload=workload, server_time=cluster.server_time,
         )  # fmt: skip
         if workload is not None and not doc["workloads"]:
             raise InputError.one(
@@ -106,15 +107,18 @@ def live_document(
     records: list[Any],
     settings: Any,
     workload: str | None = None,
+    server_time: datetime | None = None,
 ) -> dict[str, Any]:
     """Read the ledger, forecast every waiting Workload of the live ``objects`` (or ``workload``, a
-    key of ``NS/JOB``), and return the JSON document (``gpufleet.forecast.live.live_document``)."""
+    key of ``NS/JOB``) as of the API server's ``server_time``, and return the JSON document
+    (``gpufleet.forecast.live.live_document``)."""
     from gpufleet.forecast import live
+    from gpufleet.forecast.clock import cluster_now
     from gpufleet.policy import load_policy, resolve
     from gpufleet.simulate.config import SimulationConfig
 
     fleet = resolve(load_policy(policy))
-    state = live.live_state(objects, fleet, datetime.now(UTC))
+    state = live.live_state(objects, fleet, *cluster_now(server_time, datetime.now(UTC)))
     report = live.forecast_live(state, fleet, records, settings, SimulationConfig())
     doc = live.live_document(report, state, str(policy), ledger)
     if workload is not None:
@@ -139,6 +143,8 @@ def print_forecast(doc: dict) -> None:  # type: ignore[type-arg]
     print_table(table)
     for s in doc.get("skipped", []):
         console.print(f"left out: {s['workload']}: {s['reason']}: {s['message']}", highlight=False, soft_wrap=True)
+    for s in doc.get("malformed", []):
+        console.print(f"not read: {s['workload']}: {s['reason']}: {s['message']}", highlight=False, soft_wrap=True)
     if b["declined"]:
         console.print(f"No estimate: {b['declined']}", highlight=False)
         return

@@ -77,30 +77,29 @@ def why(
 
     Reads only. With --policy (and --ledger for the runtimes), the expected admission is added."""
     namespace, name = target(workload)
-    state = kube.read_kueue_state(kubeconfig)
+    state = kube.read_kueue_state(kubeconfig, with_jobs=policy is not None)
     config, source = configuration(state, kueue_config)
     report = why_json(explain(state.objects, namespace, name, config))
     report["kueueConfiguration"] = source
     report["forecast"] = None
     if policy is not None and report["state"] == "Pending":
-        report["forecast"] = expected(
-            policy, state.objects, ledger, f"{namespace}/{report['job'] or name}", report["workload"]
-        )
+        report["forecast"] = expected(policy, state, ledger, f"{namespace}/{report['job'] or name}", report["workload"])
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
     print_why(report)
 
 
-def expected(policy: Path, objects: list[Doc], ledger: str | None, key: str, workload: str) -> Doc:
+def expected(policy: Path, state: kube.KueueState, ledger: str | None, key: str, workload: str) -> Doc:
     """The workload's forecast (``gpufleet forecast``'s entry for ``key``, NS/JOB), or why there is
     none (``workload``, NS/NAME of the Workload, left out of the replay)."""
     from gpufleet.cli.forecast import ledger_records, live_document
     from gpufleet.forecast.estimate import Settings
 
     doc = live_document(
-        policy, objects, ledger=ledger, records=ledger_records(ledger), settings=Settings(), workload=key
-    )
+        policy, state.objects + state.jobs, ledger=ledger, records=ledger_records(ledger), settings=Settings(),
+        workload=key, server_time=state.server_time,
+    )  # fmt: skip
     found = doc["workloads"]
     if found:
         return {**found[0], "basis": doc["basis"]}

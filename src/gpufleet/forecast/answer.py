@@ -27,17 +27,27 @@ _UNITS = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
 _TIME = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
-def parse_time(text: str) -> int:
-    """Seconds from the trace's start: ``86400``, ``3d``, ``2d4h30m``."""
+def duration_seconds(text: str) -> int | None:
+    """Seconds, or a duration such as ``3d`` or ``2d4h30m``; None: neither. One grammar for every
+    time a user writes (``--at``, a declared runtime), so one rule to learn."""
     text = text.strip()
     if text.isdigit():
         return int(text)
     match = _TIME.match(text)
     if not text or match is None or not any(match.groups()):
-        raise InputError.one(
-            f"expected seconds from the trace's start or a duration such as 2d4h30m, got {text!r}", path="--at"
-        )
+        return None
     return sum(int(v) * _UNITS[u] for v, u in zip(match.groups(), "dhms", strict=True) if v)
+
+
+def parse_time(text: str) -> int:
+    """Seconds from the trace's start: ``86400``, ``3d``, ``2d4h30m``."""
+    seconds = duration_seconds(text)
+    if seconds is None:
+        raise InputError.one(
+            f"expected seconds from the trace's start or a duration such as 2d4h30m, got {text.strip()!r}",
+            path="--at",
+        )
+    return seconds
 
 
 def check_moment(at: int, first: int, last: int) -> None:

@@ -39,6 +39,7 @@ class ArrivalModel:
     window_s: int
     bursts: dict[str, tuple[Burst, ...]]
     profile: tuple[float, ...] = (1.0,) * 24  # rate multiplier per hour of the day (mean 1)
+    shift_s: int = 0  # added to each sampled submission: the model's seconds to the simulation's
 
     @classmethod
     def of(cls, seen: Sequence[Job], at: int, window_s: int = WINDOW_S) -> ArrivalModel:
@@ -81,7 +82,7 @@ class ArrivalModel:
                 start = int(t) + 1
                 for offset, job in zip(burst.offsets, burst.jobs, strict=True):
                     name = f"{PREFIX}{tag}-{len(out)}-{job.job_id}"
-                    out.append(replace(job, job_id=name, submit_s=start + offset))
+                    out.append(replace(job, job_id=name, submit_s=start + offset + self.shift_s))
         return out
 
 

@@ -194,7 +194,8 @@ def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: 
         ask = catalog.ask_of(job)
         if ask is None:
             continue
-        draw = history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods, job.kind.value), 0, rng)
+        kind = job.kind.value if moment.kinds else ""  # looked up as the history was recorded
+        draw = history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods, kind), 0, rng)
         if draw is not None:
             out.append(replace(job, duration_s=draw.runtime_s))
     return out

@@ -16,6 +16,10 @@ the trace is replayed to *now* through the queue world, as ``simulated`` replays
 The replay is then checked against the cluster: a waiting Workload the replay admits at once, or
 one holding quota the replay does not admit, means the policy and the cluster disagree, and that
 Workload's answer says so instead of a figure.
+
+Beside the Workloads the forecast reads what their owners declared of their runtimes (the Jobs among
+the objects, ``declared``), the submissions the ledger and the cluster saw (arrivals, ``submissions``),
+and *now* from the API server, against which the ledger's clock is checked (``clock``).
 """
 
 from __future__ import annotations
@@ -26,10 +30,13 @@ from datetime import datetime
 from typing import Any
 
 from gpufleet.forecast.answer import document
+from gpufleet.forecast.clock import LOCAL, ledger_skew
+from gpufleet.forecast.declared import MALFORMED, declared_of
 from gpufleet.forecast.estimate import DONE, WAITING, Forecast, Moment, Report, Settings, forecast, ran_at_least
 from gpufleet.forecast.estimate import shape_of as sim_shape
-from gpufleet.forecast.runtimes import RuntimeHistory
+from gpufleet.forecast.runtimes import Declared, RuntimeHistory
 from gpufleet.forecast.simulated import UNKNOWN_S
+from gpufleet.forecast.submissions import GPU_SHARED, MIG, live_arrivals
 from gpufleet.ledger.records import Record
 from gpufleet.policy import Fleet
 from gpufleet.simulate.config import SimulationConfig
@@ -38,8 +45,6 @@ from gpufleet.trace.job import Job, JobKind
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
-GPU_SHARED = "nvidia.com/gpu.shared"
-MIG = "nvidia.com/mig-"
 NO_LEDGER = "too little history: no ledger given (--ledger), so no runtime is known"
 
 
@@ -52,6 +57,10 @@ class LiveWorkload:
     job: Job
     holding: bool
     since: datetime
+    uid: str = ""
+    created: datetime | None = None  # the Workload's creation: its submission
+    declared: Declared | None = None  # what its owner declared of its runtime (``declared``)
+    malformed: str = ""  # a declaration that does not parse: what and where
 
     @property
     def key(self) -> str:
@@ -68,6 +77,7 @@ class LiveState:
     now: datetime
     at: int
     skipped: tuple[tuple[str, str, str], ...]
+    now_from: str = LOCAL  # whose clock *now* is (``clock.cluster_now``)
 
 
 def parse_time(text: object) -> datetime | None:
@@ -147,8 +157,14 @@ def _job(wl: Obj, fleet: Fleet, submit_s: int) -> tuple[Job | None, str, str]:
     return job, "", ""
 
 
-def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime) -> LiveState:
-    """The Workloads holding quota and waiting, as the replay's jobs (see the module's docstring)."""
+def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: str = LOCAL) -> LiveState:
+    """The Workloads holding quota and waiting, as the replay's jobs (see the module's docstring);
+    the Jobs among ``objects`` give what their owners declared (``declared``)."""
+    jobs = {
+        ((o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name")): o
+        for o in objects
+        if o.get("kind") == "Job"
+    }
     holding: list[tuple[datetime, str, Obj]] = []
     waiting: list[tuple[datetime, str, Obj]] = []
     skipped: list[tuple[str, str, str]] = []
@@ -180,10 +196,13 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime) -> LiveState
             job = None
         if job is None:
             skipped.append((key, reason, message))
-        else:
-            out.append(LiveWorkload(key, job, is_holding, since))
+            continue
+        meta = wl.get("metadata") or {}
+        declared, malformed = declared_of(wl, jobs.get((job.namespace, job.job_id)))
+        uid, born = str(meta.get("uid", "")), parse_time(meta.get("creationTimestamp"))
+        out.append(LiveWorkload(key, job, is_holding, since, uid, born, declared, malformed))
     at_now = max(int((now - origin).total_seconds()), enter + 1)
-    return LiveState(tuple(out), origin, now, at_now, tuple(skipped))
+    return LiveState(tuple(out), origin, now, at_now, tuple(skipped), now_from)
 
 
 def live_moment(
@@ -208,7 +227,15 @@ def live_moment(
         if r.state not in DONE and ran_at_least(r, state.at) > 0
     ]
     history = RuntimeHistory.from_records(records, state.now, running)
-    return Moment(world, state.at, history, None, {}, kinds=False), differs
+    declared = {w.key: w.declared for w in state.workloads if w.declared is not None}
+    return Moment(
+        world,
+        state.at,
+        history,
+        live_arrivals(state.now, state.at, [(w.uid, w.created, w.job) for w in state.workloads], fleet, records),
+        declared,
+        kinds=False,
+    ), differs
 
 
 def forecast_live(
@@ -217,13 +244,18 @@ def forecast_live(
     """Every waiting Workload's forecast, its wait the cluster's; a Workload the replay does not
     reproduce gets no figure and the reason."""
     moment, differs = live_moment(state, fleet, records, config)
-    report = forecast(moment, replace(settings, arrivals=False))
+    report = forecast(moment, settings)
+    skew = ledger_skew(state.now, [(w.uid, w.created) for w in state.workloads], records)
     by_key = {w.key: w for w in state.workloads}
     out: list[Forecast] = []
     for f in report.forecasts:
         live = by_key[f.workload]
         waited = int((state.now - live.since).total_seconds())
-        if f.workload in differs:
+        if skew:
+            out.append(Forecast(f.workload, f.team, waited, {}, 0, 0, (), skew))
+        elif live.malformed:
+            out.append(Forecast(f.workload, f.team, waited, {}, 0, 0, (), f"{MALFORMED}: {live.malformed}"))
+        elif f.workload in differs:
             out.append(Forecast(f.workload, f.team, waited, {}, 0, 0, (), "the replay differs: " + differs[f.workload]))
         else:
             out.append(replace(f, waited_s=waited))
@@ -232,7 +264,8 @@ def forecast_live(
             reason = "the replay differs: " + differs[w.key]
             waited = int((state.now - w.since).total_seconds())
             out.append(Forecast(w.key, w.job.team, waited, {}, 0, 0, (), reason))
-    return Report(report.basis, tuple(sorted(out, key=lambda f: f.workload)))
+    basis = replace(report.basis, declined=skew) if skew else report.basis
+    return Report(basis, tuple(sorted(out, key=lambda f: f.workload)))
 
 
 def live_document(report: Report, state: LiveState, policy: str, ledger: str | None) -> dict[str, Any]:
@@ -241,8 +274,12 @@ def live_document(report: Report, state: LiveState, policy: str, ledger: str | N
     del doc["trace"]
     doc["source"] = "the live cluster"
     doc["now"] = state.now.isoformat().replace("+00:00", "Z")
+    doc["nowFrom"] = state.now_from
     doc["ledger"] = ledger
     doc["skipped"] = [{"workload": k, "reason": r, "message": m} for k, r, m in state.skipped]
+    doc["malformed"] = [
+        {"workload": w.workload, "reason": MALFORMED, "message": w.malformed} for w in state.workloads if w.malformed
+    ]  # a waiting one declines; one holding quota is drawn from history instead
     if ledger is None:
         doc["basis"]["declined"] = NO_LEDGER
         for w in doc["workloads"]:

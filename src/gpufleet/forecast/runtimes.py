@@ -225,23 +225,28 @@ class RuntimeHistory:
         return times, cum
 
     def draw(self, shape: Shape, elapsed: int, rng: random.Random, declared: Declared | None = None) -> Draw | None:
-        """A runtime for ``shape`` longer than ``elapsed``; None: too little history to say."""
+        """A runtime for ``shape`` longer than ``elapsed``; None: too little history to say. A deadline
+        not yet passed bounds every draw, the declared one and one beyond history too: the Job is
+        ended there whatever its owner expected."""
+        deadline = declared.deadline_s if declared is not None else None
+        if deadline is not None and deadline <= elapsed:
+            deadline = None  # passed (a retried run's clock, a bound read late): history says more
         if declared is not None and declared.expected_s is not None and declared.expected_s > elapsed:
-            return Draw(declared.expected_s, DECLARED)
+            return Draw(min(declared.expected_s, deadline or declared.expected_s), DECLARED)
         found = self.level(shape, elapsed)
         if found is None:
             return None
         i, values, first = found
         if len(values) - first < MIN_TAIL:
-            return _beyond(elapsed, rng)
-        times, cum = self.kaplan_meier(shape.lookups()[i], elapsed)
-        j = bisect_right(cum, rng.random())
-        if j >= len(times):  # the mass of runs longer than any that finished (they are still running)
-            return _beyond(max(elapsed, times[-1]), rng)
-        runtime = times[j]
-        if declared is not None and declared.deadline_s is not None and declared.deadline_s > elapsed:
-            return Draw(min(runtime, declared.deadline_s), DEADLINE)
-        return Draw(runtime, shape.label(i))
+            drawn = _beyond(elapsed, rng)
+        else:
+            times, cum = self.kaplan_meier(shape.lookups()[i], elapsed)
+            j = bisect_right(cum, rng.random())
+            # j past the end: the mass of runs longer than any that finished (they are still running)
+            drawn = _beyond(max(elapsed, times[-1]), rng) if j >= len(times) else Draw(times[j], shape.label(i))
+        if deadline is not None:
+            return Draw(min(drawn.runtime_s, deadline), DEADLINE)
+        return drawn
 
     def describe(self, shape: Shape, elapsed: int = 0) -> str:
         """The level a draw for ``shape`` rests on, with its count, or why there is none."""

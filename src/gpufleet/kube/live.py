@@ -3,7 +3,10 @@ dry-run apply behind ``what-if``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from gpufleet.errors import InputError
 from gpufleet.kube.connection import (
     HTTP_FORBIDDEN,
     HTTP_NOT_FOUND,
+    RESOURCES,
     _as_dict,
     sync_client,
 )
@@ -46,6 +50,8 @@ class KueueState:
     objects: list[dict[str, Any]]
     configuration: str | None
     configuration_note: str
+    jobs: list[dict[str, Any]] = field(default_factory=list)  # batch/v1 Jobs, where asked (``with_jobs``)
+    server_time: datetime | None = None  # the API server's clock: its last reply's Date header
 
 
 @dataclass(frozen=True)
@@ -88,10 +94,30 @@ def _kueue_configuration(api: Client) -> tuple[str | None, str]:
     return text, f"ConfigMap {namespace}/{name}"
 
 
-def read_kueue_state(kubeconfig: Path | None = None) -> KueueState:
-    """List every object the twin reads (list and get calls only; nothing is written)."""
+def _server_clock(api: Client) -> list[datetime]:
+    """The Date header of every reply ``api`` gets from now on (the server's clock, to the second).
+    lightkube returns objects, not replies, so a response hook on its HTTP client reads the header:
+    this adapter is the one place that knows lightkube's inside (``Client._client._client``)."""
+    seen: list[datetime] = []
+
+    def hook(response: Any) -> None:
+        # no Date, or not an HTTP date: the caller falls back to its own clock, and says so
+        with suppress(KeyError, TypeError, ValueError):
+            seen.append(parsedate_to_datetime(response.headers["date"]).astimezone(UTC))
+
+    http = getattr(getattr(api, "_client", None), "_client", None)
+    if http is not None and hasattr(http, "event_hooks"):
+        http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks.get("response", []), hook]}
+    return seen
+
+
+def read_kueue_state(kubeconfig: Path | None = None, *, with_jobs: bool = False) -> KueueState:
+    """List every object the twin reads (list and get calls only; nothing is written), and the Jobs
+    where ``with_jobs`` (what their owners declared of their runtimes: ``forecast.declared``)."""
     api = sync_client(kubeconfig)
+    server = _server_clock(api)
     objects: list[dict[str, Any]] = []
+    jobs: list[dict[str, Any]] = []
     try:
         for api_version, kind, plural, namespaced in LIVE_KINDS:
             res = _resource(api_version, kind, plural, namespaced)
@@ -105,12 +131,18 @@ def read_kueue_state(kubeconfig: Path | None = None) -> KueueState:
                     ) from None
                 if exc.status.code not in (HTTP_NOT_FOUND, HTTP_FORBIDDEN) or kind in ("Workload", "LocalQueue"):
                     raise
+        if with_jobs:
+            try:
+                jobs = [_typed("batch/v1", "Job", o) for o in api.list(RESOURCES["jobs"], namespace="*")]
+            except ApiError as exc:
+                if exc.status.code != HTTP_FORBIDDEN:  # not allowed to read Jobs: the Workloads' own say
+                    raise
         config, note = _kueue_configuration(api)
     except ApiError as exc:
         raise InputError.one(f"the API server refused the listing: {exc.status.message}") from None
     except httpx2.HTTPError as exc:
         raise InputError.one(f"cannot reach the API server: {exc}") from None
-    return KueueState(objects, config, note)
+    return KueueState(objects, config, note, jobs, server[-1] if server else None)
 
 
 def _plural(kind: str) -> tuple[str, str, bool]:

@@ -1,0 +1,160 @@
+"""What owners declare of their runtimes, read from objects shaped as the API server returns them
+(``gpufleet.forecast.declared``), and the clock checks between the ledger and the cluster
+(``gpufleet.forecast.clock``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpufleet.forecast.answer import duration_seconds
+from gpufleet.forecast.clock import LOCAL, SERVER, SKEW, cluster_now, ledger_skew
+from gpufleet.forecast.declared import EXPECTED_RUNTIME, declared_of
+from gpufleet.forecast.runtimes import Declared
+from tests.ledger.ledger_factories import allocation
+
+NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
+
+
+def workload(
+    *, template_note: str | None = None, own_note: str | None = None, max_exec: Any = None, pod_deadline: Any = None
+) -> dict[str, Any]:
+    """A Workload as Kueue v0.19.2 writes it for a Job: the Job's pod template copied into its pod set."""
+    template: dict[str, Any] = {"metadata": {}, "spec": {"containers": [{"name": "main"}]}}
+    if template_note is not None:
+        template["metadata"]["annotations"] = {EXPECTED_RUNTIME: template_note}
+    if pod_deadline is not None:
+        template["spec"]["activeDeadlineSeconds"] = pod_deadline
+    wl: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "job-train-abcde", "namespace": "ml", "annotations": {}},
+        "spec": {"queueName": "ml", "podSets": [{"name": "main", "count": 1, "template": template}]},
+    }
+    if own_note is not None:
+        wl["metadata"]["annotations"][EXPECTED_RUNTIME] = own_note
+    if max_exec is not None:
+        wl["spec"]["maximumExecutionTimeSeconds"] = max_exec
+    return wl
+
+
+def job(*, note: str | None = None, deadline: Any = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "train", "namespace": "ml"}
+    if note is not None:
+        meta["annotations"] = {EXPECTED_RUNTIME: note}
+    spec: dict[str, Any] = {"suspend": True, "template": {"spec": {"containers": [{"name": "main"}]}}}
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("wl", "owner", "want"),
+    [
+        (workload(), None, None),
+        (workload(), job(), None),
+        (workload(), job(note="2h30m"), Declared(9000, None)),
+        (workload(), job(note="5400"), Declared(5400, None)),
+        (workload(template_note="45m"), None, Declared(2700, None)),
+        (workload(own_note="1d"), None, Declared(86400, None)),
+        # the Job's annotation comes first, then the pod template's, then the Workload's
+        (workload(template_note="45m", own_note="1d"), job(note="10m"), Declared(600, None)),
+        (workload(template_note="45m", own_note="1d"), job(), Declared(2700, None)),
+        # deadlines bound: the earliest of the Job's, Kueue's maximum execution time, the pods'
+        (workload(), job(deadline=3600), Declared(None, 3600)),
+        (workload(max_exec=1800), job(deadline=3600), Declared(None, 1800)),
+        (workload(max_exec=1800, pod_deadline=900), job(deadline=3600), Declared(None, 900)),
+        (workload(template_note="20m", max_exec=1800), None, Declared(1200, 1800)),
+        (workload(max_exec=0), None, None),  # not a bound the API server would accept: none
+    ],
+)
+def test_declarations_are_read_where_kueue_leaves_them(
+    wl: dict[str, Any], owner: dict[str, Any] | None, want: Declared | None
+) -> None:
+    assert declared_of(wl, owner) == (want, "")
+
+
+@pytest.mark.parametrize(
+    ("wl", "owner", "where", "text"),
+    [
+        (workload(), job(note="soon"), "on Job ml/train", "'soon'"),
+        (workload(), job(note="0"), "on Job ml/train", "'0'"),
+        (workload(), job(note="2 hours"), "on Job ml/train", "'2 hours'"),
+        (workload(template_note="1h-ish"), None, "on the pod template of Workload ml/job-train-abcde", "'1h-ish'"),
+        (workload(own_note="-5"), None, "on Workload ml/job-train-abcde", "'-5'"),
+        # a malformed first declaration is not passed over for a later one: what the owner meant is unknown
+        (workload(template_note="45m"), job(note="soon"), "on Job ml/train", "'soon'"),
+    ],
+)
+def test_a_malformed_declaration_names_the_annotation_and_what_was_expected(
+    wl: dict[str, Any], owner: dict[str, Any] | None, where: str, text: str
+) -> None:
+    declared, problem = declared_of(wl, owner)
+    assert declared is None
+    assert problem.startswith(f"annotation {EXPECTED_RUNTIME} {where}: expected seconds or a duration such as 2h30m")
+    assert problem.endswith(f"got {text}")
+
+
+@given(st.integers(0, 30), st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
+def test_a_duration_is_the_sum_of_its_parts(d: int, h: int, m: int, s: int) -> None:
+    text = "".join(f"{v}{u}" for v, u in ((d, "d"), (h, "h"), (m, "m"), (s, "s")) if v)
+    assert duration_seconds(text or "0") == d * 86400 + h * 3600 + m * 60 + s
+    assert duration_seconds(str(d * 86400 + s)) == d * 86400 + s
+
+
+def test_now_is_the_api_servers_where_it_said() -> None:
+    server, local = NOW, NOW + timedelta(minutes=7)
+    assert cluster_now(server, local) == (server, SERVER)
+    assert cluster_now(None, local) == (local, LOCAL)
+
+
+def created(uid: str, at: datetime, **kw: Any) -> Any:
+    return allocation(workload_uid=uid, created=at, quota_reserved=at, admitted=at, started=at, **kw)
+
+
+@pytest.mark.parametrize(
+    ("offset_s", "declines"),
+    [(0, False), (3, False), (-5, False), (600, True), (-600, True), (6, True)],
+)
+def test_the_ledger_is_measured_against_the_workloads_both_hold(offset_s: int, declines: bool) -> None:
+    """The recorder copies a Workload's creationTimestamp: a ledger of this cluster agrees to the second."""
+    born = {f"uid-{i}": NOW - timedelta(minutes=10 * i + 30) for i in range(3)}
+    shift = timedelta(seconds=offset_s)
+    records = [created(uid, t + shift) for uid, t in born.items()]
+    # records ahead of now only by the offset: the measured check is the one that answers
+    why = ledger_skew(NOW + max(shift, timedelta(0)), list(born.items()), records)
+    assert bool(why) is declines
+    if declines:
+        assert why.startswith(f"{SKEW}: the ledger's clock is ")
+        assert f"offset {offset_s:+d} s" in why and "the 3 Workloads both hold" in why
+        assert ("ahead of" if offset_s > 0 else "behind") in why
+
+
+def test_one_workload_off_does_not_make_a_skew() -> None:
+    born = {f"uid-{i}": NOW - timedelta(minutes=10 * i + 30) for i in range(3)}
+    records = [created(uid, t + timedelta(hours=2 if uid == "uid-0" else 0)) for uid, t in born.items()]
+    assert ledger_skew(NOW + timedelta(hours=3), list(born.items()), records) == ""  # the median holds
+
+
+@pytest.mark.parametrize(("ahead_s", "declines"), [(0, False), (5, False), (-3600, False), (3600, True)])
+def test_records_stamped_after_now_are_a_clock_ahead(ahead_s: int, declines: bool) -> None:
+    start = NOW - timedelta(hours=2)
+    records = [
+        allocation(
+            workload_uid="old",
+            created=start,
+            quota_reserved=start,
+            admitted=start,
+            started=start,
+            finished=NOW + timedelta(seconds=ahead_s),
+        )
+    ]
+    why = ledger_skew(NOW, [("live-only", NOW - timedelta(minutes=5))], records)  # no Workload in both
+    assert bool(why) is declines
+    if declines:
+        assert why.startswith(f"{SKEW}: the ledger holds records stamped up to 1 h after the cluster's now")
+        assert "offset ≥ +3600 s" in why and "2026-12-05T09:00:00Z" in why

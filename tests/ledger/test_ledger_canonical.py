@@ -67,9 +67,7 @@ def test_the_bytes_are_the_encoders_in_utf8_whatever_the_zone_of_a_time(
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    message=_text, reason=_text, team=st.none() | _text, open_=st.booleans(), zone=_zones, cluster=st.none() | _text
-)
+@given(message=_text, reason=_text, team=st.none() | _text, open_=st.booleans(), zone=_zones, cluster=st.none() | _text)
 def test_wait_bytes_are_the_encoders_too(
     message: str, reason: str, team: str | None, open_: bool, zone: timezone, cluster: str | None
 ) -> None:

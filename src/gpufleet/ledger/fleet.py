@@ -116,8 +116,8 @@ def why(ledgers: list[tuple[LedgerRef, Ledger]], namespace: str, name: str) -> l
     when no ledger knows it."""
     found: list[FleetExplanation] = []
     for ref, ledger in ledgers:
-        if not ledger.current_records(namespace=namespace, name=name):
-            continue
+        if len(ledgers) > 1 and not ledger.current_records(namespace=namespace, name=name):
+            continue  # one ledger: ``queries.why``'s own error names it
         explanation = queries.why(ledger, namespace, name)
         records: list[Allocation | WaitInterval] = [*explanation.attempts, *(s.wait for s in explanation.waits)]
         cluster = next((r.cluster for r in records if r.cluster is not None), ref.name)

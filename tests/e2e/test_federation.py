@@ -323,11 +323,38 @@ def test_audit_answers_for_the_whole_fleet_from_each_workers_ledger(
         text = CliRunner().invoke(app, ["audit", "why", open_workload, *fleet])
         assert text.exit_code == 0 and "cluster east:" in text.stdout, text.output
         print(text.stdout)
+        _why_reaches_the_workers(federation)
     finally:
         for recorder in recorders:
             recorder.kill()
-        for job in ("audited", "audited-open"):
+        for job in ("audited", "audited-open", "audited-full"):
             manager.kubectl("delete", "job", job, "--namespace=alpha", "--cascade=foreground", "--wait=true")
+
+
+def _why_reaches_the_workers(federation: dict[str, Member]) -> None:
+    """With west's quota 1 GPU short and east's full, a third open 4-GPU Job is admitted on the manager
+    (its alpha-open quota has room) but by no worker: ``gpufleet why --worker`` gives each copy's reason."""
+    manager = federation["manager"]
+    assert manager.apply(_job("audited-full", "alpha-open", "open", None, gpus=4)).returncode == 0
+    workers = [f"--worker={n}={federation[n].bed.kubeconfig}" for n in WORKERS]
+    args = ["why", "alpha/audited-full", "--kubeconfig", str(manager.bed.kubeconfig), *workers]
+
+    def answered() -> dict[str, Any] | None:
+        result = CliRunner().invoke(app, [*args, "--json"])
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        copies = report.get("workers") or []
+        return report if len(copies) == 2 and all(c["kueue"]["reason"] for c in copies) else None
+
+    report = eventually(answered, "each worker's copy of audited-full to carry its Kueue's pending reason")
+    assert report["dispatch"]["reason"] == "AwaitingWorker", report["dispatch"]
+    needed = {"west": "1 more needed", "east": "4 more needed"}
+    for copy in report["workers"]:
+        assert copy["state"] == "Pending", copy
+        assert needed[copy["cluster"]] in copy["kueue"]["message"], copy
+    text = CliRunner().invoke(app, args)
+    assert text.exit_code == 0 and "Worker west:" in text.stdout and "Worker east:" in text.stdout, text.output
+    print(text.stdout)
 
 
 def test_a_lost_worker_hands_its_job_to_another_allowed_worker(federation: dict[str, Member]) -> None:

@@ -86,6 +86,7 @@ def why(
 
     Reads only. With --policy (and --ledger for the runtimes), the expected admission is added."""
     namespace, name = target(workload)
+    workers = _workers(worker or [])  # before any cluster is reached: a mistake costs no listing
     state = kube.read_kueue_state(kubeconfig)
     config, source = configuration(state, kueue_config)
     report = why_json(explain(state.objects, namespace, name, config))
@@ -95,7 +96,6 @@ def why(
         report["forecast"] = expected(
             policy, state.objects, ledger, f"{namespace}/{report['job'] or name}", report["workload"]
         )
-    workers = _workers(worker or [])
     report["workers"] = None
     dispatch = report.get("dispatch") or {}
     if workers and worth_asking(dispatch.get("reason")):

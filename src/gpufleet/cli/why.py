@@ -85,28 +85,31 @@ def why(
     """Why a Workload waits: Kueue's reason, what holds its quota, what lets it in; with --policy, when it starts.
 
     Reads only. With --policy (and --ledger for the runtimes), the expected admission is added."""
-    namespace, name = target(workload)
     workers = _workers(worker or [])  # before any cluster is reached: a mistake costs no listing
+    namespace, name = target(workload)
     state = kube.read_kueue_state(kubeconfig)
     config, source = configuration(state, kueue_config)
     report = why_json(explain(state.objects, namespace, name, config))
     report["kueueConfiguration"] = source
+    report["workers"] = _worker_copies(report, workers, kueue_config)
     report["forecast"] = None
     if policy is not None and report["state"] == "Pending":
         report["forecast"] = expected(
             policy, state.objects, ledger, f"{namespace}/{report['job'] or name}", report["workload"]
         )
-    report["workers"] = None
-    dispatch = report.get("dispatch") or {}
-    if workers and worth_asking(dispatch.get("reason")):
-        wl_namespace, _, wl_name = str(report["workload"]).partition("/")
-        report["workers"] = [
-            _worker_copy(c, path, kueue_config, wl_namespace, wl_name).to_json() for c, path in workers
-        ]
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
     print_why(report)
+
+
+def _worker_copies(report: Doc, workers: list[tuple[str, Path]], kueue_config: Path | None) -> list[Doc] | None:
+    """Each worker's copy, while no worker holds the Workload (None: not asked)."""
+    dispatch = report.get("dispatch") or {}
+    if not workers or not worth_asking(dispatch.get("reason")):
+        return None
+    namespace, _, name = str(report["workload"]).partition("/")
+    return [_worker_copy(c, path, kueue_config, namespace, name).to_json() for c, path in workers]
 
 
 def _workers(values: list[str]) -> list[tuple[str, Path]]:

@@ -41,6 +41,39 @@ def target(text: str) -> tuple[str, str]:
     return namespace, name
 
 
+def _worker_copies(report: Doc, workers: list[tuple[str, Path]], kueue_config: Path | None) -> list[Doc] | None:
+    """Each worker's copy, while no worker holds the Workload (None: not asked)."""
+    dispatch = report.get("dispatch") or {}
+    if not workers or not worth_asking(dispatch.get("reason")):
+        return None
+    namespace, _, name = str(report["workload"]).partition("/")
+    return [_worker_copy(c, path, kueue_config, namespace, name).to_json() for c, path in workers]
+
+
+def _workers(values: list[str]) -> list[tuple[str, Path]]:
+    """``--worker CLUSTER=KUBECONFIG`` values, each cluster once, or exit 2 saying what was expected."""
+    out: list[tuple[str, Path]] = []
+    for value in values:
+        cluster, sep, path = value.partition("=")
+        if not sep or not cluster or not path:
+            raise InputError.one(f"expected CLUSTER=KUBECONFIG, got {value!r}", path="--worker")
+        if any(cluster == c for c, _ in out):
+            raise InputError.one(f"worker {cluster} given twice", path="--worker")
+        out.append((cluster, Path(path)))
+    return out
+
+
+def _worker_copy(cluster: str, path: Path, kueue_config: Path | None, namespace: str, name: str) -> WorkerCopy:
+    """One worker's copy; a worker that cannot be read is reported as such, not as the whole answer's
+    failure (a lost worker is exactly when a manager's user asks)."""
+    try:
+        state = kube.read_kueue_state(path)
+        config, _ = configuration(state, kueue_config)
+    except InputError as exc:
+        return unreachable(cluster, "; ".join(p.message for p in exc.problems))
+    return worker_copy(cluster, state.objects, namespace, name, config)
+
+
 def configuration(state: kube.KueueState, path: Path | None) -> tuple[Doc | None, str]:
     """Kueue's Configuration as a mapping, from ``--kueue-config`` or the ConfigMap, and where it came from."""
     if path is not None:
@@ -101,39 +134,6 @@ def why(
         typer.echo(json.dumps(report, indent=2))
         return
     print_why(report)
-
-
-def _worker_copies(report: Doc, workers: list[tuple[str, Path]], kueue_config: Path | None) -> list[Doc] | None:
-    """Each worker's copy, while no worker holds the Workload (None: not asked)."""
-    dispatch = report.get("dispatch") or {}
-    if not workers or not worth_asking(dispatch.get("reason")):
-        return None
-    namespace, _, name = str(report["workload"]).partition("/")
-    return [_worker_copy(c, path, kueue_config, namespace, name).to_json() for c, path in workers]
-
-
-def _workers(values: list[str]) -> list[tuple[str, Path]]:
-    """``--worker CLUSTER=KUBECONFIG`` values, each cluster once, or exit 2 saying what was expected."""
-    out: list[tuple[str, Path]] = []
-    for value in values:
-        cluster, sep, path = value.partition("=")
-        if not sep or not cluster or not path:
-            raise InputError.one(f"expected CLUSTER=KUBECONFIG, got {value!r}", path="--worker")
-        if any(cluster == c for c, _ in out):
-            raise InputError.one(f"worker {cluster} given twice", path="--worker")
-        out.append((cluster, Path(path)))
-    return out
-
-
-def _worker_copy(cluster: str, path: Path, kueue_config: Path | None, namespace: str, name: str) -> WorkerCopy:
-    """One worker's copy; a worker that cannot be read is reported as such, not as the whole answer's
-    failure (a lost worker is exactly when a manager's user asks)."""
-    try:
-        state = kube.read_kueue_state(path)
-        config, _ = configuration(state, kueue_config)
-    except InputError as exc:
-        return unreachable(cluster, "; ".join(p.message for p in exc.problems))
-    return worker_copy(cluster, state.objects, namespace, name, config)
 
 
 def expected(policy: Path, objects: list[Doc], ledger: str | None, key: str, workload: str) -> Doc:

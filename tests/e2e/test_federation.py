@@ -13,6 +13,7 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from gpufleet.testbed.federation import Federation
 from gpufleet.testbed.processes import stop
 from tests.e2e.batch_jobs import batch_job
 from tests.e2e.conftest import built_testbed, eventually
+from tests.e2e.recorder_live import RecorderProcess
 
 pytestmark = pytest.mark.federation
 
@@ -256,6 +258,103 @@ def test_the_simulator_places_jobs_as_the_federation_does(federation: dict[str, 
         assert real[n] == sim[n] == {"dif-a": "west", "dif-b": "east", "dif-c": "west"}[n], (n, real, sim)
     for n, _, _ in DIFFERENTIAL:
         manager.kubectl("delete", "job", n, "--namespace=alpha", "--cascade=foreground", "--wait=true")
+
+
+def _audit(*args: str) -> Any:
+    result = CliRunner().invoke(app, ["audit", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_audit_answers_for_the_whole_fleet_from_each_workers_ledger(
+    federation: dict[str, Member], tmp_path: Path
+) -> None:
+    """Evidence across clusters: a recorder per worker (``record --cluster``, as each worker bundle's
+    Deployment runs it), each writing its own ledger, and ``audit who/why`` over both naming the
+    cluster. A restricted Job takes 1 GPU of west; an open-zone Job of 4 GPUs then fits only east
+    (west's worker quota has 3 left), so where each ran is decided by quota, not by a race."""
+    test_clusters_and_admission_checks_turn_active(federation)
+    manager = federation["manager"]
+    ledgers = {name: str(tmp_path / f"{name}.db") for name in WORKERS}
+    recorders = []
+    for name in WORKERS:
+        recorder = RecorderProcess(
+            ledgers[name], str(federation[name].bed.kubeconfig), tmp_path / f"{name}.log",
+            identity=f"e2e-{name}", lease="gpufleet-recorder-e2e", lease_s=15,
+        )  # fmt: skip
+        recorder.argv += ["--cluster", name]
+        recorder.start()
+        recorders.append(recorder)
+    try:
+        eventually(lambda: all(r.leader() for r in recorders), "each worker's recorder leading, its ledger open")
+        assert manager.apply(_job("audited", "alpha-restricted", "restricted", None)).returncode == 0
+        eventually(
+            lambda: (_workload_of(manager, "audited") or {}).get("status", {}).get("clusterName"), "audited on west"
+        )
+        assert manager.apply(_job("audited-open", "alpha-open", "open", None, gpus=4)).returncode == 0
+        fleet = [f"--ledger={name}={ledgers[name]}" for name in WORKERS]
+
+        def held(node: str, job: str) -> list[dict[str, Any]]:
+            """The rows of ``job``'s Workload (MultiKueue names each worker's copy as the manager's)."""
+            workload = (_workload_of(manager, job) or {}).get("metadata", {}).get("name")
+            now = datetime.now(UTC).isoformat()
+            rows = _audit("who", "--node", node, "--at", now, *fleet)
+            return [r for r in rows if r["workload"] == f"alpha/{workload}"]
+
+        west_rows = eventually(lambda: held("west-h100-0", "audited"), "west's ledger to record audited's GPU")
+        east_rows = eventually(lambda: held("east-h100-0", "audited-open"), "east's ledger to record audited-open")
+        for rows, cluster, gpus in ((west_rows, "west", 1), (east_rows, "east", 4)):
+            row = rows[0]
+            print(f"audit who on {cluster}'s node: {row['workload']} cluster={row['cluster']} {row['gpus']} GPU(s)")
+            assert (row["cluster"], row["gpus"], row["dataClass"], row["team"]) == (
+                cluster, gpus, "restricted" if cluster == "west" else "open", "alpha",
+            )  # fmt: skip
+        assert held("west-h100-0", "audited-open") == []  # west never admitted its copy: no quota left
+        open_workload = "alpha/" + east_rows[0]["workload"].split("/")[1]
+        answer = _audit("why", open_workload, *fleet)
+        clusters = {c["cluster"]: c for c in answer["clusters"]}
+        ran = [name for name, c in clusters.items() if c["attempts"]]
+        assert ran == ["east"], answer
+        # West's copy is in west's ledger only if its recorder saw it before Kueue removed it (it is
+        # pending there for as long as east takes to admit): printed, not asserted.
+        west = clusters.get("west")
+        print(f"audit why {open_workload}: clusters {sorted(clusters)}; west's copy's waits:"
+              f" {[(w['reason'], w['message']) for w in west['waits']] if west else 'not recorded'}")  # fmt: skip
+        text = CliRunner().invoke(app, ["audit", "why", open_workload, *fleet])
+        assert text.exit_code == 0 and "cluster east:" in text.stdout, text.output
+        print(text.stdout)
+        _why_reaches_the_workers(federation)
+    finally:
+        for recorder in recorders:
+            recorder.kill()
+        for job in ("audited", "audited-open", "audited-full"):
+            manager.kubectl("delete", "job", job, "--namespace=alpha", "--cascade=foreground", "--wait=true")
+
+
+def _why_reaches_the_workers(federation: dict[str, Member]) -> None:
+    """With west's quota 1 GPU short and east's full, a third open 4-GPU Job is admitted on the manager
+    (its alpha-open quota has room) but by no worker: ``gpufleet why --worker`` gives each copy's reason."""
+    manager = federation["manager"]
+    assert manager.apply(_job("audited-full", "alpha-open", "open", None, gpus=4)).returncode == 0
+    workers = [f"--worker={n}={federation[n].bed.kubeconfig}" for n in WORKERS]
+    args = ["why", "alpha/audited-full", "--kubeconfig", str(manager.bed.kubeconfig), *workers]
+
+    def answered() -> dict[str, Any] | None:
+        result = CliRunner().invoke(app, [*args, "--json"])
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        copies = report.get("workers") or []
+        return report if len(copies) == 2 and all(c["kueue"]["reason"] for c in copies) else None
+
+    report = eventually(answered, "each worker's copy of audited-full to carry its Kueue's pending reason")
+    assert report["dispatch"]["reason"] == "AwaitingWorker", report["dispatch"]
+    needed = {"west": "1 more needed", "east": "4 more needed"}
+    for copy in report["workers"]:
+        assert copy["state"] == "Pending", copy
+        assert needed[copy["cluster"]] in copy["kueue"]["message"], copy
+    text = CliRunner().invoke(app, args)
+    assert text.exit_code == 0 and "Worker west:" in text.stdout and "Worker east:" in text.stdout, text.output
+    print(text.stdout)
 
 
 def test_a_lost_worker_hands_its_job_to_another_allowed_worker(federation: dict[str, Member]) -> None:

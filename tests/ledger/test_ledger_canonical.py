@@ -41,6 +41,7 @@ def odd_allocations(draw: st.DrawFn) -> Allocation:
         ),
         borrowing=draw(st.none() | st.booleans()),
         priority=draw(st.integers(-(2**40), 2**40)),
+        cluster=draw(st.none() | _text),  # None: no key at all, the form of every record before the field
     )
 
 
@@ -66,11 +67,11 @@ def test_the_bytes_are_the_encoders_in_utf8_whatever_the_zone_of_a_time(
 
 
 @settings(max_examples=300, deadline=None)
-@given(message=_text, reason=_text, team=st.none() | _text, open_=st.booleans(), zone=_zones)
+@given(message=_text, reason=_text, team=st.none() | _text, open_=st.booleans(), zone=_zones, cluster=st.none() | _text)
 def test_wait_bytes_are_the_encoders_too(
-    message: str, reason: str, team: str | None, open_: bool, zone: timezone
+    message: str, reason: str, team: str | None, open_: bool, zone: timezone, cluster: str | None
 ) -> None:
-    base = wait(message=message, reason=reason, team=team)
+    base = wait(message=message, reason=reason, team=team, cluster=cluster)
     record = replace(base, start=base.start.astimezone(zone), end=None if open_ else base.end)
     assert canonical_bytes(record) == _reference(record).encode()
     assert from_canonical(canonical(record)) == record

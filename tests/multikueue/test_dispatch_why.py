@@ -43,3 +43,60 @@ def test_the_dispatch_is_read_from_the_workload(status: dict[str, Any], reason: 
 def test_a_workload_without_multikueue_has_no_dispatch() -> None:
     assert dispatch_of(_workload({"admissionChecks": [{"name": "prov-req", "state": "Ready"}]})) is None
     assert dispatch_of(_workload({})) is None
+
+
+# Each worker's copy (``explain.workers``): the worker's own objects, explained by the one-cluster code.
+# Built with the explain tests' object factories; the e2e test asks the real workers of the federation.
+
+
+def _worker(holder_gpus: int, copy: bool = True) -> list[dict[str, Any]]:
+    from tests.explain import objects as o
+
+    held = o.workload("alpha", "holder", pods=1, gpus=holder_gpus, queue="alpha", admitted_to="alpha")
+    objs = [o.flavor(), o.cluster_queue("alpha", 4, reserved=holder_gpus), o.namespace("alpha"), held]
+    objs.append(o.local_queue("alpha", "alpha"))
+    if copy:
+        short = holder_gpus  # 4 GPUs asked of 4, holder_gpus of them held
+        objs.append(o.workload("alpha", "job-x", pods=1, gpus=4, queue="alpha", message=o.short(short)))
+    return objs
+
+
+@pytest.mark.parametrize(
+    ("objects", "state", "reason", "text"),
+    [
+        (_worker(1), "Pending", "WaitsForQuota", "1 more"),
+        (_worker(4), "Pending", "WaitsForQuota", "4 more"),
+        (_worker(1, copy=False), "NoCopy", "NoCopy", "no copy of alpha/job-x on west"),
+    ],
+    ids=["one-short", "full", "no-copy"],
+)
+def test_each_workers_copy_is_explained_by_that_workers_state(
+    objects: list[dict[str, Any]], state: str, reason: str, text: str
+) -> None:
+    from gpufleet.explain.workers import worker_copy
+
+    found = worker_copy("west", objects, "alpha", "job-x", None).to_json()
+    assert (found["cluster"], found["state"], found["verdict"]["reason"]) == ("west", state, reason)
+    assert text in (found["kueue"]["message"] or "") + found["verdict"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("reason", "ask"),
+    [("DispatchedToWorker", False), ("AwaitingWorker", True), ("DispatchRetrying", True), (None, False)],
+)
+def test_the_workers_are_asked_only_while_none_holds_the_workload(reason: str | None, ask: bool) -> None:
+    from gpufleet.explain.workers import worth_asking
+
+    assert worth_asking(reason) is ask
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [("west", "expected CLUSTER=KUBECONFIG"), ("=x", "expected CLUSTER=KUBECONFIG")]
+)
+def test_a_malformed_worker_is_a_located_error(value: str, message: str) -> None:
+    from typer.testing import CliRunner
+
+    from gpufleet.cli import app
+
+    result = CliRunner().invoke(app, ["why", "alpha/x", "--worker", value])
+    assert result.exit_code == 2 and message in result.output and "--worker" in result.output, result.output

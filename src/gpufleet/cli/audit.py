@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import socket
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,6 +25,7 @@ from rich.text import Text
 from gpufleet.cli.audit_common import (
     DEFAULT_LEDGER,
     EXIT_FINDING,
+    FLEET_LEDGER_HELP,
     LEDGER_HELP,
     audited,
     open_read,
@@ -87,10 +89,22 @@ def record(
     checkpoint_origin: Annotated[
         str | None, typer.Option("--checkpoint-origin", help="The checkpoints' origin (default: the key's name).")
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster", help="This cluster's name in a federation (the policy's clusters[].name), on every record."
+        ),
+    ] = None,
 ) -> None:
     """Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."""
+    from gpufleet.recorder.derive import LabelKeys
     from gpufleet.recorder.publish import CheckpointPolicy, parse_targets
     from gpufleet.recorder.service import LostLeadership, RecorderConfig, run  # heavy imports only here
+
+    if cluster is not None:
+        from gpufleet.ledger.fleet import cluster_name
+
+        cluster_name(cluster, "--cluster")
 
     if checkpoint_key is None and checkpoint_to:
         raise InputError.one("--checkpoint-to needs --checkpoint-key to sign with", path="--checkpoint-to")
@@ -119,6 +133,7 @@ def record(
         metrics_host=metrics_host,
         metrics_port=metrics_port,
         checkpoints=checkpoints,
+        keys=LabelKeys(cluster=cluster),
     )
     try:
         asyncio.run(run(config))
@@ -158,18 +173,21 @@ def who(
     gpu: Annotated[
         str | None, typer.Option("--gpu", help="Device ID on the node (GPU index, MIG or DRA device).")
     ] = None,
-    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    ledger: Annotated[list[str] | None, typer.Option("--ledger", help=FLEET_LEDGER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     wide: Annotated[bool, typer.Option("--wide", help="Always a table, as wide as its longest values.")] = False,
 ) -> None:
-    """Who held GPUs on a node at a time: workload, team, model, data class, checkpoint."""
-    from gpufleet.ledger import queries
+    """Who held GPUs on a node at a time: workload, team, model, data class, checkpoint (and cluster)."""
+    from gpufleet.ledger import fleet
 
     moment = _time(at, "--at")
-    with _open(ledger) as opened:
-        holdings = queries.who(opened, node, moment, gpu)
+    refs = fleet.parse_refs(ledger or [DEFAULT_LEDGER])
+    with ExitStack() as stack:
+        opened = [(ref, stack.enter_context(_open(ref.url))) for ref in refs]
+        holdings = fleet.who(opened, node, moment, gpu)
     rows = [
         {
+            "cluster": f.cluster,
             "workload": f"{h.allocation.namespace}/{h.allocation.name}",
             "attempt": h.allocation.attempt,
             "team": h.allocation.team,
@@ -184,15 +202,28 @@ def who(
             "until": format_time(h.allocation.finished) if h.allocation.finished else None,
             "simulated": h.allocation.simulated,
         }
-        for h in holdings
+        for f in holdings
+        for h in (f.holding,)
     ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
+    where = "any cluster's ledger" if len(refs) > 1 else "the ledger"
     if not rows:
-        console.print(f"Nobody held GPUs on {node} at {format_time(moment)} according to the ledger.")
+        console.print(f"Nobody held GPUs on {node} at {format_time(moment)} according to {where}.")
         return
-    headers = ("workload", "team", "model", "data class", "checkpoint", "GPUs", "devices", "from", "until")
+    clustered = any(f.cluster is not None for f in holdings)
+    headers: tuple[str, ...] = (
+        "workload",
+        "team",
+        "model",
+        "data class",
+        "checkpoint",
+        "GPUs",
+        "devices",
+        "from",
+        "until",
+    )
     cells: list[tuple[str, ...]] = [
         (
             f"{h.allocation.namespace}/{h.allocation.name}" + (" [simulated]" if h.allocation.simulated else ""),
@@ -205,8 +236,12 @@ def who(
             format_time(h.allocation.quota_reserved) if h.allocation.quota_reserved else "–",
             format_time(h.allocation.finished) if h.allocation.finished else "still held",
         )
-        for h in holdings
+        for f in holdings
+        for h in (f.holding,)
     ]
+    if clustered:
+        headers = ("cluster", *headers)
+        cells = [(f.cluster or "–", *row) for f, row in zip(holdings, cells, strict=True)]
     _print_uncut(f"GPUs on {node} at {format_time(moment)}", headers, cells, wide=wide)
 
 
@@ -238,21 +273,34 @@ def _print_uncut(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...
 def why(
     *,
     workload: Annotated[str, typer.Argument(metavar="NAMESPACE/NAME", help="The Workload (or the Job's Workload).")],
-    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    ledger: Annotated[list[str] | None, typer.Option("--ledger", help=FLEET_LEDGER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Why a workload waited: each pending reason, who held the quota, preemptions, where it ran."""
-    from gpufleet.ledger import queries
+    """Why a workload waited: each pending reason, who held the quota, preemptions, where it ran.
+
+    With several --ledger (one per worker of a federation), each cluster's account of its copy."""
+    from gpufleet.ledger import fleet, queries
 
     namespace, name = workload_name(workload)
-    with _open(ledger) as opened:
-        explanation = queries.why(opened, namespace, name)
+    refs = fleet.parse_refs(ledger or [DEFAULT_LEDGER])
+    with ExitStack() as stack:
+        opened = [(ref, stack.enter_context(_open(ref.url))) for ref in refs]
+        found = fleet.why(opened, namespace, name)
     if as_json:
-        typer.echo(json.dumps(queries.explain_json(explanation), indent=2))
+        if len(refs) == 1:  # one ledger: the one-cluster shape, as before, with the cluster named
+            typer.echo(
+                json.dumps({**queries.explain_json(found[0].explanation), "cluster": found[0].cluster}, indent=2)
+            )
+        else:
+            clusters = [{"cluster": f.cluster, **queries.explain_json(f.explanation)} for f in found]
+            typer.echo(json.dumps({"workload": f"{namespace}/{name}", "clusters": clusters}, indent=2))
         return
-    for line in queries.explain_text(explanation):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-        console.print()
+    for f in found:
+        if len(refs) > 1 or f.cluster is not None:
+            console.print(f"cluster {f.cluster or '(not named)'}:", markup=False, highlight=False, soft_wrap=True)
+        for line in queries.explain_text(f.explanation):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+            console.print()
 
 
 @audit_app.command()

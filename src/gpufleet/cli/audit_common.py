@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 DEFAULT_LEDGER = "gpufleet-ledger.db"
 LEDGER_HELP = "SQLite file path or database URL (postgresql://user@host/db)."
+FLEET_LEDGER_HELP = (
+    "SQLite file path or database URL, or NAME=URL naming its cluster; repeat for each worker's ledger of a federation."
+)
 EXIT_FINDING = 1
 
 P = ParamSpec("P")

@@ -16,6 +16,7 @@ from gpufleet.cli.common import JsonOpt, console, guarded, print_table
 from gpufleet.errors import InputError
 from gpufleet.explain.report import why_json
 from gpufleet.explain.why import explain
+from gpufleet.explain.workers import WorkerCopy, unreachable, worker_copy, worth_asking
 from gpufleet.twin.resources import format_quantity
 from gpufleet.yamldoc import read_single
 
@@ -38,6 +39,39 @@ def target(text: str) -> tuple[str, str]:
     if not slash or not namespace or not name or "/" in name:
         raise InputError.one(f"expected NAMESPACE/NAME of a Workload or Job, got {text!r}", path="NS/NAME")
     return namespace, name
+
+
+def _worker_copies(report: Doc, workers: list[tuple[str, Path]], kueue_config: Path | None) -> list[Doc] | None:
+    """Each worker's copy, while no worker holds the Workload (None: not asked)."""
+    dispatch = report.get("dispatch") or {}
+    if not workers or not worth_asking(dispatch.get("reason")):
+        return None
+    namespace, _, name = str(report["workload"]).partition("/")
+    return [_worker_copy(c, path, kueue_config, namespace, name).to_json() for c, path in workers]
+
+
+def _workers(values: list[str]) -> list[tuple[str, Path]]:
+    """``--worker CLUSTER=KUBECONFIG`` values, each cluster once, or exit 2 saying what was expected."""
+    out: list[tuple[str, Path]] = []
+    for value in values:
+        cluster, sep, path = value.partition("=")
+        if not sep or not cluster or not path:
+            raise InputError.one(f"expected CLUSTER=KUBECONFIG, got {value!r}", path="--worker")
+        if any(cluster == c for c, _ in out):
+            raise InputError.one(f"worker {cluster} given twice", path="--worker")
+        out.append((cluster, Path(path)))
+    return out
+
+
+def _worker_copy(cluster: str, path: Path, kueue_config: Path | None, namespace: str, name: str) -> WorkerCopy:
+    """One worker's copy; a worker that cannot be read is reported as such, not as the whole answer's
+    failure (a lost worker is exactly when a manager's user asks)."""
+    try:
+        state = kube.read_kueue_state(path)
+        config, _ = configuration(state, kueue_config)
+    except InputError as exc:
+        return unreachable(cluster, "; ".join(p.message for p in exc.problems))
+    return worker_copy(cluster, state.objects, namespace, name, config)
 
 
 def configuration(state: kube.KueueState, path: Path | None) -> tuple[Doc | None, str]:
@@ -71,16 +105,26 @@ def why(
     ledger: Annotated[
         str | None, typer.Option("--ledger", help="The ledger the expected admission's runtimes come from")
     ] = None,
+    worker: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--worker",
+            help="On a MultiKueue manager: CLUSTER=KUBECONFIG of a worker (repeat); while no worker holds the "
+            "Workload, each worker's copy is explained",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Why a Workload waits: Kueue's reason, what holds its quota, what lets it in; with --policy, when it starts.
 
     Reads only. With --policy (and --ledger for the runtimes), the expected admission is added."""
+    workers = _workers(worker or [])  # before any cluster is reached: a mistake costs no listing
     namespace, name = target(workload)
     state = kube.read_kueue_state(kubeconfig, with_jobs=policy is not None)
     config, source = configuration(state, kueue_config)
     report = why_json(explain(state.objects, namespace, name, config))
     report["kueueConfiguration"] = source
+    report["workers"] = _worker_copies(report, workers, kueue_config)
     report["forecast"] = None
     if policy is not None and report["state"] == "Pending":
         report["forecast"] = expected(policy, state, ledger, f"{namespace}/{report['job'] or name}", report["workload"])
@@ -132,6 +176,8 @@ def print_why(r: Doc) -> None:
     _line("Answer:", f"{r['verdict']['reason']}: {r['verdict']['message']}", 2)
     if r.get("dispatch"):
         _line("MultiKueue:", f"{r['dispatch']['reason']}: {r['dispatch']['text']}", 2)
+    for copy in r.get("workers") or []:
+        _line(f"Worker {copy['cluster']}:", _copy_text(copy), 4)
     if r.get("forecast"):
         _line("Expected:", r["forecast"]["text"], 2)
     if r["state"] != "Pending" or r["preemption"] is None:
@@ -166,6 +212,14 @@ def print_why(r: Doc) -> None:
             )  # fmt: skip
     print_table(queues)
     _print_remedies(r)
+
+
+def _copy_text(copy: Doc) -> str:
+    verdict, kueue = copy["verdict"], copy["kueue"]
+    if copy["state"] in ("NoCopy", "Unreachable"):
+        return f"{copy['state']}: {verdict['message']}"
+    said = f"{kueue['reason'] or 'no reason yet'}: {kueue['message'] or '(no message)'}"
+    return f"{copy['state']}; Kueue says {said}; {verdict['reason']}: {verdict['message']}"
 
 
 def _print_remedies(r: Doc) -> None:

@@ -40,6 +40,7 @@ class _AllocationForm(msgspec.Struct):
     attempt: int
     borrowing: bool | None
     checkpoint: str | None
+    cluster: str | msgspec.UnsetType  # UNSET (no key) while the record names no cluster, as ``to_plain``
     cluster_queue: str
     created: _Time
     data_class: str | None
@@ -65,6 +66,7 @@ class _AllocationForm(msgspec.Struct):
 
 
 class _WaitForm(msgspec.Struct):
+    cluster: str | msgspec.UnsetType
     end: _Time | None
     index: int
     kind: str
@@ -95,6 +97,7 @@ def _form(record: Record) -> _AllocationForm | _WaitForm:
             a.attempt,
             a.borrowing,
             a.checkpoint,
+            msgspec.UNSET if a.cluster is None else a.cluster,
             a.cluster_queue,
             _stime(a.created),  # type: ignore[arg-type]  # never None for a datetime
             a.data_class,
@@ -120,6 +123,7 @@ def _form(record: Record) -> _AllocationForm | _WaitForm:
         )
     w = record
     return _WaitForm(
+        msgspec.UNSET if w.cluster is None else w.cluster,
         _stime(w.end),
         w.index,
         "WaitInterval",

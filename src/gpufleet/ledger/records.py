@@ -70,6 +70,10 @@ class Allocation:
     Keyed by workload UID and attempt number (1 for the first admission, +1 after each eviction), so
     a replayed event rebuilds the same key. A later change (it started, it finished) is a new
     version of the same key, never an edit of an old one.
+
+    ``cluster`` names the worker cluster of a federation whose recorder wrote the record, so the chain
+    signs where the GPUs were. Its key is left out of the canonical form while it is None: every
+    record written before the field existed keeps its bytes, and its ledger still verifies.
     """
 
     workload_uid: str
@@ -97,6 +101,7 @@ class Allocation:
     end_message: str
     borrowing: bool | None  # None: the source could not tell
     simulated: bool
+    cluster: str | None = None  # the cluster that held the GPUs (``record --cluster``); None: one cluster
 
     @property
     def key(self) -> str:
@@ -130,6 +135,7 @@ class WaitInterval:
     start: datetime
     end: datetime | None
     simulated: bool
+    cluster: str | None = None  # the cluster the workload waited in (``record --cluster``); None: one cluster
 
     @property
     def key(self) -> str:
@@ -172,9 +178,27 @@ def _time(value: datetime | None) -> str | None:
 
 # The dicts below are spelled out field by field, keys in sorted order, so that the encoder's
 # output is sorted without sorting (a property test holds it to ``json.dumps(..., sort_keys=True)``).
+# ``cluster`` is the one key written only when set (see ``Allocation``); it sorts first in a wait and
+# between ``checkpoint`` and ``cluster_queue`` in an allocation.
 
 
 def _allocation(a: Allocation) -> dict[str, Any]:
+    if a.cluster is not None:
+        return _clustered(_unclustered(a), "cluster_queue", a.cluster)
+    return _unclustered(a)
+
+
+def _clustered(plain: dict[str, Any], before: str, cluster: str) -> dict[str, Any]:
+    """``plain`` with ``"cluster"`` inserted before the key ``before``: still in sorted order."""
+    out: dict[str, Any] = {}
+    for key, value in plain.items():
+        if key == before:
+            out["cluster"] = cluster
+        out[key] = value
+    return out
+
+
+def _unclustered(a: Allocation) -> dict[str, Any]:
     return {
         "admitted": _time(a.admitted),
         "attempt": a.attempt,
@@ -206,6 +230,11 @@ def _allocation(a: Allocation) -> dict[str, Any]:
 
 
 def _wait(w: WaitInterval) -> dict[str, Any]:
+    plain = _unclustered_wait(w)
+    return plain if w.cluster is None else _clustered(plain, "end", w.cluster)
+
+
+def _unclustered_wait(w: WaitInterval) -> dict[str, Any]:
     return {
         "end": _time(w.end),
         "index": w.index,

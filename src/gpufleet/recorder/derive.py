@@ -25,12 +25,15 @@ from gpufleet.recorder.pods import GPU_PREFIX, merge_placements, placements, qua
 
 @dataclass(frozen=True, slots=True)
 class LabelKeys:
-    """Where gpufleet's policy keeps the audit labels (the policy file's defaults)."""
+    """Where gpufleet's policy keeps the audit labels (the policy file's defaults), and the name of
+    the cluster the recorder watches (``record --cluster``): in a federation each worker's recorder
+    writes its own ledger, and every record it writes names the worker, so the chain signs it."""
 
     team: str = "gpufleet.io/team"
     model: str = "gpufleet.io/model"
     data_class: str = "gpufleet.io/data-class"
     checkpoint: str = "gpufleet.io/checkpoint"
+    cluster: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +181,7 @@ def _template(workload: Mapping[str, Any], job: Mapping[str, Any] | None, keys: 
         "end_message": "",
         "borrowing": None,
         "simulated": False,
+        "cluster": keys.cluster,
     }
     values.update(fields)
     return Allocation(**values)

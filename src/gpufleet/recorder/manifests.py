@@ -49,7 +49,7 @@ def _rules() -> list[dict[str, Any]]:
     ]
 
 
-def _container(image: str, ledger_url: str | None, namespace: str) -> dict[str, Any]:
+def _container(image: str, ledger_url: str | None, namespace: str, cluster: str | None) -> dict[str, Any]:
     env: list[dict[str, Any]] = [
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
@@ -78,6 +78,7 @@ def _container(image: str, ledger_url: str | None, namespace: str) -> dict[str, 
             "log",
             "--checkpoint-to",
             f"configmap:{namespace}/{CHECKPOINT_CONFIGMAP}",
+            *(() if cluster is None else ("--cluster", cluster)),
         ],
         "env": env,
         "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
@@ -126,9 +127,13 @@ def _checkpoint_configmap(namespace: str) -> list[dict[str, Any]]:
     ]
 
 
-def recorder_objects(namespace: str, image: str, ledger_url: str | None) -> list[dict[str, Any]]:
+def recorder_objects(
+    namespace: str, image: str, ledger_url: str | None, cluster: str | None = None
+) -> list[dict[str, Any]]:
     """ServiceAccount, ClusterRole + binding, Lease Role + binding, the checkpoint ConfigMap and its
     Role + binding, Deployment, and a PVC for SQLite.
+
+    ``cluster`` (a federation's worker) is passed as ``record --cluster``: every record names it.
 
     ``ledger_url`` is not embedded (it may hold a password): a PostgreSQL ledger is read from the
     Secret ``gpufleet-ledger`` (key ``url``), which the operator creates.
@@ -137,7 +142,7 @@ def recorder_objects(namespace: str, image: str, ledger_url: str | None) -> list
     pod_spec: dict[str, Any] = {
         "serviceAccountName": NAME,
         "securityContext": {"runAsUser": 65532, "runAsGroup": 65532, "fsGroup": 65532},
-        "containers": [_container(image, ledger_url, namespace)],
+        "containers": [_container(image, ledger_url, namespace, cluster)],
     }
     # group-readable: the pod's fsGroup owns the projected file, the key stays unreadable to others
     pod_spec["volumes"] = [{"name": "ledger-key", "secret": {"secretName": KEY_SECRET, "defaultMode": 0o440}}]

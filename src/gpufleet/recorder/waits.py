@@ -53,6 +53,7 @@ def wait_records(
                 start=start,
                 end=None,
                 simulated=False,
+                cluster=keys.cluster,
             )
         )
     elif open_ is not None:

@@ -65,10 +65,11 @@ def image_of(fleet: Fleet, image: str | None = None) -> str:
     return image or fleet.policy.cluster.image or DEFAULT_WEBHOOK_IMAGE
 
 
-def recorder_objects(fleet: Fleet, image: str = DEFAULT_WEBHOOK_IMAGE) -> list[Obj]:
-    """The recorder that writes the ledger from the cluster's watch (same image as the webhook)."""
+def recorder_objects(fleet: Fleet, image: str = DEFAULT_WEBHOOK_IMAGE, cluster: str | None = None) -> list[Obj]:
+    """The recorder that writes the ledger from the cluster's watch (same image as the webhook);
+    ``cluster`` names a federation's worker on every record it writes."""
     postgres = fleet.policy.recorder.ledger == "postgresql"
-    return recorder_manifests(NAMESPACE, image, "secret" if postgres else None)
+    return recorder_manifests(NAMESPACE, image, "secret" if postgres else None, cluster)
 
 
 def render(fleet: Fleet, *, image: str | None = None) -> Bundle:

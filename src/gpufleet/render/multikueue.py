@@ -181,8 +181,10 @@ def manager_files(fleet: Fleet) -> list[RenderedFile]:
 
 def worker_bundle(fleet: Fleet, cluster: str, *, image: str | None = None) -> Bundle:
     """One worker's bundle: gpufleet's one-cluster render of its pools, with the zone LocalQueues and
-    the residency backstop, and without the admission webhook (whose rules want team-named queues)."""
-    from gpufleet.render import render
+    the residency backstop, and without the admission webhook (whose rules want team-named queues).
+    Its recorder writes the worker's own ledger with ``--cluster``: the pods and nodes are the worker's,
+    the manager's Workload only names the worker (docs/multikueue.md, "Evidence across clusters")."""
+    from gpufleet.render import image_of, recorder_objects, render
 
     policy = fleet.policy
     own = resolve(project(policy, {cluster}))
@@ -196,6 +198,8 @@ def worker_bundle(fleet: Fleet, cluster: str, *, image: str | None = None) -> Bu
             continue  # its Python rules name queues after teams only; the policies below hold in a federation
         if f.name == "admission-policy.yaml":
             files.append(RenderedFile(f.name, without_team_queue_rule(f.objects) + residency_policy(policy, cluster)))
+        elif f.name == "recorder.yaml":  # the worker's own ledger, each record naming the worker
+            files.append(RenderedFile(f.name, recorder_objects(own, image_of(own, image), cluster)))
         else:
             files.append(f)
         if f.name == "kueue-localqueues.yaml":

@@ -42,6 +42,10 @@ def forecast(
         bool, typer.Option("--arrivals/--no-arrivals", help="Sample work not yet submitted from the arrivals seen")
     ] = True,
     as_json: JsonOpt = False,
+    serve: Annotated[
+        str | None, typer.Option("--serve", help="Export the live forecast as Prometheus metrics on HOST:PORT")
+    ] = None,
+    every: Annotated[float, typer.Option("--every", min=1, help="With --serve: seconds between rounds")] = 60,
 ) -> None:
     """When each waiting workload is expected to be admitted: quantiles of simulated futures, what they rest on.
 
@@ -57,6 +61,11 @@ def forecast(
     from gpufleet.trace import read_trace
 
     settings = Settings(samples=samples, seed=seed, arrivals=arrivals)
+    if serve is not None:
+        from gpufleet.cli.forecast_serve import serve_forecasts
+
+        serve_forecasts(policy, serve, every, trace=trace, at=at, workload=workload, kubeconfig=kubeconfig, ledger=ledger, settings=settings)  # fmt: skip
+        return
     if trace is None:
         if at is not None:
             raise InputError.one("--at is a moment of a trace: give --trace too, or leave --at out", path="--at")

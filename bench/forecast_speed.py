@@ -174,7 +174,7 @@ def main() -> None:
         f"{cpu:.2f} CPU-s; target {TARGET_ALL_S:.0f} s: {wall / TARGET_ALL_S:.2f}x the target"
     )
     first = next(w["workload"] for w in doc["workloads"] if w["admissionSeconds"])
-    one = whole_path_one(fleet, objects, records, settings, first)
+    one = whole_path_one(fleet, objects, records, settings, key=first)
     print(
         f"forecast, one workload ({first}, as `why` and --workload): {one[1]:.2f} s wall, {one[2]:.2f} CPU-s; "
         f"target {TARGET_ONE_S:.0f} s: {one[1] / TARGET_ONE_S:.2f}x the target"
@@ -182,7 +182,7 @@ def main() -> None:
 
 
 def whole_path_one(
-    fleet: Fleet, objects: list[Obj], records: list[Allocation], settings: Settings, key: str
+    fleet: Fleet, objects: list[Obj], records: list[Allocation], settings: Settings, *, key: str
 ) -> tuple[Any, float, float]:
     """``forecast --workload KEY``: the whole path, then the one entry."""
 

@@ -253,9 +253,17 @@ EXPECTED: dict[tuple[str, str], dict[tuple[tuple[str, str], ...], float]] = {
         L(team="nlp", status="active"): 0,
     },
     ("gpufleet-queue", "Expected admission per pending workload (forecast median, from its round)"): {
-        L(namespace="research", workload="job-a-x1y2z", job_name="job-a", team="research", cluster_queue="research",
-          quantile="0.5", job="gpufleet-forecast", instance="10.0.0.9:9091"): 1500,
-    },  # fmt: skip
+        L(
+            namespace="research",
+            workload="job-a-x1y2z",
+            job_name="job-a",
+            team="research",
+            cluster_queue="research",
+            quantile="0.5",
+            job="gpufleet-forecast",
+            instance="10.0.0.9:9091",
+        ): 1500,
+    },
     ("gpufleet-queue", "Pending workloads the forecast gives no figure, by reason"): {
         L(cluster_queue="research", reason="TooLittleHistory"): 2
     },

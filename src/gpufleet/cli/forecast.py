@@ -64,7 +64,18 @@ def forecast(
     if serve is not None:
         from gpufleet.cli.forecast_serve import serve_forecasts
 
-        serve_forecasts(policy, serve, every, trace=trace, at=at, workload=workload, kubeconfig=kubeconfig, ledger=ledger, settings=settings)  # fmt: skip
+        serve_forecasts(
+            policy,
+            serve,
+            every,
+            trace=trace,
+            at=at,
+            workload=workload,
+            kubeconfig=kubeconfig,
+            ledger=ledger,
+            settings=settings,
+            read_records=ledger_records,
+        )
         return
     if trace is None:
         if at is not None:

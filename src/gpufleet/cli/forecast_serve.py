@@ -1,9 +1,10 @@
 """``gpufleet forecast --serve HOST:PORT``: the forecast exporter (``gpufleet.forecast.exporter``),
-wired to the cluster's listing and the ledger."""
+wired to the cluster's listing and the ledger (``read_records``: ``cli.forecast.ledger_records``)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,11 @@ def serve_forecasts(
     kubeconfig: Path | None,
     ledger: str | None,
     settings: Any,
+    read_records: Callable[[str | None], list[Any]],
 ) -> None:
     """Check everything a round needs before serving (a bad policy, address or ledger exits 2 at once,
     not at the first round), then serve until killed."""
     from gpufleet import kube
-    from gpufleet.cli.forecast import ledger_records
     from gpufleet.forecast.exporter import ForecastExporter, parse_address, serve
     from gpufleet.policy import load_policy, resolve
 
@@ -36,9 +37,9 @@ def serve_forecasts(
         )
     parse_address(address)
     fleet = resolve(load_policy(policy))
-    ledger_records(ledger)  # a missing or foreign ledger is refused now; each round reads it afresh
+    read_records(ledger)  # a missing or foreign ledger is refused now; each round reads it afresh
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     exporter = ForecastExporter(
-        fleet, lambda: kube.read_kueue_state(kubeconfig).objects, lambda: ledger_records(ledger), settings
+        fleet, lambda: kube.read_kueue_state(kubeconfig).objects, lambda: read_records(ledger), settings
     )
     serve(exporter, address, every)

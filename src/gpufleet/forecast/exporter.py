@@ -149,6 +149,7 @@ class ForecastExporter(Collector):
         read_objects: Callable[[], Sequence[Obj]],
         read_records: Callable[[], Sequence[Record]],
         settings: Settings,
+        *,
         config: SimulationConfig | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
@@ -188,12 +189,18 @@ class ForecastExporter(Collector):
         with self.lock:
             last, failures = self.last, dict(self.failures)
         admission = GaugeMetricFamily(
-            ADMISSION, "Expected admission of a waiting Workload, seconds from the round's moment", labels=[*LABELS, "quantile"]
+            ADMISSION,
+            "Expected admission of a waiting Workload, seconds from the round's moment",
+            labels=[*LABELS, "quantile"],
         )
         declined = GaugeMetricFamily(
-            DECLINED, "1 for a waiting Workload the forecast gives no figure, with the reason", labels=[*LABELS, "reason"]
+            DECLINED,
+            "1 for a waiting Workload the forecast gives no figure, with the reason",
+            labels=[*LABELS, "reason"],
         )
-        stamp = GaugeMetricFamily("gpufleet_forecast_round_timestamp_seconds", "Unix time of the last good round's moment")
+        stamp = GaugeMetricFamily(
+            "gpufleet_forecast_round_timestamp_seconds", "Unix time of the last good round's moment"
+        )
         took = GaugeMetricFamily("gpufleet_forecast_round_duration_seconds", "Wall time of the last good round")
         failed = CounterMetricFamily(
             "gpufleet_forecast_round_failures", "Rounds that failed, by reason", labels=["reason"]
@@ -234,4 +241,4 @@ def parse_address(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise InputError.one(f"expected HOST:PORT (such as 0.0.0.0:9091), got {address!r}", path="--serve")
-    return host or "0.0.0.0", int(port)  # noqa: S104 - an empty host is every interface, as the user asked
+    return host or "0.0.0.0", int(port)

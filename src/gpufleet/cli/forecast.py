@@ -46,6 +46,9 @@ def forecast(
         str | None, typer.Option("--serve", help="Export the live forecast as Prometheus metrics on HOST:PORT")
     ] = None,
     every: Annotated[float, typer.Option("--every", min=1, help="With --serve: seconds between rounds")] = 60,
+    workers: Annotated[
+        int, typer.Option("--workers", min=0, help="Processes the samples run in (0: every core); same answer")
+    ] = 0,
 ) -> None:
     """When each waiting workload is expected to be admitted: quantiles of simulated futures, what they rest on.
 
@@ -60,7 +63,7 @@ def forecast(
     from gpufleet.simulate.config import SimulationConfig
     from gpufleet.trace import read_trace
 
-    settings = Settings(samples=samples, seed=seed, arrivals=arrivals)
+    settings = Settings(samples=samples, seed=seed, arrivals=arrivals, workers=workers or cores())
     if serve is not None:
         from gpufleet.cli.forecast_serve import serve_forecasts
 
@@ -107,6 +110,13 @@ def forecast(
         typer.echo(json.dumps(doc, indent=2))
         return
     print_forecast(doc)
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity, where the platform tells)."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def ledger_records(ledger: str | None) -> list[Any]:

@@ -144,7 +144,7 @@ def forecast(moment: Moment, settings: Settings) -> Report:
     sources: Counter[str] = Counter()
 
     def one(k: int) -> _Sampled:
-        return _sample(moment, settings, frozen, waiting, alive, rates, k)
+        return _sample(moment, settings, frozen=frozen, waiting=waiting, alive=alive, rates=rates, k=k)
 
     for sampled in _samples(settings.samples, settings.workers, one):  # in the samples' order
         for key, delay, names in sampled.waiting:
@@ -167,6 +167,7 @@ class _Sampled:
 def _sample(
     moment: Moment,
     settings: Settings,
+    *,
     frozen: bytes,
     waiting: list[JobRun],
     alive: list[JobRun],

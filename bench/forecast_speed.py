@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
+import json
 import math
 import os
 import random
@@ -169,6 +171,7 @@ def main() -> None:
     )
     state, wall, cpu = timed(lambda: live_state(objects, fleet, NOW))
     print(f"  live_state (listing into the replay's jobs): {wall:.2f} s wall, {cpu:.2f} CPU-s")
+    print(f"  load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
@@ -178,9 +181,12 @@ def main() -> None:
         print(f"  profile of forecast_live written to {args.profile}; {summary(report)}")
     doc, wall, cpu = timed(lambda: whole_path(fleet, objects, records, settings))
     given = sum(1 for w in doc["workloads"] if w["admissionSeconds"])
+    # the answer's fingerprint: runs with the same seed must print the same, whatever --workers
+    answer = [(w["workload"], w["admissionSeconds"], w["waitsFor"]) for w in doc["workloads"]]
+    digest = hashlib.sha256(json.dumps(answer, sort_keys=True).encode()).hexdigest()[:16]
     print(
         f"forecast, every pending workload (the CLI's path minus the API server): {wall:.2f} s wall, "
-        f"{cpu:.2f} CPU-s; {len(doc['workloads'])} forecasts, {given} with a figure; "
+        f"{cpu:.2f} CPU-s; {len(doc['workloads'])} forecasts, {given} with a figure (answer {digest}); "
         f"target {TARGET_ALL_S:.0f} s: {wall / TARGET_ALL_S:.2f}x the target"
     )
     # `why NS/NAME` and `forecast --workload` run this same forecast and keep one entry: timing it again

@@ -127,6 +127,29 @@ def _checkpoint_configmap(namespace: str) -> list[dict[str, Any]]:
     ]
 
 
+def cluster_reader(
+    name: str, namespace: str, labels: dict[str, str], rules: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A ServiceAccount and the ClusterRole (``rules``) bound to it, all named ``name``: what a
+    component that reads the cluster runs as (the recorder, the forecast exporter)."""
+
+    def meta(namespaced: bool) -> dict[str, Any]:
+        return {"name": name, "labels": dict(labels), **({"namespace": namespace} if namespaced else {})}
+
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(True)},
+        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": meta(False), "rules": rules},
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": meta(False),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        },
+    ]
+
+
 def recorder_objects(
     namespace: str, image: str, ledger_url: str | None, cluster: str | None = None
 ) -> list[dict[str, Any]]:
@@ -149,20 +172,7 @@ def recorder_objects(
     if sqlite:
         pod_spec["volumes"].append({"name": "ledger", "persistentVolumeClaim": {"claimName": NAME}})
     objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": _meta(NAME),
-            "rules": _rules(),
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": _meta(NAME),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
-        },
+        *cluster_reader(NAME, namespace, LABELS, _rules()),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpufleet.recorder.manifests import cluster_reader
+
 NAME = "gpufleet-forecast"
 LABELS = {
     "app.kubernetes.io/name": NAME,
@@ -86,20 +88,7 @@ def forecast_objects(namespace: str, image: str, policy_yaml: str) -> list[dict[
         "volumes": [{"name": "policy", "configMap": {"name": f"{NAME}-policy"}}],
     }
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": _meta(NAME),
-            "rules": _rules(),
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": _meta(NAME),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
-        },
+        *cluster_reader(NAME, namespace, LABELS, _rules()),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",

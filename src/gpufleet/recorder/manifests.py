@@ -17,6 +17,7 @@ since a recorder that publishes no checkpoint leaves a rewritten ledger undetect
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 NAME = "gpufleet-recorder"
@@ -33,11 +34,23 @@ KEY_DIR = "/etc/gpufleet/ledger-key"
 CHECKPOINT_CONFIGMAP = "gpufleet-ledger-checkpoint"  # key "checkpoint": the latest signed checkpoint
 
 
-def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": dict(LABELS)}
+RESTRICTED = {  # a container's securityContext: the restricted Pod Security profile's
+    "runAsNonRoot": True,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+
+
+def meta_of(name: str, labels: dict[str, str], namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
     if namespace is not None:
         meta["namespace"] = namespace
     return meta
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    return meta_of(name, LABELS, namespace)
 
 
 def _rules() -> list[dict[str, Any]]:
@@ -85,12 +98,7 @@ def _container(image: str, ledger_url: str | None, namespace: str, cluster: str 
         "livenessProbe": {**probe, "failureThreshold": 6},
         "readinessProbe": probe,
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
-        "securityContext": {
-            "runAsNonRoot": True,
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": copy.deepcopy(RESTRICTED),
     }
     container["volumeMounts"] = [{"name": "ledger-key", "mountPath": KEY_DIR, "readOnly": True}]
     if ledger_url is None:
@@ -134,7 +142,7 @@ def cluster_reader(
     component that reads the cluster runs as (the recorder, the forecast exporter)."""
 
     def meta(namespaced: bool) -> dict[str, Any]:
-        return {"name": name, "labels": dict(labels), **({"namespace": namespace} if namespaced else {})}
+        return meta_of(name, labels, namespace if namespaced else None)
 
     rbac = "rbac.authorization.k8s.io/v1"
     return [

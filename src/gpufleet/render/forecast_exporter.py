@@ -14,9 +14,10 @@ replica would compute the same figures, and two would double the series.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from gpufleet.recorder.manifests import cluster_reader
+from gpufleet.recorder.manifests import RESTRICTED, cluster_reader, meta_of
 
 NAME = "gpufleet-forecast"
 LABELS = {
@@ -32,10 +33,7 @@ LEDGER_SECRET = "gpufleet-ledger"  # the recorder's: key "url", a PostgreSQL URL
 
 
 def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": dict(LABELS)}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    return meta
+    return meta_of(name, LABELS, namespace)
 
 
 def _rules() -> list[dict[str, Any]]:
@@ -69,12 +67,7 @@ def _container(image: str) -> dict[str, Any]:
         "readinessProbe": {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 10},
         # a round of a busy cluster is tens of CPU-seconds (bench/forecast_speed.py): a core of its own
         "resources": {"requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
-        "securityContext": {
-            "runAsNonRoot": True,
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": copy.deepcopy(RESTRICTED),
         "volumeMounts": [{"name": "policy", "mountPath": POLICY_DIR, "readOnly": True}],
     }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -149,6 +150,8 @@ def live_document(
 
     fleet = resolve(load_policy(policy))
     state = live.live_state(objects, fleet, *cluster_now(server_time, datetime.now(UTC)))
+    if workload is not None:  # samples stop at its admission: the same answer, sooner
+        settings = replace(settings, only=frozenset({workload}))
     report = live.forecast_live(state, fleet, records, settings, SimulationConfig())
     doc = live.live_document(report, state, str(policy), ledger)
     if workload is not None:

@@ -45,6 +45,9 @@ class Settings:
     arrivals: bool = True
     horizon_s: int = 2 * DAY  # how far ahead: an admission later than this is "not within the horizon"
     workers: int = 1  # processes the samples run in (``_samples``); the answer does not depend on it
+    # only these workloads' forecasts (None: every waiting one). Each sample then stops once they are
+    # admitted; what happened until then, and so their answer, is the same as in the full forecast
+    only: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,10 @@ def quantile(values: list[float], q: float) -> float:
 
 def forecast(moment: Moment, settings: Settings) -> Report:
     paused, at = moment.simulation, moment.at
-    waiting = sorted((r for r in paused.runs if r.state in WAITING), key=lambda r: r.key)
+    waiting = sorted(
+        (r for r in paused.runs if r.state in WAITING and (settings.only is None or r.key in settings.only)),
+        key=lambda r: r.key,
+    )
     alive = [r for r in paused.runs if r.state not in DONE]
     rates = moment.arrivals.teams if settings.arrivals and moment.arrivals is not None else {}
     if moment.history.level(Shape("", "", "", 0), 0) is None:  # not even the fleet level answers

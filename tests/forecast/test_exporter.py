@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
-from gpufleet.forecast.estimate import Settings
-from gpufleet.forecast.exporter import ADMISSION, DECLINED, ForecastExporter, reason_of, serve
+from gpufleet.forecast.estimate import Basis, Forecast, Report, Settings
+from gpufleet.forecast.exporter import ADMISSION, DECLINED, NOT_WITHIN, ForecastExporter, figures, reason_of, serve
 from gpufleet.forecast.live import forecast_live, live_state
 from gpufleet.policy import Fleet, load_policy, resolve
 from gpufleet.render import kueue
@@ -105,6 +105,17 @@ def test_a_failed_round_serves_no_stale_figure(fleet: Fleet) -> None:
     got = series(ex)
     assert not [k for k in got if k[0] in (ADMISSION, DECLINED)]
     assert got[("gpufleet_forecast_round_failures_total", (("reason", "ConnectionError"),))] == 1
+
+
+def test_no_quantile_within_the_horizon_is_a_reason_not_a_figure(fleet: Fleet) -> None:
+    state = live_state(objects(fleet), fleet, NOW)
+    basis = Basis(state.at, 20, 3, False, {}, 12, {})
+    beyond = {"p10": None, "p50": None, "p90": None}
+    partly = {"p10": 600, "p50": None, "p90": None}
+    for quantiles, expected in ((beyond, {(DECLINED, NOT_WITHIN)}), (partly, {(ADMISSION, "0.1")})):
+        report = Report(basis, (Forecast("wf-alpha/wait", "wf-alpha", 900, quantiles, 1, 20, ()),))
+        got = {(g.metric, g.labels[-1]) for g in figures(objects(fleet), state, report, fleet) if g.labels[2] == "wait"}
+        assert got == expected
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,7 @@ Obj = dict[str, Any]
 ADMISSION = "gpufleet_forecast_admission_seconds"
 DECLINED = "gpufleet_forecast_declined"
 QUANTILES = (("p10", "0.1"), ("p50", "0.5"), ("p90", "0.9"))
+NOT_WITHIN = "NotWithinHorizon"  # admitted in too few samples within the horizon for even p10
 LABELS = ("namespace", "workload", "job_name", "team", "cluster_queue")  # not "job": the scrape's own label
 # a declined forecast's message (``Forecast.declined``) -> its machine reason, by prefix
 REASONS = (
@@ -122,10 +123,10 @@ def figures(objects: Sequence[Obj], state: LiveState, report: Report, fleet: Fle
         if f.declined:
             out.append(Figure(DECLINED, (*names, reason_of(f.declined)), 1.0))
             continue
-        for key, quantile in QUANTILES:
-            value = f.quantiles.get(key)
-            if value is not None:
-                out.append(Figure(ADMISSION, (*names, quantile), float(value)))
+        given = [(quantile, f.quantiles.get(key)) for key, quantile in QUANTILES]
+        out += [Figure(ADMISSION, (*names, quantile), float(v)) for quantile, v in given if v is not None]
+        if all(v is None for _, v in given):  # not even p10 within the horizon: no figure, and why
+            out.append(Figure(DECLINED, (*names, NOT_WITHIN), 1.0))
     teams = {ns: t.name for t in fleet.policy.teams for ns in t.namespaces}
     for key, reason, _ in state.skipped:
         wl = by_name.get(key)

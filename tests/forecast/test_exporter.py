@@ -47,7 +47,7 @@ def objects(fleet: Fleet) -> list[dict[str, Any]]:
 
 
 def exporter(fleet: Fleet, runs: int = 12) -> ForecastExporter:
-    return ForecastExporter(fleet, lambda: objects(fleet), lambda: history(runs), SETTINGS, clock=lambda: NOW)
+    return ForecastExporter(fleet, lambda: (objects(fleet), None), lambda: history(runs), SETTINGS, clock=lambda: NOW)
 
 
 def series(ex: ForecastExporter) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -93,11 +93,11 @@ def test_too_little_history_is_declined_not_invented(fleet: Fleet) -> None:
 def test_a_failed_round_serves_no_stale_figure(fleet: Fleet) -> None:
     calls = iter([objects(fleet)])
 
-    def listing() -> list[dict[str, Any]]:
+    def listing() -> tuple[list[dict[str, Any]], None]:
         found = next(calls, None)
         if found is None:
             raise ConnectionError("the API server went away")
-        return found
+        return found, None
 
     ex = ForecastExporter(fleet, listing, lambda: history(12), SETTINGS, clock=lambda: NOW)
     assert ex.round() is not None and any(k[0] == ADMISSION for k in series(ex))
@@ -124,7 +124,9 @@ def test_no_quantile_within_the_horizon_is_a_reason_not_a_figure(fleet: Fleet) -
         ("too little history: 3 finished runs", "TooLittleHistory"),
         ("the replay differs: it waits on the cluster, ...", "ReplayDiffers"),
         ("never admitted: it asks more than its team's quota can ever reach", "NeverAdmissible"),
-        ("something new", "NoEstimate"),
+        ("LedgerClockSkew: the ledger's clock is 5 min behind the cluster's", "LedgerClockSkew"),
+        ("MalformedDeclaredRuntime: gpufleet.io/expected-runtime is 'soon'", "MalformedDeclaredRuntime"),
+        ("something new: with a colon", "NoEstimate"),
     ],
 )
 def test_declined_messages_have_machine_reasons(message: str, reason: str) -> None:

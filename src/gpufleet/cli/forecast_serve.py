@@ -39,7 +39,10 @@ def serve_forecasts(
     fleet = resolve(load_policy(policy))
     read_records(ledger)  # a missing or foreign ledger is refused now; each round reads it afresh
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    exporter = ForecastExporter(
-        fleet, lambda: kube.read_kueue_state(kubeconfig).objects, lambda: read_records(ledger), settings
-    )
+
+    def listing() -> tuple[list[Any], Any]:
+        cluster = kube.read_kueue_state(kubeconfig, with_jobs=True)  # the Jobs: what owners declared
+        return cluster.objects + cluster.jobs, cluster.server_time
+
+    exporter = ForecastExporter(fleet, listing, lambda: read_records(ledger), settings)
     serve(exporter, address, every)

@@ -18,6 +18,7 @@ Every ``--every`` seconds a round lists the cluster's Kueue objects, forecasts e
   A quantile no sample reached within the horizon has no sample: there is no figure to give.
 - ``gpufleet_forecast_declined{namespace, workload, job_name, team, cluster_queue, reason}`` = 1 for a
   waiting Workload with no figure, the reason PascalCase (``TooLittleHistory``, ``ReplayDiffers``,
+  ``LedgerClockSkew``, ``MalformedDeclaredRuntime``,
   ``NeverAdmissible``, or the live state's own: ``NamespaceNotInPolicy``, ``PodSetsNotModelled``...).
 - ``gpufleet_forecast_round_timestamp_seconds``, ``..._round_duration_seconds``: the last good round.
 - ``gpufleet_forecast_round_failures_total{reason}``: rounds that failed (API server or ledger
@@ -30,6 +31,7 @@ the label Kueue's ``kueue_pending_workloads`` carries, so a query can join the t
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +44,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from gpufleet.errors import InputError
+from gpufleet.forecast.clock import cluster_now
 from gpufleet.forecast.estimate import Report, Settings
 from gpufleet.forecast.live import LiveState, forecast_live, live_state
 from gpufleet.ledger.records import Record
@@ -54,6 +57,7 @@ Obj = dict[str, Any]
 ADMISSION = "gpufleet_forecast_admission_seconds"
 DECLINED = "gpufleet_forecast_declined"
 QUANTILES = (("p10", "0.1"), ("p50", "0.5"), ("p90", "0.9"))
+_PASCAL = re.compile(r"(?:[A-Z][a-z0-9]+)+")
 NOT_WITHIN = "NotWithinHorizon"  # admitted in too few samples within the horizon for even p10
 LABELS = ("namespace", "workload", "job_name", "team", "cluster_queue")  # not "job": the scrape's own label
 # a declined forecast's message (``Forecast.declined``) -> its machine reason, by prefix
@@ -83,6 +87,11 @@ class Round:
 
 
 def reason_of(declined: str) -> str:
+    """The machine reason of a declined forecast: a message that starts with one (``LedgerClockSkew: ...``,
+    ``MalformedDeclaredRuntime: ...``) gives it; the others by their prefix (``REASONS``)."""
+    head = declined.partition(":")[0]
+    if _PASCAL.fullmatch(head):
+        return head
     return next((reason for prefix, reason in REASONS if declined.startswith(prefix)), "NoEstimate")
 
 
@@ -140,21 +149,22 @@ def figures(objects: Sequence[Obj], state: LiveState, report: Report, fleet: Fle
 
 
 class ForecastExporter(Collector):
-    """Runs rounds and serves the last one. ``read_objects`` is the live listing (``kube.read_kueue_state``
-    in the CLI); ``read_records`` the ledger's allocations. Both are called once per round; ``clock`` is
-    the round's *now* (a test's fixed moment)."""
+    """Runs rounds and serves the last one. ``read_cluster`` is the live listing and the API server's
+    clock (``kube.read_kueue_state`` with the Jobs, in the CLI); ``read_records`` the ledger's
+    allocations. Both are called once per round. The round's *now* is the API server's clock where it
+    sent one, else ``clock`` (this machine's; a test's fixed moment), as ``gpufleet forecast`` does."""
 
     def __init__(
         self,
         fleet: Fleet,
-        read_objects: Callable[[], Sequence[Obj]],
+        read_cluster: Callable[[], tuple[Sequence[Obj], datetime | None]],
         read_records: Callable[[], Sequence[Record]],
         settings: Settings,
         *,
         config: SimulationConfig | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self.fleet, self.read_objects, self.read_records = fleet, read_objects, read_records
+        self.fleet, self.read_cluster, self.read_records = fleet, read_cluster, read_records
         self.settings, self.config, self.clock = settings, config or SimulationConfig(), clock
         self.last: Round | None = None
         self.failures: dict[str, int] = {}
@@ -163,9 +173,9 @@ class ForecastExporter(Collector):
     def round(self) -> Round | None:
         """One round; a failure is logged and counted, and leaves no figure served."""
         started = time.monotonic()
-        now = self.clock()
         try:
-            objects = list(self.read_objects())
+            listed, server_time = self.read_cluster()
+            objects = list(listed)
             records = list(self.read_records())
         except InputError as exc:
             self._failed("InputRefused", exc)
@@ -173,7 +183,8 @@ class ForecastExporter(Collector):
         except Exception as exc:  # an unreachable API server or database: the next round tries again
             self._failed(type(exc).__name__, exc)
             return None
-        state = live_state(objects, self.fleet, now)
+        now, now_from = cluster_now(server_time, self.clock())
+        state = live_state(objects, self.fleet, now, now_from)
         report = forecast_live(state, self.fleet, records, self.settings, self.config)
         done = Round(now.timestamp(), time.monotonic() - started, figures(objects, state, report, self.fleet))
         with self.lock:

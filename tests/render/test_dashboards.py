@@ -121,6 +121,22 @@ def operations_series(w: Windows) -> str:
     _linear(om, "gpufleet_webhook_denials_total", {**hook, "reason": "MissingLabel"}, a, 3)
     for le in ("0.005", "0.25", "+Inf"):
         _linear(om, "gpufleet_webhook_review_seconds_bucket", {**hook, "endpoint": "validate", "le": le}, a, 18)
+    # the forecast exporter: research's job-a expected in 25 min (p50), nlp's job-b in 5 min, but Kueue
+    # counts no pending workload in nlp (admitted since the round): the panel shows job-a only
+    fc = {"job": "gpufleet-forecast", "instance": "10.0.0.9:9091"}
+    for ns, job, cq, q, value in [
+        ("research", "job-a", "research", "0.5", 1500),
+        ("research", "job-a", "research", "0.9", 4000),
+        ("nlp", "job-b", "nlp", "0.5", 300),
+    ]:
+        labels = {**fc, "namespace": ns, "workload": f"{job}-x1y2z", "job_name": job, "team": ns, "cluster_queue": cq}
+        om.add("gpufleet_forecast_admission_seconds", {**labels, "quantile": q}, a, value)
+    for ns, job, reason in [("research", "job-c", "TooLittleHistory"), ("research", "job-d", "TooLittleHistory")]:
+        labels = {**fc, "namespace": ns, "workload": f"{job}-x1y2z", "job_name": job, "cluster_queue": ns}
+        om.add("gpufleet_forecast_declined", {**labels, "reason": reason}, a, 1)
+    om.add("gpufleet_forecast_round_timestamp_seconds", fc, a, 0)
+    rounds = om.families["gpufleet_forecast_round_timestamp_seconds"].series[tuple(sorted(fc.items()))]
+    rounds[:] = [(t, t - 90) for t, _ in rounds]  # each round 90 s before the scrape
     # the API server: the admission policy denies one request per scrape, 20 in 10 minutes
     _linear(
         om,
@@ -236,6 +252,21 @@ EXPECTED: dict[tuple[str, str], dict[tuple[tuple[str, str], ...], float]] = {
         L(team="research", status="inadmissible"): 1,
         L(team="nlp", status="active"): 0,
     },
+    ("gpufleet-queue", "Expected admission per pending workload (forecast median, from its round)"): {
+        L(
+            namespace="research",
+            workload="job-a-x1y2z",
+            job_name="job-a",
+            team="research",
+            cluster_queue="research",
+            quantile="0.5",
+            job="gpufleet-forecast",
+            instance="10.0.0.9:9091",
+        ): 1500,
+    },
+    ("gpufleet-queue", "Pending workloads the forecast gives no figure, by reason"): {
+        L(cluster_queue="research", reason="TooLittleHistory"): 2
+    },
     ("gpufleet-queue", "Admission wait, 90th percentile (1 h)"): {L(team="research"): 304},
     ("gpufleet-queue", "Admitted active workloads per team"): {L(team="research"): 2, L(team="nlp"): 1},
     ("gpufleet-queue", "Quota used / nominal per team and flavor"): {
@@ -284,6 +315,7 @@ EXPECTED: dict[tuple[str, str], dict[tuple[tuple[str, str], ...], float]] = {
     ("gpufleet-operations", "Recorder replicas holding the Lease"): {L(): 1},
     ("gpufleet-operations", "Recorder lag behind the API server"): {L(): 12},
     ("gpufleet-operations", "Age of the newest ledger checkpoint"): {L(): 600},
+    ("gpufleet-operations", "Age of the last forecast round"): {L(): 90},
     ("gpufleet-operations", "Ledger records written per second"): {L(kind="allocation"): 0.1},
     ("gpufleet-operations", "Recorder watch restarts per hour"): {L(resource="pods", cause="expired"): 6},
     ("gpufleet-operations", "Webhook reviews per second"): {
@@ -300,6 +332,22 @@ PANELS = {(board.uid, p.title): p for board in dashboards(FLEET) for p in board.
 
 def test_every_panel_has_an_expected_answer() -> None:
     assert set(PANELS) == set(EXPECTED)
+
+
+def test_the_forecast_sits_beside_kueues_pending_count() -> None:
+    """The forecast panel reads the exporter's metric joined to Kueue's pending count, and Grafana
+    lays it out in the pending count's row (two panels a row)."""
+    from gpufleet.forecast.exporter import ADMISSION
+    from gpufleet.render.dashboards import grafana_json, queue_dashboard
+
+    board = grafana_json(queue_dashboard(FLEET))
+    by_title = {p["title"]: p for p in board["panels"]}
+    forecast = by_title["Expected admission per pending workload (forecast median, from its round)"]
+    pending = by_title["Pending workloads per team"]
+    expr = forecast["targets"][0]["expr"]
+    assert ADMISSION in expr and "kueue_pending_workloads" in expr
+    assert forecast["gridPos"]["y"] == pending["gridPos"]["y"] and forecast["gridPos"]["x"] != pending["gridPos"]["x"]
+    assert forecast["fieldConfig"]["defaults"]["unit"] == "s"
 
 
 @pytest.mark.parametrize("key", sorted(EXPECTED), ids=lambda k: f"{k[0]}:{k[1]}")

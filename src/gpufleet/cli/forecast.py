@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -42,6 +43,13 @@ def forecast(
         bool, typer.Option("--arrivals/--no-arrivals", help="Sample work not yet submitted from the arrivals seen")
     ] = True,
     as_json: JsonOpt = False,
+    serve: Annotated[
+        str | None, typer.Option("--serve", help="Export the live forecast as Prometheus metrics on HOST:PORT")
+    ] = None,
+    every: Annotated[float, typer.Option("--every", min=1, help="With --serve: seconds between rounds")] = 60,
+    workers: Annotated[
+        int, typer.Option("--workers", min=0, help="Processes the samples run in (0: every core); same answer")
+    ] = 0,
 ) -> None:
     """When each waiting workload is expected to be admitted: quantiles of simulated futures, what they rest on.
 
@@ -56,7 +64,23 @@ def forecast(
     from gpufleet.simulate.config import SimulationConfig
     from gpufleet.trace import read_trace
 
-    settings = Settings(samples=samples, seed=seed, arrivals=arrivals)
+    settings = Settings(samples=samples, seed=seed, arrivals=arrivals, workers=workers or cores())
+    if serve is not None:
+        from gpufleet.cli.forecast_serve import serve_forecasts
+
+        serve_forecasts(
+            policy,
+            serve,
+            every,
+            trace=trace,
+            at=at,
+            workload=workload,
+            kubeconfig=kubeconfig,
+            ledger=ledger,
+            settings=settings,
+            read_records=ledger_records,
+        )
+        return
     if trace is None:
         if at is not None:
             raise InputError.one("--at is a moment of a trace: give --trace too, or leave --at out", path="--at")
@@ -89,6 +113,13 @@ def forecast(
     print_forecast(doc)
 
 
+def cores() -> int:
+    """The cores this process may run on (its affinity, where the platform tells)."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def ledger_records(ledger: str | None) -> list[Any]:
     """The ledger's allocations (none without a ledger), read-only."""
     from gpufleet.ledger.store import Ledger
@@ -119,6 +150,8 @@ def live_document(
 
     fleet = resolve(load_policy(policy))
     state = live.live_state(objects, fleet, *cluster_now(server_time, datetime.now(UTC)))
+    if workload is not None:  # samples stop at its admission: the same answer, sooner
+        settings = replace(settings, only=frozenset({workload}))
     report = live.forecast_live(state, fleet, records, settings, SimulationConfig())
     doc = live.live_document(report, state, str(policy), ledger)
     if workload is not None:

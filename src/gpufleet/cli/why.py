@@ -137,12 +137,12 @@ def why(
 def expected(policy: Path, state: kube.KueueState, ledger: str | None, key: str, workload: str) -> Doc:
     """The workload's forecast (``gpufleet forecast``'s entry for ``key``, NS/JOB), or why there is
     none (``workload``, NS/NAME of the Workload, left out of the replay)."""
-    from gpufleet.cli.forecast import ledger_records, live_document
+    from gpufleet.cli.forecast import cores, ledger_records, live_document
     from gpufleet.forecast.estimate import Settings
 
     doc = live_document(
-        policy, state.objects + state.jobs, ledger=ledger, records=ledger_records(ledger), settings=Settings(),
-        workload=key, server_time=state.server_time,
+        policy, state.objects + state.jobs, ledger=ledger, records=ledger_records(ledger),
+        settings=Settings(workers=cores()), workload=key, server_time=state.server_time,
     )  # fmt: skip
     found = doc["workloads"]
     if found:

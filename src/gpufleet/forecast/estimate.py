@@ -17,10 +17,12 @@ give the same answer.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import pickle
 import random
 from bisect import bisect_left, bisect_right
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gpufleet.forecast.arrivals import ArrivalModel
@@ -42,6 +44,10 @@ class Settings:
     seed: int = 0
     arrivals: bool = True
     horizon_s: int = 2 * DAY  # how far ahead: an admission later than this is "not within the horizon"
+    workers: int = 1  # processes the samples run in (``_samples``); the answer does not depend on it
+    # only these workloads' forecasts (None: every waiting one). Each sample then stops once they are
+    # admitted; what happened until then, and so their answer, is the same as in the full forecast
+    only: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,10 @@ def quantile(values: list[float], q: float) -> float:
 
 def forecast(moment: Moment, settings: Settings) -> Report:
     paused, at = moment.simulation, moment.at
-    waiting = sorted((r for r in paused.runs if r.state in WAITING), key=lambda r: r.key)
+    waiting = sorted(
+        (r for r in paused.runs if r.state in WAITING and (settings.only is None or r.key in settings.only)),
+        key=lambda r: r.key,
+    )
     alive = [r for r in paused.runs if r.state not in DONE]
     rates = moment.arrivals.teams if settings.arrivals and moment.arrivals is not None else {}
     if moment.history.level(Shape("", "", "", 0), 0) is None:  # not even the fleet level answers
@@ -139,38 +148,95 @@ def forecast(moment: Moment, settings: Settings) -> Report:
     delays: dict[str, list[float]] = {r.key: [] for r in waiting}
     freed: dict[str, Counter[str]] = {r.key: Counter() for r in waiting}
     sources: Counter[str] = Counter()
-    for k in range(settings.samples):
-        rng = random.Random(settings.seed * 1_000_003 + k)
-        sim: Simulation = pickle.loads(frozen)
-        durations = {}
-        history = moment.history.bootstrap(rng)
-        for r in alive:
-            draw = history.draw(shape_of(r, kinds=moment.kinds), ran_at_least(r, at), rng, moment.declared.get(r.key))
-            assert draw is not None  # the fleet level answers (checked above)
-            durations[r.key] = draw.runtime_s
-            sources[draw.source] += 1
-        sim.retime(at, durations)
-        if rates and moment.arrivals is not None:
-            sim.join(_arrivals(moment, history, settings, rng, k))
-        _run_until_admitted(sim, at, at + settings.horizon_s, {r.key: len(r.attempts) - 1 for r in waiting})
-        ends = sorted(
-            (a.ended, r.key)
-            for r in sim.runs
-            for a in r.attempts
-            if a.end_reason == "Finished" and a.ended is not None and a.ended > at
-        )
-        times = [t for t, _ in ends]
-        for r in waiting:
-            run = sim.by_key[r.key]
-            admitted = admission(run, len(r.attempts) - 1)
-            if admitted is None:
-                delays[r.key].append(math.inf)
-                continue
-            delays[r.key].append(admitted - at)
-            lo, hi = bisect_left(times, admitted - FREED_BY_S), bisect_right(times, admitted)
-            freed[r.key].update({key for _, key in ends[lo:hi] if key != r.key})
+
+    def one(k: int) -> _Sampled:
+        return _sample(moment, settings, frozen=frozen, waiting=waiting, alive=alive, rates=rates, k=k)
+
+    for sampled in _samples(settings.samples, settings.workers, one):  # in the samples' order
+        for key, delay, names in sampled.waiting:
+            delays[key].append(delay)
+            freed[key].update(names)
+        sources.update(sampled.sources)
     basis = Basis(at, settings.samples, settings.seed, bool(rates), rates, moment.history.runs, dict(sources))
     return Report(basis, tuple(_forecast(r, at, delays[r.key], freed[r.key], settings.samples) for r in waiting))
+
+
+@dataclass(frozen=True)
+class _Sampled:
+    """One sample's outcome: per waiting workload its delay (inf: not within the horizon) and the
+    workloads whose end freed its quota; the runtime sources drawn."""
+
+    waiting: tuple[tuple[str, float, frozenset[str]], ...]
+    sources: Counter[str]
+
+
+def _sample(
+    moment: Moment,
+    settings: Settings,
+    *,
+    frozen: bytes,
+    waiting: list[JobRun],
+    alive: list[JobRun],
+    rates: dict[str, float],
+    k: int,
+) -> _Sampled:
+    """Sample ``k``: its own generator (seed and number), so it does not depend on the others or on
+    the process it runs in."""
+    at = moment.at
+    rng = random.Random(settings.seed * 1_000_003 + k)
+    sim: Simulation = pickle.loads(frozen)
+    durations = {}
+    sources: Counter[str] = Counter()
+    history = moment.history.bootstrap(rng)
+    for r in alive:
+        draw = history.draw(shape_of(r, kinds=moment.kinds), ran_at_least(r, at), rng, moment.declared.get(r.key))
+        assert draw is not None  # the fleet level answers (checked by the caller)
+        durations[r.key] = draw.runtime_s
+        sources[draw.source] += 1
+    sim.retime(at, durations)
+    if rates and moment.arrivals is not None:
+        sim.join(_arrivals(moment, history, settings, rng, k))
+    _run_until_admitted(sim, at, at + settings.horizon_s, {r.key: len(r.attempts) - 1 for r in waiting})
+    ends = sorted(
+        (a.ended, r.key)
+        for r in sim.runs
+        for a in r.attempts
+        if a.end_reason == "Finished" and a.ended is not None and a.ended > at
+    )
+    times = [t for t, _ in ends]
+    out: list[tuple[str, float, frozenset[str]]] = []
+    for r in waiting:
+        admitted = admission(sim.by_key[r.key], len(r.attempts) - 1)
+        if admitted is None:
+            out.append((r.key, math.inf, frozenset()))
+            continue
+        lo, hi = bisect_left(times, admitted - FREED_BY_S), bisect_right(times, admitted)
+        out.append((r.key, float(admitted - at), frozenset(key for _, key in ends[lo:hi] if key != r.key)))
+    return _Sampled(tuple(out), sources)
+
+
+_WORK: Callable[[int], _Sampled] | None = None  # what forked workers run: set in the parent before the fork
+
+
+def _shared(k: int) -> _Sampled:
+    assert _WORK is not None
+    return _WORK(k)
+
+
+def _samples(count: int, workers: int, one: Callable[[int], _Sampled]) -> list[_Sampled]:
+    """Every sample, in order, in ``workers`` processes. Forked, so the workers share the paused run
+    and the history with the parent instead of receiving them pickled; each sample's generator is
+    its own (seed and number), so the answer does not depend on how many workers ran it."""
+    workers = min(workers, count)
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [one(k) for k in range(count)]
+    global _WORK  # noqa: PLW0603 - the forked children inherit it; nothing else reads it
+    _WORK = one
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_shared, range(count), chunksize=1)
+    finally:
+        _WORK = None
 
 
 def _run_until_admitted(sim: Simulation, at: int, end: int, keys: dict[str, int]) -> None:

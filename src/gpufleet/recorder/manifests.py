@@ -17,6 +17,7 @@ since a recorder that publishes no checkpoint leaves a rewritten ledger undetect
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 NAME = "gpufleet-recorder"
@@ -33,11 +34,23 @@ KEY_DIR = "/etc/gpufleet/ledger-key"
 CHECKPOINT_CONFIGMAP = "gpufleet-ledger-checkpoint"  # key "checkpoint": the latest signed checkpoint
 
 
-def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": dict(LABELS)}
+RESTRICTED = {  # a container's securityContext: the restricted Pod Security profile's
+    "runAsNonRoot": True,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
+
+
+def meta_of(name: str, labels: dict[str, str], namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
     if namespace is not None:
         meta["namespace"] = namespace
     return meta
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    return meta_of(name, LABELS, namespace)
 
 
 def _rules() -> list[dict[str, Any]]:
@@ -85,12 +98,7 @@ def _container(image: str, ledger_url: str | None, namespace: str, cluster: str 
         "livenessProbe": {**probe, "failureThreshold": 6},
         "readinessProbe": probe,
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
-        "securityContext": {
-            "runAsNonRoot": True,
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": copy.deepcopy(RESTRICTED),
     }
     container["volumeMounts"] = [{"name": "ledger-key", "mountPath": KEY_DIR, "readOnly": True}]
     if ledger_url is None:
@@ -127,6 +135,29 @@ def _checkpoint_configmap(namespace: str) -> list[dict[str, Any]]:
     ]
 
 
+def cluster_reader(
+    name: str, namespace: str, labels: dict[str, str], rules: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A ServiceAccount and the ClusterRole (``rules``) bound to it, all named ``name``: what a
+    component that reads the cluster runs as (the recorder, the forecast exporter)."""
+
+    def meta(namespaced: bool) -> dict[str, Any]:
+        return meta_of(name, labels, namespace if namespaced else None)
+
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(True)},
+        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": meta(False), "rules": rules},
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": meta(False),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        },
+    ]
+
+
 def recorder_objects(
     namespace: str, image: str, ledger_url: str | None, cluster: str | None = None
 ) -> list[dict[str, Any]]:
@@ -149,20 +180,7 @@ def recorder_objects(
     if sqlite:
         pod_spec["volumes"].append({"name": "ledger", "persistentVolumeClaim": {"claimName": NAME}})
     objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": _meta(NAME),
-            "rules": _rules(),
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": _meta(NAME),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
-        },
+        *cluster_reader(NAME, namespace, LABELS, _rules()),
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",

@@ -9,6 +9,7 @@ from gpufleet.recorder.manifests import recorder_objects as recorder_manifests
 from gpufleet.render import dra, gpu_operator, kueue, nodes, scheduler, serving
 from gpufleet.render.bundle import Bundle, RenderedFile, describe, write_bundle
 from gpufleet.render.common import Obj, meta, obj
+from gpufleet.render.forecast_exporter import forecast_objects
 from gpufleet.render.monitoring import monitoring_files
 
 CONFIG_HEADER = """Kueue manager Configuration fields gpufleet relies on. This is not an API object: merge it into
@@ -72,6 +73,17 @@ def recorder_objects(fleet: Fleet, image: str = DEFAULT_WEBHOOK_IMAGE, cluster: 
     return recorder_manifests(NAMESPACE, image, "secret" if postgres else None, cluster)
 
 
+def forecast_exporter_objects(fleet: Fleet, image: str = DEFAULT_WEBHOOK_IMAGE) -> list[Obj]:
+    """The forecast exporter (``gpufleet.render.forecast_exporter``), with a PostgreSQL ledger only: it runs
+    the policy itself, carried in a ConfigMap as YAML."""
+    if fleet.policy.recorder.ledger != "postgresql":
+        return []
+    import yaml
+
+    text = yaml.safe_dump(fleet.policy.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=False)
+    return forecast_objects(NAMESPACE, image, text)
+
+
 def render(fleet: Fleet, *, image: str | None = None) -> Bundle:
     """Every object the policy implies, grouped into files; empty concerns produce no file. ``image``
     (see ``image_of``) is what the webhook and recorder Deployments run."""
@@ -96,6 +108,7 @@ def render(fleet: Fleet, *, image: str | None = None) -> Bundle:
         RenderedFile("serving.yaml", serving.serving_objects(fleet)),
         RenderedFile("admission-policy.yaml", validating_admission_policy(fleet)),
         RenderedFile("recorder.yaml", recorder_objects(fleet, own_image)),
+        RenderedFile("forecast-exporter.yaml", forecast_exporter_objects(fleet, own_image)),
         RenderedFile("admission-webhook.yaml", webhook, resource=False, header=WEBHOOK_HEADER),
     ]
     if dra_on:

@@ -20,6 +20,7 @@ from gpufleet.render.common import Obj, meta, obj
 
 SIDECAR_LABEL = {"grafana_dashboard": "1"}
 LEADER = promql.KUEUE_LEADER
+FORECAST = "gpufleet-forecast"  # the forecast exporter's job (``gpufleet forecast --serve``)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,21 @@ def queue_dashboard(fleet: Fleet) -> Dashboard:
         "gpufleet / Queue and quota",
         (
             Panel("Pending workloads per team", f"sum by (team, status) ({r.TEAM_PENDING})", "{{team}} {{status}}"),
+            # beside the pending count: when each of them is expected to start (the forecast's median),
+            # only while Kueue still counts its ClusterQueue's workloads as pending, so an admission
+            # since the exporter's last round does not leave a stale figure on the panel
+            Panel(
+                "Expected admission per pending workload (forecast median, from its round)",
+                f'gpufleet_forecast_admission_seconds{{quantile="0.5"}} and on (cluster_queue) '
+                f"(sum by (cluster_queue) (kueue_pending_workloads{{{LEADER}}}) > 0)",
+                "{{namespace}}/{{job_name}}",
+                "s",
+            ),
+            Panel(
+                "Pending workloads the forecast gives no figure, by reason",
+                "sum by (cluster_queue, reason) (gpufleet_forecast_declined)",
+                "{{cluster_queue}} {{reason}}",
+            ),
             Panel("Admission wait, 90th percentile (1 h)", r.TEAM_WAIT_P90, "{{team}}", "s"),
             Panel("Admitted active workloads per team", r.TEAM_ADMITTED_ACTIVE, "{{team}}"),
             Panel(
@@ -114,6 +130,11 @@ def operations_dashboard(fleet: Fleet) -> Dashboard:
         Panel("Recorder replicas holding the Lease", f"sum(gpufleet_recorder_leader{{{recorder}}})"),
         Panel("Recorder lag behind the API server", f"max(gpufleet_recorder_lag_seconds{{{recorder}}})", unit="s"),
         Panel("Age of the newest ledger checkpoint", f"time() - max({CHECKPOINT_METRIC}{{{recorder}}})", unit="s"),
+        Panel(
+            "Age of the last forecast round",
+            f'time() - max(gpufleet_forecast_round_timestamp_seconds{{job="{FORECAST}"}})',
+            unit="s",
+        ),
         Panel(
             "Ledger records written per second",
             f"sum by (kind) (rate(gpufleet_recorder_records_written_total{{{recorder}}}[5m]))",

@@ -18,6 +18,7 @@ from gpufleet.render import alertmanager, alerts, recording
 from gpufleet.render.bundle import RenderedFile
 from gpufleet.render.common import Obj, meta, obj
 from gpufleet.render.dashboards import dashboard_configmaps
+from gpufleet.render.forecast_exporter import NAME as FORECAST
 
 API = "monitoring.coreos.com/v1"
 FOLDER = "monitoring"
@@ -49,7 +50,8 @@ def prometheus_rules(fleet: Fleet) -> list[Obj]:
 
 
 def pod_monitors(fleet: Fleet) -> list[Obj]:
-    """Scrape the recorder (plain HTTP) and the webhook (HTTPS, verified against its own certificate).
+    """Scrape the recorder (plain HTTP), the webhook (HTTPS, verified against its own certificate) and,
+    where it is rendered (a PostgreSQL ledger), the forecast exporter (plain HTTP, every 60 s: its rounds').
 
     ``jobLabel`` takes the job from the pods' ``app.kubernetes.io/name``, so ``job`` is the component's
     name whatever the monitor's namespace; the alerts select on it.
@@ -69,6 +71,7 @@ def pod_monitors(fleet: Fleet) -> list[Obj]:
             },
         )
 
+    forecast = [monitor(FORECAST, {"port": "metrics", "interval": "60s"})]
     return [
         monitor(RECORDER, {"port": "metrics"}),
         monitor(
@@ -83,6 +86,7 @@ def pod_monitors(fleet: Fleet) -> list[Obj]:
                 },
             },
         ),
+        *(forecast if fleet.policy.recorder.ledger == "postgresql" else []),
     ]
 
 

@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 import yaml
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from gpufleet.evidence import allocation, tracks
+from gpufleet.forecast.estimate import Settings
+from gpufleet.forecast.exporter import ADMISSION, DECLINED, Figure, ForecastExporter, Round
 from gpufleet.policy import parse_policy, resolve
 from gpufleet.recorder.metrics import Metrics as RecorderMetrics
 from gpufleet.render import promql
@@ -405,7 +407,17 @@ def _exposed(registry_text: bytes) -> set[str]:
     return names
 
 
-def test_gpufleet_metric_names_are_the_ones_the_recorder_and_webhook_expose() -> None:
+def _forecast_exposed() -> set[str]:
+    """The forecast exporter's names, with one round's figures of each kind served."""
+    exporter = ForecastExporter(FLEET, lambda: ([], None), list, Settings())
+    exporter.last = Round(0.0, 1.0, (Figure(ADMISSION, ("a",) * 6, 60.0), Figure(DECLINED, ("a",) * 6, 1.0)))
+    exporter.failures["InputRefused"] = 1
+    registry = CollectorRegistry()
+    registry.register(exporter)
+    return _exposed(generate_latest(registry))
+
+
+def test_gpufleet_metric_names_are_the_ones_the_recorder_webhook_and_forecast_expose() -> None:
     """Exercise the real metric objects once so every labelled series appears, then compare names."""
     recorder, webhook = RecorderMetrics(), WebhookMetrics()
     recorder.events.labels("pods", "ADDED").inc()
@@ -415,6 +427,7 @@ def test_gpufleet_metric_names_are_the_ones_the_recorder_and_webhook_expose() ->
     webhook.denials.labels("MissingLabel").inc()
     webhook.latency.labels("validate").observe(0.001)
     exposed = _exposed(generate_latest(recorder.registry)) | _exposed(generate_latest(webhook.registry))
+    exposed |= _forecast_exposed()
     used = {
         name
         for text in (yaml.safe_dump(alert_rules(FLEET)),)

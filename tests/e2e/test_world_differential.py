@@ -6,6 +6,9 @@ seeded ensemble of ``simulate`` runs on the same trace: every measure's sim-to-r
 within the real-vs-real floor (``simulate.differential.judge``). Then the first run's own ledger goes
 through ``gpufleet trace convert --from-ledger`` and ``simulate`` under the same policy, which must
 reproduce the recorded run within that floor, and under another policy, where every job must run.
+The first run also keeps, at moments of its busy part, what ``gpufleet forecast`` reads of the live
+cluster; forecast afterwards, each waiting Workload's interval is checked against when the real Kueue
+admitted it (issue 34).
 The run folders (testbed logs, bundle, ledger) stay in pytest's temporary folder.
 """
 
@@ -19,7 +22,11 @@ import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
+from gpufleet.forecast.calibration import final_line, row, summarize
+from gpufleet.forecast.estimate import Settings
+from gpufleet.forecast.snapshots import Snapshot, hindsight
 from gpufleet.policy import load_policy, resolve
+from gpufleet.simulate.config import SimulationConfig
 from gpufleet.simulate.differential import WorldMeasures, ensemble, ensemble_config, from_records, judge
 from gpufleet.testbed.world import ORIGIN, RealRun, run_real, run_simulated
 from gpufleet.trace.compression import check_runnable, compress
@@ -58,6 +65,10 @@ REPLAY_RACE_BOUND = frozenset(
 # What a race-bound measure may still not exceed: the race decides one victim, never two.
 RACE_SLACK = {"preemptions InCohortReclamation": 1.0}
 CI_RUNS = 2  # the bench runs the scenario's three; two fit CI's budget
+# When the first run keeps a live forecast's inputs (seconds after trace second 0): from just before the
+# trace's last arrival (143 s compressed) to its drain. A figure needs 10 finished runs in the ledger,
+# which the simulated run holds from about 170 s on; the earlier probes are answered "too little history".
+PROBES = tuple(range(120, 300, 15))
 
 
 @dataclass
@@ -76,7 +87,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     real = []
     for i in range(CI_RUNS):
         run = run_real(fleet, jobs, tmp_path_factory.mktemp(f"world-{i}"), binaries,
-                       drain_timeout_s=scenario.drain_timeout_s)  # fmt: skip
+                       drain_timeout_s=scenario.drain_timeout_s, probes=PROBES if i == 0 else ())  # fmt: skip
         assert not run.undrained, f"Jobs still running at the drain deadline: {run.undrained}"
         assert not run.unrecorded, f"Jobs succeeded that the ledger holds no finish for: {run.unrecorded}"
         real.append(run)
@@ -140,3 +151,52 @@ def test_the_recorded_ledger_runs_under_another_policy(runs: Runs, tmp_path: Pat
     none is pinned to a GPU model no node carries."""
     replay = _replayed(runs, SCENARIOS / "fair.yaml", tmp_path)
     assert replay.jobs >= len(small().jobs) - 1 and replay.finished == replay.jobs
+
+
+def _waiting(snap: Snapshot) -> set[str]:
+    """namespace/Job of every Workload the snapshot lists as waiting for quota (read here from the raw
+    objects, apart from the forecast's own reading)."""
+    out = set()
+    for wl in snap.objects:
+        conditions = {c["type"]: c["status"] for c in wl.get("status", {}).get("conditions", [])}
+        if conditions.get("Finished") == "True" or conditions.get("QuotaReserved") == "True":
+            continue
+        job = next(o["name"] for o in wl["metadata"]["ownerReferences"] if o["kind"] == "Job")
+        out.add(f"{wl['metadata']['namespace']}/{job}")
+    return out
+
+
+def test_forecasts_made_during_the_real_run_against_the_real_kueue(runs: Runs) -> None:
+    """``gpufleet forecast``'s answers at the first run's probes, checked against Kueue's admissions."""
+    scenario = small()
+    run = runs.real[0]
+    assert run.snapshots, "no probe was taken during the run"
+    found = hindsight(run.snapshots, scenario.fleet(), run.records, run.origin, settings=Settings(samples=40),
+                      config=SimulationConfig(), time_factor=scenario.factor)  # fmt: skip
+    for c in found.checks:
+        print(
+            f"{c.at:>4} s {c.workload:<12} p10 {c.p10:>5.0f} p50 {c.p50:>5.0f} p90 {c.p90:>5.0f} real {c.actual:>5.0f}"
+        )
+    for d in found.declined:
+        print(f"{d.at:>4} s {d.workload:<12} no figure: {d.reason}")
+    for r in summarize(found.checks, lambda c: c.team):
+        print(
+            f"{r.label:<8} {r.admissions:>3} admissions, 80 % covers {r.coverage:.0%}, median error {r.median_error:.0%}"
+        )
+    print(final_line(found.checks, "testbed"))
+    # every Workload waiting at a probe has a figure or the answer's reason, none is lost
+    at = {int((s.now - run.origin).total_seconds()): _waiting(s) for s in run.snapshots}
+    answered: dict[int, set[str]] = {t: set() for t in at}
+    for c in found.checks:
+        answered[c.at].add(c.workload)
+    for d in found.declined:
+        answered[d.at].add(d.workload)
+    assert answered == at
+    # the reasons are the forecast's honest ones: history too short early on, a replay that differs
+    assert all(d.reason.startswith(("too little history", "the replay differs")) for d in found.declined)
+    # every Job of the trace ran, so every checked Workload was admitted, and every figure is a figure
+    assert all(c.p10 <= c.p50 <= c.p90 and c.actual < float("inf") and c.p50 < float("inf") for c in found.checks)
+    # the ledger holds 10 finishes from about 170 s on, when Workloads still wait: some are forecast
+    assert found.checks, "no Workload waiting at a probe got a figure"
+    total = row("all", found.checks)
+    assert 0.0 <= total.coverage <= 1.0 and total.median_error < float("inf")

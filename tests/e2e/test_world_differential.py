@@ -198,5 +198,11 @@ def test_forecasts_made_during_the_real_run_against_the_real_kueue(runs: Runs) -
     assert all(c.p10 <= c.p50 <= c.p90 and c.actual < float("inf") and c.p50 < float("inf") for c in found.checks)
     # the ledger holds 10 finishes from about 170 s on, when Workloads still wait: some are forecast
     assert found.checks, "no Workload waiting at a probe got a figure"
+    # The coverage itself is printed, not held to the 75-85 % band: a dozen checks from one run, the
+    # same Workloads at successive probes, are a noisy judge (2026-12-05: 75 % of 12 here, 78 % of 18 in
+    # the bench's run; single probes 50-100 %), and CI's figure would fail on a draw of the race. What
+    # must hold on any machine: the forecast and Kueue keep the same clock and the same Workloads, so the
+    # interval holds the real admission for a good share of them. A wrong time base (compressed against
+    # original seconds, the listing's clock against the ledger's) or key holds it for none.
     total = row("all", found.checks)
-    assert 0.0 <= total.coverage <= 1.0 and total.median_error < float("inf")
+    assert total.coverage >= 1 / 3, final_line(found.checks, "testbed")

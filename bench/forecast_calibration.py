@@ -10,7 +10,8 @@ The moments are split over ``--workers`` processes (each simulates the week once
 ``--testbed`` adds the same on the real control plane: one run of a world-differential scenario
 (``tests/e2e/world_scenarios.py``, ``--scenario``, small by default) on a fresh testbed (Kueue v0.19.2,
 kube-scheduler, kwok, ``gpufleet record`` writing the ledger), with probes every ``--every`` seconds
-from the last fifth of its arrivals to its drain keeping what ``gpufleet forecast`` reads (the
+from 5 s after its last arrival (so the probes never compete with the loop creating the Jobs) to its
+drain, keeping what ``gpufleet forecast`` reads (the
 Workloads, the ledger, the clock; ``gpufleet.forecast.snapshots``). Forecast after the run, every
 Workload waiting at a probe is checked against when the real Kueue reserved its quota. The trace is
 compressed (10x for the bundled scenarios), so its waits are seconds and the error's floor of the
@@ -93,7 +94,7 @@ def testbed(name: str, samples: int, every: int, work: Path) -> list[Check]:
     fleet, jobs = scenario.fleet(), compress(scenario.jobs, scenario.factor)
     check_runnable(jobs, fleet, source=f"scenario {name}")
     last = max(j.submit_s for j in jobs)
-    probes = range(int(last * 0.8), int(last + scenario.drain_timeout_s), every)
+    probes = range(last + 5, last + int(scenario.drain_timeout_s), every)  # never beside the Job creation loop
     print(f"\ntestbed: scenario {name}, {len(jobs)} jobs compressed {scenario.factor:g}x, probes every {every} s "
           f"from {probes.start} s, {samples} samples each", flush=True)  # fmt: skip
     run = run_real(fleet, jobs, work / f"{name}-forecast", ensure(REPO), drain_timeout_s=scenario.drain_timeout_s,

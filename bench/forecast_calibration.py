@@ -7,28 +7,46 @@ and compared with when the same run admitted it. Reported: the coverage of the 8
 75–85 %), the median |p50 − actual| relative to the actual remaining wait, per team and per wait band.
 The moments are split over ``--workers`` processes (each simulates the week once).
 
-Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--no-arrivals] [--workers W]``
+``--testbed`` adds the same on the real control plane: one run of a world-differential scenario
+(``tests/e2e/world_scenarios.py``, ``--scenario``, small by default) on a fresh testbed (Kueue v0.19.2,
+kube-scheduler, kwok, ``gpufleet record`` writing the ledger), with probes every ``--every`` seconds
+from 5 s after its last arrival (so the probes never compete with the loop creating the Jobs) to its
+drain, keeping what ``gpufleet forecast`` reads (the
+Workloads, the ledger, the clock; ``gpufleet.forecast.snapshots``). Forecast after the run, every
+Workload waiting at a probe is checked against when the real Kueue reserved its quota. The trace is
+compressed (10x for the bundled scenarios), so its waits are seconds and the error's floor of the
+wait is ``MIN_WAIT_S`` compressed alike. ``--moments 0 --testbed`` runs the testbed part alone.
+
+Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--no-arrivals] [--workers W]
+[--testbed [--scenario NAME] [--every S] [--work DIR]]``; ends with the line of each part run.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpufleet.demo import SEED, example_text, workload_spec
+from gpufleet.errors import InputError
 from gpufleet.forecast.calibration import Check, by_band, checks_at, final_line, moments, row, summarize
 from gpufleet.forecast.estimate import Settings
+from gpufleet.forecast.snapshots import hindsight
 from gpufleet.policy import Fleet, parse_policy, resolve
 from gpufleet.simulate.config import SimulationConfig
 from gpufleet.simulate.result import RunResult
 from gpufleet.simulate.run import simulate
 from gpufleet.trace import synthesize
 from gpufleet.trace.job import Job
+from tests.e2e.world_scenarios import SCENARIOS
 
 DAY = 86_400
+REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -66,7 +84,39 @@ def table(title: str, rows: list) -> None:  # type: ignore[type-arg]
         print(f"  {r.label:<16} {r.admissions:>10} {pct(r.coverage):>12} {pct(r.median_error):>13}")
 
 
-def main() -> None:
+def testbed(name: str, samples: int, every: int, work: Path) -> list[Check]:
+    """One real run of scenario ``name`` with probes; each waiting Workload's forecast against Kueue."""
+    from gpufleet.testbed import ensure
+    from gpufleet.testbed.world import run_real
+    from gpufleet.trace.compression import check_runnable, compress
+
+    scenario = SCENARIOS[name]()
+    fleet, jobs = scenario.fleet(), compress(scenario.jobs, scenario.factor)
+    check_runnable(jobs, fleet, source=f"scenario {name}")
+    last = max(j.submit_s for j in jobs)
+    probes = range(last + 5, last + int(scenario.drain_timeout_s), every)  # never beside the Job creation loop
+    print(f"\ntestbed: scenario {name}, {len(jobs)} jobs compressed {scenario.factor:g}x, probes every {every} s "
+          f"from {probes.start} s, {samples} samples each", flush=True)  # fmt: skip
+    run = run_real(fleet, jobs, work / f"{name}-forecast", ensure(REPO), drain_timeout_s=scenario.drain_timeout_s,
+                   probes=probes, say=print)  # fmt: skip
+    print(f"  run: trace wall {run.wall_s:.0f} s, {len(run.snapshots)} probes taken, undrained {list(run.undrained)}, "
+          f"late {list(run.late)}", flush=True)  # fmt: skip
+    found = hindsight(run.snapshots, fleet, run.records, run.origin, settings=Settings(samples=samples),
+                      config=SimulationConfig(), time_factor=scenario.factor)  # fmt: skip
+    for at in sorted({c.at for c in found.checks} | {d.at for d in found.declined}):
+        here = [c for c in found.checks if c.at == at]
+        r, no = row(str(at), here), sum(d.at == at for d in found.declined)
+        print(f"  probe {at:>4} s: {r.admissions:>2} forecast, {no:>2} without a figure, 80 % covers {pct(r.coverage)}")
+    reasons = sorted({d.reason.split(":")[0] for d in found.declined})
+    print(f"  without a figure: {len(found.declined)} ({'; '.join(reasons) or 'none'})")
+    table("testbed per team", summarize(found.checks, lambda c: c.team))
+    early = sum(c.actual > c.p90 for c in found.checks)
+    late = sum(c.actual < c.p10 for c in found.checks)
+    print(f"  missed: {early} admitted after p90 (forecast too early), {late} before p10 (too late)")
+    return list(found.checks)
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--moments", type=int, default=12)
     parser.add_argument("--samples", type=int, default=30)
@@ -74,7 +124,31 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--no-arrivals", dest="arrivals", action="store_false")
+    parser.add_argument("--testbed", action="store_true", help="add forecasts made during a real testbed run")
+    parser.add_argument(
+        "--scenario", default="small", choices=list(SCENARIOS), help="the world differential's scenario (--testbed)"
+    )
+    parser.add_argument("--every", type=int, default=15, help="seconds between probes (--testbed)")
+    parser.add_argument("--work", type=Path, help="keep the testbed run's logs and ledger under DIR")
     args = parser.parse_args()
+    lines = []
+    if args.moments > 0:
+        lines.append(simulated(args))
+    if args.testbed:
+        with tempfile.TemporaryDirectory(prefix="gpufleet-forecast-") as tmp:
+            try:
+                lines.append(
+                    final_line(testbed(args.scenario, args.samples, args.every, args.work or Path(tmp)), "testbed")
+                )
+            except InputError as exc:
+                print(f"error: {exc.summary()}", file=sys.stderr)
+                return 2
+    print(*lines, sep="\n")
+    return 0
+
+
+def simulated(args: argparse.Namespace) -> str:
+    """The simulated week's part: its tables, and its line."""
     settings = Settings(samples=args.samples, arrivals=args.arrivals)
     ats = moments(args.seed, args.moments, DAY, args.days * DAY)
     started = time.monotonic()
@@ -95,8 +169,8 @@ def main() -> None:
     late = sum(c.actual < c.p10 for c in checks)
     print(f"\nmissed: {early} admitted after p90 (forecast too early), {late} before p10 (too late)")
     print(f"{time.monotonic() - started:.0f} s wall")
-    print(final_line(checks))
+    return final_line(checks)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

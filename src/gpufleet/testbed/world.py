@@ -9,6 +9,12 @@ durations, Kueue preempts and evicts as it does. Once every Job has ended (bound
 ``drain_timeout_s``) and the ledger holds every finish, the recorder and the testbed stop and the
 ledger's records come back with the run's origin (the wall time of trace second 0).
 
+With ``probes`` (seconds from trace second 0), a thread keeps, at each, what ``gpufleet forecast``
+reads of the live cluster (``forecast.snapshots.Snapshot``: the ledger's allocations, the Workloads as
+the CLI lists them, the wall clock). It only copies: the forecast, a pure function of those and
+*now*, runs after the run (``forecast.snapshots.hindsight``), so its samples take no CPU from the
+control plane while the run's races are decided, and it is the answer a user would have got then.
+
 ``run_simulated`` runs ``simulate`` (the queue world) on the same trace and policy, its ledger
 records stamped from the same kind of origin, so ``simulate.differential`` reads both alike.
 """
@@ -21,6 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +36,8 @@ from pathlib import Path
 
 import gpufleet
 from gpufleet import kube
+from gpufleet.errors import InputError
+from gpufleet.forecast.snapshots import Snapshot
 from gpufleet.ledger.records import Allocation, EndReason, Record
 from gpufleet.ledger.store import Ledger
 from gpufleet.policy import Fleet
@@ -59,6 +68,7 @@ class RealRun:
     undrained: tuple[str, ...]  # Jobs not ended by the drain deadline
     late: tuple[str, ...] = ()  # Jobs created more than a second after their arrival (the machine was slow)
     unrecorded: tuple[str, ...] = ()  # Jobs the API server shows succeeded and the ledger holds no finish for
+    snapshots: tuple[Snapshot, ...] = ()  # a live forecast's inputs at each probe taken before the run ended
 
 
 def _free_port() -> int:
@@ -125,6 +135,53 @@ def _apply_bundle(bed: Testbed, fleet: Fleet, folder: Path) -> None:
     _wait(active, "every ClusterQueue to turn Active", 120)
 
 
+class _Probes:
+    """A daemon thread taking a ``Snapshot`` at each probe second after the origin, until stopped."""
+
+    def __init__(self, probes: Sequence[float], origin_mono: float, ledger: str, kubeconfig: Path, say: Say) -> None:
+        self.snapshots: list[Snapshot] = []
+        self._stop = threading.Event()
+        self._args = (sorted(probes), origin_mono, ledger, kubeconfig, say)
+        self._thread = threading.Thread(target=self._run, name="forecast-probes", daemon=True)
+        if probes:
+            self._thread.start()
+
+    def _run(self) -> None:
+        probes, origin_mono, ledger, kubeconfig, say = self._args
+        for second in probes:
+            if self._stop.wait(max(origin_mono + second - time.monotonic(), 0)):
+                return
+            try:
+                self.snapshots.append(snapshot(ledger, kubeconfig))
+            except (InputError, OSError) as exc:  # a probe the machine could not take is reported, not fatal
+                say(f"  probe at {second:.0f} s not taken: {exc}")
+
+    def stop(self) -> list[Snapshot]:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        return self.snapshots
+
+
+def snapshot(ledger: str, kubeconfig: Path) -> Snapshot:
+    """What ``gpufleet forecast --ledger`` reads, in its order: the ledger's allocations, then the
+    Workloads (the CLI's listing, ``kube.read_kueue_state``), then the clock."""
+    records: tuple[Record, ...] | None = None
+    for tries in range(5):  # the recorder may hold SQLite's write lock for a moment
+        try:
+            with Ledger.read(ledger) as book:
+                records = tuple(book.allocations())
+            break
+        except Exception as exc:  # locked: read again shortly; still locked: the probe is not taken
+            if tries == 4:
+                raise OSError(f"the ledger {ledger} not readable: {exc}") from exc
+            time.sleep(0.1)
+    assert records is not None
+    listed = datetime.now(UTC)
+    objects = tuple(o for o in kube.read_kueue_state(kubeconfig).objects if o.get("kind") == "Workload")
+    return Snapshot(records, listed, objects, datetime.now(UTC))
+
+
 def run_real(
     fleet: Fleet,
     jobs: Sequence[Job],
@@ -132,15 +189,18 @@ def run_real(
     binaries: Binaries,
     *,
     drain_timeout_s: float = 900,
+    probes: Sequence[float] = (),
     say: Say = lambda _: None,
 ) -> RealRun:
-    """One run of ``jobs`` (compressed already) on a fresh testbed in ``work``; always stops what it started."""
+    """One run of ``jobs`` (compressed already) on a fresh testbed in ``work``; always stops what it
+    started. ``probes``: seconds after trace second 0 to keep a live forecast's inputs at (see above)."""
     work.mkdir(parents=True, exist_ok=True)
     run = work.name.lower()[:63] or "world"
     manifests = [(job, job_manifest(job, fleet, run)) for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id))]
     bed = Testbed(work / "testbed", binaries)
     state = bed.up(fleet)
     recorder: subprocess.Popen[bytes] | None = None
+    probing: _Probes | None = None
     try:
         _apply_bundle(bed, fleet, work / "bundle")
         ledger = str(work / "ledger.sqlite")
@@ -149,6 +209,7 @@ def run_real(
         api = kube.sync_client(Path(state.kubeconfig))
         origin_mono = time.monotonic() + LEAD_S
         origin = datetime.now(UTC) + timedelta(seconds=LEAD_S)
+        probing = _Probes(probes, origin_mono, ledger, Path(state.kubeconfig), say)
         late: list[str] = []
         for job, manifest in manifests:
             delay = origin_mono + job.submit_s - time.monotonic()
@@ -171,6 +232,7 @@ def run_real(
         with contextlib.suppress(TestbedError):  # what did not end is reported as undrained
             _wait(ended, "every Job to end", drain_timeout_s, poll_s=2.0)
         wall = (datetime.now(UTC) - origin).total_seconds()
+        taken = probing.stop()
         outcomes = kube.job_outcomes(api, f"{RUN_LABEL}={run}")
         succeeded = {n for n, (ok, _) in outcomes.items() if n in names and ok > 0}
         undrained = tuple(sorted(names - {n for n, (ok, bad) in outcomes.items() if ok or bad}))
@@ -180,11 +242,13 @@ def run_real(
         if unrecorded:
             say(f"  the ledger lacks finishes for {list(unrecorded)}")
     finally:
+        if probing is not None:
+            probing.stop()
         if recorder is not None:
             _stop(recorder)
         bed.down()
     _, records = _ledger_finishes(ledger)
-    return RealRun(records, origin, wall, ledger, undrained, tuple(late), unrecorded)
+    return RealRun(records, origin, wall, ledger, undrained, tuple(late), unrecorded, tuple(taken))
 
 
 def _ledger_exists(path: Path) -> bool:

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from gpufleet.ledger.records import Allocation, EndReason, Record
+from gpufleet.ledger.records import FINISH_LATENCY_S, Allocation, EndReason, Record
 
 MIN_RUNS = 10  # runtimes a level needs before it answers
 MIN_TAIL = 5  # of which longer than a running workload's elapsed time
@@ -135,7 +135,10 @@ class RuntimeHistory:
         """The runtimes of attempts the ledger saw finish before ``before`` (the latest version of
         each attempt as of then: later versions are not yet written), and the runs still going. The
         ledger records no job kind: ``kinds`` gives it by (namespace, name) where the source knows it
-        (a trace, a Job label)."""
+        (a trace, a Job label). A runtime is ``started`` → ``finished`` less ``FINISH_LATENCY_S``, as
+        ``trace convert --from-ledger`` takes it: ``finished`` is Kueue's finish, a second after the
+        pods' end, and the forecast's simulation adds that second again (the testbed's forecasts,
+        whose waits are tens of seconds, came out late by it: docs/forecast.md, "On the testbed")."""
         return cls.of(
             (
                 (
@@ -146,7 +149,7 @@ class RuntimeHistory:
                         r.gpu_count,
                         (kinds or {}).get((r.namespace, r.name), ""),
                     ),
-                    int((r.finished - r.started).total_seconds()),
+                    max(int((r.finished - r.started).total_seconds()) - FINISH_LATENCY_S, 1),
                 )
                 for r in records
                 if isinstance(r, Allocation)

@@ -96,22 +96,27 @@ def test_pick_prefers_the_candidate_that_beats_first_apply_on_most_weeks(
 
 
 @pytest.mark.parametrize(
-    ("rivals", "said"),
+    ("rivals", "needed"),
     [
-        ([_rival(0), _rival(3)], False),
-        ([_rival(0), _rival(-248, 17.0)], True),
-        ([_rival(-1)], True),
+        ([_rival(0), _rival(3)], None),
+        ([_rival(0), _rival(-248, 17.0)], "more goodput and shorter p95 waits for v: more trials"),
+        ([_rival(-1)], "more goodput: more trials"),
+        ([_rival(2, 1.0)], "shorter p95 waits for v: more trials"),
+        ([replace(_rival(-5), first_done=True)], "finishing every job by first apply's end"),
+        ([replace(_rival(-5), first_on_serving_gpu_h=310.0)], "ran up to 310 GPU-h of training on the serving pool"),
     ],
 )
-def test_a_recommendation_short_of_first_apply_is_a_finding_with_its_figures(rivals: list[Rival], said: bool) -> None:
+def test_a_recommendation_short_of_first_apply_is_a_finding_with_its_figures(
+    rivals: list[Rival], needed: str | None
+) -> None:
     why = not_beaten([_judged(4, True, rivals)])
-    if not said:
+    if needed is None:
         assert why is None
         return
     assert isinstance(why, Infeasible) and why.reason == "FirstApplyNotBeaten" and not why.blocks
     beaten = sum(r.beats for r in rivals)
     assert f"on {beaten} of {len(rivals)} held-out week(s)" in why.message
-    assert len(why.evidence) == len(rivals)
+    assert needed in why.needed
     assert [e.split(": ")[1] for e in why.evidence] == [
         "beats first apply" if r.beats else "short of first apply" for r in rivals
     ]

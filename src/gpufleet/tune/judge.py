@@ -168,14 +168,19 @@ def not_beaten(judged: Sequence[Judged]) -> Infeasible | None:
         + ", ".join(f"trial {j.candidate.number} on {j.beaten}" for j in judged)
     )
     evidence = tuple(v.rival.describe() for v in chosen.verdicts)
-    ceiling = any(v.rival.first_done for v in chosen.verdicts)
-    serving = any(v.rival.first_on_serving_gpu_h > 0 for v in chosen.verdicts)
-    needed = "finishing every job by first apply's end (its goodput is then the ceiling)" if ceiling else "more goodput"
-    if serving:
-        needed += "; first apply also runs training on the serving pool, which no policy in the search space does"
-    return Infeasible(
-        "FirstApplyNotBeaten", "firstApply", False, message, evidence, needed + ": more trials or capacity"
-    )
+    short = [v.rival for v in chosen.verdicts if not v.rival.beats]
+    needs = []
+    if any(r.gap_gpu_h < 0 for r in short):
+        ceiling = any(r.first_done for r in short)
+        needs.append(
+            "finishing every job by first apply's end (its goodput is all the work)" if ceiling else "more goodput"
+        )
+    if any(r.slower for r in short):
+        needs.append("shorter p95 waits for " + ", ".join(sorted({s.team for r in short for s in r.slower})))
+    served = max((r.first_on_serving_gpu_h for r in short), default=0.0)
+    serving = f"; first apply ran up to {served:,.0f} GPU-h of training on the serving pool, which no policy in the search space does"
+    needed = " and ".join(needs) + (serving if served > 0 else "") + ": more trials, or more training capacity"
+    return Infeasible("FirstApplyNotBeaten", "firstApply", False, message, evidence, needed)
 
 
 def _p95(m: Measures, team: str) -> int | None:

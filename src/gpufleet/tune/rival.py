@@ -63,17 +63,24 @@ class Rival:
     def describe(self) -> str:
         """``seed 5772: goodput 2,027 vs first apply 2,275 (−248; …); vision p95 32.8 h vs 15.8 h``."""
         word = "beats first apply" if self.beats else "short of first apply"
-        good = (
-            f"goodput {self.goodput_gpu_h:,.0f} vs first apply {self.first_goodput_gpu_h:,.0f} ({self.gap_gpu_h:+,.0f}"
-        )
+        good = f"goodput {self.goodput_gpu_h:,.0f} vs first apply {self.first_goodput_gpu_h:,.0f} ({_signed(self.gap_gpu_h)}"
         if self.first_done:
             good += ", first apply finished every job by the window's end: its goodput is the most any world counts"
         if self.first_on_serving_gpu_h > 0:
             off = self.first_goodput_gpu_h - self.first_on_serving_gpu_h
             good += f"; it ran {self.first_on_serving_gpu_h:,.0f} GPU-h of it on the serving pool, {off:,.0f} off it"
         good += ")"
-        waits = [f"{s.team} p95 {s.tuned_s / HOUR:.1f} h vs {s.first_s / HOUR:.1f} h" for s in self.slower]
+        waits = [
+            f"{s.team} p95 {s.tuned_s / HOUR:.1f} h vs {s.first_s / HOUR:.1f} h (+{s.tuned_s - s.first_s:,} s)"
+            for s in self.slower
+        ]
         return f"{self.week}: {word}: " + "; ".join([good, *waits])
+
+
+def _signed(gpu_h: float) -> str:
+    """A goodput gap as printed: whole GPU-hours, or three decimals below one (a queue world pays Kueue's
+    admission seconds, so a near tie is a small negative gap, never to be shown as -0)."""
+    return f"{gpu_h:+,.0f}" if abs(gpu_h) >= 1 else f"{gpu_h:+.3f}"
 
 
 def against(

@@ -110,15 +110,12 @@ def example(trials: int, jobs: int, seed: int) -> None:
             + f" {'–' if jain is None else f'{jain:.3f}':>6s} {r['preemptionsMax']!s:>7s} {r['stranded']!s:>6s} {r['neverRan']!s:>6s}"
         )
     if shown is not None:
-        for b, v in zip(t.heldout, shown.verdicts, strict=True):
-            first, tuned = b.first.measures, v.tuned.measures
-            beats = tuned.goodput_gpu_h > first.goodput_gpu_h and all(
-                (x.wait_p95_s or 0) <= (first.team(x.team).wait_p95_s or 0)  # type: ignore[union-attr]
-                for x in tuned.teams
-            )
-            print(
-                f"{b.week.name}: beats first apply on goodput and every team's p95: {beats}; meets constraints: {v.holds}"
-            )
+        beaten = f"{shown.beaten} of {len(shown.verdicts)}"
+        print(f"trial {shown.candidate.number} beats first apply (goodput, a tie counts, and every p95) on {beaten}:")
+        for v in shown.verdicts:
+            print(f"  {v.rival.describe()}; meets constraints: {v.holds}")
+        for j in t.judged:
+            print(f"  judged trial {j.candidate.number}: meets constraints {j.holds}, beats first apply on {j.beaten}")
     print(ISSUE_33)
     print("all figures simulated")
 

@@ -118,6 +118,11 @@ def test_held_out_weeks_are_judged_and_reported(tmp_path: Path, monkeypatch: pyt
     ]
     assert held["judged"][-1]["meetsConstraints"] is True
     assert held["judged"][-1]["trial"] == doc["recommended"]["trial"]
+    tuned_rows = [r for r in held["table"] if r["world"] == "tuned"]
+    beaten = sum(r["beatsFirstApply"] for r in tuned_rows)
+    assert held["judged"][-1]["beatsFirstApplyWeeks"] == beaten
+    short = [i for i in doc["infeasible"] if i["reason"] == "FirstApplyNotBeaten"]
+    assert len(short) == (0 if beaten == len(held["weeks"]) else 1)
     tables = [line for line in result.output.splitlines() if line[:1] in "┏┃┡│└"]
     assert [line for line in tables if len(line) > 100] == []
     bad = _tune(policy, trace, tmp_path / "out2", "--holdout-trace", str(tmp_path / "missing.csv"))

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from gpufleet.simulate.config import DAY
 from gpufleet.tune.holdout import Week, bootstrap
+from gpufleet.tune.judge import pick
 from gpufleet.tune.objectives import Constraints
 from gpufleet.tune.study import StudySpec
 from gpufleet.tune.tuning import tune
@@ -76,3 +77,29 @@ def test_a_bootstrap_week_is_whole_team_days_of_the_trace(spec: list[tuple[str, 
                     for d in range(days)
                 ]
                 assert drawn in sources  # one whole day of this team, moved to this day
+
+
+def test_the_recommendation_is_the_judged_candidate_that_beats_first_apply_on_most_weeks(tmp_path: Path) -> None:
+    """Every judged candidate carries its comparison with first apply on each held-out week; the
+    recommendation is the one ``pick`` prefers, moved last, and when it does not beat first apply on
+    every week a ``FirstApplyNotBeaten`` finding says so with each week's figures (never a blocker)."""
+    weeks = [Week("b-returns", tuple(b_comes_back())), Week("a-again", tuple(a_alone()))]
+    t = tune(policy(), a_alone(), _spec(tmp_path, 6), constraints=CALM, holdout=weeks, holdout_candidates=6)
+    assert t.recommended is not None and t.judged[-1].candidate == t.recommended
+    assert pick(t.judged) is t.judged[-1]
+    for j in t.judged:
+        assert [v.rival.week for v in j.verdicts] == ["b-returns", "a-again"]
+        for v, b in zip(j.verdicts, t.heldout, strict=True):
+            assert v.rival.first_goodput_gpu_h == b.first.measures.goodput_gpu_h
+            assert v.rival.goodput_gpu_h == v.tuned.measures.goodput_gpu_h
+    findings = [i for i in t.infeasible if i.reason == "FirstApplyNotBeaten"]
+    best = t.judged[-1]
+    print("beaten", best.beaten, [v.rival.describe() for v in best.verdicts])  # simulated figures, for the log
+    if best.beaten == len(weeks):
+        assert findings == [] and len(t.judged) <= 6
+    else:
+        (finding,) = findings
+        assert not finding.blocks and len(finding.evidence) == len(weeks)
+        assert f"on {best.beaten} of {len(weeks)} held-out week(s)" in finding.message
+    rows = [r for r in t.heldout_table() if r["world"] == "tuned"]
+    assert [r["beatsFirstApply"] for r in rows] == [v.rival.beats for v in best.verdicts]

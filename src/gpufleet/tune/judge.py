@@ -2,8 +2,8 @@
 
 Each held-out week runs its own first-apply and input worlds once, which fix its window and the jobs
 no policy may strand there (``strand``), exactly as the tuned week does. A candidate then runs the
-week's queue world; it *holds* when it meets every constraint on every held-out week. Every figure
-is simulated.
+week's queue world; it *holds* when it meets every constraint on every held-out week, and each verdict
+says whether it also beats first apply there (``rival``). Every figure is simulated.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.measures import Measures, common_window, measure
 from gpufleet.simulate.result import RunResult
 from gpufleet.simulate.run import simulate
+from gpufleet.tune.feasibility import Infeasible
 from gpufleet.tune.holdout import Week
 from gpufleet.tune.objectives import CONSTRAINTS, Constraints, feasible, lost_guarantees, violations
 from gpufleet.tune.recommend import Candidate
+from gpufleet.tune.rival import Rival, against, finished_all, on_serving_gpu_h, preference
 from gpufleet.tune.space import Space, SpaceError
 from gpufleet.tune.strand import in_window, ran_keys, stranded_in, stranding
 from gpufleet.tune.trial import Problem, evaluate, named
@@ -50,6 +52,18 @@ class Baseline:
     first: Figures
     given: Figures
     given_violations: tuple[float, ...]
+    first_done: bool = False  # first apply finished every job of the window (its goodput is the ceiling)
+    first_on_serving_gpu_h: float = 0.0  # goodput first apply ran on the serving pool's nodes
+
+    def rival(self, tuned: Figures) -> Rival:
+        """A candidate's figures on this week against first apply's."""
+        return against(
+            self.week.name,
+            self.first.measures,
+            tuned.measures,
+            first_done=self.first_done,
+            first_on_serving_gpu_h=self.first_on_serving_gpu_h,
+        )
 
 
 def prepare(policy: FleetPolicy, space: Space, week: Week, config: SimulationConfig, c: Constraints) -> Baseline:
@@ -62,7 +76,15 @@ def prepare(policy: FleetPolicy, space: Space, week: Week, config: SimulationCon
     problem = Problem(policy, week.jobs, replace(config, mode=Mode.QUEUE), window, c, saving.protected)
     given_fig = figures("input", given, policy, window)
     values = violations(given_fig.measures, c, 0, stranded_in(given, saving.protected))
-    return Baseline(week, problem, figures("first-apply", first, policy, window), given_fig, values)
+    return Baseline(
+        week,
+        problem,
+        figures("first-apply", first, policy, window),
+        given_fig,
+        values,
+        finished_all(first, window),
+        on_serving_gpu_h(first, fleet, window),
+    )
 
 
 @dataclass(frozen=True)
@@ -72,6 +94,7 @@ class Verdict:
     week: str
     tuned: Figures
     violations: tuple[float, ...]
+    rival: Rival  # the candidate against first apply on this week
 
     @property
     def holds(self) -> bool:
@@ -90,6 +113,11 @@ class Judged:
     def holds(self) -> bool:
         return all(v.holds for v in self.verdicts)
 
+    @property
+    def beaten(self) -> int:
+        """Held-out weeks on which it beats first apply on goodput and every team's p95 (``rival``)."""
+        return sum(v.rival.beats for v in self.verdicts)
+
     def failures(self) -> str:
         """``trial 7: jain +0.12, stranded +22 on bootstrap-1; …`` (the amounts by which each misses)."""
         parts = [f"{', '.join(v.failing())} on {v.week}" for v in self.verdicts if not v.holds]
@@ -105,7 +133,7 @@ def judge(
     for b in baselines:
         if dict(params) == space.base_params():
             tuned = replace(b.given, world="tuned")
-            verdicts.append(Verdict(b.week.name, tuned, b.given_violations))
+            verdicts.append(Verdict(b.week.name, tuned, b.given_violations, b.rival(tuned)))
             continue
         try:
             ran = evaluate(b.problem, space, params, "tuned")
@@ -113,8 +141,46 @@ def judge(
             return None
         lost = len(lost_guarantees(b.problem.policy, ran.fleet.policy))
         values = violations(ran.measures, b.problem.constraints, lost, ran.stranded)
-        verdicts.append(Verdict(b.week.name, figures("tuned", ran.result, ran.fleet.policy, b.problem.window), values))
+        tuned = figures("tuned", ran.result, ran.fleet.policy, b.problem.window)
+        verdicts.append(Verdict(b.week.name, tuned, values, b.rival(tuned)))
     return Judged(candidate, tuple(verdicts))
+
+
+def pick(judged: Sequence[Judged]) -> Judged | None:
+    """The judged candidate to recommend: among those that meet the constraints on every held-out week,
+    the one ``rival.preference`` puts first (beats first apply on the most weeks, then the smaller
+    shortfall, then the judging order); None when none meets them."""
+    keyed = [(preference(j.holds, [v.rival for v in j.verdicts], i), j) for i, j in enumerate(judged) if j.holds]
+    return min(keyed, key=lambda kj: kj[0])[1] if keyed else None
+
+
+def not_beaten(judged: Sequence[Judged]) -> Infeasible | None:
+    """``FirstApplyNotBeaten`` when the recommendation (the last judged) does not beat first apply on
+    goodput and every team's p95 on every held-out week: a finding with the figures, not a blocker
+    (it meets every constraint); None when it does."""
+    if not judged or not judged[-1].holds or judged[-1].beaten == len(judged[-1].verdicts):
+        return None
+    chosen = judged[-1]
+    weeks = len(chosen.verdicts)
+    message = (
+        f"the recommendation (trial {chosen.candidate.number}) beats first apply on goodput and every team's "
+        f"p95 wait on {chosen.beaten} of {weeks} held-out week(s); of the {len(judged)} trial(s) judged, "
+        + ", ".join(f"trial {j.candidate.number} on {j.beaten}" for j in judged)
+    )
+    evidence = tuple(v.rival.describe() for v in chosen.verdicts)
+    short = [v.rival for v in chosen.verdicts if not v.rival.beats]
+    needs = []
+    if any(r.gap_gpu_h < 0 for r in short):
+        ceiling = any(r.first_done for r in short)
+        needs.append(
+            "finishing every job by first apply's end (its goodput is all the work)" if ceiling else "more goodput"
+        )
+    if any(r.slower for r in short):
+        needs.append("shorter p95 waits for " + ", ".join(sorted({s.team for r in short for s in r.slower})))
+    served = max((r.first_on_serving_gpu_h for r in short), default=0.0)
+    serving = f"; first apply ran up to {served:,.0f} GPU-h of training on the serving pool, which no policy in the search space does"
+    needed = " and ".join(needs) + (serving if served > 0 else "") + ": more trials, or more training capacity"
+    return Infeasible("FirstApplyNotBeaten", "firstApply", False, message, evidence, needed)
 
 
 def _p95(m: Measures, team: str) -> int | None:
@@ -146,5 +212,8 @@ def table(baselines: Sequence[Baseline], judged: Judged | None, teams: Sequence[
         out += [row(b.week.name, b.first, teams), row(b.week.name, b.given, teams)]
         if judged is not None:
             v = judged.verdicts[i]
-            out.append({**row(b.week.name, v.tuned, teams), "meetsConstraints": v.holds, "failing": v.failing()})
+            beats = {"beatsFirstApply": v.rival.beats, "versusFirstApply": v.rival.describe()}
+            out.append(
+                {**row(b.week.name, v.tuned, teams), "meetsConstraints": v.holds, "failing": v.failing(), **beats}
+            )
     return out

@@ -95,6 +95,7 @@ def document(t: Tuning, trace: str) -> dict[str, Any]:
                 {
                     "trial": j.candidate.number,
                     "meetsConstraints": j.holds,
+                    "beatsFirstApplyWeeks": j.beaten,
                     "failures": j.failures() if not j.holds else "",
                 }
                 for j in t.judged

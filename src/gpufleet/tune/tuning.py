@@ -71,7 +71,7 @@ class Tuning:
     beyond: tuple[Beyond, ...] = ()  # never-admissible jobs no knob in the space can save
     infeasible: tuple[Infeasible, ...] = ()  # what no knob can do (``feasibility``); blocking ones skip the search
     heldout: tuple[judge.Baseline, ...] = ()  # the held-out weeks' first-apply and input worlds
-    judged: tuple[judge.Judged, ...] = ()  # the candidates judged on them, in order (the last holds, if any)
+    judged: tuple[judge.Judged, ...] = ()  # the candidates judged on them, the recommendation last (if any)
     stopped: int = 0  # trials stopped early at a rung (``fidelity``), among ``pruned``
 
     @property
@@ -236,8 +236,8 @@ def tune(
     if held:
         say(f"judging on {len(held)} held-out week(s)")
     chosen, judged = (None, []) if blocked or search_only else _choose(trials, space, held, holdout_candidates)
-    if chosen is None and not blocked and not search_only:
-        proven.append(_why_none(trials, constraints, judged))
+    if not (blocked or search_only):
+        proven += _said(trials, constraints, chosen, judged)
     if chosen is None or chosen.params == base_params:
         tuned_policy = policy
         tuned = replace(worlds_before[1], name="tuned", result=named(given, "tuned"))
@@ -289,8 +289,11 @@ def _search(
 def _choose(
     trials: Sequence[Candidate], space: Space, held: Sequence[judge.Baseline], tries: int
 ) -> tuple[Candidate | None, list[judge.Judged]]:
-    """The recommendation: the first feasible trial (in ``ranked`` order) that also holds on every
-    held-out week, trying at most ``tries`` of them; without held-out weeks, the first."""
+    """The recommendation: without held-out weeks, the first feasible trial (in ``ranked`` order). With
+    them, at most ``tries`` of those trials are judged on every held-out week, stopping at the first
+    that meets the constraints and beats first apply on every week; of those judged, the one ``judge.pick``
+    prefers (meets the constraints everywhere, then beats first apply on the most weeks). The judged
+    come back in judging order with the recommendation moved last."""
     order = ranked(trials, space.base_params())
     if not held:
         return (order[0] if order else None), []
@@ -300,9 +303,22 @@ def _choose(
         if verdict is None:
             continue
         judged.append(verdict)
-        if verdict.holds:
-            return c, judged
-    return None, judged
+        if verdict.holds and verdict.beaten == len(held):
+            break
+    best = judge.pick(judged)
+    if best is None:
+        return None, judged
+    return best.candidate, [j for j in judged if j is not best] + [best]
+
+
+def _said(
+    trials: Sequence[Candidate], constraints: Constraints, chosen: Candidate | None, judged: Sequence[judge.Judged]
+) -> list[Infeasible]:
+    """Why there is no recommendation, or where the one there is falls short of first apply on held-out weeks."""
+    if chosen is None:
+        return [_why_none(trials, constraints, judged)]
+    short = judge.not_beaten(judged)
+    return [] if short is None else [short]
 
 
 def _why_none(trials: Sequence[Candidate], constraints: Constraints, judged: Sequence[judge.Judged]) -> Infeasible:

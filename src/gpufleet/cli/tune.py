@@ -116,10 +116,11 @@ def print_diff(t: Tuning) -> None:
 
 
 def print_infeasible(t: Tuning) -> None:
-    """What no knob can do (reason, message, evidence, the capacity that would), and held-out failures."""
+    """What the search did not reach: what no knob can do (with the capacity that would), no feasible
+    trial, held-out failures and first apply not beaten; each reason says which it is."""
     if not t.infeasible:
         return
-    console.print("[bold]What no knob in the search space can do[/] (simulated and static evidence)")
+    console.print("[bold]What the search did not reach, and why[/] (simulated and static evidence)")
     for i in t.infeasible:
         console.print(f"  {i.reason}: {i.message}", highlight=False, markup=False, soft_wrap=True)
         for line in i.evidence:

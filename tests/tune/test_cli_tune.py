@@ -12,6 +12,7 @@ from gpufleet.cli import app, common
 from gpufleet.outputs import MARKER
 from gpufleet.policy import load_policy
 from gpufleet.trace import write_trace
+from tests.support import EXAMPLES
 from tests.tune.cases import LIMITED, a_alone, b_comes_back, b_wants_the_pool
 
 runner = CliRunner()
@@ -97,6 +98,14 @@ def test_bad_inputs_exit_2_without_a_traceback(tmp_path: Path) -> None:
     bad_storage = _tune(policy, trace, tmp_path / "out2", "--storage", "postgresql://nobody@127.0.0.1:1/none")
     assert bad_storage.exit_code == 2, bad_storage.output
     assert not (tmp_path / "out2").exists()
+
+
+def test_a_federated_policy_is_refused_not_tuned_as_one_cluster(tmp_path: Path) -> None:
+    _, trace = _inputs(tmp_path)
+    federated = _tune(EXAMPLES / "federation.yaml", trace, tmp_path / "out")
+    assert federated.exit_code == 2 and "Traceback" not in federated.output
+    assert "clusters" in federated.output and "MultiKueue" in federated.output
+    assert not (tmp_path / "out").exists()
 
 
 def test_held_out_weeks_are_judged_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -305,6 +305,14 @@ def tune_command(
     trial (trials.csv), the diff with the pathology each change removes (tune.json) and the
     three worlds' report (simulation/). Every figure is simulated."""
     fleet_policy = load_policy(policy)
+    if fleet_policy.clusters:  # refused rather than tuned as the one cluster it is not
+        raise InputError.one(
+            "tune does not model MultiKueue yet: a policy with clusters: would be tuned as one cluster, without "
+            "the manager's dispatch, its residency zones or each worker's own Kueue, so no figure would be this "
+            "fleet's; `gpufleet simulate` runs the federation (each worker's Kueue and the dispatch)",
+            file=str(policy),
+            path="clusters",
+        )
     jobs_list = read_trace(trace)
     if not jobs_list:
         raise InputError.one("the trace holds no jobs", file=str(trace))

@@ -29,6 +29,7 @@ from tests.e2e.recorder_live import (
     Flow,
     RecorderProcess,
     Supervisor,
+    attempts_told,
     audit_verify,
     differences,
     duplicated_entries,
@@ -69,7 +70,10 @@ def _settle(flow: Flow, ledger_url: str, recorder: RecorderProcess, what: str) -
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (last := caught_up()) is not True:
         time.sleep(0.5)
-    assert last is True, f"{what}: the ledger differs from the API server: {last}"
+    if isinstance(last, list):
+        with Ledger.read(ledger_url) as ledger:
+            told = attempts_told(ledger, {line.split(":")[0] for line in last})
+        raise AssertionError(f"{what}: the ledger differs from the API server: {last}; its attempts: {told}")
     with Ledger.read(ledger_url) as ledger:
         twice = duplicated_entries(ledger)
         compared = sum(len(o.earlier) + 1 for o in want.values())

@@ -35,6 +35,7 @@ from tests.e2e.recorder_live import (
     duplicated_entries,
     inferred_attempts,
     outcomes_from_ledger,
+    preempted_events,
 )
 
 # the fixtures, from the helper module (a real PostgreSQL from tests/ledger's server)
@@ -88,6 +89,7 @@ def _settle(flow: Flow, ledger_url: str, recorder: RecorderProcess, what: str) -
         "attempts compared": compared,
         "of them inferred from Kueue's count": guessed,
         "finished while Kueue was evicting them": raced,
+        "preemptions in Kueue's events": sum(preempted_events(flow.cluster).get(uid, 0) for uid in want),
         "entries": entries,
         "lost": 0,
         "duplicated": twice,

@@ -5,7 +5,8 @@ end-to-end tests and by people (``python -m gpufleet.testbed up``). See docs/tes
 """
 
 from gpufleet.testbed.binaries import Binaries, ensure
-from gpufleet.testbed.cluster import State, Testbed
+from gpufleet.testbed.cluster import Testbed
 from gpufleet.testbed.processes import TestbedError
+from gpufleet.testbed.state import State
 
 __all__ = ["Binaries", "State", "Testbed", "TestbedError", "ensure"]

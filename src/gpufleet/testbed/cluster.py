@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import ssl
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from gpufleet.testbed.processes import (
     stop,
     wait_until,
 )
+from gpufleet.testbed.state import Certificates, Ports, State, admin_kubeconfig
 
 START_TIMEOUT_S = 120.0
 SERVICE_CIDR = "10.0.0.0/24"
@@ -71,94 +71,6 @@ ADMISSION_PLUGINS = (
 DISABLED_ADMISSION_PLUGINS = ("TaintNodesByCondition",)
 # Kueue reads its metrics-server certificate from this fixed path when it does not manage certificates.
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
-PORT_NAMES = (
-    "etcd",
-    "etcd_peer",
-    "apiserver",
-    "controller_manager",
-    "scheduler",
-    "kueue_webhook",
-    "kueue_health",
-)
-
-
-@dataclass(frozen=True)
-class Ports:
-    etcd: int
-    etcd_peer: int
-    apiserver: int
-    controller_manager: int
-    scheduler: int
-    kueue_webhook: int
-    kueue_health: int
-
-    @classmethod
-    def free(cls) -> Ports:
-        """Ports the kernel hands out now; held together so no two are the same."""
-        sockets = []
-        try:
-            for _ in PORT_NAMES:
-                s = socket.socket()
-                s.bind(("127.0.0.1", 0))
-                sockets.append(s)
-            return cls(*(s.getsockname()[1] for s in sockets))
-        finally:
-            for s in sockets:
-                s.close()
-
-
-@dataclass(frozen=True)
-class Certificates:
-    server: str
-    ca: pki.KeyPair
-    apiserver: pki.KeyPair
-    admin: pki.KeyPair
-    webhook: pki.KeyPair
-    tokens: pki.KeyPair  # the service-account signing key (.key) and its public half (.pub)
-
-
-@dataclass(frozen=True)
-class State:
-    """What ``down`` and clients need to find a running testbed again (``<run>/state.json``)."""
-
-    kubeconfig: str
-    server: str
-    ports: Ports
-    processes: list[Started]
-    timings: dict[str, float]  # seconds each start-up step took
-
-    def dump(self) -> str:
-        def plain(value: Any) -> Any:
-            return str(value) if isinstance(value, Path) else value
-
-        data = asdict(self)
-        data["processes"] = [{k: plain(v) for k, v in p.items()} for p in data["processes"]]
-        return json.dumps(data, indent=2)
-
-    @classmethod
-    def load(cls, text: str) -> State:
-        data = json.loads(text)
-        return cls(
-            kubeconfig=data["kubeconfig"],
-            server=data["server"],
-            ports=Ports(**data["ports"]),
-            processes=[
-                Started(p["name"], p["pid"], Path(p["log"]), tuple(p["argv"]), tuple(map(tuple, p["env"])))
-                for p in data["processes"]
-            ],
-            timings=data.get("timings", {}),
-        )
-
-
-def _kubeconfig(server: str, ca: Path, client: pki.KeyPair) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "testbed", "cluster": {"server": server, "certificate-authority": str(ca)}}],
-        "users": [{"name": "admin", "user": {"client-certificate": str(client.cert), "client-key": str(client.key)}}],
-        "contexts": [{"name": "testbed", "context": {"cluster": "testbed", "user": "admin"}}],
-        "current-context": "testbed",
-    }
 
 
 def _write_yaml(path: Path, docs: list[Any]) -> Path:
@@ -276,7 +188,7 @@ class Testbed:
             webhook=ca.serving("webhook", "testbed-webhooks"),
             tokens=pki.signing_key(self.pki),
         )
-        _write_yaml(self.kubeconfig, [_kubeconfig(certs.server, certs.ca.cert, certs.admin)])
+        _write_yaml(self.kubeconfig, [admin_kubeconfig(certs.server, certs.ca.cert, certs.admin)])
         os.chmod(self.kubeconfig, 0o600)
         return certs
 

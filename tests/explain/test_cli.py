@@ -38,8 +38,34 @@ def unreachable(tmp_path: Path) -> Path:
         (["why", "a/b", "--kubeconfig", "{tmp}/kubeconfig"], "cannot reach the API server"),
         (["what-if", "{tmp}/broken", "--kubeconfig", "{tmp}/kubeconfig"], "broken"),
         (["what-if", "{tmp}/nowhere.yaml"], "nowhere.yaml"),
+        # the ledger is checked before the cluster is reached (the kubeconfig's server listens nowhere):
+        # whatever the workload's state turns out to be, a bad --ledger is an error, never ignored
+        (["why", "a/b", "--kubeconfig", "{tmp}/kubeconfig", "--ledger", "sqlite:///{tmp}/l.db"], "needs --policy"),
+        (
+            [
+                "why",
+                "a/b",
+                "--kubeconfig",
+                "{tmp}/kubeconfig",
+                "--policy",
+                "{tmp}/p.yaml",
+                "--ledger",
+                "sqlite:///{tmp}/l.db",
+            ],
+            "no such ledger file",
+        ),
     ],
-    ids=["no-slash", "two-slashes", "no-kubeconfig", "not-a-kubeconfig", "no-server", "bad-policy", "no-policy"],
+    ids=[
+        "no-slash",
+        "two-slashes",
+        "no-kubeconfig",
+        "not-a-kubeconfig",
+        "no-server",
+        "bad-policy",
+        "no-policy",
+        "ledger-without-policy",
+        "no-ledger",
+    ],
 )
 def test_unusable_input_exits_2_without_a_traceback(tmp_path: Path, args: list[str], words: str) -> None:
     unreachable(tmp_path)
@@ -52,6 +78,7 @@ def test_unusable_input_exits_2_without_a_traceback(tmp_path: Path, args: list[s
     as_json = CliRunner().invoke(app, [*argv, "--json"])
     assert as_json.exit_code == 2
     assert json.loads(as_json.stdout)["problems"]
+    assert not (tmp_path / "l.db").exists()  # reading commands never create what they read
 
 
 def test_the_human_answer_wraps_at_the_terminal_and_cuts_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -120,6 +120,12 @@ def why(
     Reads only. With --policy (and --ledger for the runtimes), the expected admission is added."""
     workers = _workers(worker or [])  # before any cluster is reached: a mistake costs no listing
     namespace, name = target(workload)
+    if ledger is not None and policy is None:
+        raise InputError.one("its runtimes are for the expected admission, which needs --policy", path="--ledger")
+    from gpufleet.cli.forecast import ledger_records
+
+    # read before the cluster, whatever the workload's state: an unreachable or foreign ledger is exit 2
+    records = ledger_records(ledger)
     state = kube.read_kueue_state(kubeconfig, with_jobs=policy is not None)
     config, source = configuration(state, kueue_config)
     report = why_json(explain(state.objects, namespace, name, config))
@@ -127,21 +133,26 @@ def why(
     report["workers"] = _worker_copies(report, workers, kueue_config)
     report["forecast"] = None
     if policy is not None and report["state"] == "Pending":
-        report["forecast"] = expected(policy, state, ledger, f"{namespace}/{report['job'] or name}", report["workload"])
+        key = f"{namespace}/{report['job'] or name}"
+        report["forecast"] = expected(policy, state, (ledger, records), key, report["workload"])
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         return
     print_why(report)
 
 
-def expected(policy: Path, state: kube.KueueState, ledger: str | None, key: str, workload: str) -> Doc:
+def expected(
+    policy: Path, state: kube.KueueState, ledger: tuple[str | None, list[Any]], key: str, workload: str
+) -> Doc:
     """The workload's forecast (``gpufleet forecast``'s entry for ``key``, NS/JOB), or why there is
-    none (``workload``, NS/NAME of the Workload, left out of the replay)."""
-    from gpufleet.cli.forecast import cores, ledger_records, live_document
+    none (``workload``, NS/NAME of the Workload, left out of the replay). ``ledger``: its URL and the
+    allocations read from it."""
+    from gpufleet.cli.forecast import cores, live_document
     from gpufleet.forecast.estimate import Settings
 
+    url, records = ledger
     doc = live_document(
-        policy, state.objects + state.jobs, ledger=ledger, records=ledger_records(ledger),
+        policy, state.objects + state.jobs, ledger=url, records=records,
         settings=Settings(workers=cores()), workload=key, server_time=state.server_time,
     )  # fmt: skip
     found = doc["workloads"]

@@ -189,6 +189,15 @@ def print_questions(t: Tuning) -> None:
         total = (f"{c.measures[0].goodput_gpu_h:,.1f}", f"{c.measures[1].goodput_gpu_h:,.1f}")
         table.add_row("all teams", "", "", *total)
         print_table(table)
+        for r in c.teams:
+            if r.never_admissible[0] != r.never_admissible[1]:
+                console.print(
+                    f"  {r.team}: never-admissible jobs {r.never_admissible[0]} {a}, {r.never_admissible[1]} {b} "
+                    "(left out of the p95 waits; a job one world admits waits there)",
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
 
 
 def _resume(target: outputs.Target, staging: Path) -> None:

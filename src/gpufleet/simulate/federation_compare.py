@@ -63,6 +63,7 @@ class TeamRow:
     team: str
     wait_p95_s: tuple[int | None, int | None]  # (as run, the alternative)
     goodput_gpu_h: tuple[float, float]
+    never_admissible: tuple[int, int]  # left out of the waits (``measures``): the alternative may admit them
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class Comparison:
                     t.team,
                     (t.wait_p95_s, None if o is None else o.wait_p95_s),
                     (t.goodput_gpu_h, 0.0 if o is None else o.goodput_gpu_h),
+                    (t.never_admissible, 0 if o is None else o.never_admissible),
                 )
             )
         return rows
@@ -101,6 +103,7 @@ class Comparison:
                 r.team: {
                     "p95WaitSeconds": {a: r.wait_p95_s[0], b: r.wait_p95_s[1]},
                     "goodputGpuHours": {a: r.goodput_gpu_h[0], b: r.goodput_gpu_h[1]},
+                    "neverAdmissible": {a: r.never_admissible[0], b: r.never_admissible[1]},
                 }
                 for r in self.teams
             },

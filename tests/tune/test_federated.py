@@ -21,15 +21,21 @@ from gpufleet.simulate.federation import simulate_federation
 from gpufleet.simulate.federation_compare import CLUSTERS, RESIDENCY, fleet_questions, lifted, merged
 from gpufleet.simulate.federation_run import federated_run
 from gpufleet.simulate.federation_summary import summary
-from gpufleet.simulate.measures import measure
+from gpufleet.simulate.measures import Measures, measure
+from gpufleet.simulate.run import simulate
 from gpufleet.trace import write_trace
 from gpufleet.trace.job import Job, JobKind
 from gpufleet.tune import clusters
 from gpufleet.tune.fidelity import Fidelity
+from gpufleet.tune.holdout import Week
+from gpufleet.tune.judge import prepare
+from gpufleet.tune.objectives import Constraints
 from gpufleet.tune.space import build_space
 from gpufleet.tune.study import StudySpec
-from gpufleet.tune.tuning import tune
+from gpufleet.tune.trial import Problem, evaluate
+from gpufleet.tune.tuning import Tuning, tune
 from tests.support import EXAMPLES
+from tests.tune.cases import policy as one_cluster
 
 HOUR = 3600
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,12 +147,10 @@ def test_each_setting_is_named_with_its_cluster(path: str, cluster: str) -> None
 
 
 def test_a_policy_without_clusters_names_no_cluster() -> None:
-    from tests.tune.cases import policy as one_cluster
-
     assert clusters.cluster_of_knob(one_cluster(), "teams[a].quota[train].borrowingLimit") == ""
 
 
-def _tuned(tmp_path: Path, trials: int = 3):  # type: ignore[no-untyped-def]
+def _tuned(tmp_path: Path, trials: int = 3) -> Tuning:
     spec = StudySpec(str(tmp_path / "study.journal"), "fed", trials, 1, 0)
     return tune(fed_limited(), a_alone(), spec, simplify=False)
 
@@ -258,3 +262,26 @@ def test_tune_on_the_federated_example_runs_and_exits_0(tmp_path: Path) -> None:
     refused = CliRunner().invoke(app, [*args, "--rung-hours", "1", "-o", str(tmp_path / "out2")])
     assert refused.exit_code == 2 and "--rung-hours" in refused.output and "Traceback" not in refused.output
     assert not (tmp_path / "out2").exists()
+
+
+def _alpha_p95(m: Measures) -> int | None:
+    (alpha,) = m.teams
+    return alpha.wait_p95_s
+
+
+def test_every_entry_of_tune_simulates_the_federation_not_one_cluster(tmp_path: Path) -> None:
+    """Restricted j1 waits 596 s for west in the federation; as one cluster east would take it at once
+    (0 s). The input world, a trial and a held-out week's input world all show the federation's 596 s."""
+    policy = load_policy(FED)
+    jobs = [job("j0", "alpha", "restricted", 0), job("j1", "alpha", "restricted", 5)]
+    one = simulate(resolve(merged(policy)), jobs, HAND)
+    assert _alpha_p95(measure(one, resolve(merged(policy)), (0, one.outcome.end))) == 0
+    space = build_space(policy)
+    window = (0, 4 * HOUR)
+    problem = Problem(policy, tuple(jobs), HAND, window, Constraints())
+    assert _alpha_p95(evaluate(problem, space, space.base_params()).measures) == 596
+    held = prepare(policy, space, Week("again", tuple(jobs)), HAND, Constraints())
+    assert _alpha_p95(held.given.measures) == 596
+    spec = StudySpec(str(tmp_path / "study.journal"), "fed", 1, 1, 0)
+    t = tune(policy, jobs, spec, config=HAND, reasoned=False, simplify=False)
+    assert _alpha_p95(t.worlds[1].measures) == 596

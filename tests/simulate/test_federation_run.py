@@ -3,17 +3,23 @@ trial with must be the federation's own (its dispatch summary, its workers' mete
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from gpufleet.cli import app
 from gpufleet.simulate.federation import simulate_federation
 from gpufleet.simulate.federation_run import ZoneReach, federated_run, merge_meters
 from gpufleet.simulate.federation_summary import summary
 from gpufleet.simulate.measures import measure
 from gpufleet.simulate.meter import Meter
 from gpufleet.trace.job import Job
-from tests.simulate.test_federation import FLEET, HAND, SCENARIOS, job
+from tests.simulate.test_federation import FED, FLEET, HAND, SCENARIOS, job
+from tests.tune.cases import LIMITED
 
 
 @pytest.mark.parametrize(("name", "jobs", "expected"), SCENARIOS, ids=[s[0] for s in SCENARIOS])
@@ -76,3 +82,40 @@ def test_merged_meters_integrate_to_the_sum_of_the_workers(
     start, stop = min(a, b), max(a, b)
     assert merged.integral("x", start, stop) == pytest.approx(sum(m.integral("x", start, stop) for m in meters))
     assert merged.total("x") == pytest.approx(sum(m.total("x") for m in meters))
+
+
+# (--compare word, the question in federation.json, the alternative world's name)
+COMPARES = [("residency", "residency", "residency lifted"), ("one-cluster", "clusters", "one cluster")]
+
+
+@pytest.mark.parametrize(("word", "question", "other"), COMPARES)
+def test_simulate_compare_answers_one_question_from_two_runs(
+    tmp_path: Path, word: str, question: str, other: str
+) -> None:
+    """Restricted j1 waits 596 s behind west in the federation; lifted or merged, east takes it at once."""
+    trace = tmp_path / "trace.csv"
+    rows = ["job_id,team,namespace,submit_s,duration_s,kind,gpus,data_class,priority_class"]
+    rows += ["j0,alpha,alpha,0,600,training,4,restricted,normal", "j1,alpha,alpha,5,600,training,4,restricted,normal"]
+    trace.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "sim"
+    args = ["simulate", str(FED), "--trace", str(trace), "-o", str(out), "--compare", word]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    compared = json.loads((out / "federation.json").read_text())["compare"]
+    assert compared["basis"] == "simulated" and compared["question"] == question
+    waits = compared["teams"]["alpha"]["p95WaitSeconds"]
+    assert waits[compared["worlds"][0]] == 597 and waits[other] == 0  # 1 s finish delay: the default config
+    assert "(simulated; the same trace" in result.output
+
+
+def test_simulate_compare_residency_on_one_cluster_is_refused(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(
+        "job_id,team,namespace,submit_s,duration_s,kind,gpus,priority_class\nj0,a,a,0,60,training,1,batch\n"
+    )
+    policy = tmp_path / "one.yaml"
+    policy.write_text(LIMITED)
+    args = ["simulate", str(policy), "--trace", str(trace), "-o", str(tmp_path / "x"), "--compare", "residency"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "--compare" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "x").exists()

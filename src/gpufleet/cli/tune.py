@@ -25,10 +25,10 @@ from gpufleet.cli.common import (
     print_kept,
     print_table,
 )
+from gpufleet.cli.simulate_federation import print_question
 from gpufleet.durations import human
 from gpufleet.errors import InputError
 from gpufleet.policy import FleetPolicy, load_policy
-from gpufleet.simulate.federation_compare import CLUSTERS, RESIDENCY
 from gpufleet.trace import read_trace
 from gpufleet.trace.job import Job
 from gpufleet.tune import clusters, output
@@ -179,25 +179,7 @@ def print_heldout(t: Tuning) -> None:
 def print_questions(t: Tuning) -> None:
     """A federation's two questions, per team, for the recommended policy (every figure simulated)."""
     for c in t.questions:
-        a, b = c.names
-        title = {RESIDENCY: "What residency costs", CLUSTERS: "One cluster or the federation"}[c.question]
-        table = Table(title=f"{title} (simulated; the recommended policy, same trace and window)", title_justify="left")
-        for name in ("team", f"p95 {a}", f"p95 {b}", f"goodput {a}", f"goodput {b}"):
-            table.add_column(name, justify="left" if name == "team" else "right", no_wrap=True)
-        for r in c.teams:
-            table.add_row(r.team, *(_hours(w) for w in r.wait_p95_s), *(f"{g:,.1f}" for g in r.goodput_gpu_h))
-        total = (f"{c.measures[0].goodput_gpu_h:,.1f}", f"{c.measures[1].goodput_gpu_h:,.1f}")
-        table.add_row("all teams", "", "", *total)
-        print_table(table)
-        for r in c.teams:
-            if r.never_admissible[0] != r.never_admissible[1]:
-                console.print(
-                    f"  {r.team}: never-admissible jobs {r.never_admissible[0]} {a}, {r.never_admissible[1]} {b} "
-                    "(left out of the p95 waits; a job one world admits waits there)",
-                    highlight=False,
-                    markup=False,
-                    soft_wrap=True,
-                )
+        print_question(c, "the recommended policy, same trace and window")
 
 
 def _resume(target: outputs.Target, staging: Path) -> None:

@@ -127,10 +127,22 @@ def fleet_questions(
     if not fleet.policy.clusters:
         raise InputError.one("the policy declares no clusters: there is no federation to compare", path="clusters")
     as_run = declared if declared is not None else federated_run(fleet, jobs, config, "federated")[0]
-    free = resolve(lifted(fleet.policy))
-    free_run = federated_run(free, jobs, config, "residency lifted")[0]
+    return (
+        ask(RESIDENCY, fleet, jobs, config, window=window, declared=as_run),
+        ask(CLUSTERS, fleet, jobs, config, window=window, declared=as_run),
+    )
+
+
+def ask(
+    question: str, fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, *,
+    window: tuple[int, int] | None = None, declared: RunResult | None = None,
+) -> Comparison:  # fmt: skip
+    """One question (``RESIDENCY`` or ``CLUSTERS``): the federation's run against its alternative's."""
+    as_run = declared if declared is not None else federated_run(fleet, jobs, config, "federated")[0]
+    if question == RESIDENCY:
+        free = resolve(lifted(fleet.policy))
+        free_run = federated_run(free, jobs, config, "residency lifted")[0]
+        return _pair(RESIDENCY, ("as declared", "residency lifted"), (as_run, free_run), (fleet, free), window)
     one = resolve(merged(fleet.policy))
     one_run = simulate(one, jobs, replace(config, mode=Mode.QUEUE))
-    residency = _pair(RESIDENCY, ("as declared", "residency lifted"), (as_run, free_run), (fleet, free), window)
-    clusters = _pair(CLUSTERS, ("federated", "one cluster"), (as_run, one_run), (fleet, one), window)
-    return residency, clusters
+    return _pair(CLUSTERS, ("federated", "one cluster"), (as_run, one_run), (fleet, one), window)

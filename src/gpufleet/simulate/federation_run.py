@@ -13,7 +13,9 @@ one outcome:
 - a Job is never admissible when no cluster of its residency zone could ever admit it (each worker's
   own reach, ``Reaches`` on the policy narrowed to that worker): the federation's ``NeverAdmissible``;
 - the pools are every worker's (a pool name is unique in the policy), and the meters are summed
-  series by series, each worker's held to the federation's end.
+  series by series, each worker's held to the federation's end. The measures read GPU series
+  (goodput, usable idle, serving), which only the copy that runs adds to; the queue-length series of
+  the report's charts count every worker's copies, so a Job waiting on two workers counts twice there.
 
 Every figure is the simulator's; nothing here is measured on a cluster.
 """
@@ -111,9 +113,9 @@ def _as_submitted(run: JobRun, job: Job, index: int) -> JobRun:
     return out
 
 
-def _held_back(job: Job, fleet: Fleet, index: int) -> JobRun | None:
+def _held_back(job: Job, catalog: Catalog, index: int) -> JobRun | None:
     """A Job the manager never dispatched: it waited from its submission, on no worker."""
-    ask = Catalog.of(fleet).ask_of(job)
+    ask = catalog.ask_of(job)
     if ask is None:
         return None
     run = JobRun(job, ask, index)
@@ -130,12 +132,13 @@ def federated_run(
     result, worlds = run_federation(fleet, jobs, config)
     reach = ZoneReach(fleet)
     by_key = {d.key: d for d in result.dispatches}
+    catalog = Catalog.of(fleet)
     runs: list[JobRun] = []
     skipped: list[Job] = []
     for job in sorted(jobs, key=lambda j: (j.submit_s, j.namespace, j.job_id)):
         d = by_key[f"{job.namespace}/{job.job_id}"]
         run = _source(d.key, d.cluster, d.copies, worlds)
-        merged = _held_back(job, fleet, len(runs)) if run is None else _as_submitted(run, job, len(runs))
+        merged = _held_back(job, catalog, len(runs)) if run is None else _as_submitted(run, job, len(runs))
         if merged is None:
             skipped.append(job)
             continue

@@ -100,11 +100,13 @@ def test_bad_inputs_exit_2_without_a_traceback(tmp_path: Path) -> None:
     assert not (tmp_path / "out2").exists()
 
 
-def test_a_federated_policy_is_refused_not_tuned_as_one_cluster(tmp_path: Path) -> None:
+def test_a_trace_a_federation_cannot_dispatch_is_refused_located(tmp_path: Path) -> None:
+    """A federated policy is tuned through the federation (tests/tune/test_federated.py); a trace whose
+    jobs carry no data class of its residency zones cannot be dispatched: exit 2, nothing written."""
     _, trace = _inputs(tmp_path)
     federated = _tune(EXAMPLES / "federation.yaml", trace, tmp_path / "out")
     assert federated.exit_code == 2 and "Traceback" not in federated.output
-    assert "clusters" in federated.output and "MultiKueue" in federated.output
+    assert "data_class" in federated.output and "residency zone" in federated.output
     assert not (tmp_path / "out").exists()
 
 

@@ -128,13 +128,22 @@ def _per_team(results: Sequence[RunResult], title: str) -> Table:
     return table
 
 
+FEDERATED_COMPARE = ("residency", "one-cluster")  # ``cli.simulate_federation.COMPARE``'s words
+
+
 @guarded
 def simulate(
     policy: Annotated[Path, typer.Argument(help="The fleet policy (YAML)", show_default=False)],
     *,
     trace: Annotated[Path, typer.Option("--trace", help="A job trace in gpufleet's format (.csv or .parquet)")],
     compare_with: Annotated[
-        str | None, typer.Option("--compare", help="Also run the baseline: first-apply", metavar="first-apply")
+        str | None,
+        typer.Option(
+            "--compare",
+            help="Also run the baseline: first-apply; or, for a policy with clusters:, residency (lifted) or "
+            "one-cluster (the pools merged)",
+            metavar="first-apply|residency|one-cluster",
+        ),
     ] = None,
     output: Annotated[
         Path | None, output_option("Folder for results.json, tables, charts, report [default: simulation]")
@@ -153,19 +162,29 @@ def simulate(
 ) -> None:
     """Simulate the queue in front of the cards on a trace, and (with --compare) the first apply."""
     out = pick_output(output, legacy_out, Path("simulation"))
-    if compare_with not in (None, Mode.FIRST_APPLY.value):
-        raise InputError.one(f"--compare takes 'first-apply', not {compare_with!r}", path="--compare")
+    if compare_with not in (None, Mode.FIRST_APPLY.value, *FEDERATED_COMPARE):
+        raise InputError.one(
+            f"--compare takes 'first-apply', 'residency' or 'one-cluster', not {compare_with!r}", path="--compare"
+        )
     fleet = resolve(load_policy(policy))
+    if compare_with in FEDERATED_COMPARE and not fleet.policy.clusters:
+        raise InputError.one(
+            f"--compare {compare_with} is for a policy with clusters: (a federation); this one is one cluster",
+            file=str(policy),
+            path="--compare",
+        )
     jobs = read_trace(trace)
     target = outputs.check(out, force=force)  # refuse before the simulation, not after it
     if fleet.policy.clusters:  # a federation: each worker's Kueue and the manager's dispatch
-        if compare_with is not None:
+        if compare_with == Mode.FIRST_APPLY.value:
             raise InputError.one(
-                "--compare is for one cluster; a federated policy runs the queue world only", path="--compare"
+                "--compare first-apply is for one cluster; a federated policy compares residency or one-cluster",
+                path="--compare",
             )
         from gpufleet.cli.simulate_federation import run_federated
 
-        run_federated(fleet, jobs, SimulationConfig(placement=placement), out, force=force, as_json=as_json)
+        config = SimulationConfig(placement=placement)
+        run_federated(fleet, jobs, config, out, force=force, as_json=as_json, compare=compare_with)
         return
     modes = [Mode.QUEUE] + ([Mode.FIRST_APPLY] if compare_with else [])
     with progress_bar(len(modes), quiet=as_json) as update:

@@ -25,12 +25,13 @@ from gpufleet.cli.common import (
     print_kept,
     print_table,
 )
+from gpufleet.cli.simulate_federation import print_question
 from gpufleet.durations import human
 from gpufleet.errors import InputError
 from gpufleet.policy import FleetPolicy, load_policy
 from gpufleet.trace import read_trace
 from gpufleet.trace.job import Job
-from gpufleet.tune import output
+from gpufleet.tune import clusters, output
 from gpufleet.tune.fidelity import Fidelity
 from gpufleet.tune.holdout import Week, bootstrap
 from gpufleet.tune.objectives import Constraints
@@ -111,7 +112,7 @@ def print_diff(t: Tuning) -> None:
         return
     console.print("[bold]What changes, and why[/] (effects simulated)")
     for c in t.changes:
-        console.print(f"  {c.setting}: {c.before} → {c.after}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"  {c.where}: {c.before} → {c.after}", highlight=False, markup=False, soft_wrap=True)
         console.print(f"    {c.explanation()}", highlight=False, markup=False)
 
 
@@ -173,6 +174,12 @@ def print_heldout(t: Tuning) -> None:
             _cell(r["neverRan"]),
         )
     print_table(table)
+
+
+def print_questions(t: Tuning) -> None:
+    """A federation's two questions, per team, for the recommended policy (every figure simulated)."""
+    for c in t.questions:
+        print_question(c, "the recommended policy, same trace and window")
 
 
 def _resume(target: outputs.Target, staging: Path) -> None:
@@ -305,14 +312,7 @@ def tune_command(
     trial (trials.csv), the diff with the pathology each change removes (tune.json) and the
     three worlds' report (simulation/). Every figure is simulated."""
     fleet_policy = load_policy(policy)
-    if fleet_policy.clusters:  # refused rather than tuned as the one cluster it is not
-        raise InputError.one(
-            "tune does not model MultiKueue yet: a policy with clusters: would be tuned as one cluster, without "
-            "the manager's dispatch, its residency zones or each worker's own Kueue, so no figure would be this "
-            "fleet's; `gpufleet simulate` runs the federation (each worker's Kueue and the dispatch)",
-            file=str(policy),
-            path="clusters",
-        )
+    clusters.refuse_rungs(fleet_policy, bool(rung_hours), str(policy))  # a federation: trials run whole (exit 2)
     jobs_list = read_trace(trace)
     if not jobs_list:
         raise InputError.one("the trace holds no jobs", file=str(trace))
@@ -360,6 +360,7 @@ def tune_command(
         print_diff(result)
         print_infeasible(result)
         print_heldout(result)
+        print_questions(result)
         console.print(f"\nrecommended policy: {output_dir / output.POLICY}", highlight=False, soft_wrap=True)
         console.print(
             f"trials: {output_dir / output.TRIALS}; report: {output_dir / output.SIMULATION}/report.html",

@@ -265,6 +265,13 @@ class _Federation:
 
 def simulate_federation(fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig) -> FederationResult:
     """Run the trace through the manager's Kueue and dispatch and every worker's Kueue, in lockstep."""
+    return run_federation(fleet, jobs, config)[0]
+
+
+def run_federation(
+    fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig
+) -> tuple[FederationResult, dict[str, WorkerWorld]]:
+    """``simulate_federation``, with each worker's finished world (``federation_run`` measures them as one)."""
     if not fleet.policy.clusters:
         raise InputError.one("the policy declares no clusters: simulate it as one cluster", path="clusters")
     fed = _Federation(fleet, jobs, config)
@@ -278,7 +285,7 @@ def simulate_federation(fleet: Fleet, jobs: Sequence[Job], config: SimulationCon
         _dispatch(job, fed.zone_of[k], tuple(fed.copies.get(k, ())), fed.winner.get(k), worlds=worlds, end=end)
         for k, job in fed.jobs.items()
     ]
-    return FederationResult(
+    result = FederationResult(
         fed.dispatcher,
         tuple(fed.order),
         tuple(zones(fleet.policy)),
@@ -287,6 +294,7 @@ def simulate_federation(fleet: Fleet, jobs: Sequence[Job], config: SimulationCon
         end,
         fed.manager_evictions,
     )
+    return result, worlds
 
 
 def _reserved(run: JobRun) -> int:

@@ -51,6 +51,7 @@ class Change:
     effects: tuple[Effect, ...]
     worsens: tuple[Reason, ...] = ()  # ... whose figure the tuned run makes worse
     leaves: tuple[Reason, ...] = ()  # ... still shown, with the same figure
+    cluster: str = ""  # a federated policy: the cluster the setting lives in (``clusters.EVERY`` for fleet-wide)
 
     def explanation(self) -> str:
         """One line: each word (removes, eases, worsens, leaves unchanged) with the figures it rests on."""
@@ -63,9 +64,15 @@ class Change:
         label = "; ".join(parts) or "no finding points at it"
         return f"{label}: " + "; ".join(e.text() for e in self.effects)
 
+    @property
+    def where(self) -> str:
+        """The setting, with its cluster when the policy has several."""
+        return f"{self.setting} [{self.cluster}]" if self.cluster else self.setting
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "setting": self.setting,
+            **({"cluster": self.cluster} if self.cluster else {}),
             "before": self.before,
             "after": self.after,
             "removes": [r.value for r in self.removes],

@@ -15,7 +15,7 @@ from gpufleet.policy import FleetPolicy, resolve
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.measures import Measures, common_window, measure
 from gpufleet.simulate.result import RunResult
-from gpufleet.simulate.run import simulate
+from gpufleet.tune import clusters
 from gpufleet.tune.feasibility import Infeasible
 from gpufleet.tune.holdout import Week
 from gpufleet.tune.objectives import CONSTRAINTS, Constraints, feasible, lost_guarantees, violations
@@ -68,8 +68,8 @@ class Baseline:
 
 def prepare(policy: FleetPolicy, space: Space, week: Week, config: SimulationConfig, c: Constraints) -> Baseline:
     fleet = resolve(policy)
-    first = simulate(fleet, week.jobs, replace(config, mode=Mode.FIRST_APPLY))
-    given = named(simulate(fleet, week.jobs, replace(config, mode=Mode.QUEUE)), "input")
+    first = clusters.first_apply(fleet, week.jobs, config)
+    given = named(clusters.queue(fleet, week.jobs, config), "input")
     window = common_window([first, given])
     input_never = {r.key for r in given.outcome.runs if r.never}
     saving = stranding(space, in_window(week.jobs, window), ran_keys(first), input_never)

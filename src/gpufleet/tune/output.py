@@ -88,6 +88,7 @@ def document(t: Tuning, trace: str) -> dict[str, Any]:
         if t.recommended is None
         else {**_candidate(t.recommended), "changes": {k: v for k, v in t.recommended.params.items() if base[k] != v}},
         "diff": [c.as_dict() for c in t.changes],
+        "fleetQuestions": [q.as_dict() for q in t.questions],  # a federated policy's; [] for one cluster
         "infeasible": [i.as_dict() for i in t.infeasible],
         "heldOut": {
             "weeks": [b.week.name for b in t.heldout],

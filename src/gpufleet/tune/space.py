@@ -34,6 +34,7 @@ from gpufleet.policy.fleet import facts_for
 from gpufleet.policy.model import KUEUE_FAIR_SHARING_STRATEGIES, UNLIMITED, NodeScoring, PoolQuota
 from gpufleet.policy.slicing import decide
 from gpufleet.simulate.config import PodsReady
+from gpufleet.tune.clusters import allowed
 
 Apply = Callable[[dict[str, Any], str], None]  # edits a policy's plain data in place
 
@@ -364,4 +365,5 @@ def build_space(policy: FleetPolicy) -> Space:
         *_slicing_knobs(policy, fleet),
         *_priority_knobs(policy),
     ]
-    return Space(base=policy, knobs=tuple(k for k in knobs if len(k.choices) > 1))
+    kept = (k for k in knobs if len(k.choices) > 1 and allowed(policy, k.path))  # a team's quota stays in its residency
+    return Space(base=policy, knobs=tuple(kept))

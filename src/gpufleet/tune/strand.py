@@ -16,11 +16,12 @@ the capacity that would admit it (``Beyond``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gpufleet.policy import Fleet
 from gpufleet.policy.model import UNLIMITED
+from gpufleet.simulate.federation_run import ZoneReach
 from gpufleet.simulate.reach import Reach, Reaches
 from gpufleet.simulate.requests import Catalog
 from gpufleet.simulate.result import RunResult
@@ -128,25 +129,35 @@ def _best(options: Sequence[Reach]) -> Reach | None:
     return max(options, key=lambda r: (r.reach, r.capacity, r.pool), default=None)
 
 
+def _views(fleet: Fleet) -> Callable[[Job], list[tuple[Reaches, Catalog]]]:
+    """Where a job may be admitted: the one cluster, or each worker of its residency zone (a federation)."""
+    if not fleet.policy.clusters:
+        one = [(Reaches(fleet), Catalog.of(fleet))]
+        return lambda _job: one
+    zoned = ZoneReach(fleet)
+    return lambda job: [(reaches, catalog) for _, reaches, catalog in zoned.views(job)]
+
+
 def stranding(space: Space, jobs: Sequence[Job], first_ran: set[str], input_never: set[str]) -> Stranding:
     """Protected: ran under first apply or admitted by the input, and admitted by some open policy."""
     fleets = open_fleets(space) or [space.fleet(space.base_params())]
     saved: set[str] = set()
     closest: dict[str, tuple[Reach | None, int, str]] = {}
     for fleet in fleets:
-        reaches, catalog = Reaches(fleet), Catalog.of(fleet)
+        views = _views(fleet)
         for job in jobs:
-            ask = catalog.ask_of(job)
-            if ask is None:
-                continue
             key = key_of(job)
-            if not reaches.never_admissible(job, ask):
-                saved.add(key)
-                continue
-            best = _best(reaches.options(job, ask))
-            known = closest.get(key)
-            if known is None or (best is not None and (known[0] is None or best.reach > known[0].reach)):
-                closest[key] = (best, job.pods * ask.count, ask.resource)
+            for reaches, catalog in views(job):
+                ask = catalog.ask_of(job)
+                if ask is None:
+                    continue
+                if not reaches.never_admissible(job, ask):
+                    saved.add(key)
+                    break
+                best = _best(reaches.options(job, ask))
+                known = closest.get(key)
+                if known is None or (best is not None and (known[0] is None or best.reach > known[0].reach)):
+                    closest[key] = (best, job.pods * ask.count, ask.resource)
     wanted = {key_of(j) for j in jobs} & (first_ran | ({key_of(j) for j in jobs} - input_never))
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     lost = {key_of(j): j for j in jobs if key_of(j) in closest and key_of(j) not in saved}

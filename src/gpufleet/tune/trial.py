@@ -16,8 +16,8 @@ from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.measures import Measures, as_dict, measure
 from gpufleet.simulate.records import job_rows, ledger_records
 from gpufleet.simulate.result import RunResult
-from gpufleet.simulate.run import simulate
 from gpufleet.trace.job import Job
+from gpufleet.tune import clusters
 from gpufleet.tune.fidelity import HALVED, PRUNED_ATTR, Fidelity, Staged, broken, fixed, promoted, rung_key, score
 from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.space import Space, SpaceError, build_space
@@ -66,7 +66,7 @@ def evaluate(problem: Problem, space: Space, params: Mapping[str, str], name: st
     """Simulate the queue world under ``params`` (raises ``SpaceError`` for an invalid combination)."""
     fleet = space.fleet(params)
     config = replace(problem.config, mode=Mode.QUEUE)
-    result = named(simulate(fleet, problem.jobs, config), name)
+    result = named(clusters.queue(fleet, problem.jobs, config), name)
     m = measure(result, fleet, problem.window)
     lost = tuple(lost_guarantees(problem.policy, fleet.policy))
     stranded = stranded_in(result, problem.protected)

@@ -18,14 +18,14 @@ import optuna
 from optuna.trial import TrialState
 
 from gpufleet.errors import InputError
-from gpufleet.policy import FleetPolicy, resolve
+from gpufleet.policy import Fleet, FleetPolicy, resolve
 from gpufleet.simulate.config import Mode, SimulationConfig
+from gpufleet.simulate.federation_compare import Comparison, fleet_questions
 from gpufleet.simulate.measures import Measures, common_window, measure
 from gpufleet.simulate.pathologies import Finding, diagnose
 from gpufleet.simulate.result import RunResult
-from gpufleet.simulate.run import simulate
 from gpufleet.trace.job import Job
-from gpufleet.tune import feasibility, judge, remedies, study
+from gpufleet.tune import clusters, feasibility, judge, remedies, study
 from gpufleet.tune.diff import Change, diff, touches
 from gpufleet.tune.feasibility import Infeasible
 from gpufleet.tune.fidelity import PRUNED_ATTR, Fidelity
@@ -73,6 +73,8 @@ class Tuning:
     heldout: tuple[judge.Baseline, ...] = ()  # the held-out weeks' first-apply and input worlds
     judged: tuple[judge.Judged, ...] = ()  # the candidates judged on them, the recommendation last (if any)
     stopped: int = 0  # trials stopped early at a rung (``fidelity``), among ``pruned``
+    # a federated policy: residency's cost and one cluster against the federation, for ``policy``
+    questions: tuple[Comparison, ...] = ()
 
     @property
     def shown(self) -> judge.Judged | None:
@@ -184,16 +186,11 @@ def tune(
     study's trials and nothing after them (no simplification, no held-out weeks, no recommendation):
     the run that then opens the finished study recommends once from every worker's trials."""
     say = stage or (lambda _text: None)
+    clusters.refuse_rungs(policy, fidelity is not None)
     constraints = constraints or Constraints()
     config = config or SimulationConfig()
     space = build_space(policy)
-    fleet = resolve(policy)
-    if baseline is None:
-        say("simulating first apply and the input policy")
-        first = simulate(fleet, jobs, replace(config, mode=Mode.FIRST_APPLY))
-        given = named(simulate(fleet, jobs, replace(config, mode=Mode.QUEUE)), "input")
-    else:
-        first, given = baseline[0], named(baseline[1], "input")
+    first, given = _baselines(resolve(policy), jobs, config, baseline, say)
     window = window or common_window([first, given])
     input_never = {r.key for r in given.outcome.runs if r.never}
     saving = stranding(space, in_window(jobs, window), ran_keys(first), input_never)
@@ -247,14 +244,16 @@ def tune(
         tuned_policy = ran.fleet.policy
         found = tuple(diagnose(ran.result, ran.fleet, ran.measures))
         tuned = World("tuned", ran.result, ran.measures, found, ran.stranded)
-    changes = diff(
+    changes = clusters.located(policy, diff(
         base=base_params,
         tuned=chosen.params if chosen else base_params,
         before=worlds_before[1].measures,
         after=tuned.measures,
         found_before=worlds_before[1].findings,
         found_after=tuned.findings,
-    )
+    ))  # fmt: skip
+    asked = clusters.federated(policy) and not (blocked or search_only)
+    questions = _questions(tuned_policy, jobs, config, window=window, ran=tuned.result, say=say) if asked else ()
     return Tuning(
         space=space,
         spec=spec,
@@ -272,7 +271,28 @@ def tune(
         heldout=tuple(held),
         judged=tuple(judged),
         stopped=stopped,
+        questions=questions,
     )
+
+
+def _baselines(
+    fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, baseline: tuple[RunResult, RunResult] | None,
+    say: Stage,
+) -> tuple[RunResult, RunResult]:  # fmt: skip
+    """First apply and the input policy's queue world (a federated policy's: through the federation)."""
+    if baseline is not None:
+        return baseline[0], named(baseline[1], "input")
+    say("simulating first apply and the input policy")
+    return clusters.first_apply(fleet, jobs, config), named(clusters.queue(fleet, jobs, config), "input")
+
+
+def _questions(
+    policy: FleetPolicy, jobs: Sequence[Job], config: SimulationConfig, *, window: tuple[int, int], ran: RunResult,
+    say: Stage,
+) -> tuple[Comparison, ...]:  # fmt: skip
+    """A federation's two questions for the policy ``tune`` recommends (its run is ``ran``)."""
+    say("simulating residency lifted and one merged cluster")
+    return fleet_questions(resolve(policy), jobs, config, window=window, declared=ran)
 
 
 def _search(

@@ -330,7 +330,9 @@ def test_audit_answers_for_the_whole_fleet_from_each_workers_ledger(
         for recorder in recorders:
             recorder.kill()
         for job in ("audited", "audited-open", "audited-full"):
-            manager.kubectl("delete", "job", job, "--namespace=alpha", "--cascade=foreground", "--wait=true")
+            manager.kubectl(
+                "delete", "job", job, "--namespace=alpha", "--cascade=foreground", "--wait=true", "--ignore-not-found"
+            )  # fmt: skip
 
 
 def _fleet_report_export_verify(fleet: list[str], tmp_path: Path) -> None:
@@ -338,7 +340,9 @@ def _fleet_report_export_verify(fleet: list[str], tmp_path: Path) -> None:
     still writing): west's row holds the restricted Job's GPU, east's the open one's, each chain intact."""
     now = datetime.now(UTC)
     window = ["--from", (now - timedelta(hours=1)).isoformat(), "--to", (now + timedelta(minutes=1)).isoformat()]
-    rows = _audit("report", *window, "--format", "json", *fleet)["rows"]
+    result = CliRunner().invoke(app, ["audit", "report", *window, "--format", "json", *fleet])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["rows"]
     print("audit report:", [(r["cluster"], r["team"], r["gpu_hours"], r["share"], r["data_classes"]) for r in rows])
     classes = {(r["cluster"], c) for r in rows for c in r["data_classes"]}  # earlier tests' Jobs may add some
     assert {("west", "restricted"), ("east", "open")} <= classes and ("east", "restricted") not in classes, rows

@@ -28,18 +28,11 @@ WINDOW = ["--from", "2026-11-02T08:05:00Z", "--to", "2026-11-02T09:05:00Z"]  # a
 
 # West: research holds 8 GPUs the whole hour, vision 4; east: research 4. Merged, research's share
 # would be 12 of 16 GPU-hours; per cluster it is 8 of 12 on west and 4 of 4 on east.
+VISION = {"namespace": "vision", "name": "detect", "team": "vision", "cluster_queue": "vision", "gpu_count": 4}
 WEST: list[Record] = [
     allocation(workload_uid="w-1", name="train-a", cluster="west"),
     allocation(
-        workload_uid="w-2",
-        namespace="vision",
-        name="detect",
-        team="vision",
-        cluster_queue="vision",
-        gpu_count=4,
-        placements=(Placement("gpu-0", 4, (), "H100"),),
-        finished=at(65),
-        cluster="west",
+        workload_uid="w-2", **VISION, finished=at(65), cluster="west", placements=(Placement("n", 4, (), "H100"),)
     ),
     wait(workload_uid="w-1", name="train-a", cluster="west", start=at(4), end=at(7)),
 ]
@@ -71,6 +64,15 @@ def urls(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     if made["west"].startswith("postgresql"):
         missing = made["west"].rsplit("/", 1)[0] + "/fleet_missing"  # a database the real server does not have
     return {**made, "foreign": str(foreign), "missing": missing, "unreachable": "postgresql://x@127.0.0.1:1/ledger"}
+
+
+def _command(command: str, out: Path) -> list[str]:
+    """``audit COMMAND`` with what it needs besides the ledgers (report and export write to ``out``)."""
+    return {
+        "report": ["report", *WINDOW, "--format", "csv", "--out", str(out)],
+        "export": ["export", "--out", str(out)],
+        "verify": ["verify"],
+    }[command]
 
 
 def _both(urls: dict[str, str]) -> list[str]:
@@ -173,14 +175,23 @@ def test_fleet_mistakes_are_located_errors_and_write_nothing(
 ) -> None:
     """Exit 2, the message, the ledger at fault named (``named``: which of ``urls``), no file written."""
     out = tmp_path / "out.csv"
-    args = {
-        "report": ["report", *WINDOW, "--format", "csv", "--out", str(out)],
-        "export": ["export", "--out", str(out)],
-        "verify": ["verify"],
-    }[command]
+    args = _command(command, out)
     result = runner.invoke(app, ["audit", *args, *_both(urls), *(e.format(**urls) for e in extra)])
     assert result.exit_code == 2, result.output
     assert message in result.stderr and "Traceback" not in result.output
     assert "--ledger" in result.stderr or "--head" in result.stderr
     assert named is None or urls[named] in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["report", "export", "verify"])
+def test_a_ledger_that_fails_while_read_is_named(urls: dict[str, str], tmp_path: Path, command: str) -> None:
+    """Its schema revision passes the opening check, a table it needs is gone: exit 2 naming that ledger."""
+    with Ledger.open(urls["east"]) as ledger, ledger.engine.begin() as conn:
+        conn.execute(text("DROP TABLE ledger_current" if command != "verify" else "DROP TABLE ledger_tree"))
+    out = tmp_path / "out.csv"
+    args = _command(command, out)
+    result = runner.invoke(app, ["audit", *args, *_both(urls)])
+    assert result.exit_code == 2, result.output
+    assert "cannot read the ledger" in result.stderr and urls["east"] in result.stderr, result.stderr
     assert not out.exists()

@@ -9,11 +9,12 @@ takes longer.
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -323,12 +324,40 @@ def test_audit_answers_for_the_whole_fleet_from_each_workers_ledger(
         text = CliRunner().invoke(app, ["audit", "why", open_workload, *fleet])
         assert text.exit_code == 0 and "cluster east:" in text.stdout, text.output
         print(text.stdout)
+        _fleet_report_export_verify(fleet, tmp_path)
         _why_reaches_the_workers(federation)
     finally:
         for recorder in recorders:
             recorder.kill()
         for job in ("audited", "audited-open", "audited-full"):
-            manager.kubectl("delete", "job", job, "--namespace=alpha", "--cascade=foreground", "--wait=true")
+            manager.kubectl(
+                "delete", "job", job, "--namespace=alpha", "--cascade=foreground", "--wait=true", "--ignore-not-found"
+            )  # fmt: skip
+
+
+def _fleet_report_export_verify(fleet: list[str], tmp_path: Path) -> None:
+    """``audit report``, ``export`` and ``verify`` over the two workers' live ledgers (their recorders
+    still writing): west's row holds the restricted Job's GPU, east's the open one's, each chain intact."""
+    now = datetime.now(UTC)
+    window = ["--from", (now - timedelta(hours=1)).isoformat(), "--to", (now + timedelta(minutes=1)).isoformat()]
+    result = CliRunner().invoke(app, ["audit", "report", *window, "--format", "json", *fleet])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["rows"]
+    print("audit report:", [(r["cluster"], r["team"], r["gpu_hours"], r["share"], r["data_classes"]) for r in rows])
+    classes = {(r["cluster"], c) for r in rows for c in r["data_classes"]}  # earlier tests' Jobs may add some
+    assert {("west", "restricted"), ("east", "open")} <= classes and ("east", "restricted") not in classes, rows
+    assert {r["cluster"] for r in rows} == {"west", "east"}
+    out = tmp_path / "fleet.csv"
+    exported = CliRunner().invoke(app, ["audit", "export", "--out", str(out), *fleet])
+    assert exported.exit_code == 0, exported.output
+    table = list(csv.DictReader(out.open(encoding="utf-8")))
+    exported_classes = {(r["cluster"], r["data_class"]) for r in table}
+    assert {("west", "restricted"), ("east", "open")} <= exported_classes, table
+    assert ("east", "restricted") not in exported_classes and all(r["cluster"] in WORKERS for r in table)
+    verified = CliRunner().invoke(app, ["audit", "verify", *fleet])
+    print(verified.stdout)
+    assert verified.exit_code == 0 and "ledger west:\n  OK:" in verified.stdout, verified.output
+    assert "ledger east:\n  OK:" in verified.stdout
 
 
 def _why_reaches_the_workers(federation: dict[str, Member]) -> None:
@@ -354,6 +383,16 @@ def _why_reaches_the_workers(federation: dict[str, Member]) -> None:
         assert needed[copy["cluster"]] in copy["kueue"]["message"], copy
     text = CliRunner().invoke(app, args)
     assert text.exit_code == 0 and "Worker west:" in text.stdout and "Worker east:" in text.stdout, text.output
+    print(text.stdout)
+    # The same workers found as the manager's Kueue finds them: its MultiKueueClusters and their Secrets.
+    found = CliRunner().invoke(app, [*args[:4], "--workers-from-manager", "--json"])
+    assert found.exit_code == 0, found.output
+    copies = {c["cluster"]: c for c in json.loads(found.stdout)["workers"]}
+    assert sorted(copies) == sorted(WORKERS), copies
+    for name, copy in copies.items():
+        assert copy["state"] == "Pending" and needed[name] in copy["kueue"]["message"], copy
+    text = CliRunner().invoke(app, [*args[:4], "--workers-from-manager"])
+    assert text.exit_code == 0 and "Worker west:" in text.stdout, text.output
     print(text.stdout)
 
 

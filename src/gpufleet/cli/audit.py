@@ -316,9 +316,13 @@ def report(
     policy: Annotated[Path | None, typer.Option("--policy", help="Take the teams' weights from this policy.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table, csv, json or html.")] = "table",
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file instead of the terminal.")] = None,
-    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    ledger: Annotated[list[str] | None, typer.Option("--ledger", help=FLEET_LEDGER_HELP)] = None,
 ) -> None:
-    """Per team and flavor: GPU-hours, share against weight, waits p50/p95, preemptions, labels seen."""
+    """Per team and flavor: GPU-hours, share against weight, waits p50/p95, preemptions, labels seen.
+
+    With several --ledger (one per worker of a federation), per cluster too: every row names its
+    cluster, and a share is of that cluster's GPU-hours."""
+    from gpufleet.ledger import fleet
     from gpufleet.ledger import report as reports
 
     window = (_time(start, "--from"), _time(end, "--to"))
@@ -338,8 +342,10 @@ def report(
     formats = {"csv": reports.to_csv, "json": reports.to_json, "html": reports.to_html}
     if fmt not in (*formats, "table"):
         raise InputError.one(f"unknown format {fmt!r}; use table, csv, json or html", path="--format")
-    with _open(ledger) as opened:
-        result = reports.report(opened, *window, weights or None)
+    refs = fleet.parse_refs(ledger or [DEFAULT_LEDGER])
+    with ExitStack() as stack:
+        opened = [(ref, stack.enter_context(_open(ref.url))) for ref in refs]
+        result = fleet.report(opened, *window, weights or None)
     if fmt != "table":
         text = formats[fmt](result)
         if out is None:
@@ -352,7 +358,7 @@ def report(
 
 def _print_report(result: Any) -> None:
     table = Table(title=f"GPU allocations {format_time(result.start)} – {format_time(result.end)}")
-    headers = (
+    headers: tuple[str, ...] = (
         "team",
         "flavor",
         "source",
@@ -365,6 +371,8 @@ def _print_report(result: Any) -> None:
         "models",
         "data classes",
     )
+    if result.clustered:
+        headers = ("cluster", *headers)
     for column in headers:
         table.add_column(column)
 
@@ -375,6 +383,7 @@ def _print_report(result: Any) -> None:
 
     for r in result.rows:
         table.add_row(
+            *((r.cluster or "–",) if result.clustered else ()),
             r.team,
             r.flavor,
             "simulated" if r.simulated else "recorded",
@@ -405,7 +414,7 @@ def _print_report(result: Any) -> None:
 @audited
 def verify(
     *,
-    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    ledger: Annotated[list[str] | None, typer.Option("--ledger", help=FLEET_LEDGER_HELP)] = None,
     head: Annotated[
         str | None, typer.Option("--head", help="A chain head published earlier, to check the end too.")
     ] = None,
@@ -421,17 +430,25 @@ def verify(
 ) -> None:
     """Check the chain and every table derived from it; with --checkpoint, that the ledger extends it.
 
-    Exit 0 intact, 1 a finding (tampered, truncated, forked, bad signature), 2 unusable input.
+    With several --ledger (one per worker of a federation), each chain on its own, each verdict
+    naming its ledger. Exit 0 intact, 1 a finding (tampered, truncated, forked, bad signature) in
+    any of them, 2 unusable input.
     """
     from gpufleet.cli.checkpoint import read_pubkey, read_text
+    from gpufleet.ledger import fleet
 
     if (checkpoint is None) != (pubkey is None):
         raise InputError.one("--checkpoint and --pubkey go together", path="--checkpoint" if pubkey else "--pubkey")
+    refs = fleet.parse_refs(ledger or [DEFAULT_LEDGER])
+    if len(refs) > 1:
+        _verify_fleet(refs, one_chain_only=[o for o, v in (("--head", head), ("--checkpoint", checkpoint)) if v])
+        return
+    url = refs[0].url
     if checkpoint is not None and pubkey is not None:
         signed, key = read_text(checkpoint, "--checkpoint"), read_pubkey(pubkey)
         from gpufleet.ledger import checkpoint as checkpoints
 
-        with _open(ledger) as opened:
+        with _open(url) as opened:
             result = checkpoints.check(opened, signed, key, origin=origin, file=str(checkpoint))
         if result.verdict is not None:
             print_verdict(result.verdict, quiet_ok=True)
@@ -450,11 +467,38 @@ def verify(
             soft_wrap=True,
         )
         return
-    with _open(ledger) as opened:
+    with _open(url) as opened:
         verdict = opened.verify(expected_head=head)
     print_verdict(verdict, quiet_ok=False)
     if not verdict.ok:
         raise typer.Exit(EXIT_FINDING)
+
+
+def _verify_fleet(refs: list[Any], one_chain_only: list[str]) -> None:
+    """Each ledger's chain on its own, every verdict printed under its ledger's name (a finding in
+    one does not stop the others being checked); exit 1 when any has a finding."""
+    from gpufleet.ledger import fleet
+
+    if one_chain_only:
+        raise InputError.one(
+            f"{one_chain_only[0]} belongs to one chain: verify each ledger against its own with one --ledger",
+            path=one_chain_only[0],
+        )
+    with ExitStack() as stack:
+        opened = [(ref, stack.enter_context(_open(ref.url))) for ref in refs]
+        verdicts = fleet.verify(opened)
+    for ref, verdict in zip(refs, verdicts, strict=True):
+        console.print(f"ledger {ref.label}:", markup=False, highlight=False, soft_wrap=True)
+        print_verdict(verdict, quiet_ok=False, indent="  ")
+    failed = [ref.label for ref, v in zip(refs, verdicts, strict=True) if not v.ok]
+    if failed:
+        console.print(
+            f"[bold red]{len(failed)} of {len(refs)} ledgers failed:[/] {', '.join(failed)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_FINDING)
+    console.print(f"All {len(refs)} ledgers intact, each chain verified on its own.", highlight=False)
 
 
 @audit_app.command("export")
@@ -465,13 +509,20 @@ def export_command(
     out: Annotated[Path, typer.Option("--out", help="Output file.")],
     fmt: Annotated[str, typer.Option("--format", help="csv or parquet.")] = "csv",
     waits: Annotated[bool, typer.Option("--waits", help="Export wait intervals instead of allocations.")] = False,
-    ledger: Annotated[str, typer.Option("--ledger", help=LEDGER_HELP)] = DEFAULT_LEDGER,
+    ledger: Annotated[list[str] | None, typer.Option("--ledger", help=FLEET_LEDGER_HELP)] = None,
 ) -> None:
-    """Export the current allocations (or waits) as CSV or Parquet."""
-    from gpufleet.ledger.export import export
+    """Export the current allocations (or waits) as CSV or Parquet.
 
-    with _open(ledger) as opened:
-        rows = export(opened, out, fmt, "WaitInterval" if waits else "Allocation")
+    With several --ledger (one per worker of a federation), one file whose first column names each
+    row's cluster; every ledger is read before anything is written."""
+    from gpufleet.ledger import export, fleet
+
+    export.check_target(out, fmt)
+    refs = fleet.parse_refs(ledger or [DEFAULT_LEDGER])
+    with ExitStack() as stack:
+        opened = [(ref, stack.enter_context(_open(ref.url))) for ref in refs]
+        found = fleet.export_rows(opened, "WaitInterval" if waits else "Allocation")
+    rows = export.write(out, fmt, found)
     console.print(f"wrote {rows} rows to {out}", highlight=False, soft_wrap=True)
 
 

@@ -67,22 +67,24 @@ def audited(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def print_verdict(verdict: LedgerVerdict, *, quiet_ok: bool) -> None:
+def print_verdict(verdict: LedgerVerdict, *, quiet_ok: bool, indent: str = "") -> None:
     """The first chain finding, or every derived-table problem, or (unless ``quiet_ok``) OK."""
     finding = verdict.chain.finding
     if finding is not None:
         console.print(
-            f"[bold red]TAMPERED[/]: entry {finding.seq} ({finding.record_key}): {finding.kind.value} — "
+            f"{indent}[bold red]TAMPERED[/]: entry {finding.seq} ({finding.record_key}): {finding.kind.value} — "
             f"{finding.message}. {verdict.chain.entries} entries before it are intact.",
             highlight=False,
             soft_wrap=True,
         )
         return
     for problem in verdict.problems:
-        console.print(f"[bold red]PROBLEM[/]: {problem.reason} — {problem.message}", highlight=False, soft_wrap=True)
+        console.print(
+            f"{indent}[bold red]PROBLEM[/]: {problem.reason} — {problem.message}", highlight=False, soft_wrap=True
+        )
     if verdict.ok and not quiet_ok:
         console.print(
-            f"OK: {verdict.chain.entries} entries intact, derived tables match; chain head {verdict.chain.head};"
+            f"{indent}OK: {verdict.chain.entries} entries intact, derived tables match; chain head {verdict.chain.head};"
             f" Merkle root {base64.b64encode(verdict.root).decode()}",
             highlight=False,
             soft_wrap=True,

@@ -16,9 +16,18 @@ from gpufleet.cli.common import JsonOpt, console, guarded, print_table
 from gpufleet.errors import InputError
 from gpufleet.explain.report import why_json
 from gpufleet.explain.why import explain
-from gpufleet.explain.workers import WorkerCopy, unreachable, worker_copy, worth_asking
+from gpufleet.explain.workers import (
+    WorkerCopy,
+    kubeconfig_text,
+    kueue_namespace,
+    unreachable,
+    worker_copy,
+    worker_sources,
+    worth_asking,
+)
+from gpufleet.render.worker_secret import kubeconfig_problems
 from gpufleet.twin.resources import format_quantity
-from gpufleet.yamldoc import read_single
+from gpufleet.yamldoc import read_document, read_single
 
 KubeconfigOpt = Annotated[
     Path | None, typer.Option("--kubeconfig", help="Kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
@@ -63,15 +72,63 @@ def _workers(values: list[str]) -> list[tuple[str, Path]]:
     return out
 
 
-def _worker_copy(cluster: str, path: Path, kueue_config: Path | None, namespace: str, name: str) -> WorkerCopy:
+def _worker_copy(
+    cluster: str, source: Path | kube.InlineKubeconfig, kueue_config: Path | None, namespace: str, name: str
+) -> WorkerCopy:
     """One worker's copy; a worker that cannot be read is reported as such, not as the whole answer's
     failure (a lost worker is exactly when a manager's user asks)."""
     try:
-        state = kube.read_kueue_state(path)
+        state = kube.read_kueue_state(source)
         config, _ = configuration(state, kueue_config)
     except InputError as exc:
         return unreachable(cluster, "; ".join(p.message for p in exc.problems))
     return worker_copy(cluster, state.objects, namespace, name, config)
+
+
+def _refused(text: str, source: str) -> str:
+    """What Kueue would refuse in a worker's kubeconfig, as one message ("" when nothing): a refused
+    one is never used, above all an exec plugin, which would run a command the Secret names."""
+    try:
+        problems = list(kubeconfig_problems(read_document(text, source)))
+    except InputError as exc:
+        problems = exc.problems
+    return "; ".join(f"{source}: {p.message}" for p in problems)
+
+
+def copies_from_manager(
+    report: Doc, manager: Path | None, manager_config: Doc | None, kueue_config: Path | None
+) -> list[Doc] | None:
+    """Each worker's copy, the workers read from the manager as its Kueue reads them: every
+    MultiKueueCluster, and the kubeconfig in the Secret it names (in Kueue's namespace). None while
+    a worker holds the Workload (not asked, so no Secret is read)."""
+    dispatch = report.get("dispatch") or {}
+    if not worth_asking(dispatch.get("reason")):
+        return None
+    sources = worker_sources(kube.read_multikueue_clusters(manager))
+    if not sources:
+        raise InputError.one("the manager has no MultiKueueCluster: no worker to ask", path="--workers-from-manager")
+    secrets = kueue_namespace(manager_config)
+    namespace, _, name = str(report["workload"]).partition("/")
+    copies = []
+    for source in sources:
+        problem, text = source.problem, None
+        if source.secret is not None:
+            try:
+                text, problem = kubeconfig_text(
+                    kube.read_secret(manager, secrets, source.secret), secrets, source.secret
+                )
+            except InputError as exc:
+                problem = "; ".join(p.message for p in exc.problems)
+            problem = problem or _refused(text or "", f"Secret {secrets}/{source.secret}")
+        if text is None or problem:
+            copy = unreachable(source.cluster, f"{problem}; {source.active}")
+        else:
+            inline = kube.InlineKubeconfig(text, f"Secret {secrets}/{source.secret}")
+            copy = _worker_copy(source.cluster, inline, kueue_config, namespace, name)
+            if copy.state == "Unreachable":
+                copy = unreachable(source.cluster, f"{copy.message}; {source.active}")
+        copies.append(copy.to_json())
+    return copies
 
 
 def configuration(state: kube.KueueState, path: Path | None) -> tuple[Doc | None, str]:
@@ -113,12 +170,22 @@ def why(
             "Workload, each worker's copy is explained",
         ),
     ] = None,
+    workers_from_manager: Annotated[
+        bool,
+        typer.Option(
+            "--workers-from-manager",
+            help="On a MultiKueue manager: take the workers from its MultiKueueClusters and their kubeconfig "
+            "Secrets, as Kueue does (instead of --worker)",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Why a Workload waits: Kueue's reason, what holds its quota, what lets it in; with --policy, when it starts.
 
     Reads only. With --policy (and --ledger for the runtimes), the expected admission is added."""
     workers = _workers(worker or [])  # before any cluster is reached: a mistake costs no listing
+    if workers and workers_from_manager:
+        raise InputError.one("give --worker or --workers-from-manager, not both", path="--workers-from-manager")
     namespace, name = target(workload)
     if ledger is not None and policy is None:
         raise InputError.one("its runtimes are for the expected admission, which needs --policy", path="--ledger")
@@ -130,7 +197,10 @@ def why(
     config, source = configuration(state, kueue_config)
     report = why_json(explain(state.objects, namespace, name, config))
     report["kueueConfiguration"] = source
-    report["workers"] = _worker_copies(report, workers, kueue_config)
+    if workers_from_manager:
+        report["workers"] = copies_from_manager(report, kubeconfig, config, kueue_config)
+    else:
+        report["workers"] = _worker_copies(report, workers, kueue_config)
     report["forecast"] = None
     if policy is not None and report["state"] == "Pending":
         key = f"{namespace}/{report['job'] or name}"

@@ -7,14 +7,23 @@ request asks for BOOKMARK events (``allowWatchBookmarks``), which lightkube's pu
 not expose, and a 410 Gone or a dropped connection is raised to the caller instead of being retried
 silently, because the caller must relist (410) or back off (dropped) itself.
 
-One module per use (``connection``, ``watch``, ``listing``, ``live``, ``configmap``, ``writes``);
-callers import the names below from ``gpufleet.kube``.
+One module per use (``connection``, ``watch``, ``listing``, ``live``, ``multikueue``, ``configmap``,
+``writes``); callers import the names below from ``gpufleet.kube``.
 """
 
 from gpufleet.kube.configmap import configmap_client, read_configmap, write_configmap
-from gpufleet.kube.connection import RESOURCES, ConnectionLost, Gone, WriteRefused, client, sync_client
+from gpufleet.kube.connection import (
+    RESOURCES,
+    ConnectionLost,
+    Gone,
+    InlineKubeconfig,
+    WriteRefused,
+    client,
+    sync_client,
+)
 from gpufleet.kube.listing import ClusterListing, list_cluster
 from gpufleet.kube.live import DryRun, KueueState, dry_run_apply, read_kueue_state
+from gpufleet.kube.multikueue import read_multikueue_clusters, read_secret
 from gpufleet.kube.watch import WatchEvent, hold_lease, list_objects, watch_objects
 from gpufleet.kube.writes import apply_objects, create_job, job_outcomes, rest_plural
 
@@ -24,6 +33,7 @@ __all__ = [
     "ConnectionLost",
     "DryRun",
     "Gone",
+    "InlineKubeconfig",
     "KueueState",
     "WatchEvent",
     "WriteRefused",
@@ -38,6 +48,8 @@ __all__ = [
     "list_objects",
     "read_configmap",
     "read_kueue_state",
+    "read_multikueue_clusters",
+    "read_secret",
     "rest_plural",
     "sync_client",
     "watch_objects",

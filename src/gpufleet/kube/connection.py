@@ -3,6 +3,7 @@ raises to its caller; the generic kinds the recorder reads."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,18 +61,40 @@ def client(kubeconfig: str | None = None, *, in_cluster: bool = False) -> AsyncC
     return AsyncClient(config, timeout=httpx2.Timeout(30.0), field_manager="gpufleet-recorder")
 
 
-def sync_client(kubeconfig: Path | None) -> Client:
-    """A client from ``kubeconfig``, else from $KUBECONFIG / ~/.kube/config / the in-cluster account."""
+@dataclass(frozen=True)
+class InlineKubeconfig:
+    """A kubeconfig's text read from somewhere other than a file (a MultiKueue worker's Secret), and
+    where it came from, for messages. Its credentials stay in memory: nothing is written to disk."""
+
+    text: str
+    source: str
+
+    def __repr__(self) -> str:  # never the credentials in a log or a traceback
+        return f"InlineKubeconfig(source={self.source!r})"
+
+
+def _from_text(inline: InlineKubeconfig) -> KubeConfig:
+    data = yaml.safe_load(inline.text)
+    if not isinstance(data, dict):
+        raise TypeError("not a mapping")
+    return KubeConfig.from_dict(data)
+
+
+def sync_client(kubeconfig: Path | InlineKubeconfig | None) -> Client:
+    """A client from ``kubeconfig`` (a file, or text in memory), else from $KUBECONFIG /
+    ~/.kube/config / the in-cluster account."""
+    where = kubeconfig.source if isinstance(kubeconfig, InlineKubeconfig) else str(kubeconfig or "")
     try:
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+        if isinstance(kubeconfig, InlineKubeconfig):
+            config = _from_text(kubeconfig)
+        else:
+            config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
     except (ConfigError, OSError) as exc:
-        raise InputError.one(f"cannot load a kubeconfig: {exc}", file=str(kubeconfig or "")) from None
+        raise InputError.one(f"cannot load a kubeconfig: {exc}", file=where) from None
     except (yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
         # lightkube lets a file that is not YAML, or YAML that is not a kubeconfig, raise as it parses.
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError.one(
-            f"cannot load a kubeconfig: not a kubeconfig ({detail})", file=str(kubeconfig or "")
-        ) from None
+        raise InputError.one(f"cannot load a kubeconfig: not a kubeconfig ({detail})", file=where) from None
     return Client(config=config, field_manager="gpufleet")
 
 

@@ -21,6 +21,7 @@ from gpufleet.kube.connection import (
     HTTP_FORBIDDEN,
     HTTP_NOT_FOUND,
     RESOURCES,
+    InlineKubeconfig,
     _as_dict,
     sync_client,
 )
@@ -111,7 +112,7 @@ def _server_clock(api: Client) -> list[datetime]:
     return seen
 
 
-def read_kueue_state(kubeconfig: Path | None = None, *, with_jobs: bool = False) -> KueueState:
+def read_kueue_state(kubeconfig: Path | InlineKubeconfig | None = None, *, with_jobs: bool = False) -> KueueState:
     """List every object the twin reads (list and get calls only; nothing is written), and the Jobs
     where ``with_jobs`` (what their owners declared of their runtimes: ``forecast.declared``)."""
     api = sync_client(kubeconfig)

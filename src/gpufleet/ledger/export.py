@@ -30,14 +30,33 @@ def _flat(record: Allocation | WaitInterval) -> dict[str, Any]:
     return row
 
 
-def export(ledger: Ledger, out: Path, fmt: str, kind: str = "Allocation") -> int:
-    """Write every current record of ``kind`` to ``out`` atomically; return the row count."""
+def check_target(out: Path, fmt: str) -> None:
+    """Before any ledger is read: a format this writes, and a file (not a folder) to write."""
     if fmt not in FORMATS:
         raise InputError.one(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}", path="--format")
     if out.is_dir():
         raise InputError.one("is a folder; give the file to write, e.g. allocations.csv", file=str(out), path="--out")
-    records = ledger.allocations() if kind == "Allocation" else ledger.waits()
-    frame = pl.DataFrame([_flat(r) for r in records], infer_schema_length=None)
+
+
+def records(ledger: Ledger, kind: str) -> list[Allocation | WaitInterval]:
+    """The current records of ``kind`` (Allocation or WaitInterval)."""
+    return [*ledger.allocations()] if kind == "Allocation" else [*ledger.waits()]
+
+
+def flat(record: Allocation | WaitInterval, cluster: str | None = None) -> dict[str, Any]:
+    """One row; with ``cluster``, that cluster in the first column (a federation's export)."""
+    return _flat(record) if cluster is None else {"cluster": cluster, **_flat(record)}
+
+
+def export(ledger: Ledger, out: Path, fmt: str, kind: str = "Allocation") -> int:
+    """Write every current record of ``kind`` to ``out`` atomically; return the row count."""
+    check_target(out, fmt)
+    return write(out, fmt, [_flat(r) for r in records(ledger, kind)])
+
+
+def write(out: Path, fmt: str, rows: list[dict[str, Any]]) -> int:
+    """``rows`` to ``out``, whole or not at all (a temporary file renamed over it); the row count."""
+    frame = pl.DataFrame(rows, infer_schema_length=None)
     with atomic_path(out) as tmp:
         if fmt == "csv":
             frame.write_csv(tmp)

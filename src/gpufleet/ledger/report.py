@@ -1,7 +1,10 @@
 """``audit report``: per team and flavor GPU-hours, share against weight, waits, preemptions, labels.
 
 Simulated and recorded allocations are never mixed in one row: ``simulated`` is part of the
-row's key, so a twin run shows up as its own rows, marked as such.
+row's key, so a twin run shows up as its own rows, marked as such. Nor are clusters: a record's
+cluster (its own, signed, else the name its ledger was given) is part of the key too, and a share is
+of its own cluster's GPU-hours, so a federation's report (``ledger.fleet.report``, one ledger per
+worker) puts rows side by side without ever adding one chain's hours to another's.
 
 A preemption counts in the window its attempt ended in. One the recorder only inferred from
 Kueue's eviction count has no time, so it counts in no window (its row spans the workload's whole
@@ -40,6 +43,7 @@ class ReportRow:
     preemptions: int  # attempts preempted within the window (by when they ended)
     models: tuple[str, ...]
     data_classes: tuple[str, ...]
+    cluster: str | None = None  # the worker cluster of a federation; None: one cluster, not named
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,11 @@ class Report:
     @property
     def simulated(self) -> bool:
         return any(r.simulated for r in self.rows)
+
+    @property
+    def clustered(self) -> bool:
+        """Whether any row names a cluster: then every output shows the cluster column."""
+        return any(r.cluster is not None for r in self.rows)
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -78,62 +87,103 @@ def build(
     start: datetime,
     end: datetime,
     weights: Mapping[str, float] | None = None,
+    *,
+    cluster: str | None = None,
 ) -> Report:
-    """The report over records already filtered to the window. Rows ordered by (simulated, team, flavor)."""
-    groups: dict[tuple[bool, str, str], list[Allocation]] = {}
+    """The report over records already filtered to the window; ``cluster`` labels the records that
+    name none. Rows ordered by (cluster, simulated, team, flavor), a row without a cluster first."""
+    groups: dict[tuple[str, bool, str, str], list[Allocation]] = {}
     for a in allocations:
         flavor = dict(a.flavors).get(a.gpu_resource, "") or "(none)"
-        groups.setdefault((a.simulated, a.team or UNLABELLED, flavor), []).append(a)
-    totals: dict[bool, float] = {}
+        groups.setdefault((_cluster(a, cluster), a.simulated, a.team or UNLABELLED, flavor), []).append(a)
+    totals: dict[tuple[str, bool], float] = {}
     hours = {key: sum(_hours(a, start, end) for a in group) for key, group in groups.items()}
-    for (simulated, _, _), h in hours.items():
-        totals[simulated] = totals.get(simulated, 0.0) + h
-    waited: dict[tuple[bool, str], dict[str, float]] = {}
+    for (where, simulated, _, _), h in hours.items():
+        totals[where, simulated] = totals.get((where, simulated), 0.0) + h
+    waited: dict[tuple[str, bool, str], dict[str, float]] = {}
     for w in waits:
         if w.end is None:
             continue
-        per_workload = waited.setdefault((w.simulated, w.team or UNLABELLED), {})
+        per_workload = waited.setdefault((_cluster(w, cluster), w.simulated, w.team or UNLABELLED), {})
         per_workload[w.workload_uid] = per_workload.get(w.workload_uid, 0.0) + (w.end - w.start).total_seconds()
     weight_total = sum((weights or {}).values())
     rows: list[ReportRow] = []
     for key in sorted(groups):
-        simulated, team, flavor = key
+        where, simulated, team, flavor = key
         group = groups[key]
-        team_waits = list(waited.get((simulated, team), {}).values())
+        team_waits = list(waited.get((where, simulated, team), {}).values())
+        total = totals[where, simulated]
         rows.append(
             ReportRow(
                 team=team,
                 flavor=flavor,
                 simulated=simulated,
                 gpu_hours=round(hours[key], 3),
-                share=round(hours[key] / totals[simulated], 4) if totals[simulated] else 0.0,
+                share=round(hours[key] / total, 4) if total else 0.0,
                 weight_share=round(weights[team] / weight_total, 4) if weights and team in weights else None,
                 wait_p50_s=_percentile(team_waits, 50),
                 wait_p95_s=_percentile(team_waits, 95),
                 preemptions=sum(1 for a in group if _preempted_within(a, start, end)),
                 models=tuple(sorted({a.model for a in group if a.model})),
                 data_classes=tuple(sorted({a.data_class for a in group if a.data_class})),
+                cluster=where or None,
             )
         )
-    incomplete = sorted({f"{a.namespace}/{a.name}" for a in allocations if not (a.team and a.model and a.data_class)})
+    incomplete = sorted({_named(a, cluster) for a in allocations if not (a.team and a.model and a.data_class)})
     untimed = sorted(
-        {f"{a.namespace}/{a.name}" for a in allocations if a.end_reason == EndReason.PREEMPTED and a.finished is None}
+        {_named(a, cluster) for a in allocations if a.end_reason == EndReason.PREEMPTED and a.finished is None}
     )
     return Report(start, end, tuple(rows), tuple(incomplete), tuple(untimed))
+
+
+def _cluster(record: Allocation | WaitInterval, default: str | None) -> str:
+    """The record's cluster (signed), else its ledger's name, else "" (sorts first, shown as none)."""
+    return record.cluster or default or ""
+
+
+def _named(a: Allocation, default: str | None) -> str:
+    """A workload as the report lists it: NS/NAME, and its cluster where it has one."""
+    where = _cluster(a, default)
+    return f"{a.namespace}/{a.name}" + (f" (cluster {where})" if where else "")
 
 
 def _preempted_within(a: Allocation, start: datetime, end: datetime) -> bool:
     return a.end_reason == EndReason.PREEMPTED and a.finished is not None and start <= a.finished < end
 
 
-def report(ledger: Ledger, start: datetime, end: datetime, weights: Mapping[str, float] | None = None) -> Report:
+def report(
+    ledger: Ledger,
+    start: datetime,
+    end: datetime,
+    weights: Mapping[str, float] | None = None,
+    *,
+    cluster: str | None = None,
+) -> Report:
     return build(
         ledger.allocations(overlapping=(start, end)),
         ledger.waits(overlapping=(start, end)),
         start,
         end,
         weights,
+        cluster=cluster,
     )
+
+
+def combined(reports: list[Report]) -> Report:
+    """Several clusters' reports (one per ledger, over one window) as one: rows side by side, ordered
+    as ``build`` orders them; nothing added across reports (each row's share is of its own cluster)."""
+    first = reports[0]
+    return Report(
+        first.start,
+        first.end,
+        tuple(sorted((row for r in reports for row in r.rows), key=_row_order)),
+        tuple(sorted({w for r in reports for w in r.incomplete})),
+        tuple(sorted({w for r in reports for w in r.untimed_preemptions})),
+    )
+
+
+def _row_order(row: ReportRow) -> tuple[str, bool, str, str]:
+    return (row.cluster or "", row.simulated, row.team, row.flavor)
 
 
 def _plain_row(row: ReportRow) -> dict[str, Any]:
@@ -141,6 +191,12 @@ def _plain_row(row: ReportRow) -> dict[str, Any]:
     data["models"] = " ".join(row.models)
     data["data_classes"] = " ".join(row.data_classes)
     return data
+
+
+def _fields(r: Report) -> list[str]:
+    """The CSV columns: the cluster first where a row names one; a one-cluster report keeps its columns."""
+    fields = [f for f in ReportRow.__dataclass_fields__ if f != "cluster"]
+    return ["cluster", *fields] if r.clustered else fields
 
 
 def to_json(r: Report) -> str:
@@ -161,8 +217,7 @@ def to_json(r: Report) -> str:
 
 def to_csv(r: Report) -> str:
     out = io.StringIO()
-    fields = list(ReportRow.__dataclass_fields__)
-    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=_fields(r), lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
     for row in r.rows:
         writer.writerow(_plain_row(row))
@@ -176,9 +231,11 @@ padding:4px 8px;text-align:left}.sim{background:#fff4d6}</style></head><body>
 <h1>GPU allocations {{ start }} – {{ end }}</h1>
 {% if simulated %}<p class="sim"><strong>Rows marked “simulated” come from a twin run, not a cluster.</strong>
 </p>{% endif %}
-<table><tr><th>team</th><th>flavor</th><th>source</th><th>GPU-hours</th><th>share</th><th>weight share</th>
+<table><tr>{% if clustered %}<th>cluster</th>{% endif %}
+<th>team</th><th>flavor</th><th>source</th><th>GPU-hours</th><th>share</th><th>weight share</th>
 <th>wait p50 (s)</th><th>wait p95 (s)</th><th>preemptions</th><th>models</th><th>data classes</th></tr>
-{% for r in rows %}<tr{% if r.simulated %} class="sim"{% endif %}><td>{{ r.team }}</td><td>{{ r.flavor }}</td>
+{% for r in rows %}<tr{% if r.simulated %} class="sim"{% endif %}>{% if clustered %}<td>{{ r.cluster or "–" }}</td>
+{% endif %}<td>{{ r.team }}</td><td>{{ r.flavor }}</td>
 <td>{{ "simulated" if r.simulated else "recorded" }}</td><td>{{ r.gpu_hours }}</td><td>{{ r.share }}</td>
 <td>{{ r.weight_share if r.weight_share is not none else "–" }}</td>
 <td>{{ r.wait_p50_s if r.wait_p50_s is not none else "–" }}</td>
@@ -201,6 +258,7 @@ def to_html(r: Report) -> str:
         start=format_time(r.start),
         end=format_time(r.end),
         simulated=r.simulated,
+        clustered=r.clustered,
         rows=r.rows,
         incomplete=r.incomplete,
         untimed=r.untimed_preemptions,

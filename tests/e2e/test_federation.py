@@ -23,12 +23,14 @@ import yaml
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
-from gpufleet.policy import load_policy, resolve
+from gpufleet.policy import load_policy, parse_policy, resolve
+from gpufleet.render.multikueue import manager_configuration
 from gpufleet.testbed import Testbed, TestbedError
 from gpufleet.testbed.federation import Federation
 from gpufleet.testbed.processes import stop
-from tests.e2e.batch_jobs import batch_job
+from tests.e2e import federation_differential as differential
 from tests.e2e.conftest import built_testbed, eventually
+from tests.e2e.federation_differential import Step, alpha_job, workload_of
 from tests.e2e.recorder_live import RecorderProcess
 
 pytestmark = pytest.mark.federation
@@ -88,20 +90,6 @@ def _apply(member: Member, bundle: Path) -> None:
     member.kubectl("apply", "--server-side", f"--kustomize={bundle}")
 
 
-def _job(name: str, queue: str, data_class: str, run_for: str | None, gpus: int = 1) -> dict[str, Any]:
-    labels = {
-        "gpufleet.io/team": "alpha",
-        "gpufleet.io/model": "e2e-model",
-        "gpufleet.io/data-class": data_class,
-        "kueue.x-k8s.io/queue-name": queue,
-        "kueue.x-k8s.io/priority-class": "normal",
-    }
-    annotations = {"testbed.gpufleet.io/run-for": run_for} if run_for else {}
-    return batch_job(
-        name, "alpha", labels, pods=1, limits={"nvidia.com/gpu": gpus}, pod_metadata={"annotations": annotations}
-    )
-
-
 def _refused(member: Member, job: dict[str, Any], reason: str) -> str:
     """Wait until the admission policy is in force and refuses ``job`` (a dry run), then apply it for real."""
 
@@ -113,11 +101,6 @@ def _refused(member: Member, job: dict[str, Any], reason: str) -> str:
     result = member.apply(job)
     assert result.returncode != 0 and reason in result.stderr, result.stderr
     return result.stderr
-
-
-def _workload_of(member: Member, job: str) -> dict[str, Any] | None:
-    items = (member.get("workloads", "--namespace=alpha") or {}).get("items", [])
-    return next((w for w in items if any(o["name"] == job for o in w["metadata"].get("ownerReferences", []))), None)
 
 
 def test_clusters_and_admission_checks_turn_active(federation: dict[str, Member]) -> None:
@@ -138,10 +121,10 @@ def test_clusters_and_admission_checks_turn_active(federation: dict[str, Member]
 def test_a_restricted_job_runs_only_on_its_allowed_worker_and_reports_back(federation: dict[str, Member]) -> None:
     test_clusters_and_admission_checks_turn_active(federation)
     manager, west, east = federation["manager"], federation["west"], federation["east"]
-    assert manager.apply(_job("held", "alpha-restricted", "restricted", None)).returncode == 0
+    assert manager.apply(alpha_job("held", "alpha-restricted", "restricted", None)).returncode == 0
 
     def placed() -> str:
-        wl = _workload_of(manager, "held")
+        wl = workload_of(manager, "held")
         return (wl or {}).get("status", {}).get("clusterName", "")
 
     assert eventually(placed, "the manager's Workload to name the worker that admitted it") == "west"
@@ -178,14 +161,14 @@ def test_a_restricted_job_runs_only_on_its_allowed_worker_and_reports_back(feder
 def test_a_job_finishes_on_a_worker_and_the_manager_sees_it_complete(federation: dict[str, Member]) -> None:
     test_clusters_and_admission_checks_turn_active(federation)
     manager = federation["manager"]
-    assert manager.apply(_job("brief", "alpha-open", "open", "3s")).returncode == 0
+    assert manager.apply(alpha_job("brief", "alpha-open", "open", "3s")).returncode == 0
 
     def complete() -> bool:
         conditions = (manager.get("job", "brief", "--namespace=alpha") or {}).get("status", {}).get("conditions", [])
         return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
 
     eventually(complete, "the manager's Job to be Complete, from its worker's status")
-    wl = _workload_of(manager, "brief") or {}
+    wl = workload_of(manager, "brief") or {}
     where = wl.get("status", {}).get("clusterName")
     print(f"open-zone Job ran on {where} (AllAtOnce: the first worker to admit wins)")
     assert where in WORKERS
@@ -194,16 +177,21 @@ def test_a_job_finishes_on_a_worker_and_the_manager_sees_it_complete(federation:
 
 def test_residency_is_refused_on_the_manager_and_on_the_worker(federation: dict[str, Member]) -> None:
     manager, east = federation["manager"], federation["east"]
-    message = _refused(manager, _job("wrong-zone", "alpha-open", "restricted", None), "ResidencyZoneQueue")
+    message = _refused(manager, alpha_job("wrong-zone", "alpha-open", "restricted", None), "ResidencyZoneQueue")
     assert "set kueue.x-k8s.io/queue-name to alpha-restricted" in message
-    message = _refused(east, _job("not-here", "alpha-restricted", "restricted", None), "ResidencyForbidden")
+    message = _refused(east, alpha_job("not-here", "alpha-restricted", "restricted", None), "ResidencyForbidden")
     assert "may not run on cluster east" in message
     assert manager.get("job", "wrong-zone", "--namespace=alpha") is None
     assert east.get("job", "not-here", "--namespace=alpha") is None
 
 
-# (job, data class, run-for seconds): each takes a whole worker (4 GPUs, the team's quota on each)
-DIFFERENTIAL = [("dif-a", "restricted", 30), ("dif-b", "open", 90), ("dif-c", "restricted", 5), ("dif-d", "open", 5)]
+# Each takes a whole worker (4 GPUs, the team's quota on each).
+DIFFERENTIAL = [
+    Step("dif-a", "restricted", 30, then="placed"),
+    Step("dif-b", "open", 90, then="placed"),
+    Step("dif-c", "restricted", 5),
+    Step("dif-d", "open", 5),
+]
 
 
 def test_the_simulator_places_jobs_as_the_federation_does(federation: dict[str, Member]) -> None:
@@ -213,52 +201,86 @@ def test_the_simulator_places_jobs_as_the_federation_does(federation: dict[str, 
     workers' Kueues and the manager's could decide it (d, and the order on west), it is printed."""
     test_clusters_and_admission_checks_turn_active(federation)
     manager = federation["manager"]
-    started = time.monotonic()
-    submitted: dict[str, int] = {}
-    seen: dict[str, tuple[str, float]] = {}
-
-    def placements() -> dict[str, str]:
-        items = (manager.get("workloads", "--namespace=alpha") or {}).get("items", [])
-        out = {}
-        for w in items:
-            owner = next((o["name"] for o in w["metadata"].get("ownerReferences", [])), "")
-            cluster = w.get("status", {}).get("clusterName")
-            if owner.startswith("dif-") and cluster:
-                out[owner] = cluster
-                seen.setdefault(owner, (cluster, time.monotonic() - started))
-        return out
-
-    for name, data_class, seconds in DIFFERENTIAL:
-        submitted[name] = int(time.monotonic() - started)
-        assert manager.apply(_job(name, f"alpha-{data_class}", data_class, f"{seconds}s", gpus=4)).returncode == 0
-        if name in ("dif-a", "dif-b"):  # the next is applied once this one holds its worker
-            eventually(lambda name=name: name in placements(), f"{name} admitted on a worker")
-        else:
-            eventually(lambda name=name: _workload_of(manager, name), f"{name}'s Workload on the manager")
-    eventually(lambda: len(placements()) == len(DIFFERENTIAL), "every differential Job admitted on a worker", 240)
-
-    from gpufleet.simulate.config import SimulationConfig
-    from gpufleet.simulate.federation import simulate_federation
-    from gpufleet.trace.job import Job, JobKind
-
-    jobs = [
-        Job(n, "alpha", "alpha", submitted[n], s, JobKind.TRAINING, gpus=4, data_class=dc, priority_class="normal")
-        for n, dc, s in DIFFERENTIAL
-    ]
-    simulated = simulate_federation(resolve(load_policy(POLICY)), jobs, SimulationConfig())
-    sim = {d.key.split("/")[1]: d.cluster for d in simulated.dispatches}
-    real = {n: seen[n][0] for n in submitted}
-    agree = sum(1 for n in submitted if sim[n] == real[n])
-    for n, at in submitted.items():
-        print(f"{n}: applied at {at}s, real {real[n]} (seen at {seen[n][1]:.0f}s), simulated {sim[n]}")
-    real_west = [n for n, (cluster, _) in sorted(seen.items(), key=lambda kv: kv[1][1]) if cluster == "west"]
-    sim_west = [k.split("/")[1] for k in simulated.admission_order["west"]]
-    print(f"admission order on west: real {real_west}, simulated {sim_west}")
-    print(f"multi-cluster differential: {agree} of {len(submitted)} placements agree")
+    submitted, watch = differential.play(manager, DIFFERENTIAL)
+    differential.wait_for(watch, lambda now: len(now) == len(DIFFERENTIAL), "every differential Job on a worker")
+    simulated = differential.simulate(resolve(load_policy(POLICY)), DIFFERENTIAL, submitted)
+    real, sim = differential.compare("AllAtOnce", DIFFERENTIAL, submitted, watch, simulated)
     for n in ("dif-a", "dif-b", "dif-c"):
         assert real[n] == sim[n] == {"dif-a": "west", "dif-b": "east", "dif-c": "west"}[n], (n, real, sim)
-    for n, _, _ in DIFFERENTIAL:
-        manager.kubectl("delete", "job", n, "--namespace=alpha", "--cascade=foreground", "--wait=true")
+    differential.clean(manager, DIFFERENTIAL)
+
+
+# West full with a normal-priority open Job (east full too), then an urgent restricted Job that only
+# west may run: west's Kueue preempts the open Job's copy, and the manager dispatches it again.
+PRIORITIES = [
+    Step("pri-pin", "restricted", 15, then="placed"),  # west
+    Step("pri-filler", "open", 45, then="placed"),  # east: west is full
+    Step("pri-low", "open", None, then="placed"),  # west once pin ends (east is full until ~45 s)
+    Step("pri-high", "restricted", 60, priority="urgent", then="placed"),  # west, by preempting low
+]
+
+
+def test_a_higher_priority_job_takes_its_worker_and_the_preempted_job_moves(federation: dict[str, Member]) -> None:
+    """The differential with priorities. What Kueue v0.19.2 does (``multikueue/workload.go``): the
+    manager reserves the urgent Job's quota in its own zone queue (no preemption needed there), its
+    copy preempts the open Job's copy on west (LowerPriority within west's ClusterQueue); the manager
+    sees its remote Evicted with the check Ready, sets the check to Retry, evicts its own Workload,
+    deletes the remote copies and dispatches it again to the whole zone: it lands on east once east
+    frees. Priority and capacity decide every placement here, so all are asserted."""
+    test_clusters_and_admission_checks_turn_active(federation)
+    manager = federation["manager"]
+    try:
+        submitted, watch = differential.play(manager, PRIORITIES)
+        differential.wait_for(
+            watch, lambda now: now.get("pri-low") == "east", "the preempted open Job dispatched again, to east"
+        )
+        low = workload_of(manager, "pri-low") or {}
+        print(
+            "pri-low on the manager:", [(c["type"], c["status"], c.get("reason")) for c in low["status"]["conditions"]]
+        )
+        simulated = differential.simulate(resolve(load_policy(POLICY)), PRIORITIES, submitted)
+        real, sim = differential.compare("priorities", PRIORITIES, submitted, watch, simulated)
+        assert watch.moves("pri-low") == ["west", "east"], watch.history
+        assert real == {"pri-pin": "west", "pri-filler": "east", "pri-low": "east", "pri-high": "west"}, real
+        assert sim == real, (sim, real)
+    finally:
+        differential.clean(manager, PRIORITIES)
+
+
+# Incremental with stepSize 1: a Job is dispatched to the zone's first worker only (west), the second
+# (east) 5 minutes later; here west frees well within the round, so the open Jobs queue on west.
+INCREMENTAL = [
+    Step("inc-pin", "restricted", 30, then="placed"),
+    Step("inc-b", "open", 5),
+    Step("inc-c", "open", 5),
+]
+
+
+def test_the_incremental_dispatcher_tries_one_worker_at_a_time(federation: dict[str, Member]) -> None:
+    """The differential with Kueue's Incremental dispatcher (``workloaddispatcher/incrementaldispatcher.go``),
+    the manager's Kueue restarted with it and restored after. The open Jobs wait on west while east is
+    idle: AllAtOnce would have put inc-b on east. Dispatch and capacity decide the placements (asserted);
+    the order of b and c on west is their copies' creation order, seconds apart (printed)."""
+    test_clusters_and_admission_checks_turn_active(federation)
+    manager = federation["manager"]
+    text = POLICY.read_text(encoding="utf-8").replace("dispatcher: AllAtOnce", "dispatcher: Incremental, stepSize: 1")
+    incremental = resolve(parse_policy(text, str(POLICY)))
+    manager.bed.reconfigure_kueue({"multiKueue": manager_configuration(incremental)["multiKueue"]})
+    try:
+        test_clusters_and_admission_checks_turn_active(federation)
+        submitted, watch = differential.play(manager, INCREMENTAL)
+        differential.wait_for(watch, lambda now: len(now) == len(INCREMENTAL), "every Incremental Job on a worker")
+        copies = {n: (workload_of(manager, n) or {}).get("status", {}).get("nominatedClusterNames") for n in submitted}
+        print(f"nominated clusters on the manager: {copies}")
+        simulated = differential.simulate(incremental, INCREMENTAL, submitted)
+        real, sim = differential.compare("Incremental", INCREMENTAL, submitted, watch, simulated)
+        assert real == sim == {"inc-pin": "west", "inc-b": "west", "inc-c": "west"}, (real, sim)
+        assert all(d.copies == ("west",) for d in simulated.dispatches), simulated.dispatches
+    finally:
+        differential.clean(manager, INCREMENTAL)
+        fleet = resolve(load_policy(POLICY))
+        manager.bed.reconfigure_kueue({"multiKueue": manager_configuration(fleet)["multiKueue"]})
+        test_clusters_and_admission_checks_turn_active(federation)
 
 
 def _audit(*args: str) -> Any:
@@ -288,16 +310,16 @@ def test_audit_answers_for_the_whole_fleet_from_each_workers_ledger(
         recorders.append(recorder)
     try:
         eventually(lambda: all(r.leader() for r in recorders), "each worker's recorder leading, its ledger open")
-        assert manager.apply(_job("audited", "alpha-restricted", "restricted", None)).returncode == 0
+        assert manager.apply(alpha_job("audited", "alpha-restricted", "restricted", None)).returncode == 0
         eventually(
-            lambda: (_workload_of(manager, "audited") or {}).get("status", {}).get("clusterName"), "audited on west"
+            lambda: (workload_of(manager, "audited") or {}).get("status", {}).get("clusterName"), "audited on west"
         )
-        assert manager.apply(_job("audited-open", "alpha-open", "open", None, gpus=4)).returncode == 0
+        assert manager.apply(alpha_job("audited-open", "alpha-open", "open", None, gpus=4)).returncode == 0
         fleet = [f"--ledger={name}={ledgers[name]}" for name in WORKERS]
 
         def held(node: str, job: str) -> list[dict[str, Any]]:
             """The rows of ``job``'s Workload (MultiKueue names each worker's copy as the manager's)."""
-            workload = (_workload_of(manager, job) or {}).get("metadata", {}).get("name")
+            workload = (workload_of(manager, job) or {}).get("metadata", {}).get("name")
             now = datetime.now(UTC).isoformat()
             rows = _audit("who", "--node", node, "--at", now, *fleet)
             return [r for r in rows if r["workload"] == f"alpha/{workload}"]
@@ -364,7 +386,7 @@ def _why_reaches_the_workers(federation: dict[str, Member]) -> None:
     """With west's quota 1 GPU short and east's full, a third open 4-GPU Job is admitted on the manager
     (its alpha-open quota has room) but by no worker: ``gpufleet why --worker`` gives each copy's reason."""
     manager = federation["manager"]
-    assert manager.apply(_job("audited-full", "alpha-open", "open", None, gpus=4)).returncode == 0
+    assert manager.apply(alpha_job("audited-full", "alpha-open", "open", None, gpus=4)).returncode == 0
     workers = [f"--worker={n}={federation[n].bed.kubeconfig}" for n in WORKERS]
     args = ["why", "alpha/audited-full", "--kubeconfig", str(manager.bed.kubeconfig), *workers]
 
@@ -402,10 +424,10 @@ def test_a_lost_worker_hands_its_job_to_another_allowed_worker(federation: dict[
     the Job again, within its zone, to the worker still reachable."""
     test_clusters_and_admission_checks_turn_active(federation)
     manager = federation["manager"]
-    assert manager.apply(_job("moving", "alpha-open", "open", None)).returncode == 0
+    assert manager.apply(alpha_job("moving", "alpha-open", "open", None)).returncode == 0
 
     def placed() -> str:
-        return ((_workload_of(manager, "moving") or {}).get("status", {}).get("clusterName")) or ""
+        return ((workload_of(manager, "moving") or {}).get("status", {}).get("clusterName")) or ""
 
     first = eventually(placed, "the open-zone Job to be admitted on a worker")
     other = next(w for w in WORKERS if w != first)

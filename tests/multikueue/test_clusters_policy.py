@@ -151,6 +151,14 @@ CASES = [
         "no residency zone",
     ),
     (
+        "step-size-without-incremental",
+        "multiKueue: {dispatcher: AllAtOnce}",
+        "multiKueue: {dispatcher: AllAtOnce, stepSize: 1}",
+        "multiKueue.stepSize",
+        "multiKueue:",
+        "applies to the Incremental dispatcher only",
+    ),
+    (
         "queue-name-too-long",
         "zone: eu,",
         "zone: " + "e" * 60 + ",",

@@ -15,7 +15,14 @@ from gpufleet.policy.fleet import Fleet
 from gpufleet.policy.residency import project
 from gpufleet.render import render
 from gpufleet.render.check import check_bundle
-from gpufleet.render.multikueue import CONTROLLER, kueue_limits, manager_files, render_federation, worker_bundle
+from gpufleet.render.multikueue import (
+    CONTROLLER,
+    kueue_limits,
+    manager_configuration,
+    manager_files,
+    render_federation,
+    worker_bundle,
+)
 from gpufleet.render.residency import NAME as RESIDENCY
 from gpufleet.validation import load_crds, validate
 from tests.support import EXAMPLES
@@ -71,6 +78,14 @@ def test_each_team_has_one_queue_per_zone_with_that_zone_check_only() -> None:
     }
     config = next(o for f in manager_files(FLEET) if f.name == "kueue-configuration.yaml" for o in f.objects)
     assert config["multiKueue"] == {"dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"}
+    text = (EXAMPLES / "federation.yaml").read_text(encoding="utf-8")
+    incremental = resolve(
+        parse_policy(text.replace("dispatcher: AllAtOnce", "dispatcher: Incremental, stepSize: 2"), "f.yaml")
+    )
+    assert manager_configuration(incremental)["multiKueue"] == {
+        "dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+        "incrementalDispatcherConfig": {"stepSize": 2},  # Kueue's IncrementalDispatcherConfig, Beta and on in v0.19
+    }
 
 
 def test_a_worker_bundle_holds_its_own_pools_and_the_zone_queues_that_reach_it() -> None:

@@ -6,6 +6,7 @@ admit a copy wins, the others' copies are removed; a data class reaches only its
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,29 @@ def test_the_losing_copies_are_removed_and_hold_nothing() -> None:
     assert j2.copies == ("west", "east") and j2.cluster == "east"
     assert result.admission_order == {"west": ("alpha/j0",), "east": ("alpha/j1", "alpha/j2")}
     assert j2.gpu_seconds == 4 * 600  # only the winning copy ran
+
+
+def test_a_copy_preempted_on_its_worker_is_dispatched_again_to_the_zone() -> None:
+    """Kueue v0.19.2 (``multikueue/workload.go``, "Workload evicted on worker cluster"): when the winning
+    copy is evicted on its worker while the check is Ready, the check turns Retry, the manager evicts its
+    Workload, removes every copy and dispatches it again to the whole zone. Worked by hand: j0 holds west
+    until 100, j1 east until 200; j2 (open) waits on both and wins west at 101 (a parked copy wakes a
+    second after quota frees); the urgent j3 (restricted: west only) preempts j2's copy at 150 and is
+    admitted at 151 (the preempted pods stop at once, grace 0; Kueue frees their quota a second later);
+    j2 is dispatched again at 151 and wins east when j1's quota frees, at 201, not west after j3."""
+    urgent = replace(job(3, "restricted", 150, 100), priority_class="urgent", termination_grace_s=0)
+    jobs = [
+        job(0, "restricted", 0, 100),
+        job(1, "open", 0, 200),
+        replace(job(2, "open", 10, 1000), termination_grace_s=0),
+    ]
+    result = simulate_federation(FLEET, [*jobs, urgent], HAND)
+    landed = {d.key.split("/")[1]: (d.cluster, d.started) for d in result.dispatches}
+    assert landed == {"j0": ("west", 0), "j1": ("east", 0), "j2": ("east", 201), "j3": ("west", 151)}
+    j2 = next(d for d in result.dispatches if d.key == "alpha/j2")
+    assert j2.copies == ("west", "east", "west", "east")  # two dispatches, each to the whole zone
+    assert j2.gpu_seconds == 4 * 1000  # the winning copy's run; the 49 s on west are lost work
+    assert result.admission_order == {"west": ("alpha/j0", "alpha/j2", "alpha/j3"), "east": ("alpha/j1", "alpha/j2")}
 
 
 def test_a_job_without_a_zone_is_a_located_error() -> None:

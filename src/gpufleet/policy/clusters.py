@@ -64,6 +64,11 @@ class MultiKueueSettings(_Spec):
         description="AllAtOnce (Kueue's default): every allowed worker gets a copy and the first to admit "
         "wins; Incremental: workers are nominated a few at a time, in the zone's cluster order",
     )
+    stepSize: Annotated[int, Field(ge=1, le=20)] | None = Field(
+        default=None,
+        description="Incremental only: how many workers each nomination round adds (Kueue's "
+        "incrementalDispatcherConfig.stepSize; unset: its 3)",
+    )
     workerLostTimeoutSeconds: Annotated[int, Field(ge=1, le=7 * 24 * 3600)] | None = Field(
         default=None,
         description="How long a Job stays admitted on a worker the manager lost contact with "

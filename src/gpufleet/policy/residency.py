@@ -115,6 +115,15 @@ def _clusters(policy: FleetPolicy) -> Iterator[Finding]:
             yield ("clusters", i, "name"), f"cluster {cluster.name!r} holds no pool: give it a pool or remove it"
 
 
+def _dispatch(policy: FleetPolicy) -> Iterator[Finding]:
+    """Kueue reads ``incrementalDispatcherConfig`` only for the Incremental dispatcher: elsewhere it is ignored."""
+    if policy.multiKueue.stepSize is not None and policy.multiKueue.dispatcher != "Incremental":
+        yield (
+            ("multiKueue", "stepSize"),
+            f"stepSize applies to the Incremental dispatcher only; dispatcher is {policy.multiKueue.dispatcher}",
+        )
+
+
 def _pools(policy: FleetPolicy) -> Iterator[Finding]:
     declared = {c.name: c for c in policy.clusters}
     for i, pool in enumerate(policy.pools):
@@ -213,7 +222,7 @@ def residency_check(policy: FleetPolicy) -> list[Finding]:
     """Every contradiction between clusters, pools, data classes and team quotas."""
     if not policy.clusters:
         return list(_single_cluster(policy))
-    return [*_clusters(policy), *_pools(policy), *_data_classes(policy), *_teams(policy)]
+    return [*_clusters(policy), *_dispatch(policy), *_pools(policy), *_data_classes(policy), *_teams(policy)]
 
 
 @dataclass(frozen=True)

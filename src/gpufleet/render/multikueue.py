@@ -140,6 +140,8 @@ def manager_configuration(fleet: Fleet) -> Obj:
     config = kueue.configuration(fleet, [])
     settings = fleet.policy.multiKueue
     section: Obj = {"dispatcherName": DISPATCHER_NAMES[settings.dispatcher]}
+    if settings.stepSize is not None:
+        section["incrementalDispatcherConfig"] = {"stepSize": settings.stepSize}
     if settings.workerLostTimeoutSeconds is not None:
         section["workerLostTimeout"] = kueue.go_duration(settings.workerLostTimeoutSeconds)
     config["multiKueue"] = section

@@ -9,7 +9,8 @@ Kueue v0.19.2 does it (``pkg/controller/admissionchecks/multikueue/workload.go``
 
 - a Job of data class D goes only to the clusters of D's residency zone, in the zone's (policy) order;
 - **AllAtOnce**: every cluster of the zone gets a copy at the manager's reservation; **Incremental**:
-  the first ``STEP`` clusters (Kueue's DefaultStepSize 3), and ``STEP`` more each ``ROUND_S`` (5 min)
+  the first ``stepSize`` clusters (the policy's, else Kueue's DefaultStepSize 3), and as many more each
+  ``ROUND_S`` (5 min)
   while no copy has been admitted (config order: MultiKueueIncrementalDispatcherRespectConfigOrder is
   on by default in v0.19);
 - the first copy a worker admits wins (Kueue picks the remote whose Admitted condition is oldest; at
@@ -39,7 +40,7 @@ from gpufleet.policy.residency import Zone, project, zones
 from gpufleet.simulate.config import SimulationConfig
 from gpufleet.simulate.engine import KUEUE
 from gpufleet.simulate.federation_manager import ManagerQueue
-from gpufleet.simulate.jobs import JobRun, State
+from gpufleet.simulate.jobs import Attempt, JobRun, State
 from gpufleet.simulate.queue_world import QueueWorld
 from gpufleet.simulate.requests import Catalog
 from gpufleet.trace.job import Job
@@ -54,12 +55,35 @@ class WorkerWorld(QueueWorld):
 
     def prepare(self, fleet: Fleet) -> Any:
         self.cancelled: set[str] = set()  # copies removed before their creation instant
+        self.never_created: set[str] = set()  # cancelled copies whose creation instant has passed
         return super().prepare(fleet)
 
     def arrive(self, t: int, run: JobRun) -> None:
         if run.key in self.cancelled:
+            self.never_created.add(run.key)
             return  # another worker admitted the Job before this copy's round: Kueue never creates it
         super().arrive(t, run)
+
+    def dispatch(self, t: int, job: Job) -> None:
+        """The manager creates a copy of ``job`` here at ``t``: the first, or again after a re-dispatch."""
+        run = self.by_key.get(f"{job.namespace}/{job.job_id}")
+        if run is None:
+            self.join([job])
+        elif not run.attempts:  # its earlier copy was cancelled before its creation
+            self.cancelled.discard(run.key)
+            if run.key in self.never_created:
+                self.never_created.discard(run.key)
+                super().arrive(t, run)
+        elif run.state is State.FINISHED and run.attempt.end_detail == REMOVED:
+            run.state = State.PENDING
+            super().arrive(t, run)  # a new attempt, queued as created now
+        # else: the copy evicted here is still queued here (Kueue deletes and re-creates it; it keeps its place)
+
+    def quota_released(self, t: int, run: JobRun, ended: Attempt) -> None:
+        if run.state is State.FINISHED:  # removed while its evicted pods were still terminating
+            self.free_quota(run, ended, t)
+            return
+        super().quota_released(t, run, ended)
 
     def withdraw(self, t: int, key: str, winner: str) -> None:
         """The manager removes this copy: another worker admitted the Job (at ``t`` or earlier)."""
@@ -143,11 +167,11 @@ def _zone_of(fleet: Fleet, jobs: Sequence[Job]) -> dict[str, Zone]:
     return out
 
 
-def _rounds(zone: Zone, dispatcher: str) -> list[tuple[str, ...]]:
-    """The clusters nominated in each round: all at once, or ``STEP`` per round in the zone's order."""
+def _rounds(zone: Zone, dispatcher: str, step: int = STEP) -> list[tuple[str, ...]]:
+    """The clusters nominated in each round: all at once, or ``step`` per round in the zone's order."""
     if dispatcher == "AllAtOnce":
         return [zone.clusters]
-    return [zone.clusters[i : i + STEP] for i in range(0, len(zone.clusters), STEP)]
+    return [zone.clusters[i : i + step] for i in range(0, len(zone.clusters), step)]
 
 
 class _Federation:
@@ -157,6 +181,7 @@ class _Federation:
         policy = fleet.policy
         self.zone_of = _zone_of(fleet, jobs)
         self.dispatcher = policy.multiKueue.dispatcher
+        self.step = policy.multiKueue.stepSize or STEP
         self.order = [c.name for c in policy.clusters]
         self.manager = ManagerQueue(fleet)
         self.catalog = Catalog.of(fleet)
@@ -177,6 +202,9 @@ class _Federation:
         self.running: set[str] = set()  # won on a worker, not finished there yet
         self.manager_dirty = False
         self.manager_evictions = 0
+        self.evictions_at_win: dict[str, int] = {}  # the winning copy's evictions when it won
+        self.generation: dict[str, int] = {}  # dispatches of each Job: a later round of an earlier one is void
+        self.redispatches = 0
 
     def _push(self, t: int, what: str, key: str) -> None:
         self.seq += 1  # events at one instant run in the order they were booked
@@ -206,7 +234,9 @@ class _Federation:
                     self.manager.submit(job, ask, self.zone_of[key].name, t)
                     self.manager_dirty = True
             elif what.startswith("round:") and key not in self.winner:
-                self._nominate(t, key, int(what.split(":")[1]))
+                _, index, generation = what.split(":")
+                if int(generation) == self.generation.get(key, 0):
+                    self._nominate(t, key, int(index))
             elif what == "kueue":
                 self.manager_dirty = True
         if not self.manager_dirty:
@@ -224,14 +254,30 @@ class _Federation:
 
     def _nominate(self, t: int, key: str, index: int) -> None:
         """Round ``index`` of the dispatcher: its clusters get a copy created at ``t``."""
-        rounds = _rounds(self.zone_of[key], self.dispatcher)
+        rounds = _rounds(self.zone_of[key], self.dispatcher, self.step)
         job = replace(self.jobs[key], submit_s=t)  # the copy's creation is its queue-order timestamp
         for cluster in rounds[index]:
             self.worlds[cluster].over = False
-            self.worlds[cluster].join([job])
+            self.worlds[cluster].dispatch(t, job)
             self.copies.setdefault(key, []).append(cluster)
         if index + 1 < len(rounds):
-            self._push(t + ROUND_S, f"round:{index + 1}", key)
+            self._push(t + ROUND_S, f"round:{index + 1}:{self.generation.get(key, 0)}", key)
+
+    def _redispatch(self, t: int, key: str) -> None:
+        """The winning copy was evicted on its worker (preempted there): Kueue's MultiKueue check turns
+        Retry, the manager evicts its Workload (its quota frees) and requeues it, removes every copy,
+        and dispatches it again from the first round once its quota is reserved anew."""
+        del self.winner[key]
+        self.running.discard(key)
+        self.reserved.pop(key, None)
+        self.generation[key] = self.generation.get(key, 0) + 1
+        self.redispatches += 1
+        job = self.jobs[key]
+        ask = self.catalog.ask_of(job)
+        assert ask is not None  # it was dispatched, so it has an ask
+        self.manager.finish(key)
+        self.manager.submit(job, ask, self.zone_of[key].name, job.submit_s)  # queue order: its creation
+        self.manager_dirty = True
 
     def _settle(self, t: int) -> None:
         """After instant ``t``: each Job admitted on a worker for the first time wins there (the zone's
@@ -243,19 +289,23 @@ class _Federation:
                 key = run.key
                 if key in self.winner or key in fresh or not run.attempts or run.attempt.end_detail == REMOVED:
                     continue
-                if any(a.reserved is not None for a in run.attempts):
+                if run.attempt.reserved is not None:  # this copy's current attempt holds quota there
                     fresh[key] = cluster
         for key in sorted(fresh, key=lambda k: (_reserved(self.worlds[fresh[k]].by_key[k]), k)):
             cluster = fresh[key]
             self.winner[key] = cluster
             self.won[cluster].append(key)
             self.running.add(key)
+            run = self.worlds[cluster].by_key[key]
+            self.evictions_at_win[key] = run.preemptions + run.requeues
             for other, world in self.worlds.items():
                 if other != cluster:
                     world.withdraw(t, key, cluster)
         for key in sorted(self.running):
             run = self.worlds[self.winner[key]].by_key[key]
-            if run.state is State.FINISHED:
+            if run.preemptions + run.requeues > self.evictions_at_win[key]:
+                self._redispatch(t, key)
+            elif run.state is State.FINISHED:
                 self.running.discard(key)
                 self.manager.finish(key)
                 self.manager_dirty = True
@@ -298,7 +348,9 @@ def run_federation(
 
 
 def _reserved(run: JobRun) -> int:
-    return min(a.reserved for a in run.attempts if a.reserved is not None)
+    reserved = run.attempt.reserved
+    assert reserved is not None  # only a copy whose current attempt holds quota is a candidate
+    return reserved
 
 
 def _dispatch(
@@ -312,7 +364,7 @@ def _dispatch(
             end - job.submit_s, 0.0,
         )  # fmt: skip
     run = worlds[cluster].by_key[key]
-    first = run.attempts[0]
+    first = next(a for a in run.attempts if a.reserved is not None)
     started = next((a.started for a in run.attempts if a.started is not None), None)
     last = run.attempt
     finished = last.ended if last.end_reason == "Finished" else None

@@ -71,6 +71,8 @@ class Watch:
         self.names = set(names)
         self.started = time.monotonic()
         self.history: dict[str, list[tuple[str, float]]] = {}
+        self.nominated: dict[str, set[str]] = {}  # status.nominatedClusterNames, as far as a poll caught them
+        self.checks: dict[str, list[str]] = {}  # the MultiKueue check's state and message, each change
 
     def now(self) -> int:
         return int(time.monotonic() - self.started)
@@ -81,7 +83,14 @@ class Watch:
         out = {}
         for w in items:
             owner = next((o["name"] for o in w["metadata"].get("ownerReferences", [])), "")
-            cluster = w.get("status", {}).get("clusterName")
+            status = w.get("status", {})
+            cluster = status.get("clusterName")
+            if owner in self.names:
+                self.nominated.setdefault(owner, set()).update(status.get("nominatedClusterNames") or [])
+                for check in status.get("admissionChecks", []):
+                    said = f"{check['state']}: {check.get('message', '')}"
+                    if said not in self.checks.setdefault(owner, []):
+                        self.checks[owner].append(said)
             if owner in self.names and cluster:
                 out[owner] = cluster
                 seen = self.history.setdefault(owner, [])

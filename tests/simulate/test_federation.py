@@ -111,7 +111,7 @@ def test_a_copy_preempted_on_its_worker_is_dispatched_again_to_the_zone() -> Non
     landed = {d.key.split("/")[1]: (d.cluster, d.started) for d in result.dispatches}
     assert landed == {"j0": ("west", 0), "j1": ("east", 0), "j2": ("east", 201), "j3": ("west", 151)}
     j2 = next(d for d in result.dispatches if d.key == "alpha/j2")
-    assert j2.copies == ("west", "east", "west", "east")  # two dispatches, each to the whole zone
+    assert j2.copies == ("west", "east", "west", "east") and result.redispatches == 1  # twice to the whole zone
     assert j2.gpu_seconds == 4 * 1000  # the winning copy's run; the 49 s on west are lost work
     assert result.admission_order == {"west": ("alpha/j0", "alpha/j2", "alpha/j3"), "east": ("alpha/j1", "alpha/j2")}
 
@@ -166,18 +166,52 @@ def test_incremental_adds_the_fourth_worker_after_one_round() -> None:
     assert _landing([*long, job(3, "open", 30)], all_at_once)["j3"] == ("w3", 30)
 
 
-@settings(max_examples=15, deadline=None)
-@given(
-    st.lists(st.tuples(st.sampled_from(["restricted", "open"]), st.integers(0, 900), st.integers(1, 900)), max_size=8)
+STEP_ONE = resolve(
+    parse_policy(
+        FED.read_text(encoding="utf-8").replace("dispatcher: AllAtOnce", "dispatcher: Incremental, stepSize: 1"),
+        "s.yaml",
+    )
 )
-def test_every_job_runs_once_in_its_zone(specs: list[tuple[str, int, int]]) -> None:
-    jobs = [job(i, dc, submit, duration) for i, (dc, submit, duration) in enumerate(specs)]
+
+
+@pytest.mark.parametrize(
+    ("pin_s", "expected"),
+    [
+        (30, ("west", 31)),  # west frees within the round: the parked copy wakes a second after
+        (1000, ("east", 1 + ROUND_S)),  # west still full when the round ends: east is nominated then
+    ],
+)
+def test_incremental_with_step_size_one_tries_west_first(pin_s: int, expected: tuple[str, int]) -> None:
+    """stepSize 1: the open Job's first round nominates only the zone's first cluster (west), though east
+    is idle (the e2e Incremental differential shows the real Kueue doing the same)."""
+    landing = _landing([job(0, "restricted", 0, pin_s), job(1, "open", 1, 5)], STEP_ONE)
+    assert landing == {"j0": ("west", 0), "j1": expected}
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["restricted", "open"]),
+            st.integers(0, 900),
+            st.integers(1, 900),
+            st.sampled_from(["normal", "urgent"]),
+        ),
+        max_size=8,
+    )
+)
+def test_every_job_runs_once_in_its_zone(specs: list[tuple[str, int, int, str]]) -> None:
+    jobs = [
+        replace(job(i, dc, submit, duration), priority_class=pc) for i, (dc, submit, duration, pc) in enumerate(specs)
+    ]
     result = simulate_federation(FLEET, jobs, HAND)
     for d in result.dispatches:
         assert d.cluster in ({"west"} if d.data_class == "restricted" else {"west", "east"})
-        assert d.finished is not None and d.gpu_seconds == 4 * next(j.duration_s for j in jobs if j.job_id in d.key)
+        # its last worker runs it whole; a copy preempted there and dispatched back adds its lost seconds
+        assert d.finished is not None and d.gpu_seconds >= 4 * next(j.duration_s for j in jobs if j.job_id in d.key)
     landed = [k for keys in result.admission_order.values() for k in keys]
-    assert sorted(landed) == sorted(d.key for d in result.dispatches)  # each once, on one worker
+    assert sorted(set(landed)) == sorted(d.key for d in result.dispatches)  # a preempted one may win twice
+    assert len(landed) == len(result.dispatches) + result.redispatches
 
 
 def test_summary_marks_every_figure_simulated() -> None:

@@ -16,14 +16,17 @@ Kueue v0.19.2 does it (``pkg/controller/admissionchecks/multikueue/workload.go``
 - the first copy a worker admits wins (Kueue picks the remote whose Admitted condition is oldest; at
   the same second this module picks the zone's first cluster); the others' copies are removed;
 - the manager keeps its reservation until the Job finishes on its worker, and sees the finish a
-  second later.
+  second later;
+- a winning copy evicted on its worker (preempted there) is dispatched again: the check turns Retry,
+  the manager evicts its Workload and requeues it, removes every copy, and once its quota is reserved
+  anew dispatches it from the first round (``workload.go``, "Workload evicted on worker cluster").
 
 The worlds run in lockstep: at each instant any of them has, the manager first (arrivals, rounds, its
 cycles and the copies they create), then every worker, then the dispatch settles. Not modelled: the
 seconds between the manager's reservation and a copy's creation; preemption on the manager (counted
-as ``manager_evictions``, its copies left as they are); a copy preempted on its worker being
-re-dispatched to the zone (Kueue resets the check to Retry; here the copy requeues on its worker); a
-lost worker.
+as ``manager_evictions``, its copies left as they are); the manager's requeue backoff after the
+eviction; a re-dispatched copy on the worker that evicted it keeps its place in that worker's queue
+(Kueue deletes it and creates a new one); a lost worker.
 """
 
 from __future__ import annotations
@@ -134,6 +137,7 @@ class FederationResult:
     admission_order: dict[str, tuple[str, ...]]  # cluster -> Job keys in the order their copies won there
     end: int
     manager_evictions: int = 0  # preemptions on the manager: not modelled (the copies stay), counted
+    redispatches: int = 0  # winning copies evicted on their worker and dispatched again to the zone
 
 
 def _zone_of(fleet: Fleet, jobs: Sequence[Job]) -> dict[str, Zone]:
@@ -343,6 +347,7 @@ def run_federation(
         {c: tuple(v) for c, v in fed.won.items()},
         end,
         fed.manager_evictions,
+        fed.redispatches,
     )
     return result, worlds
 

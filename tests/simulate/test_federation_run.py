@@ -4,6 +4,7 @@ trial with must be the federation's own (its dispatch summary, its workers' mete
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,26 @@ def test_the_one_run_has_the_federations_waits_and_gpu_hours(
     )
     started = {r.key.split("/")[1]: r.attempts[-1].started for r in run.outcome.runs}
     assert started == {k: v[1] for k, v in expected.items()}, name
+
+
+def test_a_job_dispatched_again_keeps_its_attempt_on_the_worker_that_evicted_it() -> None:
+    """The hand-worked re-dispatch (tests/simulate/test_federation.py): j2 wins west at 101, is preempted
+    there at 150 by the urgent j3, and runs on east from 201. The folded run holds both attempts in
+    time order, the preemption, and the 49 s of west's GPUs it lost, ahead of east's whole run."""
+    urgent = replace(job(3, "restricted", 150, 100), priority_class="urgent", termination_grace_s=0)
+    jobs = [
+        job(0, "restricted", 0, 100),
+        job(1, "open", 0, 200),
+        replace(job(2, "open", 10, 1000), termination_grace_s=0),
+    ]
+    run, fed = federated_run(FLEET, [*jobs, urgent], HAND)
+    assert fed.redispatches == 1
+    j2 = next(r for r in run.outcome.runs if r.key == "alpha/j2")
+    assert [(a.number, a.queued, a.reserved, a.started, a.end_reason) for a in j2.attempts] == [
+        (1, 10, 101, 101, "Preempted"),
+        (2, 151, 201, 201, "Finished"),
+    ]
+    assert j2.preemptions == 1 and j2.gpu_seconds == 4 * (49 + 1000)
 
 
 def test_a_job_no_zone_cluster_can_hold_is_never_admissible_and_not_waited_for() -> None:

@@ -102,14 +102,28 @@ def _rate_at(steps: list[tuple[int, float]], t: int) -> float:
     return rate
 
 
-def _as_submitted(run: JobRun, job: Job, index: int) -> JobRun:
-    """The copy's run under the Job as submitted: its first attempt queued at the submission."""
+def _as_submitted(run: JobRun, job: Job, index: int, others: Sequence[JobRun] = ()) -> JobRun:
+    """The copy's run under the Job as submitted: its first attempt queued at the submission. A Job
+    that won on another worker before (evicted there, dispatched again) keeps those attempts, and
+    their preemptions and GPU-seconds, ahead of this copy's; copies' removed attempts are left out."""
     out = JobRun(job, run.ask, index)
     for slot in JobRun.__slots__:
         if slot not in ("job", "index", "key"):
             setattr(out, slot, getattr(run, slot))
-    if run.attempts:
-        out.attempts = [replace(run.attempts[0], queued=min(job.submit_s, run.attempts[0].queued)), *run.attempts[1:]]
+    earlier = [(o, a) for o in others for a in o.attempts if a.reserved is not None and a.end_detail != REMOVED]
+    attempts = list(run.attempts)
+    if earlier:
+        mine = [a for a in attempts if a.end_detail != REMOVED]
+        ordered = sorted([a for _, a in earlier] + mine, key=lambda a: (a.queued, a.reserved is None))
+        attempts = [replace(a, number=i) for i, a in enumerate(ordered, start=1)]
+        for o in {id(o): o for o, _ in earlier}.values():
+            out.preemptions += o.preemptions
+            out.requeues += o.requeues
+            out.work_lost += o.work_lost
+            out.gpu_seconds += o.gpu_seconds
+    if attempts:
+        attempts[0] = replace(attempts[0], queued=min(job.submit_s, attempts[0].queued))
+    out.attempts = attempts
     return out
 
 
@@ -138,7 +152,8 @@ def federated_run(
     for job in sorted(jobs, key=lambda j: (j.submit_s, j.namespace, j.job_id)):
         d = by_key[f"{job.namespace}/{job.job_id}"]
         run = _source(d.key, d.cluster, d.copies, worlds)
-        merged = _held_back(job, catalog, len(runs)) if run is None else _as_submitted(run, job, len(runs))
+        others = [o for c in dict.fromkeys(d.copies) if (o := worlds[c].by_key.get(d.key)) not in (None, run)]
+        merged = _held_back(job, catalog, len(runs)) if run is None else _as_submitted(run, job, len(runs), others)
         if merged is None:
             skipped.append(job)
             continue

@@ -77,7 +77,8 @@ def _settle(flow: Flow, ledger_url: str, recorder: RecorderProcess, what: str) -
         raise AssertionError(f"{what}: the ledger differs from the API server: {last}; its attempts: {told}")
     with Ledger.read(ledger_url) as ledger:
         twice = duplicated_entries(ledger)
-        compared = sum(len(o.earlier) + 1 for o in want.values())
+        compared = sum(len(o[0].earlier) + 1 for o in want.values())
+        disagreed = sum(len(o) > 1 for o in want.values())
         entries = sum(1 for _ in ledger.entries())
         guessed = inferred_attempts(ledger)
         raced = sum(1 for a in ledger.allocations() if derive.BEGAN_TO_EVICT in a.end_message)
@@ -90,6 +91,7 @@ def _settle(flow: Flow, ledger_url: str, recorder: RecorderProcess, what: str) -
         "of them inferred from Kueue's count": guessed,
         "finished while Kueue was evicting them": raced,
         "preemptions in Kueue's events": sum(preempted_events(flow.cluster).get(uid, 0) for uid in want),
+        "workloads whose count and events disagree": disagreed,
         "entries": entries,
         "lost": 0,
         "duplicated": twice,

@@ -14,6 +14,7 @@ from gpufleet.forecast.estimate import DONE, Settings, admission, forecast
 from gpufleet.forecast.simulated import moment_at
 from gpufleet.simulate.config import SimulationConfig
 from gpufleet.simulate.engine import Simulation
+from gpufleet.simulate.jobs import JobRun
 from gpufleet.simulate.queue_world import QueueWorld
 
 from .conftest import World
@@ -23,7 +24,7 @@ from .conftest import World
 MOMENTS = [128_800, 136_000]
 
 
-def _attempts(runs: list) -> dict[str, list[tuple[object, ...]]]:
+def _attempts(runs: list[JobRun]) -> dict[str, list[tuple[object, ...]]]:
     return {
         r.key: [(a.queued, a.reserved, a.started, a.ended, a.released, a.end_reason, a.flavor) for a in r.attempts]
         for r in runs
@@ -75,7 +76,8 @@ def test_a_run_that_records_nothing_for_its_report_decides_the_same(two_days: Wo
 
 def test_a_stop_pauses_the_run_after_the_instant_and_it_resumes_as_the_run(two_days: World) -> None:
     world = QueueWorld(two_days.fleet, two_days.jobs, SimulationConfig())
-    world.reservations = log = []
+    log: list[JobRun] = []
+    world.reservations = log
     assert world.advance(None, lambda: len(log) >= 50) is True
     paused_at = max(a.reserved for r in log for a in r.attempts if a.reserved is not None)
     assert world.heap[0][0] > paused_at  # nothing of a later instant ran

@@ -4,7 +4,7 @@ admitted in them.
 Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer), resamples
 the runtime history (a bootstrap, ``RuntimeHistory.bootstrap``), draws a runtime for every workload not finished (a running one's conditioned on the time it has run,
 ``runtimes``), optionally adds sampled arrivals (``arrivals``), and lets the simulator's own loop run
-it to its end. A waiting workload's admission is the first quota reservation it gets after the
+it on until the last waiting workload is admitted (``_run_until_admitted``) or to the horizon. A waiting workload's admission is the first quota reservation it gets after the
 moment; a sample in which it never gets one counts as "not within the horizon" (censored, reported as
 such, never as a figure). The quantiles are nearest-rank over the samples; the 80 % interval is
 p10–p90. Which workloads it waits for: in each sample, the workloads whose end came at most

@@ -4,7 +4,7 @@ admitted in them.
 Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer), resamples
 the runtime history (a bootstrap, ``RuntimeHistory.bootstrap``), draws a runtime for every workload not finished (a running one's conditioned on the time it has run,
 ``runtimes``), optionally adds sampled arrivals (``arrivals``), and lets the simulator's own loop run
-it to its end. A waiting workload's admission is the first quota reservation it gets after the
+it on until the last waiting workload is admitted (``_run_until_admitted``) or to the horizon. A waiting workload's admission is the first quota reservation it gets after the
 moment; a sample in which it never gets one counts as "not within the horizon" (censored, reported as
 such, never as a figure). The quantiles are nearest-rank over the samples; the 80 % interval is
 p10–p90. Which workloads it waits for: in each sample, the workloads whose end came at most
@@ -185,6 +185,7 @@ def _sample(
     at = moment.at
     rng = random.Random(settings.seed * 1_000_003 + k)
     sim: Simulation = pickle.loads(frozen)
+    sim.unrecorded()  # only admissions and ends are read: no metrics, no scheduler's reasons
     durations = {}
     sources: Counter[str] = Counter()
     history = moment.history.bootstrap(rng)
@@ -196,7 +197,8 @@ def _sample(
     sim.retime(at, durations)
     if rates and moment.arrivals is not None:
         sim.join(_arrivals(moment, history, settings, rng, k))
-    _run_until_admitted(sim, at, at + settings.horizon_s, {r.key: len(r.attempts) - 1 for r in waiting})
+    # one that can never be admitted declines (``_forecast``) whatever the sample: not waited for
+    _run_until_admitted(sim, at + settings.horizon_s, {r.key for r in waiting if not r.never})
     ends = sorted(
         (a.ended, r.key)
         for r in sim.runs
@@ -239,16 +241,25 @@ def _samples(count: int, workers: int, one: Callable[[int], _Sampled]) -> list[_
         _WORK = None
 
 
-def _run_until_admitted(sim: Simulation, at: int, end: int, keys: dict[str, int]) -> None:
-    """Run the sample on until every watched workload was admitted (what comes after is not asked),
-    in spans that double from an hour, or to the run's end."""
-    span, through = 3600, at
-    while keys:
-        through = min(through + span, end)
-        span *= 2
-        if not sim.advance(through) or through == end:
-            return
-        keys = {k: i for k, i in keys.items() if admission(sim.by_key[k], i) is None}
+def _run_until_admitted(sim: Simulation, end: int, keys: set[str]) -> None:
+    """Run the sample on until every watched workload was admitted, or to the horizon ``end``.
+    What comes after is not asked: each watched workload's admission, and the ends before it, are
+    the same as if the sample ran on (``tests/forecast/test_branch.py``), so it stops right after the
+    instant the last of them was admitted (``Simulation.reservations`` says which were, as they are)."""
+    left = set(keys)
+    if not left:
+        return
+    log: list[JobRun] = []
+    sim.reservations = log
+
+    def admitted_all() -> bool:
+        if log:
+            left.difference_update(r.key for r in log)
+            log.clear()
+        return not left
+
+    sim.advance(end, admitted_all)
+    sim.reservations = None
 
 
 def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: random.Random, k: int) -> list[Job]:

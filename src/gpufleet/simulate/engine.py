@@ -201,6 +201,12 @@ class Simulation:
         self.begun = self.over = False
         self.quiet_since: int | None = None
         self.stopped_at: int | None = None
+        # what only the run's report reads: the metered series, the idle watch's rates and the
+        # scheduler's reasons for a pod it could not place. No decision reads them, so a forecast's
+        # sample, which reads admissions and ends only, turns them off (``unrecorded``)
+        self.recording = True
+        # the runs whose quota was reserved, in order, while a caller listens (a list; None: nobody)
+        self.reservations: list[JobRun] | None = None
 
     # --- what a world says -----------------------------------------------------------------------
     def prepare(self, fleet: Fleet) -> Reaches | None:
@@ -246,10 +252,17 @@ class Simulation:
         self.advance()
         return self.outcome()
 
-    def advance(self, through: int | None = None) -> bool:
+    def unrecorded(self) -> None:
+        """From now on, record nothing only the report reads (``recording``): the run's decisions
+        are the same, its metrics and the scheduler's reasons are not kept."""
+        self.recording = False
+
+    def advance(self, through: int | None = None, stop: Callable[[], bool] | None = None) -> bool:
         """Run every instant up to ``through`` (None: to the end) and pause there; False once the run
         is over. A paused simulation is a state to branch from (``gpufleet.forecast`` copies it and
-        runs each copy on with its own sampled runtimes): the loop's own variables live on ``self``."""
+        runs each copy on with its own sampled runtimes): the loop's own variables live on ``self``.
+        ``stop``, asked once each instant has settled, pauses the run right after that instant (True
+        returned, as at ``through``): a forecast's sample stops once what it watches was admitted."""
         if not self.begun:
             self.begun = True
             if self.deployments:
@@ -274,14 +287,18 @@ class Simulation:
                     break
             else:
                 self.quiet_since = None
-            self.meter.advance(t)
+            if self.recording:
+                self.meter.advance(t)
             while self.heap and self.heap[0][0] == t:
                 _, _, kind, subject = heapq.heappop(self.heap)
                 if kind != SCALE:
                     self.active -= 1
                 self.handle(t, kind, subject)
             self.settle(t)
-            self.refresh()
+            if self.recording:
+                self.refresh()
+            if stop is not None and stop():
+                return True
         self.over = True
         return False
 
@@ -468,7 +485,7 @@ class Simulation:
             for name, (pod, shape) in list(self.replica_waiting.items()):
                 if shape in failed:
                     continue
-                decision = self.cluster.schedule(pod)
+                decision = self.cluster.schedule(pod, self.recording)
                 if isinstance(decision, Unschedulable):
                     failed.add(shape)
                 else:
@@ -481,7 +498,7 @@ class Simulation:
             last: Unschedulable | None = None
             while run.placed < len(pods):
                 pod = pods[run.placed]
-                decision = self.cluster.schedule(pod)
+                decision = self.cluster.schedule(pod, self.recording)
                 if isinstance(decision, Unschedulable):
                     failed.add(run.shape_id)
                     last = decision

@@ -136,7 +136,8 @@ class QueueWorld(Simulation):
             super().handle_world(t, kind, subject)
 
     def cannot_place(self, run: JobRun, last: Unschedulable) -> None:
-        run.attempt.unschedulable = last.message  # Kueue's pending reason stays the attempt's reason
+        if self.recording:  # unrecorded, the scheduler gave no reasons
+            run.attempt.unschedulable = last.message  # Kueue's pending reason stays the attempt's reason
 
     def facts(self) -> tuple[dict[str, int], dict[str, str], int]:
         return self.queue.priorities, self.queue.queues, self.queue.twin.cycle
@@ -154,6 +155,8 @@ class QueueWorld(Simulation):
         self.set_pods(run, [pod_spec(f"{name}/{i}", run.job, run.ask, flavor) for i in range(count)])
         run.state = State.ADMITTED
         run.quota = (attempt.flavor, run.ask.resource, count * run.ask.count)
+        if self.reservations is not None:
+            self.reservations.append(run)
         self.watch.reserve(run.team, *run.quota)
         delay = self.config.pod_start_delay_s
         if delay:  # Kueue unsuspends the Job, the Job controller creates its pods (``PODS``)
@@ -228,6 +231,8 @@ class QueueWorld(Simulation):
             self.queue.finish(run.key)
             attempt = run.attempt
             attempt.reserved = t
+            if self.reservations is not None:
+                self.reservations.append(run)
             self.end_attempt(t, run, "Finished", "Succeeded", f"Job {run.key} finished")
             attempt.released = t
             run.state = State.FINISHED

@@ -24,7 +24,7 @@ from gpufleet.forecast.simulated import moment_at
 from gpufleet.ledger.records import Record
 from gpufleet.policy import Fleet
 from gpufleet.simulate.config import SimulationConfig
-from gpufleet.simulate.engine import Outcome
+from gpufleet.simulate.outcome import Outcome
 from gpufleet.trace.job import Job
 
 MIN_WAIT_S = 60

@@ -58,7 +58,7 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from gpufleet.errors import InputError
@@ -72,53 +72,27 @@ from gpufleet.placement import (
     Policy,
     Shape,
     ShapeMix,
-    Toleration,
     Unschedulable,
 )
 from gpufleet.policy import Fleet
-from gpufleet.render.common import tolerations_for
 from gpufleet.simulate.config import DAY, HOUR, PlacementPolicy, SimulationConfig, for_policy
 from gpufleet.simulate.idle import IdleWatch
 from gpufleet.simulate.jobs import Hold, JobRun, State
 from gpufleet.simulate.meter import Meter
-from gpufleet.simulate.nodes import PoolNodes, fleet_nodes
+from gpufleet.simulate.nodes import fleet_nodes
+from gpufleet.simulate.outcome import Outcome
 from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.requests import Catalog
+from gpufleet.simulate.serving import SERVING, deployments
 from gpufleet.trace.job import Job
 
 # GONE: a preempted attempt's pods are gone; RELEASE: Kueue released a victim's quota; KUEUE: a
 # timer of Kueue's fires; PODS: an admitted job's pods reach the scheduler; DONE: Kueue sees a job
 # whose pods succeeded finished (its quota frees)
 ARRIVE, FINISH, TIMEOUT, REQUEUE, GONE, SCALE, KUEUE, RELEASE, PODS, DONE = range(10)
-SERVING = "serving"  # the team name serving replicas are counted under
 REFRESHED = ("waiting", "idle_waiting", "unplaced", "serving_wanted", "serving_starved")  # ``refresh`` sets them
 
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class Deployment:
-    name: str
-    replicas: int  # the policy's count: the peak of the day
-    template: PodSpec
-
-
-@dataclass
-class Outcome:
-    """What one run leaves behind for the metrics, the ledger and the report."""
-
-    config: SimulationConfig
-    runs: list[JobRun]
-    skipped: list[Job]
-    pools: dict[str, PoolNodes]
-    meter: Meter
-    end: int
-    teams: list[str]
-    weights: dict[str, float]
-    priorities: dict[str, int]  # priority class -> value (the queue world's Workload priority)
-    local_queues: dict[str, str]  # namespace -> its LocalQueue (queue world only)
-    kueue_cycles: int = 0  # scheduling cycles the twin ran (queue world only): what the run cost
-    watch: IdleWatch | None = None  # what the idle series were computed with (the pathologies ask it again)
 
 
 def placement_policy(choice: PlacementPolicy | None, jobs: Sequence[Job]) -> Policy:
@@ -178,7 +152,7 @@ class Simulation:
         self.watch = IdleWatch(fleet, self.pools, self.cluster, self.meter, self.reaches)
         self.teams = sorted({t.name for t in fleet.policy.teams} | {r.team for r in self.runs})
         self.weights = {t.name: float(t.weight) for t in fleet.policy.teams}
-        self.deployments = self._deployments(fleet)
+        self.deployments = deployments(fleet)
         self.replicas: dict[str, list[str]] = {d.name: [] for d in self.deployments}
         # replicas not bound yet, oldest first, with their shape's id; a replica leaves at its bind
         # or its removal (nothing unbinds a replica that stays)
@@ -520,24 +494,6 @@ class Simulation:
         run.placed += 1
 
     # --- serving ---------------------------------------------------------------------------------
-    def _deployments(self, fleet: Fleet) -> list[Deployment]:
-        serving = fleet.policy.serving
-        if serving is None:
-            return []
-        pool = fleet.pools[serving.pool].pool
-        tolerations = tuple(Toleration(t["key"], t["value"]) for t in tolerations_for(pool))
-        out = []
-        for dep in serving.deployments:
-            template = PodSpec(
-                name="",
-                gpus=1 if dep.migProfile else dep.gpusPerReplica or 1,
-                mig_profile=dep.migProfile or "",
-                node_selector=tuple(sorted(pool.selector.items())),
-                tolerations=tolerations,
-            )
-            out.append(Deployment(dep.name, dep.replicas, template))
-        return out
-
     def scale(self, t: int) -> None:
         """The demand curve's replica count for this hour; scale-down removes the newest first."""
         for dep in self.deployments:

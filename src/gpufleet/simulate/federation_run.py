@@ -29,11 +29,11 @@ from gpufleet.policy import Fleet
 from gpufleet.policy.fleet import resolve
 from gpufleet.policy.residency import Zone, project, zones
 from gpufleet.simulate.config import Mode, SimulationConfig, for_policy
-from gpufleet.simulate.engine import Outcome
 from gpufleet.simulate.federation import REMOVED, FederationResult, WorkerWorld, run_federation
 from gpufleet.simulate.jobs import JobRun
 from gpufleet.simulate.meter import Meter, Series
 from gpufleet.simulate.metrics import summarize
+from gpufleet.simulate.outcome import Outcome
 from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.records import job_rows, ledger_records
 from gpufleet.simulate.requests import Catalog

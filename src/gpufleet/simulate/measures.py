@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 from gpufleet.policy import Fleet
 from gpufleet.simulate.config import HOUR
-from gpufleet.simulate.engine import SERVING
 from gpufleet.simulate.jobs import Attempt, JobRun, State
 from gpufleet.simulate.metrics import demand, fair_jain, percentile
+from gpufleet.simulate.serving import SERVING
 
 if TYPE_CHECKING:
     from gpufleet.simulate.result import RunResult

@@ -31,8 +31,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpufleet.simulate.config import HOUR
-from gpufleet.simulate.engine import SERVING, Outcome
 from gpufleet.simulate.jobs import WAITING, JobRun, State
+from gpufleet.simulate.outcome import Outcome
+from gpufleet.simulate.serving import SERVING
 from gpufleet.trace.job import MILLI
 
 MINUTE = 60

@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gpufleet.ledger.records import Allocation, EndReason, Placement, Record, WaitInterval
-from gpufleet.simulate.engine import Outcome
 from gpufleet.simulate.jobs import Attempt, JobRun
+from gpufleet.simulate.outcome import Outcome
 
 _END = {"Finished": EndReason.FINISHED, "Preempted": EndReason.PREEMPTED, "Evicted": EndReason.EVICTED}
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpufleet.ledger.records import Record
-from gpufleet.simulate.engine import Outcome
+from gpufleet.simulate.outcome import Outcome
 
 
 @dataclass(frozen=True)

@@ -242,3 +242,26 @@ def test_simulate_cli_on_a_federated_policy(tmp_path: Path) -> None:
         app, ["simulate", str(FED), "--trace", str(trace), "-o", str(tmp_path / "x"), "--compare", "first-apply"]
     )
     assert refused.exit_code == 2
+
+
+def test_a_copy_removed_in_its_waitforpodsready_backoff_is_not_requeued_later() -> None:
+    """Regression: ``examples/federation.yaml`` on its synthesized day (seed 7) crashed the simulator.
+
+    Jobs pinned to a GPU model their flavor's quota does not carry get quota, find no node and are
+    evicted by waitForPodsReady: the winning copy in backoff makes the manager dispatch again, a copy
+    in backoff is removed when another worker wins, and is created again by a later dispatch. The
+    backoff's requeue of a removed copy used to queue it a second time beside its new copy (a
+    Workload "defined twice"; before the re-dispatch, an assertion in the quota release). Kueue
+    deletes an evicted copy with its backoff, so that requeue is void."""
+    from gpufleet.trace.synth import fleet_spec, synthesize
+
+    fleet = resolve(load_policy(ROOT / "examples" / "federation.yaml"))
+    jobs = synthesize(fleet_spec(fleet, days=1), 7)
+    result = simulate_federation(fleet, jobs, SimulationConfig())
+    requeued = sum(1 for d in result.dispatches if d.cluster is not None) + result.redispatches
+    assert result.redispatches > 0  # the path the crash took: a winning copy evicted on its worker
+    zones = {z.name: set(z.clusters) for z in result.zones}
+    for d in result.dispatches:
+        assert d.cluster is None or d.cluster in zones[d.zone], d
+    landed = [k for keys in result.admission_order.values() for k in keys]
+    assert len(landed) == requeued  # each win once, and once more per re-dispatch

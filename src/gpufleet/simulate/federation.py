@@ -82,6 +82,14 @@ class WorkerWorld(QueueWorld):
             super().arrive(t, run)  # a new attempt, queued as created now
         # else: the copy evicted here is still queued here (Kueue deletes and re-creates it; it keeps its place)
 
+    def requeue(self, t: int, run: JobRun, created: int) -> None:
+        """The backoff after the waitForPodsReady eviction at ``created`` is over, unless this copy was
+        removed meanwhile (another worker admitted the Job), and maybe created again since: then this
+        requeue is void, as Kueue deletes the evicted copy with its backoff."""
+        if run.state is not State.BACKOFF or run.attempt.queued != created:
+            return
+        super().requeue(t, run, created)
+
     def quota_released(self, t: int, run: JobRun, ended: Attempt) -> None:
         if run.state is State.FINISHED:  # removed while its evicted pods were still terminating
             self.free_quota(run, ended, t)
@@ -101,9 +109,10 @@ class WorkerWorld(QueueWorld):
         if run.state is not State.RUNNING:
             self.waiting -= 1
             self.watch.waiting(run, -1)
-        self.release(t, run)
-        self.free_quota(run, run.attempt, t)
-        self.queue.finish(key)
+        if run.state is not State.BACKOFF:  # one evicted by waitForPodsReady already left the queue and
+            self.release(t, run)  # freed its quota; its bound pods terminate on their own clock
+            self.free_quota(run, run.attempt, t)
+            self.queue.finish(key)
         self.end_attempt(t, run, "Finished", REMOVED, f"admitted on worker cluster {winner!r}; this copy is removed")
         run.state = State.FINISHED
         self.kueue_dirty = True

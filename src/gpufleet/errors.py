@@ -21,13 +21,14 @@ class Problem:
     column: int | None = None  # 1-based
 
     def __str__(self) -> str:
-        where = self.file or "<input>"
+        # a flag's mistake has no file: it is located by the flag alone ("--ledger: ...")
+        parts = [self.file] if self.file else []
         if self.line is not None:
-            where += f":{self.line}"
-            if self.column is not None:
-                where += f":{self.column}"
-        field_part = f" {self.path}:" if self.path else ""
-        return f"{where}:{field_part} {self.message}"
+            at = f"{self.line}" + (f":{self.column}" if self.column is not None else "")
+            parts = [f"{self.file}:{at}"] if self.file else [f"line {at}"]
+        if self.path:
+            parts.append(self.path)
+        return ": ".join([*parts, self.message])
 
 
 @dataclass

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from gpufleet.explain.live import condition, is_true
 from gpufleet.forecast.answer import document
 from gpufleet.forecast.clock import LOCAL, ledger_skew
 from gpufleet.forecast.declared import MALFORMED, declared_of
@@ -84,17 +85,6 @@ def parse_time(text: object) -> datetime | None:
     if not isinstance(text, str) or not text:
         return None
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _condition(obj: Obj, kind: str) -> Obj | None:
-    for cond in (obj.get("status") or {}).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == kind:
-            return cond
-    return None
-
-
-def _true(obj: Obj, kind: str) -> bool:
-    return (_condition(obj, kind) or {}).get("status") == "True"
 
 
 def _count(value: object) -> int:
@@ -169,16 +159,16 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
     waiting: list[tuple[datetime, str, Obj]] = []
     skipped: list[tuple[str, str, str]] = []
     for wl in objects:
-        if wl.get("kind") != "Workload" or _true(wl, "Finished") or (wl.get("spec") or {}).get("active") is False:
+        if wl.get("kind") != "Workload" or is_true(wl, "Finished") or (wl.get("spec") or {}).get("active") is False:
             continue
         meta = wl.get("metadata") or {}
         key = f"{meta.get('namespace')}/{meta.get('name')}"
         created = parse_time(meta.get("creationTimestamp")) or now
-        if _true(wl, "QuotaReserved") and (wl.get("status") or {}).get("admission"):
-            reserved = parse_time((_condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"))
+        if is_true(wl, "QuotaReserved") and (wl.get("status") or {}).get("admission"):
+            reserved = parse_time((condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"))
             holding.append((min(reserved or created, now), key, wl))
         else:
-            requeued = parse_time((_condition(wl, "Requeued") or {}).get("lastTransitionTime"))
+            requeued = parse_time((condition(wl, "Requeued") or {}).get("lastTransitionTime"))
             waiting.append((min(max(created, requeued or created), now), key, wl))
     holding.sort(key=lambda x: (x[0], x[1]))  # admission order; the key breaks ties
     waiting.sort(key=lambda x: (x[0], x[1]))  # queue order within a priority: creation, then the key

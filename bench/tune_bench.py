@@ -17,7 +17,7 @@ more than in proportion).
 ``--example`` (issue 33) instead tunes the bundled example policy on one synthesized week (``--seed``,
 2718 by default) and judges the recommendation on three others (seeds 3141, 1618, 5772: the weeks
 ``gpufleet trace synth examples/fleet.yaml --seed S`` writes), printing the held-out figures beside the
-tuned ones and beside the figures issue 33 measured before this work (22 stranded jobs, Jain 0.83 on the
+tuned ones (``--rung-hours H``: the search's trials in rungs) and beside the figures issue 33 measured before this work (22 stranded jobs, Jain 0.83 on the
 next week).
 """
 
@@ -97,20 +97,28 @@ def _slowest(spec: StudySpec, count: int) -> list[str]:
     return [text for _, text in sorted(out, reverse=True)[:count]]
 
 
-def example(trials: int, jobs: int, seed: int) -> None:
-    """Tune the bundled example on one week, judge on three others; print both and issue 33's figures."""
+def example(trials: int, jobs: int, seed: int, rung_hours: float | None = None) -> None:
+    """Tune the bundled example on one week, judge on three others; print both and issue 33's figures.
+    ``rung_hours``: the search's trials run in rungs (``tune --rung-hours``); the judging runs whole weeks."""
     policy = load_policy(EXAMPLE)
     spec = fleet_spec(resolve(policy))
     tuned_on = synthesize(spec, seed)
     weeks = [Week(f"seed {s}", tuple(synthesize(spec, s))) for s in HELD_OUT_SEEDS]
-    print(f"bundled example: tuned on seed {seed} ({len(tuned_on)} jobs); held out: seeds {HELD_OUT_SEEDS}")
+    rungs = "whole runs" if not rung_hours else f"rungs from {rung_hours:g} h"
+    print(f"bundled example: tuned on seed {seed} ({len(tuned_on)} jobs, {rungs}); held out: seeds {HELD_OUT_SEEDS}")
+    fidelity = Fidelity(first_s=round(rung_hours * HOUR)) if rung_hours else None
     stages: list[tuple[str, float]] = []
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         study_spec = StudySpec(str(Path(tmp) / "study.journal"), trials=trials, jobs=jobs, seed=0)
         started, cpu, child = time.perf_counter(), time.process_time(), _children_cpu()
         t = tune(
-            policy, tuned_on, study_spec, holdout=weeks, stage=lambda text: stages.append((text, time.perf_counter()))
+            policy,
+            tuned_on,
+            study_spec,
+            holdout=weeks,
+            fidelity=fidelity,
+            stage=lambda text: stages.append((text, time.perf_counter())),
         )
         wall = time.perf_counter() - started
         cpu_s = time.process_time() - cpu + _children_cpu() - child
@@ -200,7 +208,7 @@ def main() -> None:
         )
         return
     if args.example:
-        example(args.trials, args.jobs, 2718 if args.seed is None else args.seed)
+        example(args.trials, args.jobs, 2718 if args.seed is None else args.seed, args.rung_hours)
         return
     args.seed = 1 if args.seed is None else args.seed
     fleet = resolve(parse_policy(policy_text(), "bench-fleet.yaml"))

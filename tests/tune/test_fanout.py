@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpufleet.simulate.config import SimulationConfig
 from gpufleet.tune import fanout
 from gpufleet.tune.holdout import Week
 from gpufleet.tune.judge import prepare
 from gpufleet.tune.objectives import Constraints
-from gpufleet.tune.study import StudySpec
+from gpufleet.tune.study import StudySpec, shares
 from gpufleet.tune.tuning import Tuning, tune
 from tests.tune.cases import a_alone, b_comes_back, b_wants_the_pool, policy
 
@@ -40,16 +43,19 @@ def test_results_come_back_in_the_tasks_order_from_the_given_processes(workers: 
 
 @needs_fork
 def test_stopping_early_abandons_the_tasks_not_read(tmp_path: Path) -> None:
-    """The caller reads two results and leaves: the processes end, and a task far behind never ran."""
+    """The caller reads two results and leaves while both processes are busy with tasks that would run for
+    an hour: leaving does not wait for them, and the tasks behind them never start."""
 
     def mark(n: int) -> int:
         (tmp_path / str(n)).touch()
+        if n >= 2:
+            time.sleep(3600)
         return n
 
     tasks = [lambda n=n: mark(n) for n in range(200)]
     with fanout.ordered(tasks, 2) as results:
         assert [next(results), next(results)] == [0, 1]
-    assert not (tmp_path / "199").exists()
+    assert not (tmp_path / "199").exists() and not (tmp_path / "4").exists()
 
 
 def _figures(t: Tuning) -> dict[str, object]:
@@ -83,3 +89,17 @@ def test_two_processes_give_the_serial_run_s_figures(tmp_path: Path) -> None:
     for b in parallel.heldout:  # each week's first apply and input, as the week's own runs give them
         alone = prepare(policy(), parallel.space, b.week, SimulationConfig(), CALM)
         assert (b.first, b.given, b.problem) == (alone.first, alone.given, alone.problem)
+
+
+@given(st.integers(0, 200), st.integers(1, 16))
+def test_the_workers_shares_add_up_to_the_missing_trials(missing: int, workers: int) -> None:
+    split = shares(missing, workers)
+    assert sum(split) == missing and len(split) == workers and max(split) - min(split) <= 1
+
+
+def test_two_processes_run_no_trial_past_the_budget(tmp_path: Path) -> None:
+    """Four trials with two processes: the input and three of the four reasoned candidates, never the fourth
+    (a rounded-up share let the process that finished first start it)."""
+    spec = StudySpec(str(tmp_path / "s.journal"), trials=4, jobs=2)
+    t = tune(policy(), a_alone(), spec, constraints=CALM)
+    assert sorted(c.number for c in t.trials) == [0, 1, 2, 3] and t.pruned == 0

@@ -132,6 +132,10 @@ def example(trials: int, jobs: int, seed: int, rung_hours: float | None = None) 
     print(f"  load average (1, 5, 15 min) at the start {_load(load)}, at the end {_load(os.getloadavg())}")
     for (text, at), end in zip(stages, [at for _, at in stages[1:]] + [started + wall], strict=True):
         print(f"  {end - at:7,.1f} s  {text}")
+    print(
+        f"  trials: {len(t.trials)} completed (the input included), {t.stopped} stopped at a rung, "
+        f"{t.pruned - t.stopped} invalid"
+    )
     print("  slowest trials (wall s, trial, source, most preemptions of one job): " + "; ".join(slowest))
     print(f"recommended: {'none' if rec is None else f'trial {rec.number} ({rec.source})'}")
     for i in t.infeasible:

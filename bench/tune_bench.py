@@ -274,7 +274,10 @@ def main() -> None:
     rec = result.recommended
     if rec is None:
         print("recommended: none: no trial met the constraints (" + "; ".join(result.constraints.describe()) + ")")
-        print(f"  the tuned world is the input policy; pruned (invalid) trials: {result.pruned}")
+        print(
+            f"  the tuned world is the input policy; trials stopped at a rung: {result.stopped}, "
+            f"invalid: {result.pruned - result.stopped}"
+        )
         for why in result.infeasible:
             print(f"  {why.reason}: {why.message}")
     else:

@@ -3,8 +3,9 @@
 The same trace runs in three worlds: first apply (no queue), the input policy, and the tuned
 policy. The first two fix the window every trial is measured over (``common_window``), so goodput
 and waits compare like for like. The study starts from the input policy (trial 0) and the reasoned
-candidates (``remedies``); the recommended trial is simulated once more, in this process, to get
-its full run for the report and its findings (the simulator is deterministic: the same figures).
+candidates (``remedies``); the recommended trial is simulated once more to get its full run for the
+report and its findings (the simulator is deterministic: the same figures), beside the judging on
+held-out weeks when there are some and more than one process (``fanout``), else in this process.
 """
 
 from __future__ import annotations

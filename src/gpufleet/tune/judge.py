@@ -66,10 +66,32 @@ class Baseline:
         )
 
 
-def prepare(policy: FleetPolicy, space: Space, week: Week, config: SimulationConfig, c: Constraints) -> Baseline:
+def runs(policy: FleetPolicy, week: Week, config: SimulationConfig) -> tuple[RunResult, RunResult]:
+    """A held-out week's first-apply and input worlds, one after the other (``tuning`` runs the two as
+    separate tasks of its fan-out, ``first_world`` and ``input_world``)."""
+    return first_world(policy, week, config), input_world(policy, week, config)
+
+
+def first_world(policy: FleetPolicy, week: Week, config: SimulationConfig) -> RunResult:
+    return clusters.first_apply(resolve(policy), week.jobs, config)
+
+
+def input_world(policy: FleetPolicy, week: Week, config: SimulationConfig) -> RunResult:
+    return named(clusters.queue(resolve(policy), week.jobs, config), "input")
+
+
+def prepare(
+    policy: FleetPolicy,
+    space: Space,
+    week: Week,
+    config: SimulationConfig,
+    c: Constraints,
+    *,
+    ran: tuple[RunResult, RunResult] | None = None,
+) -> Baseline:
+    """The week's baseline from its first-apply and input worlds (``ran``: already simulated; else here)."""
     fleet = resolve(policy)
-    first = clusters.first_apply(fleet, week.jobs, config)
-    given = named(clusters.queue(fleet, week.jobs, config), "input")
+    first, given = ran or runs(policy, week, config)
     window = common_window([first, given])
     input_never = {r.key for r in given.outcome.runs if r.never}
     saving = stranding(space, in_window(week.jobs, window), ran_keys(first), input_never)
@@ -129,21 +151,28 @@ def judge(
 ) -> Judged | None:
     """The candidate on every held-out week (None: its choices make no valid policy, cannot happen for a
     completed trial but is not worth a traceback)."""
-    verdicts = []
-    for b in baselines:
-        if dict(params) == space.base_params():
-            tuned = replace(b.given, world="tuned")
-            verdicts.append(Verdict(b.week.name, tuned, b.given_violations, b.rival(tuned)))
-            continue
-        try:
-            ran = evaluate(b.problem, space, params, "tuned")
-        except SpaceError:
-            return None
-        lost = len(lost_guarantees(b.problem.policy, ran.fleet.policy))
-        values = violations(ran.measures, b.problem.constraints, lost, ran.stranded)
-        tuned = figures("tuned", ran.result, ran.fleet.policy, b.problem.window)
-        verdicts.append(Verdict(b.week.name, tuned, values, b.rival(tuned)))
-    return Judged(candidate, tuple(verdicts))
+    return combined(candidate, [verdict(b, space, params) for b in baselines])
+
+
+def combined(candidate: Candidate, verdicts: Sequence[Verdict | None]) -> Judged | None:
+    """The candidate's verdicts on every week together (None when its choices made no valid policy)."""
+    held = [v for v in verdicts if v is not None]
+    return Judged(candidate, tuple(held)) if len(held) == len(verdicts) else None
+
+
+def verdict(b: Baseline, space: Space, params: Mapping[str, str]) -> Verdict | None:
+    """The candidate ``params`` on one held-out week (None: no valid policy); one task of the fan-out."""
+    if dict(params) == space.base_params():
+        tuned = replace(b.given, world="tuned")
+        return Verdict(b.week.name, tuned, b.given_violations, b.rival(tuned))
+    try:
+        ran = evaluate(b.problem, space, params, "tuned")
+    except SpaceError:
+        return None
+    lost = len(lost_guarantees(b.problem.policy, ran.fleet.policy))
+    values = violations(ran.measures, b.problem.constraints, lost, ran.stranded)
+    tuned = figures("tuned", ran.result, ran.fleet.policy, b.problem.window)
+    return Verdict(b.week.name, tuned, values, b.rival(tuned))
 
 
 def pick(judged: Sequence[Judged]) -> Judged | None:

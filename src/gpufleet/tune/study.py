@@ -13,7 +13,6 @@ the recommendation can never be worse than the input. Candidate policies worked 
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import threading
 import time
@@ -162,6 +161,12 @@ def _work(problem: Problem, spec: StudySpec, worker: int, n_trials: int) -> None
     study.optimize(Objective(problem), n_trials=n_trials, callbacks=[stop])
 
 
+def shares(missing: int, workers: int) -> list[int]:
+    """Each worker's trials: together exactly the ``missing`` ones, so local workers never run a trial past
+    the budget (one that a rounded-up share allowed could be a preemption loop taking minutes; issue 33)."""
+    return [missing // workers + (i < missing % workers) for i in range(workers)]
+
+
 def run(problem: Problem, spec: StudySpec, tick: Tick | None = None) -> optuna.Study:
     """Run the study to its budget with ``spec.jobs`` processes (in this process when 1)."""
     study = load(spec)
@@ -179,10 +184,9 @@ def run(problem: Problem, spec: StudySpec, tick: Tick | None = None) -> optuna.S
         study.optimize(Objective(problem), n_trials=missing, callbacks=callbacks)
         return study
     workers = min(spec.jobs, missing)
-    each = math.ceil(missing / workers)
     done = threading.Event()
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_work, problem, spec, i + 1, each) for i in range(workers)]
+        futures = [pool.submit(_work, problem, spec, i + 1, n) for i, n in enumerate(shares(missing, workers))]
         while not done.wait(1.0):
             if tick:
                 tick(finished(study))

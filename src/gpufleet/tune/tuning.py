@@ -3,16 +3,19 @@
 The same trace runs in three worlds: first apply (no queue), the input policy, and the tuned
 policy. The first two fix the window every trial is measured over (``common_window``), so goodput
 and waits compare like for like. The study starts from the input policy (trial 0) and the reasoned
-candidates (``remedies``); the recommended trial is simulated once more, in this process, to get
-its full run for the report and its findings (the simulator is deterministic: the same figures).
+candidates (``remedies``); the recommended trial is simulated once more to get its full run for the
+report and its findings (the simulator is deterministic: the same figures), beside the judging on
+held-out weeks when there are some and more than one process (``fanout``), else in this process.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
+from itertools import islice
 
 import optuna
 from optuna.trial import TrialState
@@ -25,14 +28,14 @@ from gpufleet.simulate.measures import Measures, common_window, measure
 from gpufleet.simulate.pathologies import Finding, diagnose
 from gpufleet.simulate.result import RunResult
 from gpufleet.trace.job import Job
-from gpufleet.tune import clusters, feasibility, judge, remedies, study
+from gpufleet.tune import clusters, fanout, feasibility, judge, remedies, study
 from gpufleet.tune.diff import Change, diff, touches
 from gpufleet.tune.feasibility import Infeasible
 from gpufleet.tune.fidelity import PRUNED_ATTR, Fidelity
 from gpufleet.tune.holdout import Week
 from gpufleet.tune.objectives import CONSTRAINTS, Constraints, lost_guarantees, objectives, violations
 from gpufleet.tune.recommend import Candidate, candidates, pareto_front, ranked
-from gpufleet.tune.space import Space, build_space
+from gpufleet.tune.space import Space, SpaceError, build_space
 from gpufleet.tune.strand import Beyond, in_window, ran_keys, stranded_in, stranding
 from gpufleet.tune.trial import CONSTRAINTS_ATTR, Evaluated, Problem, evaluate, named
 
@@ -190,36 +193,29 @@ def tune(
     constraints = constraints or Constraints()
     config = config or SimulationConfig()
     space = build_space(policy)
-    first, given = _baselines(resolve(policy), jobs, config, baseline, say)
-    window = window or common_window([first, given])
-    input_never = {r.key for r in given.outcome.runs if r.never}
-    saving = stranding(space, in_window(jobs, window), ran_keys(first), input_never)
-    problem = Problem(
-        policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints, saving.protected, fidelity
-    )
-    mark = fingerprint(policy, jobs, constraints, config, window, protected=saving.protected)
-    opened, created = study.open_study(spec)
-    _check_resume(opened, mark, constraints.width)
-    worlds_before = (
-        _world("first-apply", first, policy, window),
-        _world("input", given, policy, window, saving.protected),
-    )
-    base = _evaluated(problem, worlds_before[1], policy)
-    reasoned_ones = remedies.candidates(space, worlds_before[1].findings) if reasoned else []
-    _seed(
-        opened,
-        created,
-        shared="://" in spec.storage,
-        mark=mark,
-        width=constraints.width,
-        seed=lambda wait_s: study.seed_study(opened, space, base, reasoned_ones, wait_s=wait_s),
-    )
-    opened.set_user_attr(WINDOW_ATTR, list(window))
-    proven = [
-        *feasibility.serving(policy, (window[0], min(window[1], given.outcome.end)), constraints, config.serving),
-        *feasibility.beyond(saving.beyond),
-    ]
-    blocked = any(i.blocks for i in proven)
+    weeks = () if search_only else tuple(holdout)
+    tasks = _world_tasks(resolve(policy), jobs, config, baseline is None, weeks)
+    with fanout.ordered(tasks, spec.jobs) as ran_worlds:  # the held-out weeks' run while this one is set up
+        first, given = _baselines(baseline, ran_worlds, say)
+        window = window or common_window([first, given])
+        input_never = {r.key for r in given.outcome.runs if r.never}
+        saving = stranding(space, in_window(jobs, window), ran_keys(first), input_never)
+        problem = Problem(
+            policy, tuple(jobs), replace(config, mode=Mode.QUEUE), window, constraints, saving.protected, fidelity
+        )
+        worlds_before = (
+            _world("first-apply", first, policy, window),
+            _world("input", given, policy, window, saving.protected),
+        )
+        _open(problem, spec, space, worlds_before[1], reasoned=reasoned)
+        proven = [
+            *feasibility.serving(policy, (window[0], min(window[1], given.outcome.end)), constraints, config.serving),
+            *feasibility.beyond(saving.beyond),
+        ]
+        blocked = any(i.blocks for i in proven)
+        if weeks and not blocked:
+            say(f"simulating first apply and the input policy on {len(weeks)} held-out week(s)")
+        week_runs = [] if blocked else _week_runs(ran_worlds, len(weeks))
     done = _search(problem, spec, tick, say, blocked)
     base_params = space.base_params()
     if simplify and not blocked and not search_only:
@@ -227,20 +223,23 @@ def tune(
         study.simplify(done, problem, base_params, _pointed(space, worlds_before[1].findings))
     trials = candidates(done)
     pruned, stopped = _pruned(done)
-    held = (
-        [judge.prepare(policy, space, w, config, constraints) for w in holdout] if not (blocked or search_only) else []
-    )
+    held = [judge.prepare(policy, space, w, config, constraints, ran=r) for w, r in zip(weeks, week_runs, strict=False)]
     if held:
         say(f"judging on {len(held)} held-out week(s)")
-    chosen, judged = (None, []) if blocked or search_only else _choose(trials, space, held, holdout_candidates)
+    chosen, judged, ran = (
+        (None, [], None)
+        if blocked or search_only
+        else _choose(trials, space, held, holdout_candidates, problem=problem, workers=spec.jobs)
+    )
     if not (blocked or search_only):
         proven += _said(trials, constraints, chosen, judged)
     if chosen is None or chosen.params == base_params:
         tuned_policy = policy
         tuned = replace(worlds_before[1], name="tuned", result=named(given, "tuned"))
     else:
-        say("simulating the recommended policy")
-        ran = evaluate(problem, space, chosen.params, "tuned")
+        if ran is None:  # not run beside the judging (no held-out weeks, or one process)
+            say("simulating the recommended policy")
+            ran = evaluate(problem, space, chosen.params, "tuned")
         tuned_policy = ran.fleet.policy
         found = tuple(diagnose(ran.result, ran.fleet, ran.measures))
         tuned = World("tuned", ran.result, ran.measures, found, ran.stranded)
@@ -275,15 +274,60 @@ def tune(
     )
 
 
+def _open(problem: Problem, spec: study.StudySpec, space: Space, given: World, *, reasoned: bool) -> None:
+    """Open the study, refuse one made for another question, and seed it: trial 0 the input (``given``),
+    then the reasoned candidates (``remedies``)."""
+    p = problem
+    mark = fingerprint(p.policy, p.jobs, p.constraints, p.config, p.window, protected=p.protected)
+    opened, created = study.open_study(spec)
+    _check_resume(opened, mark, p.constraints.width)
+    base = _evaluated(problem, given, p.policy)
+    reasoned_ones = remedies.candidates(space, given.findings) if reasoned else []
+    _seed(
+        opened,
+        created,
+        shared="://" in spec.storage,
+        mark=mark,
+        width=p.constraints.width,
+        seed=lambda wait_s: study.seed_study(opened, space, base, reasoned_ones, wait_s=wait_s),
+    )
+    opened.set_user_attr(WINDOW_ATTR, list(p.window))
+
+
+def _world_tasks(
+    fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, tuned_week: bool, weeks: Sequence[Week]
+) -> list[Callable[[], RunResult]]:  # fmt: skip
+    """The independent worlds before the search, for ``fanout``: the tuned week's input and first apply
+    (unless the caller made them), then every held-out week's input worlds and first applies. The input
+    worlds are the slow ones (preemption loops), so they go first: the last task to start is a short one."""
+    policy = fleet.policy
+    tasks: list[Callable[[], RunResult]] = []
+    if tuned_week:
+        tasks += [
+            lambda: named(clusters.queue(fleet, jobs, config), "input"),
+            lambda: clusters.first_apply(fleet, jobs, config),
+        ]
+    tasks += [partial(judge.input_world, policy, w, config) for w in weeks]
+    tasks += [partial(judge.first_world, policy, w, config) for w in weeks]
+    return tasks
+
+
 def _baselines(
-    fleet: Fleet, jobs: Sequence[Job], config: SimulationConfig, baseline: tuple[RunResult, RunResult] | None,
-    say: Stage,
-) -> tuple[RunResult, RunResult]:  # fmt: skip
-    """First apply and the input policy's queue world (a federated policy's: through the federation)."""
+    baseline: tuple[RunResult, RunResult] | None, ran: Iterator[RunResult], say: Stage
+) -> tuple[RunResult, RunResult]:
+    """First apply and the input policy's queue world (a federated policy's: through the federation):
+    the caller's, or the first two of ``_world_tasks``."""
     if baseline is not None:
         return baseline[0], named(baseline[1], "input")
     say("simulating first apply and the input policy")
-    return clusters.first_apply(fleet, jobs, config), named(clusters.queue(fleet, jobs, config), "input")
+    given = next(ran)
+    return next(ran), given
+
+
+def _week_runs(ran: Iterator[RunResult], weeks: int) -> list[tuple[RunResult, RunResult]]:
+    """Each held-out week's (first apply, input), from the rest of ``_world_tasks``."""
+    given = [next(ran) for _ in range(weeks)]
+    return [(next(ran), g) for g in given]
 
 
 def _questions(
@@ -307,28 +351,56 @@ def _search(
 
 
 def _choose(
-    trials: Sequence[Candidate], space: Space, held: Sequence[judge.Baseline], tries: int
-) -> tuple[Candidate | None, list[judge.Judged]]:
+    trials: Sequence[Candidate], space: Space, held: Sequence[judge.Baseline], tries: int, *, problem: Problem,
+    workers: int,
+) -> tuple[Candidate | None, list[judge.Judged], Evaluated | None]:  # fmt: skip
     """The recommendation: without held-out weeks, the first feasible trial (in ``ranked`` order). With
     them, at most ``tries`` of those trials are judged on every held-out week, stopping at the first
     that meets the constraints and beats first apply on every week; of those judged, the one ``judge.pick``
     prefers (meets the constraints everywhere, then beats first apply on the most weeks). The judged
-    come back in judging order with the recommendation moved last."""
+    come back in judging order with the recommendation moved last.
+
+    The weeks of every candidate are judged in ``workers`` processes (``fanout``), in order, so a free
+    process starts on the next candidate before the current one is decided (abandoned if it is); with
+    more than one process, each candidate's run on the tuned week goes with its weeks, and the
+    recommendation's is returned (the tuned world), so it is not simulated again after the judging."""
     order = ranked(trials, space.base_params())
     if not held:
-        return (order[0] if order else None), []
-    judged: list[judge.Judged] = []
+        return (order[0] if order else None), [], None
+    beside = workers > 1 and fanout.forks()
+    tasks: list[Callable[[], judge.Verdict | Evaluated | None]] = []
     for c in order[:tries]:
-        verdict = judge.judge(held, space, c.params, c)
-        if verdict is None:
-            continue
-        judged.append(verdict)
-        if verdict.holds and verdict.beaten == len(held):
-            break
+        tasks += [partial(judge.verdict, b, space, c.params) for b in held]
+        tasks += [partial(_tuned_run, problem, space, c.params)] if beside else []
+    judged: list[judge.Judged] = []
+    tuned_runs: dict[int, Evaluated | None] = {}
+    with fanout.ordered(tasks, workers) as results:
+        for c in order[:tries]:
+            verdicts = [v if isinstance(v, judge.Verdict) else None for v in islice(results, len(held))]
+            if beside:
+                run = next(results)
+                tuned_runs[c.number] = run if isinstance(run, Evaluated) else None
+            verdict = judge.combined(c, verdicts)
+            if verdict is None:
+                continue
+            judged.append(verdict)
+            if verdict.holds and verdict.beaten == len(held):
+                break
     best = judge.pick(judged)
     if best is None:
-        return None, judged
-    return best.candidate, [j for j in judged if j is not best] + [best]
+        return None, judged, None
+    return best.candidate, [j for j in judged if j is not best] + [best], tuned_runs.get(best.candidate.number)
+
+
+def _tuned_run(problem: Problem, space: Space, params: Mapping[str, str]) -> Evaluated | None:
+    """A judged candidate's queue world on the tuned week (None for the input's choices, whose world is
+    the input's, or for choices that make no valid policy)."""
+    if dict(params) == space.base_params():
+        return None
+    try:
+        return evaluate(problem, space, params, "tuned")
+    except SpaceError:
+        return None
 
 
 def _said(

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -181,6 +181,10 @@ class Simulation:
         self.recording = True
         # the runs whose quota was reserved, in order, while a caller listens (a list; None: nobody)
         self.reservations: list[JobRun] | None = None
+        # later arrivals read one at a time (``stream``): the jobs to come, and the run of the one
+        # whose arrival is booked (the next is read when it arrives); None: no stream
+        self.feed: Iterator[Job] | None = None
+        self.fed: JobRun | None = None
 
     # --- what a world says -----------------------------------------------------------------------
     def prepare(self, fleet: Fleet) -> Reaches | None:
@@ -309,6 +313,33 @@ class Simulation:
             self.by_key[run.key] = run
             self.push(job.submit_s, ARRIVE, run)
 
+    def stream(self, jobs: Iterator[Job]) -> None:
+        """At a pause, jobs arriving later than it, read one at a time in arrival order: each is
+        read when the one before it arrives, so a run paused early (a forecast's sample, stopped
+        once what it watches was admitted) reads only the jobs up to there. Like ``join``, but the
+        jobs need not exist beyond what the run reaches."""
+        self.feed = jobs
+        self._read()
+
+    def _read(self) -> None:
+        """Book the next streamed job's arrival (a job the catalog cannot run, or named twice, is skipped)."""
+        assert self.feed is not None
+        self.fed = None
+        for job in self.feed:
+            ask = self.catalog.ask_of(job)
+            if ask is None:
+                continue
+            run = JobRun(job, ask, len(self.runs))
+            if run.key in self.by_key:
+                continue
+            if self.reaches is not None:
+                run.never = self.reaches.never_admissible(job, run.ask)
+            self.runs.append(run)
+            self.by_key[run.key] = run
+            self.push(job.submit_s, ARRIVE, run)
+            self.fed = run
+            return
+
     def outcome(self) -> Outcome:
         """What the finished run leaves behind."""
         if self.stopped_at is not None:
@@ -334,6 +365,8 @@ class Simulation:
     def handle(self, t: int, kind: int, subject: Any) -> None:
         if kind == ARRIVE:
             self.arrive(t, subject)
+            if subject is self.fed:
+                self._read()
         elif kind == FINISH:
             run, number = subject
             if run.state is State.RUNNING and run.attempt.number == number:

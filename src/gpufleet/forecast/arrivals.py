@@ -8,6 +8,8 @@ copies one of them, its jobs at their own offsets, under fresh names. A Poisson 
 window's mean rate, shaped over the day by the hour-of-day profile of every burst seen so far (all
 teams, whole days only, smoothed over three hours): a forecast made in the evening expects the
 quiet night before the morning's rush. Weekly rhythm is not modelled (a week of history is rare).
+The arrivals are drawn in time order as they are read (``ArrivalModel.stream``): a forecast's sample
+that stops an hour ahead draws an hour of them.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The forecast itself: from a paused simulation, many futures, and when each waiting workload was
 admitted in them.
 
-Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer), resamples
+Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer: a process
+forked per sample, or an unpickled copy in this process), resamples
 the runtime history (a bootstrap, ``RuntimeHistory.bootstrap``), draws a runtime for every workload not finished (a running one's conditioned on the time it has run,
-``runtimes``), optionally adds sampled arrivals (``arrivals``), and lets the simulator's own loop run
+``runtimes``), optionally streams in sampled arrivals (``arrivals``, read only as far as it runs), and lets the simulator's own loop run
 it on until the last waiting workload is admitted (``_run_until_admitted``) or to the horizon. A waiting workload's admission is the first quota reservation it gets after the
 moment; a sample in which it never gets one counts as "not within the horizon" (censored, reported as
 such, never as a figure). The quantiles are nearest-rank over the samples; the 80 % interval is

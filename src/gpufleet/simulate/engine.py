@@ -303,15 +303,7 @@ class Simulation:
     def join(self, jobs: Sequence[Job]) -> None:
         """At a pause, jobs arriving later than it (a forecast's sampled arrivals), in arrival order."""
         for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):
-            ask = self.catalog.ask_of(job)
-            run = None if ask is None else JobRun(job, ask, len(self.runs))
-            if run is None or run.key in self.by_key:
-                continue
-            if self.reaches is not None:
-                run.never = self.reaches.never_admissible(job, run.ask)
-            self.runs.append(run)
-            self.by_key[run.key] = run
-            self.push(job.submit_s, ARRIVE, run)
+            self._book(job)
 
     def stream(self, jobs: Iterator[Job]) -> None:
         """At a pause, jobs arriving later than it, read one at a time in arrival order: each is
@@ -326,19 +318,22 @@ class Simulation:
         assert self.feed is not None
         self.fed = None
         for job in self.feed:
-            ask = self.catalog.ask_of(job)
-            if ask is None:
-                continue
-            run = JobRun(job, ask, len(self.runs))
-            if run.key in self.by_key:
-                continue
-            if self.reaches is not None:
-                run.never = self.reaches.never_admissible(job, run.ask)
-            self.runs.append(run)
-            self.by_key[run.key] = run
-            self.push(job.submit_s, ARRIVE, run)
-            self.fed = run
-            return
+            self.fed = self._book(job)
+            if self.fed is not None:
+                return
+
+    def _book(self, job: Job) -> JobRun | None:
+        """A later job's run and its arrival booked; None: the catalog cannot run it, or it is named twice."""
+        ask = self.catalog.ask_of(job)
+        run = None if ask is None else JobRun(job, ask, len(self.runs))
+        if run is None or run.key in self.by_key:
+            return None
+        if self.reaches is not None:
+            run.never = self.reaches.never_admissible(job, run.ask)
+        self.runs.append(run)
+        self.by_key[run.key] = run
+        self.push(job.submit_s, ARRIVE, run)
+        return run
 
     def outcome(self) -> Outcome:
         """What the finished run leaves behind."""

@@ -37,6 +37,20 @@ def test_samples_come_after_the_moment_under_fresh_names_and_repeat_with_the_see
     assert len({j.job_id for j in first}) == len(first) and all(j.job_id.startswith("fc0-") for j in first)
 
 
+def test_a_stream_read_part_way_is_the_start_of_the_whole_in_arrival_order() -> None:
+    """A forecast's sample reads its arrivals only as far as it runs: what it read must be what a
+    longer read begins with (the same jobs, names and times), and in the order they arrive."""
+    seen = [job(team, i, i * 300 + (7 if team == "b" else 0)) for team in ("a", "b") for i in range(300)]
+    seen += [job("a", 1000 + i, 89_000 + i * 20) for i in range(5)]  # one burst of five, 20 s apart
+    model = ArrivalModel.of(seen, 300 * 300)
+    whole = model.sample(random.Random(4), 2 * DAY, "3")
+    assert len({j.team for j in whole}) == 2 and any(j.job_id.endswith("-a-1004") for j in whole)
+    assert [(j.submit_s, j.job_id) for j in whole] == sorted((j.submit_s, j.job_id) for j in whole)
+    for n in (0, 1, 17, len(whole) // 2):
+        stream = model.stream(random.Random(4), 2 * DAY, "3")
+        assert [next(stream) for _ in range(n)] == whole[:n]
+
+
 def test_the_day_profile_follows_the_hours_jobs_arrived_in() -> None:
     seen = [job("a", d * 100 + i, d * DAY + 14 * HOUR + i * 120) for d in range(3) for i in range(20)]
     profile = daily_profile(seen, 3 * DAY)

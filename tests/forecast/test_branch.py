@@ -32,11 +32,15 @@ def test_a_run_paused_and_resumed_is_the_run(two_days: World, at: int) -> None:
     assert resumed == [to_plain(r) for r in two_days.truth.records]
 
 
+@pytest.mark.parametrize("read", ["joined", "streamed"])
 @pytest.mark.parametrize("at", MOMENTS)
-def test_the_true_runtimes_and_arrivals_from_the_moment_on_give_back_the_run(two_days: World, at: int) -> None:
+def test_the_true_runtimes_and_arrivals_from_the_moment_on_give_back_the_run(
+    two_days: World, at: int, read: str
+) -> None:
     """Given the future exactly (true runtimes for every unfinished job, the real later arrivals), the
     branch admits every waiting workload when the run did: the state at the moment is the run's, and
-    nothing of the future was in it (unfinished jobs carried no runtime)."""
+    nothing of the future was in it (unfinished jobs carried no runtime). The arrivals joined at once
+    or streamed (``Simulation.stream``, read one at a time as a forecast's sample reads them)."""
     moment = moment_at(two_days.fleet, two_days.jobs, two_days.truth.records, at, config=SimulationConfig())
     sim = moment.simulation
     true = {f"{j.namespace}/{j.job_id}": j for j in two_days.jobs}
@@ -45,7 +49,11 @@ def test_the_true_runtimes_and_arrivals_from_the_moment_on_give_back_the_run(two
     waiting = {r.key: len(r.attempts) - 1 for r in sim.runs if r.state in WAITING}
     assert waiting, "a moment with nobody waiting tests nothing"
     sim.retime(at, {r.key: true[r.key].duration_s for r in unfinished})
-    sim.join([j for j in two_days.jobs if j.submit_s > at])
+    later = sorted((j for j in two_days.jobs if j.submit_s > at), key=lambda j: (j.submit_s, j.job_id))
+    if read == "joined":
+        sim.join(later)
+    else:
+        sim.stream(iter(later))
     sim.advance()
     actual = {r.key: r for r in two_days.truth.outcome.runs}
     assert {k: admission(sim.by_key[k], i) for k, i in waiting.items()} == {

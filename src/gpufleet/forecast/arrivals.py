@@ -8,13 +8,16 @@ copies one of them, its jobs at their own offsets, under fresh names. A Poisson 
 window's mean rate, shaped over the day by the hour-of-day profile of every burst seen so far (all
 teams, whole days only, smoothed over three hours): a forecast made in the evening expects the
 quiet night before the morning's rush. Weekly rhythm is not modelled (a week of history is rare).
+The arrivals are drawn in time order as they are read (``ArrivalModel.stream``): a forecast's sample
+that stops an hour ahead draws an hour of them.
 """
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from gpufleet.trace.job import Job
@@ -66,24 +69,42 @@ class ArrivalModel:
         return {team: len(b) * 3600 / self.window_s for team, b in self.bursts.items()}
 
     def sample(self, rng: random.Random, horizon_s: int, tag: str) -> list[Job]:
-        """Jobs submitted after ``at``, to ``at + horizon_s``: each team's bursts as a Poisson process."""
-        out: list[Job] = []
+        """Jobs submitted after ``at``, to ``at + horizon_s``, in arrival order (``stream``, drawn whole)."""
+        return list(self.stream(rng, horizon_s, tag))
+
+    def stream(self, rng: random.Random, horizon_s: int, tag: str) -> Iterator[Job]:
+        """Jobs submitted after ``at``, to ``at + horizon_s``, in arrival order (submission, then
+        name), drawn only as far as they are read: a forecast's sample that stops an hour ahead
+        draws an hour of arrivals, not two days. Every team's bursts as one Poisson process: the sum
+        of the teams' processes, each candidate burst picked uniformly among every burst seen (so a
+        team's share is its rate's); each generator's draws are in time order, so a stream read
+        further repeats what a shorter read gave."""
+        every = [b for bursts in self.bursts.values() for b in bursts]
+        if not every:
+            return
         peak = max(self.profile)
-        for bursts in self.bursts.values():
-            rate = len(bursts) / self.window_s * peak
-            t = float(self.at)
-            while True:
-                t += rng.expovariate(rate)  # thinning: candidates at the peak rate, kept by the hour's share
-                if t > self.at + horizon_s:
-                    break
-                if rng.random() * peak > self.profile[int(t) % DAY // HOUR]:
-                    continue
-                burst = bursts[rng.randrange(len(bursts))]
-                start = int(t) + 1
-                for offset, job in zip(burst.offsets, burst.jobs, strict=True):
-                    name = f"{PREFIX}{tag}-{len(out)}-{job.job_id}"
-                    out.append(replace(job, job_id=name, submit_s=start + offset + self.shift_s))
-        return out
+        rate = len(every) / self.window_s * peak
+        end = self.at + horizon_s
+        pending: list[tuple[int, str, Job]] = []  # drawn, not yet given: (submission, name, job)
+        drawn = 0
+        t = float(self.at)
+        while True:
+            t += rng.expovariate(rate)  # thinning: candidates at the peak rate, kept by the hour's share
+            if t > end:
+                break
+            start = int(t) + 1
+            while pending and pending[0][0] < start + self.shift_s:  # no later burst comes before these
+                yield heapq.heappop(pending)[2]
+            if rng.random() * peak > self.profile[int(t) % DAY // HOUR]:
+                continue
+            burst = every[rng.randrange(len(every))]
+            for offset, job in zip(burst.offsets, burst.jobs, strict=True):
+                name = f"{PREFIX}{tag}-{drawn}-{job.job_id}"
+                drawn += 1
+                submit = start + offset + self.shift_s
+                heapq.heappush(pending, (submit, name, replace(job, job_id=name, submit_s=submit)))
+        while pending:
+            yield heapq.heappop(pending)[2]
 
 
 def daily_profile(seen: Sequence[Job], at: int) -> tuple[float, ...]:

@@ -1,9 +1,10 @@
 """The forecast itself: from a paused simulation, many futures, and when each waiting workload was
 admitted in them.
 
-Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer), resamples
+Each sample copies the paused run (the twin's queues, the cluster's bindings, every timer: a process
+forked per sample, or an unpickled copy in this process), resamples
 the runtime history (a bootstrap, ``RuntimeHistory.bootstrap``), draws a runtime for every workload not finished (a running one's conditioned on the time it has run,
-``runtimes``), optionally adds sampled arrivals (``arrivals``), and lets the simulator's own loop run
+``runtimes``), optionally streams in sampled arrivals (``arrivals``, read only as far as it runs), and lets the simulator's own loop run
 it on until the last waiting workload is admitted (``_run_until_admitted``) or to the horizon. A waiting workload's admission is the first quota reservation it gets after the
 moment; a sample in which it never gets one counts as "not within the horizon" (censored, reported as
 such, never as a figure). The quantiles are nearest-rank over the samples; the 80 % interval is
@@ -16,14 +17,18 @@ give the same answer.
 
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing
 import pickle
 import random
+import traceback
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 
 from gpufleet.forecast.arrivals import ArrivalModel
 from gpufleet.forecast.runtimes import Declared, RuntimeHistory, Shape
@@ -144,15 +149,19 @@ def forecast(moment: Moment, settings: Settings) -> Report:
         why = f"too little history: {moment.history.runs} finished runs before the moment, at least 10 needed"
         basis = Basis(at, 0, settings.seed, settings.arrivals, rates, moment.history.runs, {}, why)
         return Report(basis, tuple(_declined(r, at, why) for r in waiting))
-    frozen = pickle.dumps(paused, protocol=pickle.HIGHEST_PROTOCOL)  # one snapshot, copied per sample
+    forked = _forks(settings.samples, settings.workers)
+    # each sample's copy of the paused run: a forked process's own (copy-on-write: only the pages the
+    # sample touches are copied), else one snapshot unpickled per sample
+    frozen = b"" if forked else pickle.dumps(paused, protocol=pickle.HIGHEST_PROTOCOL)
     delays: dict[str, list[float]] = {r.key: [] for r in waiting}
     freed: dict[str, Counter[str]] = {r.key: Counter() for r in waiting}
     sources: Counter[str] = Counter()
 
     def one(k: int) -> _Sampled:
-        return _sample(moment, settings, frozen=frozen, waiting=waiting, alive=alive, rates=rates, k=k)
+        sim = paused if forked else pickle.loads(frozen)
+        return _sample(moment, settings, sim=sim, waiting=waiting, alive=alive, rates=rates, k=k)
 
-    for sampled in _samples(settings.samples, settings.workers, one):  # in the samples' order
+    for sampled in (_forked if forked else _serial)(settings.samples, settings.workers, one):  # in the samples' order
         for key, delay, names in sampled.waiting:
             delays[key].append(delay)
             freed[key].update(names)
@@ -174,17 +183,18 @@ def _sample(
     moment: Moment,
     settings: Settings,
     *,
-    frozen: bytes,
+    sim: Simulation,
     waiting: list[JobRun],
     alive: list[JobRun],
     rates: dict[str, float],
     k: int,
 ) -> _Sampled:
-    """Sample ``k``: its own generator (seed and number), so it does not depend on the others or on
-    the process it runs in."""
+    """Sample ``k`` on ``sim``, its own copy of the paused run (``waiting`` and ``alive`` may be its
+    runs: they are read before it runs on); its own generator (seed and number), so it does not
+    depend on the others or on the process it runs in."""
     at = moment.at
     rng = random.Random(settings.seed * 1_000_003 + k)
-    sim: Simulation = pickle.loads(frozen)
+    since = [(r.key, len(r.attempts) - 1) for r in waiting]  # its attempt waiting at the moment
     sim.unrecorded()  # only admissions and ends are read: no metrics, no scheduler's reasons
     durations = {}
     sources: Counter[str] = Counter()
@@ -195,8 +205,8 @@ def _sample(
         durations[r.key] = draw.runtime_s
         sources[draw.source] += 1
     sim.retime(at, durations)
-    if rates and moment.arrivals is not None:
-        sim.join(_arrivals(moment, history, settings, rng, k))
+    if rates and moment.arrivals is not None:  # read only as far as the sample runs
+        sim.stream(_arrivals(moment, history, settings, random.Random(f"arrivals {settings.seed} {k}"), k))
     # one that can never be admitted declines (``_forecast``) whatever the sample: not waited for
     _run_until_admitted(sim, at + settings.horizon_s, {r.key for r in waiting if not r.never})
     ends = sorted(
@@ -207,38 +217,81 @@ def _sample(
     )
     times = [t for t, _ in ends]
     out: list[tuple[str, float, frozenset[str]]] = []
-    for r in waiting:
-        admitted = admission(sim.by_key[r.key], len(r.attempts) - 1)
+    for key, attempt in since:
+        admitted = admission(sim.by_key[key], attempt)
         if admitted is None:
-            out.append((r.key, math.inf, frozenset()))
+            out.append((key, math.inf, frozenset()))
             continue
         lo, hi = bisect_left(times, admitted - FREED_BY_S), bisect_right(times, admitted)
-        out.append((r.key, float(admitted - at), frozenset(key for _, key in ends[lo:hi] if key != r.key)))
+        out.append((key, float(admitted - at), frozenset(k for _, k in ends[lo:hi] if k != key)))
     return _Sampled(tuple(out), sources)
 
 
-_WORK: Callable[[int], _Sampled] | None = None  # what forked workers run: set in the parent before the fork
+def _forks(count: int, workers: int) -> bool:
+    """Whether the samples run in forked processes: with more than one worker, where fork exists."""
+    return min(workers, count) > 1 and "fork" in multiprocessing.get_all_start_methods()
 
 
-def _shared(k: int) -> _Sampled:
-    assert _WORK is not None
-    return _WORK(k)
+def _serial(count: int, workers: int, one: Callable[[int], _Sampled]) -> list[_Sampled]:
+    """Every sample, in order, in this process."""
+    return [one(k) for k in range(count)]
 
 
-def _samples(count: int, workers: int, one: Callable[[int], _Sampled]) -> list[_Sampled]:
-    """Every sample, in order, in ``workers`` processes. Forked, so the workers share the paused run
-    and the history with the parent instead of receiving them pickled; each sample's generator is
-    its own (seed and number), so the answer does not depend on how many workers ran it."""
-    workers = min(workers, count)
-    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [one(k) for k in range(count)]
-    global _WORK  # noqa: PLW0603 - the forked children inherit it; nothing else reads it
-    _WORK = one
+@dataclass(frozen=True)
+class _Failed:
+    """A sample's process failed: its traceback, raised again in the parent."""
+
+    traceback: str
+
+
+def _child(one: Callable[[int], _Sampled], k: int, send: Connection) -> None:
+    """A forked sample: it runs on the parent's paused run, its own copy-on-write copy."""
+    gc.freeze()  # the inherited objects are not the child's to collect: scanning them copies their pages
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_shared, range(count), chunksize=1)
+        result: _Sampled | _Failed = one(k)
+    except Exception:  # any failure goes back to the parent, which raises it
+        result = _Failed(traceback.format_exc())
+    send.send(result)
+    send.close()
+
+
+def _forked(count: int, workers: int, one: Callable[[int], _Sampled]) -> list[_Sampled]:
+    """Every sample, in order, each in a process forked for it, ``workers`` at a time. A fork shares
+    the paused run with the parent page by page, copying only what the sample changes, where an
+    unpickled copy rebuilt all of it per sample (0.05-0.2 s each). Each sample's generator is its own
+    (seed and number), so the answer does not depend on how many workers ran it."""
+    context = multiprocessing.get_context("fork")
+    done: dict[int, _Sampled] = {}
+    running: dict[Connection, tuple[int, BaseProcess]] = {}
+    queued = iter(range(count))
+    try:
+        while len(done) < count:
+            for k in queued:
+                receive, send = context.Pipe(duplex=False)
+                started: BaseProcess = context.Process(target=_child, args=(one, k, send), daemon=True)
+                started.start()
+                send.close()
+                running[receive] = (k, started)
+                if len(running) >= min(workers, count):
+                    break
+            for ready in wait(list(running)):
+                assert isinstance(ready, Connection)
+                k, finished = running.pop(ready)
+                try:
+                    result = ready.recv()
+                except EOFError:
+                    result = _Failed(f"its process ended without an answer (exit code {finished.exitcode})")
+                ready.close()
+                finished.join()
+                if isinstance(result, _Failed):
+                    raise RuntimeError(f"forecast sample {k} failed:\n{result.traceback}")
+                done[k] = result
     finally:
-        _WORK = None
+        for receive, (_, left) in running.items():
+            left.kill()
+            left.join()
+            receive.close()
+    return [done[k] for k in range(count)]
 
 
 def _run_until_admitted(sim: Simulation, end: int, keys: set[str]) -> None:
@@ -262,20 +315,20 @@ def _run_until_admitted(sim: Simulation, end: int, keys: set[str]) -> None:
     sim.reservations = None
 
 
-def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: random.Random, k: int) -> list[Job]:
-    """Sample ``k``'s arrivals, each with a runtime drawn like any fresh workload's."""
+def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: random.Random, k: int) -> Iterator[Job]:
+    """Sample ``k``'s arrivals in arrival order, each with a runtime drawn like any fresh workload's,
+    drawn as they are read. Their generator is their own (seed and number), not the sample's: how far
+    a sample runs decides how many are read, and the runtimes and the stop must not depend on that."""
     assert moment.arrivals is not None
     catalog = moment.simulation.catalog
-    out = []
-    for job in moment.arrivals.sample(rng, settings.horizon_s, str(k)):
+    for job in moment.arrivals.stream(rng, settings.horizon_s, str(k)):
         ask = catalog.ask_of(job)
         if ask is None:
             continue
         kind = job.kind.value if moment.kinds else ""  # looked up as the history was recorded
         draw = history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods, kind), 0, rng)
         if draw is not None:
-            out.append(replace(job, duration_s=draw.runtime_s))
-    return out
+            yield replace(job, duration_s=draw.runtime_s)
 
 
 def _declined(run: JobRun, at: int, why: str) -> Forecast:

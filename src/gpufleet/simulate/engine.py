@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -181,6 +181,10 @@ class Simulation:
         self.recording = True
         # the runs whose quota was reserved, in order, while a caller listens (a list; None: nobody)
         self.reservations: list[JobRun] | None = None
+        # later arrivals read one at a time (``stream``): the jobs to come, and the run of the one
+        # whose arrival is booked (the next is read when it arrives); None: no stream
+        self.feed: Iterator[Job] | None = None
+        self.fed: JobRun | None = None
 
     # --- what a world says -----------------------------------------------------------------------
     def prepare(self, fleet: Fleet) -> Reaches | None:
@@ -299,15 +303,37 @@ class Simulation:
     def join(self, jobs: Sequence[Job]) -> None:
         """At a pause, jobs arriving later than it (a forecast's sampled arrivals), in arrival order."""
         for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):
-            ask = self.catalog.ask_of(job)
-            run = None if ask is None else JobRun(job, ask, len(self.runs))
-            if run is None or run.key in self.by_key:
-                continue
-            if self.reaches is not None:
-                run.never = self.reaches.never_admissible(job, run.ask)
-            self.runs.append(run)
-            self.by_key[run.key] = run
-            self.push(job.submit_s, ARRIVE, run)
+            self._book(job)
+
+    def stream(self, jobs: Iterator[Job]) -> None:
+        """At a pause, jobs arriving later than it, read one at a time in arrival order: each is
+        read when the one before it arrives, so a run paused early (a forecast's sample, stopped
+        once what it watches was admitted) reads only the jobs up to there. Like ``join``, but the
+        jobs need not exist beyond what the run reaches."""
+        self.feed = jobs
+        self._read()
+
+    def _read(self) -> None:
+        """Book the next streamed job's arrival (a job the catalog cannot run, or named twice, is skipped)."""
+        assert self.feed is not None
+        self.fed = None
+        for job in self.feed:
+            self.fed = self._book(job)
+            if self.fed is not None:
+                return
+
+    def _book(self, job: Job) -> JobRun | None:
+        """A later job's run and its arrival booked; None: the catalog cannot run it, or it is named twice."""
+        ask = self.catalog.ask_of(job)
+        run = None if ask is None else JobRun(job, ask, len(self.runs))
+        if run is None or run.key in self.by_key:
+            return None
+        if self.reaches is not None:
+            run.never = self.reaches.never_admissible(job, run.ask)
+        self.runs.append(run)
+        self.by_key[run.key] = run
+        self.push(job.submit_s, ARRIVE, run)
+        return run
 
     def outcome(self) -> Outcome:
         """What the finished run leaves behind."""
@@ -334,6 +360,8 @@ class Simulation:
     def handle(self, t: int, kind: int, subject: Any) -> None:
         if kind == ARRIVE:
             self.arrive(t, subject)
+            if subject is self.fed:
+                self._read()
         elif kind == FINISH:
             run, number = subject
             if run.state is State.RUNNING and run.attempt.number == number:

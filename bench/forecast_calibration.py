@@ -94,7 +94,7 @@ def misses(checks: list[Check]) -> str:
     return f"{early} admitted after p90 (forecast too early), {late} before p10 (too late)"
 
 
-def testbed(name: str, samples: int, every: int, work: Path) -> list[Check]:
+def testbed(name: str, samples: int, every: int, work: Path, arrivals: bool = True) -> list[Check]:
     """One real run of scenario ``name`` with probes; each waiting Workload's forecast against Kueue."""
     from gpufleet.testbed import ensure
     from gpufleet.testbed.world import run_real
@@ -106,12 +106,12 @@ def testbed(name: str, samples: int, every: int, work: Path) -> list[Check]:
     last = max(j.submit_s for j in jobs)
     probes = range(last + 5, last + int(scenario.drain_timeout_s), every)  # never beside the Job creation loop
     print(f"\ntestbed: scenario {name}, {len(jobs)} jobs compressed {scenario.factor:g}x, probes every {every} s "
-          f"from {probes.start} s, {samples} samples each", flush=True)  # fmt: skip
+          f"from {probes.start} s, {samples} samples each, arrivals {'sampled' if arrivals else 'not included'}", flush=True)  # fmt: skip
     run = run_real(fleet, jobs, work / f"{name}-forecast", ensure(REPO), drain_timeout_s=scenario.drain_timeout_s,
                    probes=probes, say=print)  # fmt: skip
     print(f"  run: trace wall {run.wall_s:.0f} s, {len(run.snapshots)} probes taken, undrained {list(run.undrained)}, "
           f"late {list(run.late)}", flush=True)  # fmt: skip
-    found = hindsight(run.snapshots, fleet, run.records, run.origin, settings=Settings(samples=samples),
+    found = hindsight(run.snapshots, fleet, run.records, run.origin, settings=Settings(samples=samples, arrivals=arrivals),
                       config=SimulationConfig(), time_factor=scenario.factor)  # fmt: skip
     for at in sorted({c.at for c in found.checks} | {d.at for d in found.declined}):
         here = [c for c in found.checks if c.at == at]
@@ -121,6 +121,11 @@ def testbed(name: str, samples: int, every: int, work: Path) -> list[Check]:
     print(f"  without a figure: {len(found.declined)} ({'; '.join(reasons) or 'none'})")
     table("testbed per team", summarize(found.checks, lambda c: c.team))
     print(f"  missed: {misses(list(found.checks))}")
+    # the probes start after the last arrival: every sampled arrival is one the real run never had
+    other = hindsight(run.snapshots, fleet, run.records, run.origin, settings=Settings(samples=samples, arrivals=not arrivals),
+                      config=SimulationConfig(), time_factor=scenario.factor)  # fmt: skip
+    print(f"  the same probes, arrivals {'not included' if arrivals else 'sampled'}: {final_line(other.checks)}; "
+          f"missed: {misses(list(other.checks))}")  # fmt: skip
     return list(found.checks)
 
 
@@ -149,7 +154,10 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="gpufleet-forecast-") as tmp:
             try:
                 lines.append(
-                    final_line(testbed(args.scenario, args.samples, args.every, args.work or Path(tmp)), "testbed")
+                    final_line(
+                        testbed(args.scenario, args.samples, args.every, args.work or Path(tmp), args.arrivals),
+                        "testbed",
+                    )
                 )
             except InputError as exc:
                 print(f"error: {exc.summary()}", file=sys.stderr)

@@ -158,14 +158,9 @@ def test_a_waiting_workload_the_policy_would_admit_is_not_given_a_figure(fleet: 
     assert f.declined.startswith("the replay differs: it waits on the cluster")
 
 
-# runs enough that the draws' widening by the history's size (1 in n + 1 below the shortest, as many
-# beyond the longest: runtimes.py) leaves the interval inside the runs' range; with 12 it does not
-MANY = 100
-
-
 def test_the_waiting_workload_starts_when_the_borrower_ends(fleet: Fleet) -> None:
     settings = Settings(samples=20, seed=3, arrivals=False)
-    report = forecast_live(live_state([BIG, WAIT], fleet, NOW), fleet, history(MANY), settings, SimulationConfig())
+    report = forecast_live(live_state([BIG, WAIT], fleet, NOW), fleet, history(12), settings, SimulationConfig())
     (f,) = report.forecasts
     assert f.workload == "wf-alpha/wait" and f.waited_s == 15 * 60 and not f.declined
     p10, p50, p90 = (f.quantiles[q] for q in ("p10", "p50", "p90"))
@@ -173,7 +168,7 @@ def test_the_waiting_workload_starts_when_the_borrower_ends(fleet: Fleet) -> Non
     # big has run 10 min of runs that take 20-40 min: it ends 10-30 min from now, wait a second or so later
     assert 10 * 60 <= p10 <= p50 <= p90 <= 30 * 60 + 60
     assert f.waits_for[0][0] == "wf-beta/big" and f.admitted == 20
-    assert report.basis.history_runs == MANY and not report.basis.arrivals
+    assert report.basis.history_runs == 12 and not report.basis.arrivals
 
 
 @pytest.mark.parametrize("runs", [0, 9])
@@ -234,7 +229,7 @@ def test_a_declared_runtime_of_the_borrower_moves_the_waiting_forecast(
 ) -> None:
     objects = [*declaring(BIG, note, deadline), WAIT]
     settings = Settings(samples=20, seed=3, arrivals=False)
-    report = forecast_live(live_state(objects, fleet, NOW), fleet, history(MANY), settings, SimulationConfig())
+    report = forecast_live(live_state(objects, fleet, NOW), fleet, history(12), settings, SimulationConfig())
     (f,) = report.forecasts
     assert not f.declined and f.admitted == 20
     assert low <= f.quantiles["p10"] <= f.quantiles["p90"] <= high  # type: ignore[operator]

@@ -49,7 +49,7 @@ def draws(h: RuntimeHistory, shape: Shape, elapsed: int = 0, n: int = 400, decla
 def test_the_finest_level_with_enough_runs_answers_and_is_named(groups, shape, source) -> None:  # type: ignore[no-untyped-def]
     h = history(*groups)
     got = draws(h, shape)
-    assert {d.source for d in got} - {BEYOND} == {source}  # beyond: the widening's share (1 in 21)
+    assert {d.source for d in got} == {source}
 
 
 def test_too_little_history_gives_no_figure() -> None:
@@ -58,42 +58,21 @@ def test_too_little_history_gives_no_figure() -> None:
     assert "too little history" in h.describe(A1)
 
 
-def test_a_draw_without_censoring_is_the_empirical_distribution_above_the_elapsed_time_widened() -> None:
-    """Ten runs longer than the time already run: the draw is one of them, or (1 in 11 each) below
-    the shortest, down to the elapsed time, or beyond the longest."""
+def test_a_draw_without_censoring_is_the_empirical_distribution_above_the_elapsed_time() -> None:
     h = history((A1, [10 * i for i in range(1, 21)]))
-    got = draws(h, A1, elapsed=105, n=4000)
-    inside = [d for d in got if 110 <= d.runtime_s <= 200]
-    below = [d for d in got if d.runtime_s < 110]
-    beyond = [d for d in got if d.runtime_s > 200]
-    assert {d.runtime_s for d in inside} == {10 * i for i in range(11, 21)}
-    assert all(d.runtime_s > 105 and d.source == "alpha · llama · 1×gpu" for d in below)
-    assert all(d.source == BEYOND for d in beyond)
-    assert len(below) / len(got) == pytest.approx(1 / 11, abs=0.02)
-    assert len(beyond) / len(got) == pytest.approx(10 / 11 / 11, abs=0.02)
-
-
-@pytest.mark.parametrize("n", [10, 40, 400])
-def test_the_widening_fades_as_the_history_grows(n: int) -> None:
-    """Outside the n runs' range with probability about 2/(n + 1): a new run is as likely to be the
-    shortest or the longest yet as to take any other rank."""
-    h = history((A1, list(range(1000, 1000 + n))))
-    got = draws(h, A1, n=6000)
-    outside = sum(not 1000 <= d.runtime_s < 1000 + n for d in got) / len(got)
-    assert outside == pytest.approx(2 / (n + 1) - 1 / (n + 1) ** 2, abs=0.015)
+    got = {d.runtime_s for d in draws(h, A1, elapsed=105)}
+    assert got == {10 * i for i in range(11, 21)}
 
 
 def test_runs_still_going_push_the_distribution_longer() -> None:
     """Leaving the running workloads out biases short: with ten runs still going past the longest
-    finished one, a fresh draw lands beyond history about a third of the time (Kaplan–Meier), not
-    only the widening's 1 in 21."""
+    finished one, a fresh draw lands beyond history about a third of the time (Kaplan–Meier)."""
     finished = (A1, [100 + i for i in range(20)])
     plain = draws(history(finished), A1, n=2000)
     censored = draws(history(finished, running=tuple((A1, 500) for _ in range(10))), A1, n=2000)
-    widening = sum(d.source == BEYOND for d in plain) / len(plain)
-    assert widening == pytest.approx(20 / 21 / 21, abs=0.015)
+    assert all(d.source != BEYOND for d in plain)
     beyond = sum(d.source == BEYOND for d in censored) / len(censored)
-    assert 0.25 < beyond < 0.42  # 11 of 31 at risk never finished (the widening's one too): mass 11/31
+    assert 0.25 < beyond < 0.42  # 10 of 30 at risk never finished: mass 1/3
     assert all(d.runtime_s > 119 for d in censored if d.source == BEYOND)  # longer than any finished
 
 

@@ -11,10 +11,6 @@ when it holds at least ``MIN_RUNS`` runtimes and, for a running workload, at lea
 than the time it has already run (the distribution *conditioned* on that time: a job 3 h in is not
 a fresh draw). The ledger records no job kind, so the resource and size stand for it (a MIG slice,
 a time-slice replica, 8 full cards). Each draw names its level, so an answer says what it rests on.
-Few runs at a level widen the draw: 1/(n + 1) of it lies below the shortest of the n runs longer
-than the time already run (uniform down to that time), and at least 1/(n + 1) of the rest beyond the
-longest (``RuntimeHistory.kaplan_meier``, drawn "beyond history"), since a new run is as likely to be
-the shortest or the longest yet as to take any other rank.
 
 A declared runtime (``gpufleet.io/expected-runtime``) is taken as it is while the workload has not
 run past it; ``activeDeadlineSeconds`` bounds a draw from history (the Job is killed there).
@@ -207,25 +203,15 @@ class RuntimeHistory:
 
     def kaplan_meier(self, key: tuple[object, ...], elapsed: int) -> tuple[list[int], list[float]]:
         """The finished runtimes longer than ``elapsed`` and the cumulative probability up to each,
-        censored runs counted at risk; 1 − the last cumulative is the mass beyond them.
-
-        The history is widened by its size: one more run is counted at risk, censored at the longest
-        finished, so at least 1/(n + 1) of the mass lies beyond the n finished runs (``draw`` widens
-        the other end alike). The next run is as likely to be the longest of n + 1 as to take any
-        other rank; the empirical distribution alone gives that 0, and with few runs (early in a
-        ledger, a rare shape) the forecast came out too sure: at the week's early moments whole queues
-        were admitted outside the interval (docs/forecast.md, "Calibration"). With hundreds of runs it
-        fades to nothing."""
+        censored runs counted at risk; 1 − the last cumulative is the mass beyond them."""
         cached = self._km.get((key, elapsed))
         if cached is not None:
             return cached
         done = self.runtimes(key)
         going = self.runtimes(key, self.censored)
-        first = bisect_right(done, elapsed)
         events = sorted(
-            [(t, 0) for t in done[first:]]
+            [(t, 0) for t in done[bisect_right(done, elapsed) :]]
             + [(t, 1) for t in going[bisect_right(going, elapsed) :]]
-            + ([(done[-1], 1)] if first < len(done) else [])  # the widening: one more at risk
         )  # at a tie a finish counts before a censoring, as Kaplan–Meier does
         at_risk, survival, cumulative = len(events), 1.0, 0.0
         times: list[int] = []
@@ -258,13 +244,9 @@ class RuntimeHistory:
             drawn = _beyond(elapsed, rng)
         else:
             times, cum = self.kaplan_meier(shape.lookups()[i], elapsed)
-            if rng.random() * (len(values) - first + 1) < 1:  # shorter than the shortest: 1/(n + 1)
-                drawn = Draw(rng.randint(min(elapsed + 1, times[0]), times[0]), shape.label(i))
-            else:
-                j = bisect_right(cum, rng.random())
-                # j past the end: the mass of runs longer than any that finished (they are still
-                # running, and the widening's share)
-                drawn = _beyond(max(elapsed, times[-1]), rng) if j >= len(times) else Draw(times[j], shape.label(i))
+            j = bisect_right(cum, rng.random())
+            # j past the end: the mass of runs longer than any that finished (they are still running)
+            drawn = _beyond(max(elapsed, times[-1]), rng) if j >= len(times) else Draw(times[j], shape.label(i))
         if deadline is not None:
             return Draw(min(drawn.runtime_s, deadline), DEADLINE)
         return drawn
@@ -277,8 +259,7 @@ class RuntimeHistory:
         i, values, first = found
         if len(values) - first < MIN_TAIL:
             return f"{BEYOND} (it has run longer than {len(values) - first} of {shape.label(i)}'s {len(values)} runs)"
-        n = len(values) - first
-        return f"{shape.label(i)} (n={n}; at least 1 in {n + 1} drawn beyond the longest)"
+        return f"{shape.label(i)} (n={len(values) - first})"
 
 
 def _beyond(base: int, rng: random.Random) -> Draw:

@@ -21,7 +21,11 @@ Workload waiting at a probe is checked against when the real Kueue reserved its 
 compressed (10x for the bundled scenarios), so its waits are seconds and the error's floor of the
 wait is ``MIN_WAIT_S`` compressed alike. ``--moments 0 --testbed`` runs the testbed part alone.
 
-Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--horizon-days D] [--no-arrivals] [--workers W]
+``--known-runtimes`` (simulated part, a diagnostic) gives the forecast every job's true runtime, as if
+declared: what error is left is the arrivals' (with ``--no-arrivals``, none is left after the trace's
+last submission: ``test_calibration``).
+
+Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--horizon-days D] [--no-arrivals] [--known-runtimes] [--workers W]
 [--testbed [--scenario NAME] [--every S] [--work DIR]]``; ends with the line of each part run.
 """
 
@@ -72,10 +76,19 @@ def _world(days: int) -> tuple[Fleet, list[Job], RunResult]:
     return _STATE[key]
 
 
-def _moment(args: tuple[int, int, Settings]) -> list[Check]:
-    days, at, settings = args
+def _moment(args: tuple[int, int, Settings, bool]) -> list[Check]:
+    days, at, settings, known = args
     fleet, jobs, truth = _world(days)
-    return checks_at(fleet, jobs, truth.outcome, truth.records, at, settings=settings, config=SimulationConfig())
+    return checks_at(
+        fleet,
+        jobs,
+        truth.outcome,
+        truth.records,
+        at,
+        settings=settings,
+        config=SimulationConfig(),
+        known_runtimes=known,
+    )
 
 
 def pct(x: float) -> str:
@@ -140,6 +153,9 @@ def main() -> int:
         "--horizon-days", type=int, default=HORIZON_DAYS, help="the forecasts' horizon (simulated part)"
     )
     parser.add_argument("--no-arrivals", dest="arrivals", action="store_false")
+    parser.add_argument(
+        "--known-runtimes", action="store_true", help="the true runtimes, as if declared (a diagnostic; simulated part)"
+    )
     parser.add_argument("--testbed", action="store_true", help="add forecasts made during a real testbed run")
     parser.add_argument(
         "--scenario", default="small", choices=list(SCENARIOS), help="the world differential's scenario (--testbed)"
@@ -174,12 +190,15 @@ def simulated(args: argparse.Namespace) -> str:
     print(
         f"bundled example, synthetic {args.days}-day week (seed {SEED}); {args.moments} moments (seed {args.seed}), "
         f"{args.samples} samples each, arrivals {'sampled' if args.arrivals else 'not included'}, "
-        f"horizon {args.horizon_days} days",
+        f"horizon {args.horizon_days} days"
+        + (", runtimes known (the true ones, a diagnostic)" if args.known_runtimes else ""),
         flush=True,
     )
     checks: list[Check] = []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        for at, found in zip(ats, pool.map(_moment, [(args.days, at, settings) for at in ats]), strict=True):
+        for at, found in zip(
+            ats, pool.map(_moment, [(args.days, at, settings, args.known_runtimes) for at in ats]), strict=True
+        ):
             checks += found
             r = row(str(at), found)
             print(

@@ -109,3 +109,23 @@ SAMPLES = 30
 # samples stop once their waiting workloads are admitted, and the trace's arrivals end with its second
 # day, so the longer horizon costs only the drain of the deepest queues.
 HORIZON_S = 5 * DAY
+
+
+def test_with_the_true_runtimes_and_no_arrivals_to_come_the_forecast_is_the_run(two_days: World) -> None:
+    """The diagnostic's ground: after the trace's last submission nothing more arrives, so a forecast
+    given every job's true runtime has nothing left to guess. Every sample is the same future, and it
+    is the run's own (the branch is the run: ``test_branch``), so each interval is one point, the
+    admission that happened."""
+    at = max(j.submit_s for j in two_days.jobs) + 1
+    checks = checks_at(
+        two_days.fleet,
+        two_days.jobs,
+        two_days.truth.outcome,
+        two_days.truth.records,
+        at,
+        settings=Settings(samples=2, arrivals=False, horizon_s=HORIZON_S),
+        config=SimulationConfig(),
+        known_runtimes=True,
+    )
+    assert len(checks) >= 10, "too few waiting workloads at the moment to hold the forecast to the run"
+    assert [(c.workload, c.p10, c.p90) for c in checks] == [(c.workload, c.actual, c.actual) for c in checks]

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 
 from gpufleet.forecast.arrivals import ArrivalModel
 from gpufleet.forecast.estimate import Settings, admission, forecast
+from gpufleet.forecast.runtimes import Declared
 from gpufleet.forecast.simulated import moment_at
 from gpufleet.ledger.records import Record
 from gpufleet.policy import Fleet
@@ -116,13 +117,18 @@ def checks_at(
     *,
     settings: Settings,
     config: SimulationConfig,
+    known_runtimes: bool = False,
 ) -> list[Check]:
     """Every waiting workload's forecast at ``at``, beside its admission in the run ``truth``; the
-    sampled arrivals stop at the trace's last submission, as the run's do."""
+    sampled arrivals stop at the trace's last submission, as the run's do. ``known_runtimes`` gives
+    the forecast every job's true runtime, as if each owner had declared it: a diagnostic, so that what
+    is left of the error is the arrivals' (and, without arrivals, the forecast's own)."""
     moment = moment_at(fleet, jobs, records, at, config=config)
     if moment.arrivals is not None:
         until = max(j.submit_s for j in jobs)
         moment = replace(moment, arrivals=TraceEnd(**vars(moment.arrivals), until=until))
+    if known_runtimes:
+        moment = replace(moment, declared={r.key: Declared(expected_s=r.job.duration_s) for r in truth.runs})
     report = forecast(moment, settings)
     paused = moment.simulation.by_key
     actual = {r.key: r for r in truth.runs}

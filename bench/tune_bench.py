@@ -1,14 +1,14 @@
 """Benchmark of issue 14: ``gpufleet tune`` on the 1,000-GPU synthetic fleet of ``simulate_week``.
 
-The fleet and the workload generator are ``simulate_week``'s (six teams, one flooding; load 0.8). The
-whole week's queue world takes about an hour of CPU on this 2-core machine, so a study on it would
-take a day; ``--hours`` keeps only the jobs submitted in the first H hours of the synthesized week
-(and stops every world at twice that, ``until_s``), so a study fits in minutes. The figures: the
+The fleet and the workload generator are ``simulate_week``'s (six teams, one flooding; load 0.8). A
+whole 7-day study with rungs (``--days 7 --rung-hours 12``, both baselines included) was 419 CPU-s on
+this 2-core machine (2026-12-05; docs/tune.md); ``--hours`` keeps only the jobs submitted in the first
+H hours of the synthesized week (and stops every world at twice that, ``until_s``) for a quicker look. The figures: the
 trials per hour of wall time (and per CPU-hour of the worker processes), and the best policy's
 goodput, worst team p95 wait, serving starvation, most preemptions of one job and Jain beside first
 apply's and the input policy's, all measured over the slice (every figure simulated).
 
-Run: ``python -m bench tune_bench [--hours H | --days D] [--trials N] [--jobs J] [--seed S] [--rung-hours H]``
+Run: ``python -m bench tune_bench [--hours H | --days D] [--trials N] [--jobs J] [--seed S] [--rung-hours H | --whole-runs]``
 
 Issue 33's figures for this fleet: the time to the first feasible trial, and the whole-week trials equivalent per
 hour (goal 30): the trials per hour times the slice's span over a week (an upper bound: a longer span costs
@@ -37,7 +37,7 @@ from gpufleet.simulate.config import SimulationConfig
 from gpufleet.trace import synthesize
 from gpufleet.trace.synth import fleet_spec
 from gpufleet.tune import judge, study
-from gpufleet.tune.fidelity import Fidelity
+from gpufleet.tune.fidelity import Fidelity, chosen
 from gpufleet.tune.holdout import Week
 from gpufleet.tune.objectives import worst_p95_s
 from gpufleet.tune.recommend import candidates
@@ -97,16 +97,27 @@ def _slowest(spec: StudySpec, count: int) -> list[str]:
     return [text for _, text in sorted(out, reverse=True)[:count]]
 
 
-def example(trials: int, jobs: int, seed: int, rung_hours: float | None = None) -> None:
+def _trials_run(fidelity: Fidelity | None) -> str:
+    if fidelity is None:
+        return "whole runs"
+    if not fidelity.halving:
+        return f"exact stops each {fidelity.first_s / HOUR:g} h"
+    return f"rungs from {fidelity.first_s / HOUR:g} h"
+
+
+def example(trials: int, jobs: int, seed: int, rung_hours: float | None = None, whole_runs: bool = False) -> None:
     """Tune the bundled example on one week, judge on three others; print both and issue 33's figures.
-    ``rung_hours``: the search's trials run in rungs (``tune --rung-hours``); the judging runs whole weeks."""
+    As ``tune``: the search's trials stop exactly when they break a constraint for good, or run in rungs
+    (``rung_hours``), or whole (``whole_runs``); the judging runs whole weeks."""
     policy = load_policy(EXAMPLE)
     spec = fleet_spec(resolve(policy))
     tuned_on = synthesize(spec, seed)
     weeks = [Week(f"seed {s}", tuple(synthesize(spec, s))) for s in HELD_OUT_SEEDS]
-    rungs = "whole runs" if not rung_hours else f"rungs from {rung_hours:g} h"
-    print(f"bundled example: tuned on seed {seed} ({len(tuned_on)} jobs, {rungs}); held out: seeds {HELD_OUT_SEEDS}")
-    fidelity = Fidelity(first_s=round(rung_hours * HOUR)) if rung_hours else None
+    fidelity = chosen(rung_hours, whole_runs)
+    print(
+        f"bundled example: tuned on seed {seed} ({len(tuned_on)} jobs, {_trials_run(fidelity)}); "
+        f"held out: seeds {HELD_OUT_SEEDS}"
+    )
     stages: list[tuple[str, float]] = []
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
@@ -200,6 +211,7 @@ def main() -> None:
     parser.add_argument(
         "--rung-hours", type=float, default=None, help="run trials in rungs from H hours (tune --rung-hours)"
     )
+    parser.add_argument("--whole-runs", action="store_true", help="every trial to its end (tune --whole-runs)")
     parser.add_argument("--agree", type=float, default=0.8, help="--fidelity: the rank correlation a rung needs")
     parser.add_argument("--min-jain", type=float, default=0.95, help="--fidelity: the studies' Jain constraint")
     args = parser.parse_args()
@@ -212,7 +224,7 @@ def main() -> None:
         )
         return
     if args.example:
-        example(args.trials, args.jobs, 2718 if args.seed is None else args.seed, args.rung_hours)
+        example(args.trials, args.jobs, 2718 if args.seed is None else args.seed, args.rung_hours, args.whole_runs)
         return
     args.seed = 1 if args.seed is None else args.seed
     fleet = resolve(parse_policy(policy_text(), "bench-fleet.yaml"))
@@ -233,7 +245,7 @@ def main() -> None:
         def stage(text: str) -> None:
             stages.append((text, time.perf_counter()))
 
-        fidelity = Fidelity(first_s=round(args.rung_hours * HOUR)) if args.rung_hours else None
+        fidelity = chosen(args.rung_hours, args.whole_runs)
         result = tune(fleet.policy, jobs, spec, config=config, window=(0, span), stage=stage, fidelity=fidelity)
         wall = time.perf_counter() - started
         cpu_s = time.process_time() - cpu + _children_cpu() - child

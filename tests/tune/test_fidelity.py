@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.measures import as_dict, measure
 from gpufleet.simulate.run import simulate
-from gpufleet.tune.fidelity import PRUNED_ATTR, Fidelity, Staged, promoted
+from gpufleet.tune.fidelity import PRUNED_ATTR, Fidelity, Staged, chosen, promoted
 from gpufleet.tune.objectives import Constraints
 from gpufleet.tune.space import build_space
 from gpufleet.tune.study import StudySpec
@@ -61,6 +61,37 @@ def test_rungs_grow_by_eta_inside_the_window(first: int, eta: int, window: tuple
     assert Fidelity(first_s=first, eta=eta).rungs(window) == rungs
 
 
+@pytest.mark.parametrize(
+    ("every", "window", "rungs"),
+    [
+        (86_400, (0, 7 * 86_400), [d * 86_400 for d in range(1, 7)]),
+        (3600, (7200, 7200 + 3 * 3600), [10_800, 14_400]),
+        (86_400, (0, 86_400), []),
+    ],
+)
+def test_exact_stops_come_every_first_s_inside_the_window(
+    every: int, window: tuple[int, int], rungs: list[int]
+) -> None:
+    """Without halving nothing is compared across trials, so the checks may be regular: a loop stops
+    within a day of breaking the preemption limit, however late in the week it starts."""
+    assert Fidelity.exact(every).rungs(window) == rungs
+
+
+@pytest.mark.parametrize(
+    ("rung_hours", "whole_runs", "expected"),
+    [
+        (None, False, Fidelity(first_s=86_400, halving=False)),  # tune's default: the exact stops, daily
+        (None, True, None),
+        (12.0, False, Fidelity(first_s=12 * 3600)),
+        (12.0, True, Fidelity(first_s=12 * 3600)),  # asking for rungs wins
+    ],
+)
+def test_tune_stops_exactly_by_default_and_halves_only_when_asked(
+    rung_hours: float | None, whole_runs: bool, expected: Fidelity | None
+) -> None:
+    assert chosen(rung_hours, whole_runs) == expected
+
+
 @given(
     st.lists(
         st.tuples(st.integers(0, 50), st.integers(-50, 0)).map(lambda t: (float(t[0]), float(t[1]))),
@@ -83,11 +114,11 @@ def test_too_few_trials_at_a_rung_promote_every_one() -> None:
     assert not promoted((9.0, 0.0), [(1.0, 0.0), (2.0, 0.0)], f)
 
 
-def test_a_trial_that_breaks_a_constraint_for_good_stops_at_that_rung(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fid", [Fidelity(first_s=HOUR, eta=2), Fidelity.exact(HOUR)], ids=["halving", "exact"])
+def test_a_trial_that_breaks_a_constraint_for_good_stops_at_that_rung(tmp_path: Path, fid: Fidelity) -> None:
     """With no preemption allowed, a trial whose b reclaims from a (preempting two of a's jobs at 30 min)
     stops at the first rung after it; the recommendation's figures are the ones whole runs give."""
     strict = Constraints(max_preemptions=0, keep_guarantees=True, min_jain=0.0)
-    fid = Fidelity(first_s=HOUR, eta=2)
     t = tune(
         policy(), b_comes_back(), StudySpec(str(tmp_path / "f.journal"), trials=8), constraints=strict, fidelity=fid
     )
@@ -102,25 +133,31 @@ def test_a_trial_that_breaks_a_constraint_for_good_stops_at_that_rung(tmp_path: 
         fixed_only = all(w.startswith(("guarantees", "stranded")) for w in s["why"])
         assert s["at"] == (t.window[0] if fixed_only else s["at"])
         assert fixed_only or s["at"] in fid.rungs(t.window)
-        assert all(w.startswith(("preemptions", "guarantees", "not among")) for w in s["why"])
+        reasons = ("preemptions", "guarantees", "not among") if fid.halving else ("preemptions", "guarantees")
+        assert all(w.startswith(reasons) for w in s["why"])
     whole = tune(policy(), b_comes_back(), StudySpec(str(tmp_path / "w.journal"), trials=8), constraints=strict)
     assert whole.recommended is not None and t.recommended.goodput_gpu_h == whole.recommended.goodput_gpu_h
     assert t.worlds[2].measures == whole.worlds[2].measures  # the same recommended figures as whole runs
 
 
-@pytest.mark.parametrize(("source", "halved"), [(None, True), ("candidate", False)], ids=["sampled", "reasoned"])
+@pytest.mark.parametrize(
+    ("source", "fid", "halved"),
+    [(None, Fidelity(HOUR), True), ("candidate", Fidelity(HOUR), False), (None, Fidelity.exact(HOUR), False)],
+    ids=["sampled", "reasoned", "sampled-exact-stops-only"],
+)
 def test_a_sampled_trial_behind_its_peers_at_a_rung_stops_and_a_reasoned_one_runs_whole(
-    source: str | None, halved: bool
+    source: str | None, fid: Fidelity, halved: bool
 ) -> None:
     """Three trials already recorded a perfect score at the 1 h rung (no wait, 100 GPU-h: peers from another
     worker, through the study); a sampled trial behind them is not among the best third and stops there,
-    a reasoned candidate is never halved and runs whole."""
+    a reasoned candidate is never halved and runs whole, and with the exact stops only (tune's default)
+    no trial is halved: being behind its peers is no proof it cannot be feasible."""
     from gpufleet.tune.fidelity import rung_key
     from gpufleet.tune.trial import Objective, Problem
 
     jobs = tuple(a_alone())
     loose = Constraints(min_jain=0.0)
-    problem = Problem(policy(), jobs, SimulationConfig(mode=Mode.QUEUE), (0, 2 * HOUR), loose, fidelity=Fidelity(HOUR))
+    problem = Problem(policy(), jobs, SimulationConfig(mode=Mode.QUEUE), (0, 2 * HOUR), loose, fidelity=fid)
     objective = Objective(problem)
     study = optuna.create_study(directions=["maximize", "minimize"])
     dist = {k.path: optuna.distributions.CategoricalDistribution(k.choices) for k in objective.space.knobs}

@@ -32,7 +32,7 @@ from gpufleet.policy import FleetPolicy, load_policy
 from gpufleet.trace import read_trace
 from gpufleet.trace.job import Job
 from gpufleet.tune import clusters, output
-from gpufleet.tune.fidelity import Fidelity
+from gpufleet.tune.fidelity import Fidelity, chosen
 from gpufleet.tune.holdout import Week, bootstrap
 from gpufleet.tune.objectives import Constraints
 from gpufleet.tune.study import DEFAULT_NAME, JOURNAL, StudySpec, Tick
@@ -204,10 +204,6 @@ def _window(hours: float | None) -> tuple[int, int] | None:
     return None if hours is None else (0, round(hours * 3600))
 
 
-def _fidelity(rung_hours: float | None) -> Fidelity | None:
-    return None if not rung_hours else Fidelity(first_s=round(rung_hours * 3600))
-
-
 def _work(
     policy: FleetPolicy,
     jobs: list[Job],
@@ -216,7 +212,7 @@ def _work(
     *,
     constraints: Constraints,
     window_hours: float | None,
-    rung_hours: float | None,
+    fidelity: Fidelity | None,
 ) -> None:
     """A cluster worker: run trials in the shared study until it holds its total, then say how many."""
     if storage is None or "://" not in storage:
@@ -225,7 +221,7 @@ def _work(
             path="--storage",
         )
     result = tune(
-        policy, jobs, spec, constraints=constraints, window=_window(window_hours), fidelity=_fidelity(rung_hours),
+        policy, jobs, spec, constraints=constraints, window=_window(window_hours), fidelity=fidelity,
         search_only=True,
     )  # fmt: skip
     typer.echo(f"worker done: study {spec.name!r} holds {len(result.trials) + result.pruned} finished trials")
@@ -299,6 +295,14 @@ def tune_command(
             help="Run trials in rungs from H hours (×3 each) and stop poor ones early (docs/tune.md) [default: off]",
         ),
     ] = None,
+    whole_runs: Annotated[
+        bool,
+        typer.Option(
+            "--whole-runs",
+            help="Run every trial to its end; by default a trial that breaks a constraint for good (a "
+            "preemption loop) stops at the next simulated day's end, which changes no recommendation",
+        ),
+    ] = False,
     output_dir: Annotated[Path, output_option("Folder for the recommendation, the study and the report")] = Path(
         "tune-out"
     ),
@@ -313,6 +317,7 @@ def tune_command(
     three worlds' report (simulation/). Every figure is simulated."""
     fleet_policy = load_policy(policy)
     clusters.refuse_rungs(fleet_policy, bool(rung_hours), str(policy))  # a federation: trials run whole (exit 2)
+    fidelity = None if clusters.federated(fleet_policy) else chosen(rung_hours, whole_runs)  # it cannot pause
     jobs_list = read_trace(trace)
     if not jobs_list:
         raise InputError.one("the trace holds no jobs", file=str(trace))
@@ -326,7 +331,7 @@ def tune_command(
             spec,
             constraints=constraints,
             window_hours=window_hours,
-            rung_hours=rung_hours,
+            fidelity=fidelity,
         )
         return
     weeks = [Week(p.name, tuple(read_trace(p))) for p in holdout_trace or []]
@@ -347,7 +352,7 @@ def tune_command(
                 stage=stage,
                 window=_window(window_hours),
                 holdout=weeks,
-                fidelity=_fidelity(rung_hours),
+                fidelity=fidelity,
             )
         output.write(result, staging, str(trace), len(jobs_list))
     if as_json:

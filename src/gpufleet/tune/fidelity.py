@@ -48,19 +48,37 @@ Score = tuple[float, float]  # (worst team p95 wait h, −goodput GPU-h): lower 
 
 @dataclass(frozen=True)
 class Fidelity:
-    """Rungs at ``first_s``, ``first_s·eta``, ``first_s·eta²``… from the window's start, before its end."""
+    """Rungs at ``first_s``, ``first_s·eta``, ``first_s·eta²``… from the window's start, before its end.
+
+    ``halving`` off (``exact``): only the exact stops, at a rung every ``first_s``. Nothing is compared
+    with other trials, so no trial that could be feasible is stopped and the recommendation is the
+    one whole runs give; a trial that breaks a constraint for good (a preemption loop) stops at the
+    next rung instead of running to the world's horizon."""
 
     first_s: int = DAY
     eta: int = 3
     min_peers: int = 3
+    halving: bool = True
+
+    @classmethod
+    def exact(cls, every_s: int = DAY) -> Fidelity:
+        return cls(first_s=every_s, halving=False)
 
     def rungs(self, window: tuple[int, int]) -> list[int]:
         start, stop = window
         out, step = [], self.first_s
         while start + step < stop and step > 0:
             out.append(start + step)
-            step *= self.eta
+            step = step * self.eta if self.halving else step + self.first_s
         return out
+
+
+def chosen(rung_hours: float | None, whole_runs: bool = False) -> Fidelity | None:
+    """``tune``'s choice: rungs from ``rung_hours`` with successive halving; ``whole_runs``: none (every
+    trial to its end); otherwise the exact stops only, at each simulated day's end."""
+    if rung_hours:
+        return Fidelity(first_s=round(rung_hours * 3600))
+    return None if whole_runs else Fidelity.exact()
 
 
 def score(m: Measures) -> Score:

@@ -124,7 +124,7 @@ class Objective:
         staged = Staged(fleet, problem.jobs, problem.config)
         lost = len(lost_guarantees(problem.policy, fleet.policy))
         stranded = sum(1 for r in staged.world.runs if r.never and r.key in problem.protected)
-        halved = str(trial.user_attrs.get("source", "search")) in HALVED
+        halved = fidelity.halving and str(trial.user_attrs.get("source", "search")) in HALVED
         static = fixed(problem.constraints, stranded, lost)
         if static:  # fixed by the policy itself: known before a single instant runs
             trial.set_user_attr(PRUNED_ATTR, {"at": problem.window[0], "why": static})

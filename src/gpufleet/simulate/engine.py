@@ -67,7 +67,6 @@ from gpufleet.placement import (
     FragmentationAware,
     LeastAllocated,
     MostAllocated,
-    Placement,
     PodSpec,
     Policy,
     Shape,
@@ -77,12 +76,13 @@ from gpufleet.placement import (
 from gpufleet.policy import Fleet
 from gpufleet.simulate.config import DAY, HOUR, PlacementPolicy, SimulationConfig, for_policy
 from gpufleet.simulate.idle import IdleWatch
-from gpufleet.simulate.jobs import Hold, JobRun, State
+from gpufleet.simulate.jobs import JobRun, State
 from gpufleet.simulate.meter import Meter
 from gpufleet.simulate.nodes import fleet_nodes
 from gpufleet.simulate.outcome import Outcome
 from gpufleet.simulate.reach import Reaches
 from gpufleet.simulate.requests import Catalog
+from gpufleet.simulate.scheduler import Scheduler
 from gpufleet.simulate.serving import SERVING, deployments
 from gpufleet.trace.job import Job
 
@@ -105,7 +105,7 @@ def placement_policy(choice: PlacementPolicy | None, jobs: Sequence[Job]) -> Pol
     return LeastAllocated()
 
 
-class Simulation:
+class Simulation(Scheduler):
     """The loop both worlds share: arrivals, completions, the scheduler and serving. A world is a
     subclass (``QueueWorld`` in ``gpufleet.simulate.queue_world``, ``FirstApplyWorld`` in
     ``gpufleet.simulate.first_apply``) that says how a job enters, what its end frees, what settles
@@ -433,93 +433,6 @@ class Simulation:
         self.end_attempt(t, run, "Finished", "Succeeded", f"Job {run.key} finished")
         run.state = State.FINISHED
         self.ended(run)
-
-    # --- the scheduler ---------------------------------------------------------------------------
-    def bind(self, pod: PodSpec, placement: Placement, team: str) -> float:
-        self.cluster.bind(pod, placement)
-        pool = self.pool_of_node[placement.node]
-        held = (pool.name, len(placement.devices), pod.mig_profile)
-        worth = self.worths.get(held)
-        if worth is None:  # fixed by the pool: kept
-            worth = self.worths[held] = float(pool.worth(len(placement.devices), pod.mig_profile))
-        self.meter.add("alloc", worth)
-        self.meter.add(f"team:{team}", worth)
-        self.meter.add(f"pool:{pool.name}", worth)
-        self.watch.touch(pool.name, placement.node)
-        return worth
-
-    def unbind_pod(self, name: str, team: str, worth: float) -> None:
-        placement = self.cluster.unbind(name)
-        pool = self.pool_of_node[placement.node]
-        self.meter.add("alloc", -worth)
-        self.meter.add(f"team:{team}", -worth)
-        self.meter.add(f"pool:{pool.name}", -worth)
-        self.watch.touch(pool.name, placement.node)
-
-    def unbind(self, run: JobRun, pod: str, t: int) -> None:
-        worth, since = run.bound.pop(pod)
-        run.holding.pop(pod).released = t
-        run.gpu_worth -= worth
-        run.gpu_seconds += worth * (t - since)
-        self.unbind_pod(pod, run.team, worth)
-
-    def shape_id(self, pod: PodSpec) -> int:
-        """The id of the pod's shape: equal shapes get one id, for the whole run."""
-        return self.shape_ids.setdefault(pod.shape, len(self.shape_ids))
-
-    def set_pods(self, run: JobRun, pods: list[PodSpec]) -> None:
-        """The current attempt's pods, none bound yet: a job's pods are identical but for their
-        names (``Job``), so they share one shape (``run.shape_id``)."""
-        run.pods = pods
-        run.placed = 0
-        run.shape_id = self.shape_id(pods[0]) if pods else None
-        if any(pod.shape != pods[0].shape for pod in pods[1:]):
-            raise ValueError(f"job {run.key}: its pods differ in more than their names")
-
-    def place_round(self, t: int) -> None:
-        """Replicas, then the placing jobs in order; a shape that found no node is not tried again.
-
-        A job binds its pods in order until one finds no node; the others, of the same shape, are
-        then skipped. So its bound pods are always its first ``run.placed`` (nothing unbinds a pod
-        of the current attempt while the job places), and the round starts from there."""
-        failed: set[int | None] = set()  # shape ids unschedulable this round
-        if self.replica_waiting:
-            for name, (pod, shape) in list(self.replica_waiting.items()):
-                if shape in failed:
-                    continue
-                decision = self.cluster.schedule(pod, self.recording)
-                if isinstance(decision, Unschedulable):
-                    failed.add(shape)
-                else:
-                    del self.replica_waiting[name]
-                    self.replica_worth[name] = self.bind(pod, decision, SERVING)
-        for run in list(self.placing.values()):
-            if run.shape_id in failed:
-                continue
-            pods = run.pods
-            last: Unschedulable | None = None
-            while run.placed < len(pods):
-                pod = pods[run.placed]
-                decision = self.cluster.schedule(pod, self.recording)
-                if isinstance(decision, Unschedulable):
-                    failed.add(run.shape_id)
-                    last = decision
-                    break
-                self._bind_run_pod(t, run, pod, decision)
-            if run.placed == len(pods):
-                self.start(t, run)
-            elif last is not None:
-                self.cannot_place(run, last)
-
-    def _bind_run_pod(self, t: int, run: JobRun, pod: PodSpec, decision: Placement) -> None:
-        worth = self.bind(pod, decision, run.team)
-        run.bound[pod.name] = (worth, t)
-        hold = Hold(worth, t)
-        run.attempt.holds.append(hold)
-        run.holding[pod.name] = hold
-        run.gpu_worth += worth
-        run.attempt.placements[pod.name] = (decision.node, decision.devices)
-        run.placed += 1
 
     # --- serving ---------------------------------------------------------------------------------
     def scale(self, t: int) -> None:

@@ -62,7 +62,7 @@ def _level_name(label: str) -> str:
     """A level's label without its team, model and size figures, for grouping."""
     if label.startswith(BEYOND):
         return BEYOND
-    body = label.split(" (n=")[0]
+    body = label.split(" (n=", maxsplit=1)[0]
     parts = body.split(" · ")
     if body == "fleet-wide":
         return body
@@ -87,9 +87,8 @@ def _pits(args: tuple[int, int, int, int, int]) -> list[Pit]:
         if r.state in DONE:
             continue
         elapsed = ran_at_least(r, at)
-        state = "victim" if r.state in WAITING and r.state.value != "Admitted" and elapsed > 0 else None
-        if state is None:
-            state = "waiting fresh" if elapsed == 0 else "running"
+        # waiting for quota, a victim has run before (preempted, evicted)
+        state = ("victim" if elapsed > 0 else "waiting fresh") if r.state in WAITING else "running"
         subjects.append((state, shape_of(r), elapsed, true[r.key]))
     catalog = moment.simulation.catalog
     for j in jobs:
@@ -114,8 +113,19 @@ def _pits(args: tuple[int, int, int, int, int]) -> list[Pit]:
     for (state, shape, elapsed, runtime), b, drawn in zip(subjects, below, left, strict=True):
         level = _level_name(moment.history.describe(shape, elapsed))
         weight = shape.gpus
-        out.append(Pit(at, state, level, shape.kind, shape.gpus, float(weight), b / n, drawn / n,
-                       float(min(runtime - elapsed, CAP_S))))
+        out.append(
+            Pit(
+                at,
+                state,
+                level,
+                shape.kind,
+                shape.gpus,
+                float(weight),
+                b / n,
+                drawn / n,
+                float(min(runtime - elapsed, CAP_S)),
+            )
+        )
     return out
 
 
@@ -124,7 +134,9 @@ def table(title: str, pits: list[Pit], key: Callable[[Pit], str]) -> None:
     for p in pits:
         groups[key(p)].append(p)
     print(f"\n{title}")
-    print(f"  {'':<24} {'n':>5} {'mean':>5} {'<0.1':>5} {'>0.9':>5} | {'GPUs':>6} {'mean':>5} {'<0.1':>5} {'>0.9':>5} | {'work drawn/true':>15}")
+    print(
+        f"  {'':<24} {'n':>5} {'mean':>5} {'<0.1':>5} {'>0.9':>5} | {'GPUs':>6} {'mean':>5} {'<0.1':>5} {'>0.9':>5} | {'work drawn/true':>15}"
+    )
     total = sum(p.weight for p in pits) or 1.0
     for label in sorted(groups):
         g = groups[label]

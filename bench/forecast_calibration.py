@@ -25,7 +25,10 @@ wait is ``MIN_WAIT_S`` compressed alike. ``--moments 0 --testbed`` runs the test
 declared: what error is left is the arrivals' (with ``--no-arrivals``, none is left after the trace's
 last submission: ``test_calibration``).
 
-Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--horizon-days D] [--no-arrivals] [--known-runtimes] [--workers W]
+``--trace-seed`` draws another synthetic week (the default is the example's, ``gpufleet demo``'s): a
+model tuned on one week should hold on another.
+
+Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--horizon-days D] [--trace-seed T] [--no-arrivals] [--known-runtimes] [--workers W]
 [--testbed [--scenario NAME] [--every S] [--work DIR]]``; ends with the line of each part run.
 """
 
@@ -64,21 +67,22 @@ class Scenario:
     days: int
 
 
-_STATE: dict[str, tuple[Fleet, list[Job], RunResult]] = {}
+_STATE: dict[tuple[int, int], tuple[Fleet, list[Job], RunResult]] = {}
 
 
-def _world(days: int) -> tuple[Fleet, list[Job], RunResult]:
-    key = str(days)
+def _world(days: int, seed: int) -> tuple[Fleet, list[Job], RunResult]:
+    """The example's synthetic trace of ``days`` days from ``seed``, and its run (once a process)."""
+    key = (days, seed)
     if key not in _STATE:
         fleet = resolve(parse_policy(example_text(), "fleet.yaml"))
-        jobs = synthesize(workload_spec(fleet, days=days), SEED)
+        jobs = synthesize(workload_spec(fleet, days=days), seed)
         _STATE[key] = (fleet, jobs, simulate(fleet, jobs, SimulationConfig()))
     return _STATE[key]
 
 
-def _moment(args: tuple[int, int, Settings, bool]) -> list[Check]:
-    days, at, settings, known = args
-    fleet, jobs, truth = _world(days)
+def _moment(args: tuple[int, int, int, Settings, bool]) -> list[Check]:
+    days, trace_seed, at, settings, known = args
+    fleet, jobs, truth = _world(days, trace_seed)
     return checks_at(
         fleet,
         jobs,
@@ -147,7 +151,13 @@ def main() -> int:
     parser.add_argument("--moments", type=int, default=12)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--days", type=int, default=7)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="the moments' seed")
+    parser.add_argument(
+        "--trace-seed",
+        type=int,
+        default=SEED,
+        help="the synthetic week's seed (another week: a check against overfitting)",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
         "--horizon-days", type=int, default=HORIZON_DAYS, help="the forecasts' horizon (simulated part)"
@@ -188,7 +198,7 @@ def simulated(args: argparse.Namespace) -> str:
     ats = moments(args.seed, args.moments, DAY, args.days * DAY)
     started = time.monotonic()
     print(
-        f"bundled example, synthetic {args.days}-day week (seed {SEED}); {args.moments} moments (seed {args.seed}), "
+        f"bundled example, synthetic {args.days}-day week (seed {args.trace_seed}); {args.moments} moments (seed {args.seed}), "
         f"{args.samples} samples each, arrivals {'sampled' if args.arrivals else 'not included'}, "
         f"horizon {args.horizon_days} days"
         + (", runtimes known (the true ones, a diagnostic)" if args.known_runtimes else ""),
@@ -197,7 +207,9 @@ def simulated(args: argparse.Namespace) -> str:
     checks: list[Check] = []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         for at, found in zip(
-            ats, pool.map(_moment, [(args.days, at, settings, args.known_runtimes) for at in ats]), strict=True
+            ats,
+            pool.map(_moment, [(args.days, args.trace_seed, at, settings, args.known_runtimes) for at in ats]),
+            strict=True,
         ):
             checks += found
             r = row(str(at), found)

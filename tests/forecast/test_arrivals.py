@@ -1,15 +1,24 @@
-"""Sampled arrivals: teams' bursts at the rate seen, shaped by the hour of the day, after the moment."""
+"""Sampled arrivals: teams' bursts, each team at its recent rate drawn from its posterior, shaped by
+the hour of the day, after the moment."""
 
 from __future__ import annotations
 
+import math
 import random
+import statistics
 
-from gpufleet.forecast.arrivals import DAY, HOUR, ArrivalModel, daily_profile
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpufleet.forecast.arrivals import DAY, HOUR, PRIOR_BURSTS, WINDOW_S, ArrivalModel, daily_profile
 from gpufleet.trace.job import Job, JobKind
 
+FOREVER = 10**12  # a half-life no window reaches: every burst weighs 1
 
-def job(team: str, n: int, t: int) -> Job:
-    return Job(f"{team}-{n}", team, team, t, 600, JobKind.BATCH_EVAL, gpus=1)
+
+def job(team: str, n: int, t: int, gpus: int = 1) -> Job:
+    return Job(f"{team}-{n}", team, team, t, 600, JobKind.BATCH_EVAL, gpus=gpus)
 
 
 def test_jobs_seconds_apart_are_one_burst_and_the_rate_counts_bursts() -> None:
@@ -17,15 +26,110 @@ def test_jobs_seconds_apart_are_one_burst_and_the_rate_counts_bursts() -> None:
     seen += [job("b", i, 10_000 * (i + 1)) for i in range(4)]
     model = ArrivalModel.of(seen, 80_000)
     assert [len(b.jobs) for b in model.bursts["a"]] == [10, 3]
+    assert [b.start_s for b in model.bursts["a"]] == [1000, 50_000]
     assert model.bursts["a"][0].offsets == tuple(i * 5 for i in range(10))
-    assert model.teams == {"a": 2 * 3600 / 80_000, "b": 4 * 3600 / 80_000}
+    flat = ArrivalModel(model.at, model.window_s, model.bursts, half_life_s=FOREVER)
+    # the posterior mean: (bursts + the prior's half) over the window, per hour
+    assert flat.teams == pytest.approx({"a": 2.5 * 3600 / 80_000, "b": 4.5 * 3600 / 80_000})
+
+
+@pytest.mark.parametrize(
+    ("ago_s", "weight"),
+    [(0, 1.0), (12 * HOUR, 0.5), (24 * HOUR, 0.25), (36 * HOUR, 0.125), (6 * HOUR, math.sqrt(0.5))],
+)
+def test_a_burst_weighs_half_as_much_a_half_life_further_back(ago_s: int, weight: float) -> None:
+    at = 3 * DAY
+    model = ArrivalModel.of([job("a", 0, at - ago_s)], at)
+    assert model.half_life_s == 12 * HOUR
+    assert model.weights["a"] == pytest.approx(weight)
+
+
+@given(
+    at=st.integers(1, 10 * DAY),
+    window_days=st.integers(1, 7),
+    half_life_h=st.integers(1, 200),
+)
+def test_with_a_flat_profile_the_exposure_is_the_decayed_windows_integral(
+    at: int, window_days: int, half_life_h: int
+) -> None:
+    window = min(at, window_days * DAY)
+    model = ArrivalModel(at, window, {}, half_life_s=half_life_h * HOUR)
+    lam = math.log(2) / (half_life_h * HOUR)
+    assert model.exposure_s == pytest.approx(max((1 - math.exp(-lam * window)) / lam, 1.0), rel=1e-9)
+
+
+@given(
+    hours=st.lists(st.floats(0.1, 5.0), min_size=24, max_size=24),
+    days=st.integers(1, 7),
+    offset_h=st.integers(0, 23),
+)
+def test_over_whole_days_without_decay_the_exposure_is_the_windows_seconds(
+    hours: list[float], days: int, offset_h: int
+) -> None:
+    """The profile's mean is 1, so whole days of it weigh as many seconds as they hold, wherever in
+    the day the moment falls: the rate is bursts per second at a profile of 1."""
+    mean = sum(hours) / 24
+    profile = tuple(h / mean for h in hours)
+    at = 8 * DAY + offset_h * HOUR + 1234
+    model = ArrivalModel(at, days * DAY, {}, profile, half_life_s=FOREVER)
+    assert model.exposure_s == pytest.approx(days * DAY, rel=1e-6)
+
+
+def test_a_morning_after_a_quiet_night_is_not_a_low_rate() -> None:
+    """The same bursts in the last 12 hours read as a higher rate when those hours were the quiet
+    ones of the profile: the exposure weighs each hour by its share of the day's arrivals (and its
+    decay: the quiet half-day weighs 1 to 1/2, the busy one before it 1/2 to 1/4, and so on back,
+    0.69 half-lives against 1.19 the other way round)."""
+    night = tuple(0.2 if h < 12 else 1.8 for h in range(24))
+    seen = [job("a", i, 5 * DAY + 12 * HOUR - 100 * (i + 1)) for i in range(3)]
+    at = 5 * DAY + 12 * HOUR
+    quiet = ArrivalModel(at, 5 * DAY, ArrivalModel.of(seen, at).bursts, night)
+    busy = ArrivalModel(at, 5 * DAY, quiet.bursts, tuple(reversed(night)))
+    assert quiet.teams["a"] / busy.teams["a"] == pytest.approx(1.19 / 0.69, rel=0.02)
+
+
+def test_the_pool_holds_every_burst_of_the_window_and_a_rare_one_is_drawn() -> None:
+    """One 16-card gang five days back, among hourly 1-card jobs: a sample copies it now and then
+    (a pool of the last day never could), and nothing older than the window is copied."""
+    at = 6 * DAY
+    seen = [job("a", i, i * HOUR + 7) for i in range(6 * 24)] + [job("a", 999, DAY + 1800, gpus=16)]
+    model = ArrivalModel.of(seen, at)
+    assert model.window_s == WINDOW_S - DAY  # since the start: less than the window seen
+    copied = [j for k in range(40) for j in model.sample(random.Random(k), DAY, str(k))]
+    assert any(j.gpus == 16 for j in copied) and len([j for j in copied if j.gpus == 16]) < len(copied) / 20
+    short = ArrivalModel.of(seen, at, window_s=2 * DAY)
+    assert all(j.gpus == 1 for k in range(40) for j in short.sample(random.Random(k), DAY, str(k)))
+
+
+def test_the_rate_follows_a_drop_within_hours() -> None:
+    """A team that stopped submitting a day ago: two half-lives on, the bursts it submitted hold a
+    quarter of the weighted exposure, so its rate reads a quarter of what it was (a weekend after a
+    week of work); without the decay it would read five sixths."""
+    at = 6 * DAY
+    seen = [job("a", i, i * 600 + 1) for i in range(5 * 24 * 6)]  # every 10 min for five days, then nothing
+    model = ArrivalModel.of(seen, at)
+    assert model.teams["a"] == pytest.approx(6 / 4, rel=0.05)
+    flat = ArrivalModel(model.at, model.window_s, model.bursts, model.profile, half_life_s=FOREVER)
+    assert flat.teams["a"] == pytest.approx((5 * 24 * 6 + PRIOR_BURSTS) / 6 / 24, rel=1e-6)
+
+
+def test_few_bursts_seen_spread_the_samples_wider_than_one_poisson_rate() -> None:
+    """Each sample draws its own rate from the posterior: two bursts seen in two days give four
+    days' count a variance well above its mean (a Poisson process at one rate has them equal; the
+    Gamma's negative binomial has mean + mean²/2.5, three times it)."""
+    seen = [job("a", 0, 20_000), job("a", 1, 100_000)]
+    model = ArrivalModel(2 * DAY, 2 * DAY, ArrivalModel.of(seen, 2 * DAY).bursts, half_life_s=FOREVER)
+    counts = [len(model.sample(random.Random(k), 4 * DAY, str(k))) for k in range(600)]
+    mean = 4 * (2 + PRIOR_BURSTS) / 2  # bursts in four days, the posterior mean
+    assert statistics.mean(counts) == pytest.approx(mean, rel=0.15)
+    assert statistics.variance(counts) > 2 * statistics.mean(counts)
 
 
 def test_only_jobs_seen_by_the_moment_and_within_the_window_count() -> None:
-    seen = [job("a", i, i * HOUR) for i in range(48)]
-    model = ArrivalModel.of(seen, 30 * HOUR)
-    assert len(model.bursts["a"]) == 24  # hours 7..30: the last day
-    assert all(6 * HOUR < j.submit_s <= 30 * HOUR for b in model.bursts["a"] for j in b.jobs)
+    seen = [job("a", i, i * HOUR) for i in range(10 * 24)]
+    model = ArrivalModel.of(seen, 9 * DAY + 6 * HOUR)
+    assert len(model.bursts["a"]) == 7 * 24  # the last seven days to the moment
+    assert all(2 * DAY + 6 * HOUR < j.submit_s <= 9 * DAY + 6 * HOUR for b in model.bursts["a"] for j in b.jobs)
 
 
 def test_samples_come_after_the_moment_under_fresh_names_and_repeat_with_the_seed() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from gpufleet.forecast.arrivals import PRIOR_BURSTS
 from gpufleet.forecast.estimate import Settings
 from gpufleet.forecast.live import forecast_live, live_moment, live_state
 from gpufleet.ledger.records import Allocation, EndReason
@@ -282,9 +283,17 @@ def test_arrivals_are_sampled_from_the_ledgers_submissions(fleet: Fleet, arrival
     report = forecast_live(live_state([BIG, WAIT], fleet, NOW), fleet, records, settings, SimulationConfig())
     assert report.basis.arrivals is arrivals
     if arrivals:
-        # bursts per hour over the last day: wf-beta's 12 and big (11 min ago); of wf-alpha's one every 12 h,
-        # the one 12 h ago (the next, 24 h ago, is out of the window) and wait (15 min ago)
-        assert report.basis.arrival_rates == pytest.approx({"wf-beta": 13 / 24, "wf-alpha": 2 / 24})
+        # each burst weighs half as much 12 h further back, over one exposure both teams share: wf-beta's
+        # 12 of the last 12 h and big (11 min ago) against wf-alpha's one every 12 h for 3 days and wait
+        # (15 min ago); each count plus the Gamma prior's half
+        def weight(hours: float) -> float:
+            return float(0.5 ** (hours / 12))
+
+        beta = sum(weight(h) for h in range(1, 13)) + weight(11 / 60) + PRIOR_BURSTS
+        alpha = sum(weight(12 * k) for k in range(1, 7)) + weight(15 / 60) + PRIOR_BURSTS
+        rates = report.basis.arrival_rates
+        assert set(rates) == {"wf-beta", "wf-alpha"}
+        assert rates["wf-beta"] / rates["wf-alpha"] == pytest.approx(beta / alpha, rel=1e-3)
     else:
         assert report.basis.arrival_rates == {}
 

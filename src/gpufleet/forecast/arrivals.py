@@ -2,20 +2,35 @@
 
 A new job of a higher priority, or of a team below its fair share, can be admitted before a
 workload that waits now, so a forecast that ignores arrivals is too early. Teams submit in bursts
-(a sweep of evaluation jobs seconds apart), so arrivals are drawn as *bursts*: per team, the bursts
-of the last ``WINDOW_S`` (jobs less than ``BURST_GAP_S`` apart) give a rate, and each sampled burst
-copies one of them, its jobs at their own offsets, under fresh names. A Poisson process at the
-window's mean rate, shaped over the day by the hour-of-day profile of every burst seen so far (all
-teams, whole days only, smoothed over three hours): a forecast made in the evening expects the
-quiet night before the morning's rush. Weekly rhythm is not modelled (a week of history is rare).
-The arrivals are drawn in time order as they are read (``ArrivalModel.stream``): a forecast's sample
-that stops an hour ahead draws an hour of them.
+(a sweep of evaluation jobs seconds apart), so arrivals are drawn as *bursts* (jobs of one team less
+than ``BURST_GAP_S`` apart), each sampled burst a copy of one seen, its jobs at their own offsets,
+under fresh names. Per team, a Poisson process shaped over the day by the hour-of-day profile of
+every burst seen (all teams, whole days only, smoothed over three hours: a forecast made in the
+evening expects the quiet night before the morning's rush):
+
+- *What* a burst is: a copy of any of the team's bursts of the last ``WINDOW_S``, uniformly. The
+  rare heavy ones (a 16-card training gang) are the ones a forecast most needs, and a day's
+  bursts seldom hold one: a pool of the last day alone never drew them.
+- *How often*: the team's recent rate, its bursts counted with a weight that halves every
+  ``HALF_LIFE_S`` back from the moment, over the exposure weighted alike and by the hour-of-day
+  profile (a morning after a quiet night is not a low rate). Recent hours count most, so the rate
+  follows a change of level (a weekend, a deadline) within hours.
+- *How sure*: each sample draws each team's rate from its Gamma posterior (shape the weighted count
+  plus ``PRIOR_BURSTS``, Jeffreys'; rate the weighted exposure): a team seen submitting twice a day
+  may well submit five times tomorrow, and every sample using the one mean rate put none of that in
+  the interval. The fewer bursts the weights hold, the wider the draws.
+
+Weekly rhythm is not modelled (a week of history is rare). The arrivals are drawn in time order as
+they are read (``ArrivalModel.stream``): a forecast's sample that stops an hour ahead draws an hour
+of them.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import random
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -23,26 +38,30 @@ from dataclasses import dataclass, replace
 from gpufleet.trace.job import Job
 
 HOUR, DAY = 3600, 24 * 3600
-WINDOW_S = DAY  # the arrivals a rate is taken from
+WINDOW_S = 7 * DAY  # the bursts a sample copies, and the rate's history (weighted by HALF_LIFE_S)
+HALF_LIFE_S = 12 * HOUR  # a burst's weight in its team's rate halves every 12 h back from the moment
+PRIOR_BURSTS = 0.5  # the Gamma posterior's shape beyond the weighted count (Jeffreys' prior)
 BURST_GAP_S = 60  # jobs of one team closer than this are one burst
 PREFIX = "fc"  # sampled jobs are named fc<sample>-<n>-<the job copied>
 
 
 @dataclass(frozen=True)
 class Burst:
+    start_s: int  # its first job's submission
     offsets: tuple[int, ...]  # seconds from the burst's first job
     jobs: tuple[Job, ...]
 
 
 @dataclass(frozen=True)
 class ArrivalModel:
-    """Per team, the bursts seen in the window and their rate (bursts per second)."""
+    """Per team, the bursts seen in the window; their rates are weighed from them (``weights``)."""
 
     at: int
     window_s: int
     bursts: dict[str, tuple[Burst, ...]]
     profile: tuple[float, ...] = (1.0,) * 24  # rate multiplier per hour of the day (mean 1)
     shift_s: int = 0  # added to each sampled submission: the model's seconds to the simulation's
+    half_life_s: int = HALF_LIFE_S
 
     @classmethod
     def of(cls, seen: Sequence[Job], at: int, window_s: int = WINDOW_S) -> ArrivalModel:
@@ -60,13 +79,37 @@ class ArrivalModel:
                     groups[-1].append(job)
                 else:
                     groups.append([job])
-            bursts[team] = tuple(Burst(tuple(j.submit_s - g[0].submit_s for j in g), tuple(g)) for g in groups)
+            bursts[team] = tuple(
+                Burst(g[0].submit_s, tuple(j.submit_s - g[0].submit_s for j in g), tuple(g)) for g in groups
+            )
         return cls(at, max(at - since, 1), bursts, daily_profile(seen, at))
+
+    def _decay(self, t: float) -> float:
+        """The weight of second ``t``: 1 at the moment, halving every ``half_life_s`` before it."""
+        return math.exp(-math.log(2) * (self.at - t) / self.half_life_s)
+
+    @property
+    def exposure_s(self) -> float:
+        """The window's seconds, each weighted by its decay and its hour's profile: the denominator
+        of every team's rate (a team's bursts over it are bursts per second at a profile of 1)."""
+        since, total, t = self.at - self.window_s, 0.0, float(self.at)
+        lam = math.log(2) / self.half_life_s
+        while t > since:  # hour by hour back: the profile is constant within an hour of the day
+            low = max(since, (math.ceil(t) - 1) // HOUR * HOUR)
+            total += self.profile[int(low) % DAY // HOUR] * (self._decay(t) - self._decay(low)) / lam
+            t = low
+        return max(total, 1.0)
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Per team, its bursts counted by their decay: the Gamma posterior's count."""
+        return {team: sum(self._decay(b.start_s) for b in bursts) for team, bursts in self.bursts.items()}
 
     @property
     def teams(self) -> dict[str, float]:
-        """Bursts per hour, per team."""
-        return {team: len(b) * 3600 / self.window_s for team, b in self.bursts.items()}
+        """Bursts per hour, per team: the posterior mean rate, over a day (the profile's mean is 1)."""
+        exposure = self.exposure_s
+        return {team: (w + PRIOR_BURSTS) * 3600 / exposure for team, w in self.weights.items()}
 
     def sample(self, rng: random.Random, horizon_s: int, tag: str) -> list[Job]:
         """Jobs submitted after ``at``, to ``at + horizon_s``, in arrival order (``stream``, drawn whole)."""
@@ -75,21 +118,29 @@ class ArrivalModel:
     def stream(self, rng: random.Random, horizon_s: int, tag: str) -> Iterator[Job]:
         """Jobs submitted after ``at``, to ``at + horizon_s``, in arrival order (submission, then
         name), drawn only as far as they are read: a forecast's sample that stops an hour ahead
-        draws an hour of arrivals, not two days. Every team's bursts as one Poisson process: the sum
-        of the teams' processes, each candidate burst picked uniformly among every burst seen (so a
-        team's share is its rate's); each generator's draws are in time order, so a stream read
-        further repeats what a shorter read gave."""
-        every = [b for bursts in self.bursts.values() for b in bursts]
-        if not every:
+        draws an hour of arrivals, not two days. First each team's rate, from its posterior; then
+        the teams' processes as their sum, each candidate burst given to a team in proportion to its
+        rate and copying one of that team's bursts, picked uniformly. Each generator's draws are in
+        time order, so a stream read further repeats what a shorter read gave."""
+        teams = sorted(team for team, bursts in self.bursts.items() if bursts)
+        if not teams:
+            return
+        exposure, weights = self.exposure_s, self.weights
+        cumulative: list[float] = []
+        for team in teams:  # bursts per second at a profile of 1, this sample's
+            rate = rng.gammavariate(weights[team] + PRIOR_BURSTS, 1.0) / exposure
+            cumulative.append((cumulative[-1] if cumulative else 0.0) + rate)
+        if cumulative[-1] <= 0:
             return
         peak = max(self.profile)
-        rate = len(every) / self.window_s * peak
         end = self.at + horizon_s
         pending: list[tuple[int, str, Job]] = []  # drawn, not yet given: (submission, name, job)
         drawn = 0
         t = float(self.at)
         while True:
-            t += rng.expovariate(rate)  # thinning: candidates at the peak rate, kept by the hour's share
+            t += rng.expovariate(
+                cumulative[-1] * peak
+            )  # thinning: candidates at the peak rate, kept by the hour's share
             if t > end:
                 break
             start = int(t) + 1
@@ -97,7 +148,9 @@ class ArrivalModel:
                 yield heapq.heappop(pending)[2]
             if rng.random() * peak > self.profile[int(t) % DAY // HOUR]:
                 continue
-            burst = every[rng.randrange(len(every))]
+            team = teams[min(bisect_right(cumulative, rng.random() * cumulative[-1]), len(teams) - 1)]
+            pool = self.bursts[team]
+            burst = pool[rng.randrange(len(pool))]
             for offset, job in zip(burst.offsets, burst.jobs, strict=True):
                 name = f"{PREFIX}{tag}-{drawn}-{job.job_id}"
                 drawn += 1

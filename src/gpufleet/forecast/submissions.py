@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from gpufleet.forecast.arrivals import DAY, ArrivalModel
+from gpufleet.forecast.arrivals import ArrivalModel
 from gpufleet.ledger.records import Allocation, Record
 from gpufleet.policy import Fleet
 from gpufleet.trace.job import Job, JobKind
@@ -90,5 +90,5 @@ def live_arrivals(
         if key not in seen and born is not None and zero <= born <= now:
             seen[key] = replace(job, submit_s=int((born - zero).total_seconds()))
     model_at = int((now - zero).total_seconds())
-    model = ArrivalModel.of(list(seen.values()), model_at, window_s=DAY)
+    model = ArrivalModel.of(list(seen.values()), model_at)
     return ArrivalModel(model.at, model.window_s, model.bursts, model.profile, shift_s=at - model_at)

@@ -37,7 +37,7 @@ from gpufleet.simulate.config import SimulationConfig
 from gpufleet.trace import synthesize
 from gpufleet.trace.synth import fleet_spec
 from gpufleet.tune import judge, study
-from gpufleet.tune.fidelity import Fidelity, chosen
+from gpufleet.tune.fidelity import Fidelity, for_flags
 from gpufleet.tune.holdout import Week
 from gpufleet.tune.objectives import worst_p95_s
 from gpufleet.tune.recommend import candidates
@@ -113,7 +113,7 @@ def example(trials: int, jobs: int, seed: int, rung_hours: float | None = None, 
     spec = fleet_spec(resolve(policy))
     tuned_on = synthesize(spec, seed)
     weeks = [Week(f"seed {s}", tuple(synthesize(spec, s))) for s in HELD_OUT_SEEDS]
-    fidelity = chosen(rung_hours, whole_runs)
+    fidelity = for_flags(rung_hours, whole_runs)
     print(
         f"bundled example: tuned on seed {seed} ({len(tuned_on)} jobs, {_trials_run(fidelity)}); "
         f"held out: seeds {HELD_OUT_SEEDS}"
@@ -245,7 +245,7 @@ def main() -> None:
         def stage(text: str) -> None:
             stages.append((text, time.perf_counter()))
 
-        fidelity = chosen(args.rung_hours, args.whole_runs)
+        fidelity = for_flags(args.rung_hours, args.whole_runs)
         result = tune(fleet.policy, jobs, spec, config=config, window=(0, span), stage=stage, fidelity=fidelity)
         wall = time.perf_counter() - started
         cpu_s = time.process_time() - cpu + _children_cpu() - child

@@ -161,3 +161,4 @@ def test_rung_hours_stops_trials_that_break_a_constraint_early(tmp_path: Path) -
     # a keeps to its own two cards: 8 GPU-h but for the seconds a parked round waits to start
     assert doc["worlds"]["tuned"]["measures"]["goodputGpuHours"] == pytest.approx(8.0, abs=0.01)
     assert doc["study"]["stoppedEarly"] == len(stopped)
+    assert f"{len(stopped)} stopped early" in " ".join(result.output.split())  # the user is told, not only the JSON

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from gpufleet.simulate.config import Mode, SimulationConfig
 from gpufleet.simulate.measures import as_dict, measure
 from gpufleet.simulate.run import simulate
-from gpufleet.tune.fidelity import PRUNED_ATTR, Fidelity, Staged, chosen, promoted
+from gpufleet.tune.fidelity import PRUNED_ATTR, Fidelity, Staged, for_flags, promoted
 from gpufleet.tune.objectives import Constraints
 from gpufleet.tune.space import build_space
 from gpufleet.tune.study import StudySpec
@@ -89,7 +89,7 @@ def test_exact_stops_come_every_first_s_inside_the_window(
 def test_tune_stops_exactly_by_default_and_halves_only_when_asked(
     rung_hours: float | None, whole_runs: bool, expected: Fidelity | None
 ) -> None:
-    assert chosen(rung_hours, whole_runs) == expected
+    assert for_flags(rung_hours, whole_runs) == expected
 
 
 @given(

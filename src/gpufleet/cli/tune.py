@@ -32,7 +32,7 @@ from gpufleet.policy import FleetPolicy, load_policy
 from gpufleet.trace import read_trace
 from gpufleet.trace.job import Job
 from gpufleet.tune import clusters, output
-from gpufleet.tune.fidelity import Fidelity, chosen
+from gpufleet.tune.fidelity import Fidelity, for_flags
 from gpufleet.tune.holdout import Week, bootstrap
 from gpufleet.tune.objectives import Constraints
 from gpufleet.tune.study import DEFAULT_NAME, JOURNAL, StudySpec, Tick
@@ -104,6 +104,11 @@ def print_front(t: Tuning) -> None:
             str(c.number), c.source, f"{c.goodput_gpu_h:,.0f}", human(int(c.worst_p95_h * 3600)), str(changes), chosen
         )
     print_table(table)
+    console.print(
+        f"trials: {len(t.trials)} ran to their end, {t.stopped} stopped early (a constraint broken for good, or "
+        f"behind their peers with --rung-hours: prunedAt in study.journal), {t.pruned - t.stopped} not a valid policy",
+        highlight=False,
+    )
 
 
 def print_diff(t: Tuning) -> None:
@@ -317,7 +322,7 @@ def tune_command(
     three worlds' report (simulation/). Every figure is simulated."""
     fleet_policy = load_policy(policy)
     clusters.refuse_rungs(fleet_policy, bool(rung_hours), str(policy))  # a federation: trials run whole (exit 2)
-    fidelity = None if clusters.federated(fleet_policy) else chosen(rung_hours, whole_runs)  # it cannot pause
+    fidelity = None if clusters.federated(fleet_policy) else for_flags(rung_hours, whole_runs)  # it cannot pause
     jobs_list = read_trace(trace)
     if not jobs_list:
         raise InputError.one("the trace holds no jobs", file=str(trace))

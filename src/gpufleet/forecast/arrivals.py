@@ -138,9 +138,8 @@ class ArrivalModel:
         drawn = 0
         t = float(self.at)
         while True:
-            t += rng.expovariate(
-                cumulative[-1] * peak
-            )  # thinning: candidates at the peak rate, kept by the hour's share
+            # thinning: candidates at the peak rate, kept by the hour's share
+            t += rng.expovariate(cumulative[-1] * peak)
             if t > end:
                 break
             start = int(t) + 1

@@ -73,7 +73,7 @@ class Fidelity:
         return out
 
 
-def chosen(rung_hours: float | None, whole_runs: bool = False) -> Fidelity | None:
+def for_flags(rung_hours: float | None, whole_runs: bool = False) -> Fidelity | None:
     """``tune``'s choice: rungs from ``rung_hours`` with successive halving; ``whole_runs``: none (every
     trial to its end); otherwise the exact stops only, at each simulated day's end."""
     if rung_hours:

@@ -135,7 +135,8 @@ class FlatBound:
                     if used[fr] > quota[fr]:
                         share = fair.share(other).key()
                         if first is None or share > first:
-                            first, first_node, second = share, other, first
+                            second = first  # one at a time: compiled, the tuple form raised TypeError with first None
+                            first, first_node = share, other
                         elif second is None or share > second:
                             second = share
                         break

@@ -291,7 +291,7 @@ class _Search:
                 victim = ordering.pop(target)
                 assert victim.admission is not None
                 used = victim.admission.usage
-                passed = outcome.get(used) if self.bounded else None
+                passed: bool | None = outcome.get(used) if self.bounded else None
                 if passed is None:
                     passed = _passes(strategy, new_share, old, _share_without(self.preemptor, fair, victim, theirs))
                     outcome[used] = passed

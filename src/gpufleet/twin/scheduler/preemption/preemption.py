@@ -29,7 +29,7 @@ before returning.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from operator import attrgetter
 from typing import Protocol
 
@@ -45,7 +45,7 @@ from gpufleet.twin.cache.cohort import ClusterQueue, CohortTree
 from gpufleet.twin.cache.fair_sharing import FairShare
 from gpufleet.twin.cache.resource_node import add_usage, remove_usage
 from gpufleet.twin.queue.preemptors import PreemptorWorkloads
-from gpufleet.twin.scheduler.preemption.classical import attempts, generate, is_valid
+from gpufleet.twin.scheduler.preemption.classical import CandidateOrder, attempts, generate, is_valid
 from gpufleet.twin.scheduler.preemption.common import Target, workload_fits
 from gpufleet.twin.scheduler.preemption.fairsharing import fair_preemptions
 from gpufleet.twin.workload import Workload
@@ -183,15 +183,18 @@ class Preemptor:
         victims make room wins."""
         order = generate(self.tree, wl, cq, request, frs, part=self._part(frs), merge=self._merge)
         for borrowing in attempts(cq, frs, order):
-            valid = (
-                Target(c.workload, c.reason)
-                for c in order.candidates
-                if is_valid(self.tree, cq, c, frs, borrowing=borrowing)
-            )
-            targets = self.greedy(valid, request, cq, borrowing=borrowing)
+            targets = self.greedy(self._valid(order, cq, frs, borrowing), request, cq, borrowing=borrowing)
             if targets:
                 return targets
         return []
+
+    def _valid(self, order: CandidateOrder, cq: ClusterQueue, frs: frozenset[int], borrowing: bool) -> Iterator[Target]:
+        """The run's candidates still valid, each judged when ``greedy`` reaches it (after the victims
+        before it were removed). A generator function, not a generator expression: mypyc builds the
+        list of a generator expression at once, which would judge every candidate up front."""
+        for c in order.candidates:
+            if is_valid(self.tree, cq, c, frs, borrowing=borrowing):
+                yield Target(c.workload, c.reason)
 
     def find_candidates(self, wl: Workload, cq: ClusterQueue, frs: frozenset[int]) -> Candidates:
         policy = cq.spec.preemption

@@ -9,6 +9,8 @@ the trace is replayed to *now* through the queue world, as ``simulated`` replays
 
 - a Workload holding quota enters at its admission (``QuotaReserved``'s transition time), so at
   *now* it has run as long as it has on the cluster, and the admissions come in the cluster's order;
+  where its pods started later than that (Kueue's ``PodsReady``: ``pods_started_late``), its runtime
+  is drawn from its pods' start, and the replay runs it that much longer;
 - a waiting Workload enters after the last admission, in the order of its creation (Kueue's queue
   order within a priority), so the replay cannot hand it quota that finished Workloads, absent from
   the listing, held when it arrived. Its wait so far is the cluster's, not the replay's.
@@ -46,6 +48,10 @@ from gpufleet.trace.job import Job, JobKind
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
+#: Seconds from a Workload's pods' start to Kueue's ``PodsReady=True``: measured on the testbed (the
+#: ledger's ``started``, the first pod's start, against the condition's time: docs/forecast.md, "On the
+#: testbed"), as ``FINISH_LATENCY_S`` is Kueue's second after the pods' end.
+PODS_READY_LATENCY_S = 1
 NO_LEDGER = "too little history: no ledger given (--ledger), so no runtime is known"
 
 
@@ -62,6 +68,7 @@ class LiveWorkload:
     created: datetime | None = None  # the Workload's creation: its submission
     declared: Declared | None = None  # what its owner declared of its runtime (``declared``)
     malformed: str = ""  # a declaration that does not parse: what and where
+    late_start_s: int = 0  # holding: seconds from its admission to its pods' start (``pods_started_late``)
 
     @property
     def key(self) -> str:
@@ -102,6 +109,25 @@ def _ask(pod_set: Obj) -> tuple[str, int]:
             if name in (GPU, GPU_SHARED) or name.startswith(MIG):
                 return name, _count(value)
     return "", 0
+
+
+def pods_started_late(wl: Obj, reserved: datetime, now: datetime) -> int:
+    """Seconds from a holding Workload's admission to its pods' start, by Kueue's ``PodsReady``
+    condition: its transition to True, less ``PODS_READY_LATENCY_S``; while it is False, the pods have
+    not all started, so no earlier than *now*. The replay starts the pods at the admission, where the
+    cluster may have kept them pending (a preempted Workload's pods hold their nodes for their grace
+    period; a gang placed in steps): counted from the admission, a running job's elapsed time was too
+    long, and its draw conditioned on it (``beyond history`` past its level's runs) too long as well.
+    0 where Kueue sets no such condition (without waitForPodsReady): from the admission, as before."""
+    ready = condition(wl, "PodsReady")
+    if ready is None:
+        return 0
+    if ready.get("status") != "True":
+        return max(int((now - reserved).total_seconds()), 0)
+    started = parse_time(ready.get("lastTransitionTime"))
+    if started is None:
+        return 0
+    return max(int((started - reserved).total_seconds()) - PODS_READY_LATENCY_S, 0)
 
 
 def _owner(wl: Obj) -> str:
@@ -190,7 +216,8 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         meta = wl.get("metadata") or {}
         declared, malformed = declared_of(wl, jobs.get((job.namespace, job.job_id)))
         uid, born = str(meta.get("uid", "")), parse_time(meta.get("creationTimestamp"))
-        out.append(LiveWorkload(key, job, is_holding, since, uid, born, declared, malformed))
+        late = pods_started_late(wl, since, now) if is_holding else 0
+        out.append(LiveWorkload(key, job, is_holding, since, uid, born, declared, malformed, late))
     at_now = max(int((now - origin).total_seconds()), enter + 1)
     return LiveState(tuple(out), origin, now, at_now, tuple(skipped), now_from)
 
@@ -211,11 +238,9 @@ def live_moment(
             differs[w.key] = "it holds quota on the cluster, but the policy's queues do not admit it in the replay"
         elif not w.holding and run.state not in WAITING:
             differs[w.key] = "it waits on the cluster, but the policy's queues admit it at once in the replay"
-    running = [
-        (sim_shape(r, kinds=False), ran_at_least(r, state.at))
-        for r in world.runs
-        if r.state not in DONE and ran_at_least(r, state.at) > 0
-    ]
+    late = {w.key: w.late_start_s for w in state.workloads if w.late_start_s}
+    elapsed = {r.key: ran_at_least(r, state.at) - late.get(r.key, 0) for r in world.runs if r.state not in DONE}
+    running = [(sim_shape(r, kinds=False), elapsed[r.key]) for r in world.runs if elapsed.get(r.key, 0) > 0]
     history = RuntimeHistory.from_records(records, state.now, running)
     declared = {w.key: w.declared for w in state.workloads if w.declared is not None}
     return Moment(
@@ -225,6 +250,7 @@ def live_moment(
         live_arrivals(state.now, state.at, [(w.uid, w.created, w.job) for w in state.workloads], fleet, records),
         declared,
         kinds=False,
+        late_starts=late,
     ), differs
 
 

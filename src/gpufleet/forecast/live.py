@@ -11,8 +11,8 @@ the trace is replayed to *now* through the queue world, as ``simulated`` replays
   *now* it has run as long as it has on the cluster, and the admissions come in the cluster's order;
   where its pods started later than that (Kueue's ``PodsReady``: ``pods_started_late``), its runtime
   is drawn from its pods' start, and the replay runs it that much longer;
-- a waiting Workload enters after the last admission, in the order of its creation (Kueue's queue
-  order within a priority), so the replay cannot hand it quota that finished Workloads, absent from
+- a waiting Workload enters after the last admission, in Kueue's queue order within a priority
+  (its creation, or its eviction for a readiness timeout: ``queue_order``), so the replay cannot hand it quota that finished Workloads, absent from
   the listing, held when it arrived. Its wait so far is the cluster's, not the replay's.
 
 The replay is then checked against the cluster: a waiting Workload the replay admits at once, or
@@ -52,6 +52,9 @@ GPU = "nvidia.com/gpu"
 #: ledger's ``started``, the first pod's start, against the condition's time: docs/forecast.md, "On the
 #: testbed"), as ``FINISH_LATENCY_S`` is Kueue's second after the pods' end.
 PODS_READY_LATENCY_S = 1
+#: Evicted reasons after which Kueue queues a Workload by its eviction time, not its creation
+#: (``workloadevict.IsEvictedByPodsReadyTimeout``, ``IsEvictedByAdmissionCheck``)
+EVICTED_REQUEUED = ("PodsReadyTimeout", "AdmissionCheck")
 NO_LEDGER = "too little history: no ledger given (--ledger), so no runtime is known"
 
 
@@ -130,6 +133,21 @@ def pods_started_late(wl: Obj, reserved: datetime, now: datetime) -> int:
     return max(int((started - reserved).total_seconds()) - PODS_READY_LATENCY_S, 0)
 
 
+def queue_order(wl: Obj, created: datetime) -> datetime:
+    """Where a waiting Workload stands in its queue among those of its priority: Kueue v0.19.2's
+    ``Ordering.GetQueueOrderTimestamp`` with its default requeuing timestamp (Eviction; the policy
+    renders no other): the eviction's time where the Workload was evicted for its pods' readiness
+    timeout or by an admission check, else its creation. A Workload preempted keeps its creation's
+    place: it waits ahead of those created after it, though it was requeued after them (the ``Requeued``
+    condition's time, which the replay ordered by before: on the testbed it put a preempted Workload
+    behind a younger one the real Kueue admitted after it, one forecast too late and the other too
+    early at every probe while both waited)."""
+    evicted = condition(wl, "Evicted")
+    if evicted is not None and evicted.get("status") == "True" and evicted.get("reason") in EVICTED_REQUEUED:
+        return parse_time(evicted.get("lastTransitionTime")) or created
+    return created
+
+
 def _owner(wl: Obj) -> str:
     meta = wl.get("metadata") or {}
     for owner in meta.get("ownerReferences") or []:
@@ -181,8 +199,9 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         for o in objects
         if o.get("kind") == "Job"
     }
-    holding: list[tuple[datetime, str, Obj]] = []
-    waiting: list[tuple[datetime, str, Obj]] = []
+    # (when it entered the replay's order, key, Workload, since when it holds or waits)
+    holding: list[tuple[datetime, str, Obj, datetime]] = []
+    waiting: list[tuple[datetime, str, Obj, datetime]] = []
     skipped: list[tuple[str, str, str]] = []
     for wl in objects:
         if wl.get("kind") != "Workload" or is_true(wl, "Finished") or (wl.get("spec") or {}).get("active") is False:
@@ -192,19 +211,21 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         created = parse_time(meta.get("creationTimestamp")) or now
         if is_true(wl, "QuotaReserved") and (wl.get("status") or {}).get("admission"):
             reserved = parse_time((condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"))
-            holding.append((min(reserved or created, now), key, wl))
+            admitted = min(reserved or created, now)
+            holding.append((admitted, key, wl, admitted))
         else:
             requeued = parse_time((condition(wl, "Requeued") or {}).get("lastTransitionTime"))
-            waiting.append((min(max(created, requeued or created), now), key, wl))
+            since = min(max(created, requeued or created), now)  # its wait: since it last entered the queue
+            waiting.append((min(queue_order(wl, created), now), key, wl, since))
     holding.sort(key=lambda x: (x[0], x[1]))  # admission order; the key breaks ties
-    waiting.sort(key=lambda x: (x[0], x[1]))  # queue order within a priority: creation, then the key
-    origin = min((t for t, _, _ in holding + waiting), default=now).replace(microsecond=0)
-    last = max((int((t - origin).total_seconds()) for t, _, _ in holding), default=-1)
+    waiting.sort(key=lambda x: (x[0], x[1]))  # Kueue's queue order within a priority, then the key
+    origin = min((t for t, _, _, _ in holding + waiting), default=now).replace(microsecond=0)
+    last = max((int((t - origin).total_seconds()) for t, _, _, _ in holding), default=-1)
     out: list[LiveWorkload] = []
     enter = 0
-    for rank, (since, key, wl) in enumerate(holding + waiting):
+    for rank, (order, key, wl, since) in enumerate(holding + waiting):
         is_holding = rank < len(holding)
-        at = int((since - origin).total_seconds())
+        at = int((order - origin).total_seconds())
         enter = at if is_holding else max(at, last + 1 + rank - len(holding), enter)
         job, reason, message = _job(wl, fleet, enter)
         if job is not None and any(w.job.namespace == job.namespace and w.job.job_id == job.job_id for w in out):

@@ -26,7 +26,7 @@ import traceback
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 
@@ -66,6 +66,9 @@ class Moment:
     arrivals: ArrivalModel | None
     declared: dict[str, Declared]
     kinds: bool = True  # whether the jobs' kinds are known (a trace's); a live cluster's are not
+    # seconds from a running workload's admission to its pods' start, where the cluster says they
+    # started later than the replay started them (at the admission): its runtime counts from its pods
+    late_starts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -200,9 +203,13 @@ def _sample(
     sources: Counter[str] = Counter()
     history = moment.history.bootstrap(rng)
     for r in alive:
-        draw = history.draw(shape_of(r, kinds=moment.kinds), ran_at_least(r, at), rng, moment.declared.get(r.key))
+        late = moment.late_starts.get(r.key, 0)
+        declared = moment.declared.get(r.key)
+        if late and declared is not None and declared.deadline_s is not None:
+            declared = replace(declared, deadline_s=declared.deadline_s - late)  # a deadline runs from the admission
+        draw = history.draw(shape_of(r, kinds=moment.kinds), max(ran_at_least(r, at) - late, 0), rng, declared)
         assert draw is not None  # the fleet level answers (checked by the caller)
-        durations[r.key] = draw.runtime_s
+        durations[r.key] = late + draw.runtime_s
         sources[draw.source] += 1
     sim.retime(at, durations)
     if rates and moment.arrivals is not None:  # read only as far as the sample runs

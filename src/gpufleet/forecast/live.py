@@ -9,8 +9,10 @@ the trace is replayed to *now* through the queue world, as ``simulated`` replays
 
 - a Workload holding quota enters at its admission (``QuotaReserved``'s transition time), so at
   *now* it has run as long as it has on the cluster, and the admissions come in the cluster's order;
-- a waiting Workload enters after the last admission, in the order of its creation (Kueue's queue
-  order within a priority), so the replay cannot hand it quota that finished Workloads, absent from
+  where its pods started later than that (Kueue's ``PodsReady``: ``pods_started_late``), its runtime
+  is drawn from its pods' start, and the replay runs it that much longer;
+- a waiting Workload enters after the last admission, in Kueue's queue order within a priority
+  (its creation, or its eviction for a readiness timeout: ``queue_order``), so the replay cannot hand it quota that finished Workloads, absent from
   the listing, held when it arrived. Its wait so far is the cluster's, not the replay's.
 
 The replay is then checked against the cluster: a waiting Workload the replay admits at once, or
@@ -46,6 +48,13 @@ from gpufleet.trace.job import Job, JobKind
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
+#: Seconds from a Workload's pods' start to Kueue's ``PodsReady=True``: measured on the testbed (the
+#: ledger's ``started``, the first pod's start, against the condition's time: docs/forecast.md, "On the
+#: testbed"), as ``FINISH_LATENCY_S`` is Kueue's second after the pods' end.
+PODS_READY_LATENCY_S = 1
+#: Evicted reasons after which Kueue queues a Workload by its eviction time, not its creation
+#: (``workloadevict.IsEvictedByPodsReadyTimeout``, ``IsEvictedByAdmissionCheck``)
+EVICTED_REQUEUED = ("PodsReadyTimeout", "AdmissionCheck")
 NO_LEDGER = "too little history: no ledger given (--ledger), so no runtime is known"
 
 
@@ -62,6 +71,7 @@ class LiveWorkload:
     created: datetime | None = None  # the Workload's creation: its submission
     declared: Declared | None = None  # what its owner declared of its runtime (``declared``)
     malformed: str = ""  # a declaration that does not parse: what and where
+    late_start_s: int = 0  # holding: seconds from its admission to its pods' start (``pods_started_late``)
 
     @property
     def key(self) -> str:
@@ -102,6 +112,40 @@ def _ask(pod_set: Obj) -> tuple[str, int]:
             if name in (GPU, GPU_SHARED) or name.startswith(MIG):
                 return name, _count(value)
     return "", 0
+
+
+def pods_started_late(wl: Obj, reserved: datetime, now: datetime) -> int:
+    """Seconds from a holding Workload's admission to its pods' start, by Kueue's ``PodsReady``
+    condition: its transition to True, less ``PODS_READY_LATENCY_S``; while it is False, the pods have
+    not all started, so no earlier than *now*. The replay starts the pods at the admission, where the
+    cluster may have kept them pending (a preempted Workload's pods hold their nodes for their grace
+    period; a gang placed in steps): counted from the admission, a running job's elapsed time was too
+    long, and its draw conditioned on it (``beyond history`` past its level's runs) too long as well.
+    0 where Kueue sets no such condition (without waitForPodsReady): from the admission, as before."""
+    ready = condition(wl, "PodsReady")
+    if ready is None:
+        return 0
+    if ready.get("status") != "True":
+        return max(int((now - reserved).total_seconds()), 0)
+    started = parse_time(ready.get("lastTransitionTime"))
+    if started is None:
+        return 0
+    return max(int((started - reserved).total_seconds()) - PODS_READY_LATENCY_S, 0)
+
+
+def queue_order(wl: Obj, created: datetime) -> datetime:
+    """Where a waiting Workload stands in its queue among those of its priority: Kueue v0.19.2's
+    ``Ordering.GetQueueOrderTimestamp`` with its default requeuing timestamp (Eviction; the policy
+    renders no other): the eviction's time where the Workload was evicted for its pods' readiness
+    timeout or by an admission check, else its creation. A Workload preempted keeps its creation's
+    place: it waits ahead of those created after it, though it was requeued after them (the ``Requeued``
+    condition's time, which the replay ordered by before: on the testbed it put a preempted Workload
+    behind a younger one the real Kueue admitted after it, one forecast too late and the other too
+    early at every probe while both waited)."""
+    evicted = condition(wl, "Evicted")
+    if evicted is not None and evicted.get("status") == "True" and evicted.get("reason") in EVICTED_REQUEUED:
+        return parse_time(evicted.get("lastTransitionTime")) or created
+    return created
 
 
 def _owner(wl: Obj) -> str:
@@ -155,8 +199,9 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         for o in objects
         if o.get("kind") == "Job"
     }
-    holding: list[tuple[datetime, str, Obj]] = []
-    waiting: list[tuple[datetime, str, Obj]] = []
+    # (when it entered the replay's order, key, Workload, since when it holds or waits)
+    holding: list[tuple[datetime, str, Obj, datetime]] = []
+    waiting: list[tuple[datetime, str, Obj, datetime]] = []
     skipped: list[tuple[str, str, str]] = []
     for wl in objects:
         if wl.get("kind") != "Workload" or is_true(wl, "Finished") or (wl.get("spec") or {}).get("active") is False:
@@ -166,19 +211,21 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         created = parse_time(meta.get("creationTimestamp")) or now
         if is_true(wl, "QuotaReserved") and (wl.get("status") or {}).get("admission"):
             reserved = parse_time((condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"))
-            holding.append((min(reserved or created, now), key, wl))
+            admitted = min(reserved or created, now)
+            holding.append((admitted, key, wl, admitted))
         else:
             requeued = parse_time((condition(wl, "Requeued") or {}).get("lastTransitionTime"))
-            waiting.append((min(max(created, requeued or created), now), key, wl))
+            since = min(max(created, requeued or created), now)  # its wait: since it last entered the queue
+            waiting.append((min(queue_order(wl, created), now), key, wl, since))
     holding.sort(key=lambda x: (x[0], x[1]))  # admission order; the key breaks ties
-    waiting.sort(key=lambda x: (x[0], x[1]))  # queue order within a priority: creation, then the key
-    origin = min((t for t, _, _ in holding + waiting), default=now).replace(microsecond=0)
-    last = max((int((t - origin).total_seconds()) for t, _, _ in holding), default=-1)
+    waiting.sort(key=lambda x: (x[0], x[1]))  # Kueue's queue order within a priority, then the key
+    origin = min((t for t, _, _, _ in holding + waiting), default=now).replace(microsecond=0)
+    last = max((int((t - origin).total_seconds()) for t, _, _, _ in holding), default=-1)
     out: list[LiveWorkload] = []
     enter = 0
-    for rank, (since, key, wl) in enumerate(holding + waiting):
+    for rank, (order, key, wl, since) in enumerate(holding + waiting):
         is_holding = rank < len(holding)
-        at = int((since - origin).total_seconds())
+        at = int((order - origin).total_seconds())
         enter = at if is_holding else max(at, last + 1 + rank - len(holding), enter)
         job, reason, message = _job(wl, fleet, enter)
         if job is not None and any(w.job.namespace == job.namespace and w.job.job_id == job.job_id for w in out):
@@ -190,7 +237,8 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         meta = wl.get("metadata") or {}
         declared, malformed = declared_of(wl, jobs.get((job.namespace, job.job_id)))
         uid, born = str(meta.get("uid", "")), parse_time(meta.get("creationTimestamp"))
-        out.append(LiveWorkload(key, job, is_holding, since, uid, born, declared, malformed))
+        late = pods_started_late(wl, since, now) if is_holding else 0
+        out.append(LiveWorkload(key, job, is_holding, since, uid, born, declared, malformed, late))
     at_now = max(int((now - origin).total_seconds()), enter + 1)
     return LiveState(tuple(out), origin, now, at_now, tuple(skipped), now_from)
 
@@ -211,11 +259,9 @@ def live_moment(
             differs[w.key] = "it holds quota on the cluster, but the policy's queues do not admit it in the replay"
         elif not w.holding and run.state not in WAITING:
             differs[w.key] = "it waits on the cluster, but the policy's queues admit it at once in the replay"
-    running = [
-        (sim_shape(r, kinds=False), ran_at_least(r, state.at))
-        for r in world.runs
-        if r.state not in DONE and ran_at_least(r, state.at) > 0
-    ]
+    late = {w.key: w.late_start_s for w in state.workloads if w.late_start_s}
+    elapsed = {r.key: ran_at_least(r, state.at) - late.get(r.key, 0) for r in world.runs if r.state not in DONE}
+    running = [(sim_shape(r, kinds=False), elapsed[r.key]) for r in world.runs if elapsed.get(r.key, 0) > 0]
     history = RuntimeHistory.from_records(records, state.now, running)
     declared = {w.key: w.declared for w in state.workloads if w.declared is not None}
     return Moment(
@@ -225,6 +271,7 @@ def live_moment(
         live_arrivals(state.now, state.at, [(w.uid, w.created, w.job) for w in state.workloads], fleet, records),
         declared,
         kinds=False,
+        late_starts=late,
     ), differs
 
 

@@ -165,7 +165,8 @@ class _Probes:
 
 def snapshot(ledger: str, kubeconfig: Path) -> Snapshot:
     """What ``gpufleet forecast --ledger`` reads, in its order: the ledger's allocations, then the
-    Workloads (the CLI's listing, ``kube.read_kueue_state``), then the clock."""
+    Workloads (the CLI's listing, ``kube.read_kueue_state``) with the API server's clock, then this
+    machine's (the CLI's fallback where the server sent no Date)."""
     records: tuple[Record, ...] | None = None
     for tries in range(5):  # the recorder may hold SQLite's write lock for a moment
         try:
@@ -178,8 +179,9 @@ def snapshot(ledger: str, kubeconfig: Path) -> Snapshot:
             time.sleep(0.1)
     assert records is not None
     listed = datetime.now(UTC)
-    objects = tuple(o for o in kube.read_kueue_state(kubeconfig).objects if o.get("kind") == "Workload")
-    return Snapshot(records, listed, objects, datetime.now(UTC))
+    state = kube.read_kueue_state(kubeconfig)
+    objects = tuple(o for o in state.objects if o.get("kind") == "Workload")
+    return Snapshot(records, listed, objects, datetime.now(UTC), state.server_time)
 
 
 def run_real(

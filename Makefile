@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean dist image
+.PHONY: demo test lint bench clean dist image compiled pure
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,14 +21,25 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint
+# The simulator's hot path compiled with mypyc (gpufleet/compiled.py): about twice as fast, the same
+# answers. Rebuilt only when its sources changed; a stale build is never run (it falls back to source).
+compiled: $(STAMP)
+	$(BIN)/python -m gpufleet.compiler
+
+pure: $(STAMP)
+	$(BIN)/python -m gpufleet.compiler --clean
+
+# The suite on the compiled build, then the tests that reach inside the simulator (marked pure) from source.
+test: lint compiled
 	$(BIN)/pytest -n 2 --dist loadfile --durations=15
+	GPUFLEET_PURE=1 $(BIN)/pytest -n 2 -m pure -q
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(NAME) $(ARGS)
 
 clean:
-	rm -rf $(VENV) demo-out dist build
+	rm -rf $(VENV) demo-out dist build src/gpufleet/compiled-sources.json src/gpufleet__mypyc.*
+	find src -name '*.so' -delete
 
 # The wheel and sdist (`twine check dist/*` before an upload).
 dist: $(STAMP)

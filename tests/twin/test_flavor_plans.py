@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,6 +47,7 @@ def test_plans_agree_with_the_flavor_search(
                 assert fields(assigner.assign(wl, cq, counts)) == fields(assigner._assign(wl, cq, counts))
 
 
+@pytest.mark.pure  # a spy on a compiled method
 def test_a_plain_fit_skips_the_flavor_search() -> None:
     """Not vacuous: where the first flavor fits, the search is not run (and gives the same)."""
     queue = Queue(0, "BestEffortFIFO", (2, 0), None, None, "Never", "Never", "Never", 1, afs=False, consumed=(0, 0))

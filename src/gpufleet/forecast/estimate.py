@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 
+from gpufleet.compiled import native
 from gpufleet.forecast.arrivals import ArrivalModel
 from gpufleet.forecast.runtimes import Declared, RuntimeHistory, Shape
 from gpufleet.simulate.engine import Simulation
@@ -235,8 +236,11 @@ def _sample(
 
 
 def _forks(count: int, workers: int) -> bool:
-    """Whether the samples run in forked processes: with more than one worker, where fork exists."""
-    return min(workers, count) > 1 and "fork" in multiprocessing.get_all_start_methods()
+    """Whether the samples run in forked processes, where fork exists: with more than one worker,
+    or with a compiled simulation (``gpufleet.compiled``), which cannot be pickled, one at a time."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    return min(workers, count) > 1 or native(Simulation)
 
 
 def _serial(count: int, workers: int, one: Callable[[int], _Sampled]) -> list[_Sampled]:

@@ -1,0 +1,124 @@
+"""The compiled simulator (``gpufleet.compiled``): its manifest judges a build stale when any source
+differs, and a stale or unwanted build is never run, the sources are imported instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpufleet import compiled
+from gpufleet.simulate.engine import Simulation
+
+KUEUE = "gpufleet/twin/kueue.py"
+
+
+def _tree(tmp_path: Path) -> Path:
+    """A source tree holding exactly the compiled modules' files (their text, not their code)."""
+    src = tmp_path / "src"
+    for source in compiled.sources():
+        target = src / source.relative_to(compiled.SRC)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(source.read_bytes())
+    return src
+
+
+def _built(src: Path) -> None:
+    (src / compiled.MANIFEST).write_text(json.dumps(compiled.digests(src)))
+    (src / f"{compiled.GROUP}__mypyc.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+
+
+def _edit(src: Path) -> None:
+    with (src / KUEUE).open("a") as out:
+        out.write("# edited after the build\n")
+
+
+def _add(src: Path) -> None:
+    (src / "gpufleet/twin/new.py").write_text("X = 1\n")
+
+
+def _no_manifest(src: Path) -> None:
+    (src / compiled.MANIFEST).unlink()
+
+
+def _nothing(src: Path) -> None:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("built", "change", "why"),
+    [
+        (False, _nothing, None),  # a wheel or a fresh clone: nothing compiled, nothing to guard
+        (True, _nothing, None),
+        (True, _edit, f"{KUEUE} changed since it was compiled"),
+        (True, _add, "gpufleet/twin/new.py changed since it was compiled"),
+        (True, _no_manifest, "no manifest of a finished build"),  # an interrupted build
+    ],
+    ids=["not-compiled", "fresh", "source-edited", "source-added", "build-interrupted"],
+)
+def test_a_build_is_stale_when_its_sources_differ_from_its_manifest(
+    tmp_path: Path, built: bool, change: Callable[[Path], None], why: str | None
+) -> None:
+    src = _tree(tmp_path)
+    if built:
+        _built(src)
+    change(src)
+    assert compiled.stale(src) == why
+
+
+def test_two_changed_sources_are_both_counted(tmp_path: Path) -> None:
+    src = _tree(tmp_path)
+    _built(src)
+    _edit(src)
+    _add(src)
+    assert compiled.stale(src) == f"{KUEUE} and 1 more changed since it was compiled"
+
+
+def _compiled_here() -> Path:
+    if not compiled.native(Simulation):
+        pytest.skip("gpufleet is not compiled here (`make compiled`; `make test` compiles it first)")
+    return compiled.SRC
+
+
+def _origin(src: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Where a fresh interpreter imports the twin's Kueue and the simulator's engine from."""
+    code = "import gpufleet.twin.kueue as k, gpufleet.simulate.engine as e; print(k.__file__); print(e.__file__)"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(src), **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+
+def test_the_compiled_build_runs_where_it_is_fresh_and_the_sources_where_asked() -> None:
+    src = _compiled_here()
+    fresh = _origin(src, {"GPUFLEET_PURE": "0"})
+    assert all(line.endswith(".so") for line in fresh.stdout.split()), fresh.stdout
+    assert fresh.stderr == ""
+    pure = _origin(src, {"GPUFLEET_PURE": "1"})
+    assert [Path(line).name for line in pure.stdout.split()] == ["kueue.py", "engine.py"]
+    assert pure.stderr == ""  # asked for: no warning
+
+
+def test_a_stale_build_is_not_run_the_sources_are_with_a_warning(tmp_path: Path) -> None:
+    """A copy of the compiled package with one source edited after its build: every compiled
+    module comes from its source (all or none), and stderr says why."""
+    src = _compiled_here()
+    copy = tmp_path / "src"
+    shutil.copytree(src / "gpufleet", copy / "gpufleet", ignore=shutil.ignore_patterns("__pycache__"))
+    for lib in src.glob(f"{compiled.GROUP}__mypyc.*"):
+        shutil.copy2(lib, copy / lib.name)
+    assert compiled.stale(copy) is None
+    assert all(line.endswith(".so") for line in _origin(copy, {"GPUFLEET_PURE": "0"}).stdout.split())
+    _edit(copy)
+    stale = _origin(copy, {"GPUFLEET_PURE": "0"})
+    assert [Path(line).name for line in stale.stdout.split()] == ["kueue.py", "engine.py"]
+    assert f"running the simulator from source, about half as fast: {KUEUE} changed" in stale.stderr

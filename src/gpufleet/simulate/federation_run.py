@@ -30,7 +30,7 @@ from gpufleet.policy.fleet import resolve
 from gpufleet.policy.residency import Zone, project, zones
 from gpufleet.simulate.config import Mode, SimulationConfig, for_policy
 from gpufleet.simulate.federation import REMOVED, FederationResult, WorkerWorld, run_federation
-from gpufleet.simulate.jobs import JobRun
+from gpufleet.simulate.jobs import RUN_ATTRIBUTES, JobRun
 from gpufleet.simulate.meter import Meter, Series
 from gpufleet.simulate.metrics import summarize
 from gpufleet.simulate.outcome import Outcome
@@ -107,7 +107,7 @@ def _as_submitted(run: JobRun, job: Job, index: int, others: Sequence[JobRun] = 
     that won on another worker before (evicted there, dispatched again) keeps those attempts, and
     their preemptions and GPU-seconds, ahead of this copy's; copies' removed attempts are left out."""
     out = JobRun(job, run.ask, index)
-    for slot in JobRun.__slots__:
+    for slot in RUN_ATTRIBUTES:
         if slot not in ("job", "index", "key"):
             setattr(out, slot, getattr(run, slot))
     earlier = [(o, a) for o in others for a in o.attempts if a.reserved is not None and a.end_detail != REMOVED]

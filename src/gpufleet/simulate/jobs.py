@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Final
 
 from gpufleet.placement import DeviceSlot, PodSpec
 from gpufleet.simulate.requests import Ask
@@ -59,30 +60,35 @@ class Attempt:
     unschedulable: str = ""  # queue world: the scheduler's last word on a pod it could not place
 
 
+# JobRun's attributes: its __slots__, and what a copy of it copies (``federation_run``). Compiled
+# (``gpufleet.compiled``), a class keeps no ``__slots__`` to read, so they are named here.
+RUN_ATTRIBUTES: Final = (
+    "ask",
+    "attempts",
+    "bound",
+    "deactivated",
+    "gpu_seconds",
+    "gpu_worth",
+    "holding",
+    "index",
+    "job",
+    "key",
+    "never",
+    "placed",
+    "pods",
+    "preemptions",
+    "quota",
+    "requeues",
+    "shape_id",
+    "state",
+    "work_lost",
+)
+
+
 class JobRun:
     """Mutable run state of one job; ``index`` is its arrival order (the final tie-breaker)."""
 
-    __slots__ = (
-        "ask",
-        "attempts",
-        "bound",
-        "deactivated",
-        "gpu_seconds",
-        "gpu_worth",
-        "holding",
-        "index",
-        "job",
-        "key",
-        "never",
-        "placed",
-        "pods",
-        "preemptions",
-        "quota",
-        "requeues",
-        "shape_id",
-        "state",
-        "work_lost",
-    )
+    __slots__ = RUN_ATTRIBUTES
 
     def __init__(self, job: Job, ask: Ask, index: int) -> None:
         self.job = job

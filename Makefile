@@ -21,15 +21,15 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-# The simulator's hot path compiled with mypyc (gpufleet/compiled.py): about twice as fast, the same
-# answers. Rebuilt only when its sources changed; a stale build is never run (it falls back to source).
+# The twin compiled with mypyc (gpufleet/compiled.py): the same answers, faster. Rebuilt only when its
+# sources changed; a stale build is never run (gpufleet falls back to the sources and says so).
 compiled: $(STAMP)
 	$(BIN)/python -m gpufleet.compiler
 
 pure: $(STAMP)
 	$(BIN)/python -m gpufleet.compiler --clean
 
-# The suite on the compiled build, then the tests that reach inside the simulator (marked pure) from source.
+# The suite on the compiled build, then the tests that reach inside the twin (marked pure) from source.
 test: lint compiled
 	$(BIN)/pytest -n 2 --dist loadfile --durations=15
 	GPUFLEET_PURE=1 $(BIN)/pytest -n 2 -m pure -q

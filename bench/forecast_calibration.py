@@ -43,6 +43,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpufleet.compiled import running
 from gpufleet.demo import SEED, example_text, workload_spec
 from gpufleet.errors import InputError
 from gpufleet.forecast.calibration import Check, by_band, censored_line, checks_at, final_line, moments, row, summarize
@@ -200,7 +201,7 @@ def simulated(args: argparse.Namespace) -> str:
     print(
         f"bundled example, synthetic {args.days}-day week (seed {args.trace_seed}); {args.moments} moments (seed {args.seed}), "
         f"{args.samples} samples each, arrivals {'sampled' if args.arrivals else 'not included'}, "
-        f"horizon {args.horizon_days} days"
+        f"horizon {args.horizon_days} days, simulator {'compiled' if running() else 'from source'}"
         + (", runtimes known (the true ones, a diagnostic)" if args.known_runtimes else ""),
         flush=True,
     )

@@ -36,6 +36,7 @@ from typing import Any
 
 from bench.simulate_week import TEAMS, TRAIN, policy_text
 from gpufleet.cli.forecast import cores
+from gpufleet.compiled import running
 from gpufleet.forecast.estimate import Report, Settings
 from gpufleet.forecast.live import forecast_live, live_document, live_state
 from gpufleet.ledger.records import Allocation, EndReason, Placement
@@ -160,7 +161,11 @@ def main() -> None:
     parser.add_argument("--running", type=int, default=500)
     parser.add_argument("--history", type=int, default=3000, help="finished runs in the ledger")
     parser.add_argument("--workers", type=int, default=0, help="processes for the samples (0: every core, the CLI's)")
-    parser.add_argument("--profile", help="write a cProfile of forecast_live to this file (its parent process)")
+    parser.add_argument(
+        "--profile",
+        help="write a cProfile of forecast_live to this file (its parent process: with GPUFLEET_PURE=1 and "
+        "--workers 1 the samples run in it; compiled code is invisible to cProfile)",
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     fleet = resolve(parse_policy(policy_text(), "forecast_speed.yaml"))
@@ -174,6 +179,9 @@ def main() -> None:
     state, wall, cpu = timed(lambda: live_state(objects, fleet, NOW))
     print(f"  live_state (listing into the replay's jobs): {wall:.2f} s wall, {cpu:.2f} CPU-s")
     print(f"  load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(
+        f"  simulator: {'compiled (make compiled)' if running() else 'from source (not compiled, or GPUFLEET_PURE=1)'}"
+    )
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()

@@ -7,9 +7,8 @@ import pytest
 from gpufleet.check.facts import AdmissionFacts, admission_facts
 from gpufleet.check.manifests import validating_admission_policy
 from gpufleet.check.offline import OfflinePolicy
-from gpufleet.compiled import native
+from gpufleet.compiled import running
 from gpufleet.policy import Fleet, load_policy, resolve
-from gpufleet.simulate.engine import Simulation
 from tests.fuzz.tally import pytest_sessionfinish, pytest_terminal_summary, pytest_testnodedown
 from tests.support import EXAMPLES
 
@@ -17,12 +16,12 @@ __all__ = ["pytest_sessionfinish", "pytest_terminal_summary", "pytest_testnodedo
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``pure`` tests reach inside the simulator, which the compiled build hides from Python (a
-    patched global is not read, a compiled class takes no Python subclass): on it they are skipped,
-    and ``make test`` runs them again from source (``GPUFLEET_PURE=1 pytest -m pure``)."""
-    if not native(Simulation):
+    """``pure`` tests reach inside the twin, which the compiled build hides from Python (a spy on a
+    method, a patched global, a subclass): on it they are skipped, and ``make test`` runs them again
+    from source (``GPUFLEET_PURE=1 pytest -m pure``)."""
+    if not running():
         return
-    skip = pytest.mark.skip(reason="reaches inside the compiled simulator: `make test` runs it from source")
+    skip = pytest.mark.skip(reason="reaches inside the compiled twin: `make test` runs it from source")
     for item in items:
         if item.get_closest_marker("pure"):
             item.add_marker(skip)

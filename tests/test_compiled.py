@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpufleet import compiled
-from gpufleet.simulate.engine import Simulation
+from gpufleet.twin import Twin
 
 KUEUE = "gpufleet/twin/kueue.py"
 
@@ -81,14 +81,14 @@ def test_two_changed_sources_are_both_counted(tmp_path: Path) -> None:
 
 
 def _compiled_here() -> Path:
-    if not compiled.native(Simulation):
+    if not compiled.native(Twin):
         pytest.skip("gpufleet is not compiled here (`make compiled`; `make test` compiles it first)")
     return compiled.SRC
 
 
 def _origin(src: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Where a fresh interpreter imports the twin's Kueue and the simulator's engine from."""
-    code = "import gpufleet.twin.kueue as k, gpufleet.simulate.engine as e; print(k.__file__); print(e.__file__)"
+    """Where a fresh interpreter imports the twin's Kueue and its scheduling cycle from."""
+    code = "import gpufleet.twin.kueue as k, gpufleet.twin.scheduler.cycle as c; print(k.__file__); print(c.__file__)"
     return subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, "PYTHONPATH": str(src), **env},
@@ -104,7 +104,7 @@ def test_the_compiled_build_runs_where_it_is_fresh_and_the_sources_where_asked()
     assert all(line.endswith(".so") for line in fresh.stdout.split()), fresh.stdout
     assert fresh.stderr == ""
     pure = _origin(src, {"GPUFLEET_PURE": "1"})
-    assert [Path(line).name for line in pure.stdout.split()] == ["kueue.py", "engine.py"]
+    assert [Path(line).name for line in pure.stdout.split()] == ["kueue.py", "cycle.py"]
     assert pure.stderr == ""  # asked for: no warning
 
 
@@ -120,5 +120,5 @@ def test_a_stale_build_is_not_run_the_sources_are_with_a_warning(tmp_path: Path)
     assert all(line.endswith(".so") for line in _origin(copy, {"GPUFLEET_PURE": "0"}).stdout.split())
     _edit(copy)
     stale = _origin(copy, {"GPUFLEET_PURE": "0"})
-    assert [Path(line).name for line in stale.stdout.split()] == ["kueue.py", "engine.py"]
-    assert f"running the simulator from source, about half as fast: {KUEUE} changed" in stale.stderr
+    assert [Path(line).name for line in stale.stdout.split()] == ["kueue.py", "cycle.py"]
+    assert f"running the twin from source, not its compiled build: {KUEUE} changed" in stale.stderr

@@ -1,10 +1,10 @@
-"""The simulator's hot path compiled with mypyc, and the guard that never lets it run stale.
+"""The twin compiled with mypyc, and the guard that never lets it run stale.
 
-Why: a forecast, a tune trial or a simulated week is Kueue's cycles in the twin and the simulator's
-loop around them, hundreds of thousands of small calls in pure Python. mypyc (mypy's own compiler)
-turns the same strictly typed source into C extensions: ``python -m bench forecast_speed`` runs
-about twice as fast, with the same answer bit for bit (its fingerprint), and CI runs the whole
-test suite on the compiled build (the twin's differentials against the real Kueue included).
+Why: a forecast, a tune trial or a simulated week is mostly Kueue's cycles in the twin, hundreds of
+thousands of small calls in pure Python. mypyc (mypy's own compiler) turns the same strictly typed
+source into C extensions, with the same answers bit for bit (``bench/forecast_speed``'s
+fingerprint), and CI runs the whole test suite on the compiled build (the twin's differentials
+against the real Kueue included).
 
 ``make compiled`` (``python -m gpufleet.compiler``) compiles ``MODULES`` in place: each extension
 module beside its source (git-ignored), one shared library for the group (``gpufleet__mypyc``, in
@@ -17,6 +17,11 @@ reached from a fresh one.
 
 Where nothing was compiled (a wheel, a fresh clone) ``guard`` finds no manifest and no extension
 module and does nothing.
+
+Pickling: mypyc's classes take no part in pickle's protocol (they are built by their ``__init__``
+only), so only the twin is compiled: a tune worker sends its runs back by pickle (the jobs, the
+meter, the placement cluster), and none of them is the twin's. A paused queue world holds a twin,
+so a forecast forks its samples rather than pickle it (``forecast.estimate``).
 """
 
 from __future__ import annotations
@@ -36,30 +41,20 @@ SRC = Path(__file__).resolve().parent.parent  # the directory holding the gpufle
 MANIFEST = "gpufleet/compiled-sources.json"  # relative to SRC, like every path below
 GROUP = "gpufleet"  # the shared library is gpufleet__mypyc.<abi>.so in SRC
 PURE = "GPUFLEET_PURE"  # set (to anything but "" or "0"): run from the sources even when compiled
-# What is compiled: the twin (Kueue's cycles), the placement model, and the simulator's loop. Not the
-# simulator's reports, the federation's manager or the differential (they read these, at little cost per cycle).
-MODULES = (
-    "gpufleet/twin",
-    "gpufleet/placement",
-    *(
-        f"gpufleet/simulate/{name}.py"
-        for name in (
-            "engine", "scheduler", "queue_world", "queue", "jobs", "meter", "nodes", "serving", "idle",
-            "requests", "first_apply", "federation",
-        )
-    ),
-)  # fmt: skip
+# What is compiled: the twin, Kueue's cycles (about 70 % of a simulated week or forecast sample). Not
+# the simulator's loop or placement: their objects travel by pickle (see the docstring).
+MODULES = ("gpufleet/twin",)
 
 
 def native(cls: type) -> bool:
-    """Whether ``cls`` comes from a compiled module: its instances cannot be pickled (mypyc's
-    classes take no part in pickle's protocol unless told to), so a copy of them is forked."""
+    """Whether ``cls`` comes from a compiled module: its instances cannot be pickled, so a copy of
+    them is forked (see the docstring)."""
     return native_file(getattr(sys.modules.get(cls.__module__), "__file__", None) or "")
 
 
 def running() -> bool:
     """Whether this process runs the compiled modules (a bench prints it beside its figures)."""
-    spec = importlib.util.find_spec("gpufleet.simulate.engine")
+    spec = importlib.util.find_spec("gpufleet.twin.kueue")
     return spec is not None and native_file(spec.origin or "")
 
 
@@ -88,11 +83,10 @@ def module_name(relative: str) -> str:
 
 
 def extensions(src: Path = SRC) -> list[Path]:
-    """The extension modules built here: the group's library and one per compiled source."""
-    found = list(src.glob(f"{GROUP}__mypyc.*"))
-    for source in sources(src):
-        found += [p for p in source.parent.glob(source.stem + ".*") if native_file(p.name)]
-    return found
+    """Every extension module built here: the group's library and any beside a gpufleet source
+    (also one an earlier build compiled that ``MODULES`` no longer names: it would still shadow its
+    source, so a build and ``make pure`` remove it too)."""
+    return [*src.glob(f"{GROUP}__mypyc.*"), *(p for p in (src / "gpufleet").rglob("*") if native_file(p.name))]
 
 
 def stale(src: Path = SRC) -> str | None:
@@ -105,18 +99,27 @@ def stale(src: Path = SRC) -> str | None:
     if built is None:  # one glob: every compiled module needs the group's library
         return "no manifest of a finished build" if any(src.glob(f"{GROUP}__mypyc.*")) else None
     now = digests(src)
-    changed = sorted(set(now) ^ set(built) | {k for k in now if built.get(k) != now[k]})
+    stray = {_source_of(p, src) for p in extensions(src)} - {"", *now}  # an older build's, not compiled now
+    changed = sorted(set(now) ^ set(built) | {k for k in now if built.get(k) != now[k]} | stray)
     if changed:
         more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
         return f"{changed[0]}{more} changed since it was compiled"
     return None
 
 
+def _source_of(extension: Path, src: Path) -> str:
+    """The source an extension module shadows, relative to ``src`` ("" for the group's library)."""
+    if extension.parent == src:
+        return ""
+    return (extension.parent / (extension.name.split(".")[0] + ".py")).relative_to(src).as_posix()
+
+
 class _FromSource(importlib.abc.MetaPathFinder):
-    """Finds each compiled module's ``.py``, ahead of the extension module beside it."""
+    """Finds each compiled module's ``.py`` (an older build's too), ahead of the extension beside it."""
 
     def __init__(self, src: Path) -> None:
-        self.paths = {module_name(p.relative_to(src).as_posix()): p for p in sources(src)}
+        found = [*sources(src), *(src / _source_of(p, src) for p in extensions(src) if _source_of(p, src))]
+        self.paths = {module_name(p.relative_to(src).as_posix()): p for p in found if p.exists()}
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -139,7 +142,7 @@ def guard(src: Path = SRC) -> str | None:
         sys.meta_path.insert(0, _FromSource(src))
         if not forced:
             print(
-                f"gpufleet: running the simulator from source, about half as fast: {why}; "
+                f"gpufleet: running the twin from source, not its compiled build: {why}; "
                 "`make compiled` builds it again (`make pure` removes it)",
                 file=sys.stderr,
             )

@@ -24,7 +24,7 @@ def build(src: Path = SRC, work: Path | None = None) -> int:
     from mypyc.build import mypycify  # the dev extra's mypy: only a build needs it
     from setuptools import setup
 
-    (src / MANIFEST).unlink(missing_ok=True)
+    clean(src)  # the manifest first (an interrupted build is stale), and any module no longer compiled
     work = work or src.parent / "build" / "mypyc"
     relative = [p.relative_to(src).as_posix() for p in sources(src)]
     here = os.getcwd()
@@ -34,7 +34,15 @@ def build(src: Path = SRC, work: Path | None = None) -> int:
         setup(
             name="gpufleet-compiled",
             ext_modules=modules,
-            script_args=["-q", "build_ext", "--inplace", "--build-temp", str(work / "temp")],
+            script_args=[
+                "-q",
+                "build_ext",
+                "--inplace",
+                "--build-temp",
+                str(work / "temp"),
+                "--build-lib",
+                str(work / "lib"),
+            ],
         )
     finally:
         os.chdir(here)

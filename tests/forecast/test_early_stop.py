@@ -33,6 +33,7 @@ def _attempts(runs: list[JobRun]) -> dict[str, list[tuple[object, ...]]]:
     }
 
 
+@pytest.mark.pure  # a spy on the samples, which run in this process only from source (compiled, they fork)
 @pytest.mark.parametrize("only", [False, True], ids=["every-waiting-workload", "one-workload"])
 @pytest.mark.parametrize("at", MOMENTS)
 def test_a_sample_stopped_at_the_last_admission_answers_as_one_run_on(

@@ -36,6 +36,7 @@ from gpufleet.forecast.runtimes import Declared, RuntimeHistory, Shape
 from gpufleet.simulate.engine import Simulation
 from gpufleet.simulate.jobs import JobRun, State
 from gpufleet.trace.job import Job
+from gpufleet.twin import Twin
 
 DAY = 86_400
 FREED_BY_S = 2  # an end this close before an admission freed it (the finish, Kueue's requeue batch)
@@ -237,10 +238,11 @@ def _sample(
 
 def _forks(count: int, workers: int) -> bool:
     """Whether the samples run in forked processes, where fork exists: with more than one worker,
-    or with a compiled simulation (``gpufleet.compiled``), which cannot be pickled, one at a time."""
+    or one at a time where the twin is compiled (``gpufleet.compiled``: a paused run holding it
+    cannot be pickled)."""
     if "fork" not in multiprocessing.get_all_start_methods():
         return False
-    return min(workers, count) > 1 or native(Simulation)
+    return min(workers, count) > 1 or native(Twin)
 
 
 def _serial(count: int, workers: int, one: Callable[[int], _Sampled]) -> list[_Sampled]:

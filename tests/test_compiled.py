@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,13 @@ from pathlib import Path
 import pytest
 
 from gpufleet import compiled
+from gpufleet.demo import example_text, workload_spec
+from gpufleet.policy import parse_policy, resolve
+from gpufleet.simulate.config import SimulationConfig
+from gpufleet.simulate.measures import as_dict, common_window, measure
+from gpufleet.simulate.meter import Meter
+from gpufleet.simulate.run import simulate
+from gpufleet.trace import synthesize
 from gpufleet.twin import Twin
 
 KUEUE = "gpufleet/twin/kueue.py"
@@ -122,3 +130,51 @@ def test_a_stale_build_is_not_run_the_sources_are_with_a_warning(tmp_path: Path)
     stale = _origin(copy, {"GPUFLEET_PURE": "0"})
     assert [Path(line).name for line in stale.stdout.split()] == ["kueue.py", "cycle.py"]
     assert f"running the twin from source, not its compiled build: {KUEUE} changed" in stale.stderr
+
+
+def test_a_simulated_run_travels_by_pickle_and_comes_back_the_same() -> None:
+    """What a tune worker sends back: a week's run, its jobs, meter, idle watch and placement cluster.
+    Compiled, its frozen dataclasses and plain classes need ``gpufleet.picklable``; from source this
+    checks Python's own protocol, the same contract."""
+    fleet = resolve(parse_policy(example_text(), "fleet.yaml"))
+    result = simulate(fleet, synthesize(workload_spec(fleet, days=2), 7), SimulationConfig())
+    back = pickle.loads(pickle.dumps(result))
+    window = common_window([result])
+    assert as_dict(measure(back, fleet, window)) == as_dict(measure(result, fleet, window))
+    assert [(r.key, r.attempts) for r in back.outcome.runs] == [(r.key, r.attempts) for r in result.outcome.runs]
+    assert back.outcome.watch.cluster.nodes[0].spec == result.outcome.watch.cluster.nodes[0].spec
+    assert compiled.native(type(back.outcome.runs[0])) == compiled.native(Twin)  # the build's own classes
+
+
+def test_every_compiled_class_a_module_initialized_in_the_library_is_registered() -> None:
+    """A compiled module imported by another inside the group's library is never seen by Python's
+    import system (``picklable.sweep``): in a fresh interpreter, after importing the simulator's loop
+    alone, every compiled class now loaded has the reducer."""
+    src = _compiled_here()
+    code = (
+        "import copyreg, enum, sys, gpufleet.simulate.run\n"
+        "from gpufleet import picklable\n"
+        "loaded = [c for n, m in list(sys.modules.items()) if n.startswith('gpufleet.') for c in vars(m).values()\n"
+        "          if isinstance(c, type) and c.__module__ == n and hasattr(c, picklable.ATTRS)\n"
+        "          and not issubclass(c, enum.Enum | BaseException)]\n"
+        "print(len(loaded), sum(copyreg.dispatch_table.get(c) is picklable.reduce for c in loaded))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded, registered = map(int, out.stdout.split())
+    assert loaded > 100  # the twin's, the simulator's and placement's classes
+    assert registered == loaded
+
+
+def test_a_compiled_plain_class_made_from_interpreted_code_is_initialized() -> None:
+    """The trap of mypyc's ``serializable=True`` (mypyc/mypyc#1172, 2.4.1): an instance made from
+    interpreted code left without its attributes. The classes' own ``__new__`` avoids it."""
+    meter = Meter(3600)
+    assert (meter.bucket_s, meter.now) == (3600, 0)
+    bare = Meter.__new__(Meter)
+    assert not hasattr(bare, "bucket_s")  # what pickle builds on

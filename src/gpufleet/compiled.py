@@ -1,4 +1,4 @@
-"""The twin compiled with mypyc, and the guard that never lets it run stale.
+"""The twin and the simulator compiled with mypyc, and the guard that never lets it run stale.
 
 Why: a forecast, a tune trial or a simulated week is mostly Kueue's cycles in the twin, hundreds of
 thousands of small calls in pure Python. mypyc (mypy's own compiler) turns the same strictly typed
@@ -18,10 +18,10 @@ reached from a fresh one.
 Where nothing was compiled (a wheel, a fresh clone) ``guard`` finds no manifest and no extension
 module and does nothing.
 
-Pickling: mypyc's classes take no part in pickle's protocol (they are built by their ``__init__``
-only), so only the twin is compiled: a tune worker sends its runs back by pickle (the jobs, the
-meter, the placement cluster), and none of them is the twin's. A paused queue world holds a twin,
-so a forecast forks its samples rather than pickle it (``forecast.estimate``).
+Pickling: a tune worker sends its runs back by pickle (the jobs, the meter, the placement cluster),
+which mypyc's classes take no part in by default; ``gpufleet.picklable`` gives each compiled class a
+reducer as its module is imported. A paused queue world is still not sent: a forecast forks its
+samples, which share it page by page (``forecast.estimate``).
 """
 
 from __future__ import annotations
@@ -37,18 +37,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
+from gpufleet import picklable
+
 SRC = Path(__file__).resolve().parent.parent  # the directory holding the gpufleet package
 MANIFEST = "gpufleet/compiled-sources.json"  # relative to SRC, like every path below
 GROUP = "gpufleet"  # the shared library is gpufleet__mypyc.<abi>.so in SRC
 PURE = "GPUFLEET_PURE"  # set (to anything but "" or "0"): run from the sources even when compiled
-# What is compiled: the twin, Kueue's cycles (about 70 % of a simulated week or forecast sample). Not
-# the simulator's loop or placement: their objects travel by pickle (see the docstring).
-MODULES = ("gpufleet/twin",)
+# What is compiled: the twin (Kueue's cycles, about 70 % of a simulated week or forecast sample), the
+# simulator's loop and placement (most of the rest).
+MODULES = ("gpufleet/twin", "gpufleet/simulate", "gpufleet/placement")
 
 
 def native(cls: type) -> bool:
-    """Whether ``cls`` comes from a compiled module: its instances cannot be pickled, so a copy of
-    them is forked (see the docstring)."""
+    """Whether ``cls`` comes from a compiled module: unless it is declared serializable, its instances
+    cannot be pickled, so a copy of them is forked (see the docstring)."""
     return native_file(getattr(sys.modules.get(cls.__module__), "__file__", None) or "")
 
 
@@ -137,6 +139,8 @@ def guard(src: Path = SRC) -> str | None:
     forced = os.environ.get(PURE, "") not in ("", "0")
     why = f"{PURE} is set" if forced else stale(src)
     if why is None:
+        if (src / MANIFEST).exists() and not any(isinstance(f, picklable.Finder) for f in sys.meta_path):
+            sys.meta_path.insert(0, picklable.Finder([m.replace("/", ".") for m in MODULES]))
         return None
     if not any(isinstance(f, _FromSource) for f in sys.meta_path):
         sys.meta_path.insert(0, _FromSource(src))

@@ -47,6 +47,11 @@ def _bucket(node: NodeState, sig: Signature) -> int:
 class Cluster:
     """Nodes with their free state; ``where`` maps each bound pod to its node."""
 
+    def __new__(cls, *_args: object, **_kwargs: object) -> Cluster:
+        # Bare, as pickle makes it before setting its attributes: compiled, a class without its
+        # own __new__ would run __init__ with no arguments there (gpufleet.picklable)
+        return super().__new__(cls)
+
     def __init__(
         self, nodes: Iterable[NodeSpec], policy: Policy | None = None, tie_break: random.Random | None = None
     ) -> None:

@@ -64,6 +64,11 @@ class ShapeMix:
 class FragmentMeter:
     """Computes a node's expected fragment, memoized by (GPU model, free CPU, free memory, card frees)."""
 
+    def __new__(cls, *_args: object, **_kwargs: object) -> FragmentMeter:
+        # Bare, as pickle makes it before setting its attributes: compiled, a class without its
+        # own __new__ would run __init__ with no arguments there (gpufleet.picklable)
+        return super().__new__(cls)
+
     def __init__(self, mix: ShapeMix) -> None:
         self.mix = mix
         self._per_model: dict[str, tuple[float, list[tuple[float, int, int, int, int]]]] = {}

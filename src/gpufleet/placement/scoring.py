@@ -165,6 +165,11 @@ class MostAllocated:
 class FragmentationAware:
     """Places each pod where it raises the node's expected fragment the least."""
 
+    def __new__(cls, *_args: object, **_kwargs: object) -> FragmentationAware:
+        # Bare, as pickle makes it before setting its attributes: compiled, a class without its
+        # own __new__ would run __init__ with no arguments there (gpufleet.picklable)
+        return super().__new__(cls)
+
     name = "FragmentationAware"
 
     def __init__(self, mix: ShapeMix, resolution: int = 100) -> None:

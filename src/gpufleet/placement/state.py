@@ -33,6 +33,11 @@ class NodeState:
     """Mutable free capacity of one node. ``free`` is milli per full card (MIG cards hold 0 there);
     ``used_replicas`` counts time-slice replicas per card; ``mig_free`` lists free instances."""
 
+    def __new__(cls, *_args: object, **_kwargs: object) -> NodeState:
+        # Bare, as pickle makes it before setting its attributes: compiled, a class without its
+        # own __new__ would run __init__ with no arguments there (gpufleet.picklable)
+        return super().__new__(cls)
+
     __slots__ = (
         "bound",
         "class_id",

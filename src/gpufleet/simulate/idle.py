@@ -46,6 +46,11 @@ def demand_of(run: JobRun) -> Demand:
 
 
 class IdleWatch:
+    def __new__(cls, *_args: object, **_kwargs: object) -> IdleWatch:
+        # Bare, as pickle makes it before setting its attributes: compiled, a class without its
+        # own __new__ would run __init__ with no arguments there (gpufleet.picklable)
+        return super().__new__(cls)
+
     def __init__(
         self, fleet: Fleet, pools: dict[str, PoolNodes], cluster: Cluster, meter: Meter, reaches: Reaches | None
     ) -> None:

@@ -24,6 +24,11 @@ class Series:
 class Meter:
     """Named series advanced together; ``advance(t)`` integrates every rate up to ``t``."""
 
+    def __new__(cls, *_args: object, **_kwargs: object) -> Meter:
+        # Bare, as pickle makes it before setting its attributes: compiled, a class without its
+        # own __new__ would run __init__ with no arguments there (gpufleet.picklable)
+        return super().__new__(cls)
+
     def __init__(self, bucket_s: int) -> None:
         self.bucket_s = bucket_s
         self.now = 0

@@ -36,6 +36,11 @@ class Reach:
 class Reaches:
     """Every team's reach on every pool resource it may use (the queue world's quota)."""
 
+    def __new__(cls, *_args: object, **_kwargs: object) -> Reaches:
+        # Bare, as pickle makes it before setting its attributes: compiled, a class without its
+        # own __new__ would run __init__ with no arguments there (gpufleet.picklable)
+        return super().__new__(cls)
+
     def __init__(self, fleet: Fleet) -> None:
         self.by_team: dict[str, list[Reach]] = {}
         for q in make_plan(fleet).quotas:

@@ -26,9 +26,11 @@ declared: what error is left is the arrivals' (with ``--no-arrivals``, none is l
 last submission: ``test_calibration``).
 
 ``--trace-seed`` draws another synthetic week (the default is the example's, ``gpufleet demo``'s): a
-model tuned on one week should hold on another.
+model tuned on one week should hold on another. ``--fleet bench`` draws the week for simulate_week's
+1,000-GPU fleet instead; ``--fleet FILE`` runs the example's week under another policy, such as
+``gpufleet demo``'s tuned one (``demo-out/tune/policy.yaml``).
 
-Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--horizon-days D] [--trace-seed T] [--no-arrivals] [--known-runtimes] [--workers W]
+Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--horizon-days D] [--trace-seed T] [--fleet F] [--no-arrivals] [--known-runtimes] [--workers W]
 [--testbed [--scenario NAME] [--every S] [--work DIR]]``; ends with the line of each part run.
 """
 
@@ -43,6 +45,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.simulate_week import policy_text
 from gpufleet.compiled import running
 from gpufleet.demo import SEED, example_text, workload_spec
 from gpufleet.errors import InputError
@@ -68,22 +71,35 @@ class Scenario:
     days: int
 
 
-_STATE: dict[tuple[int, int], tuple[Fleet, list[Job], RunResult]] = {}
+_STATE: dict[tuple[str, int, int], tuple[Fleet, list[Job], RunResult]] = {}
+# The fleets a week is drawn for: the bundled example (``gpufleet demo``'s) and simulate_week's
+# 1,000-GPU fleet; ``--policy FILE`` runs the first's week under another policy (its tuned one).
+FLEETS = {"example": example_text, "bench": policy_text}
 
 
-def _world(days: int, seed: int) -> tuple[Fleet, list[Job], RunResult]:
-    """The example's synthetic trace of ``days`` days from ``seed``, and its run (once a process)."""
-    key = (days, seed)
+def policy_of(fleet: str) -> tuple[str, str]:
+    """The policy's text and the name its errors carry: a ``FLEETS`` name, or a file."""
+    if fleet in FLEETS:
+        return FLEETS[fleet](), f"{fleet} fleet"
+    return Path(fleet).read_text(), fleet
+
+
+def _world(fleet_name: str, days: int, seed: int) -> tuple[Fleet, list[Job], RunResult]:
+    """The fleet's synthetic trace of ``days`` days from ``seed``, and its run (once a process).
+    Under a policy file the trace is the example's, as ``gpufleet demo`` tunes it."""
+    key = (fleet_name, days, seed)
     if key not in _STATE:
-        fleet = resolve(parse_policy(example_text(), "fleet.yaml"))
-        jobs = synthesize(workload_spec(fleet, days=days), seed)
+        text, name = policy_of(fleet_name)
+        fleet = resolve(parse_policy(text, name))
+        base = fleet if fleet_name in FLEETS else resolve(parse_policy(example_text(), "example fleet"))
+        jobs = synthesize(workload_spec(base, days=days), seed)
         _STATE[key] = (fleet, jobs, simulate(fleet, jobs, SimulationConfig()))
     return _STATE[key]
 
 
-def _moment(args: tuple[int, int, int, Settings, bool]) -> list[Check]:
-    days, trace_seed, at, settings, known = args
-    fleet, jobs, truth = _world(days, trace_seed)
+def _moment(args: tuple[str, int, int, int, Settings, bool]) -> list[Check]:
+    fleet_name, days, trace_seed, at, settings, known = args
+    fleet, jobs, truth = _world(fleet_name, days, trace_seed)
     return checks_at(
         fleet,
         jobs,
@@ -161,6 +177,12 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
+        "--fleet",
+        default="example",
+        help="the simulated week's fleet: example (gpufleet demo's), bench (simulate_week's 1,000 GPUs), "
+        "or a policy file run on the example's week (gpufleet demo's tuned policy)",
+    )
+    parser.add_argument(
         "--horizon-days", type=int, default=HORIZON_DAYS, help="the forecasts' horizon (simulated part)"
     )
     parser.add_argument("--no-arrivals", dest="arrivals", action="store_false")
@@ -176,6 +198,14 @@ def main() -> int:
     args = parser.parse_args()
     lines = []
     if args.moments > 0:
+        try:
+            resolve(parse_policy(*policy_of(args.fleet)))  # a fleet given wrong fails here, not in a worker
+        except OSError as exc:
+            print(f"error: --fleet {args.fleet}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        except InputError as exc:
+            print(f"error: {exc.summary()}", file=sys.stderr)
+            return 2
         lines.append(simulated(args))
     if args.testbed:
         with tempfile.TemporaryDirectory(prefix="gpufleet-forecast-") as tmp:
@@ -193,13 +223,19 @@ def main() -> int:
     return 0
 
 
+def _fleet_words(fleet: str) -> str:
+    return {"example": "bundled example", "bench": "simulate_week's 1,000-GPU fleet"}.get(
+        fleet, f"{fleet} on the bundled example's week"
+    )
+
+
 def simulated(args: argparse.Namespace) -> str:
     """The simulated week's part: its tables, and its line."""
     settings = Settings(samples=args.samples, arrivals=args.arrivals, horizon_s=args.horizon_days * DAY)
     ats = moments(args.seed, args.moments, DAY, args.days * DAY)
     started = time.monotonic()
     print(
-        f"bundled example, synthetic {args.days}-day week (seed {args.trace_seed}); {args.moments} moments (seed {args.seed}), "
+        f"{_fleet_words(args.fleet)}, synthetic {args.days}-day week (seed {args.trace_seed}); {args.moments} moments (seed {args.seed}), "
         f"{args.samples} samples each, arrivals {'sampled' if args.arrivals else 'not included'}, "
         f"horizon {args.horizon_days} days, simulator {'compiled' if running() else 'from source'}"
         + (", runtimes known (the true ones, a diagnostic)" if args.known_runtimes else ""),
@@ -209,7 +245,9 @@ def simulated(args: argparse.Namespace) -> str:
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         for at, found in zip(
             ats,
-            pool.map(_moment, [(args.days, args.trace_seed, at, settings, args.known_runtimes) for at in ats]),
+            pool.map(
+                _moment, [(args.fleet, args.days, args.trace_seed, at, settings, args.known_runtimes) for at in ats]
+            ),
             strict=True,
         ):
             checks += found

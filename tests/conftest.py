@@ -16,12 +16,12 @@ __all__ = ["pytest_sessionfinish", "pytest_terminal_summary", "pytest_testnodedo
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``pure`` tests reach inside the twin, which the compiled build hides from Python (a spy on a
-    method, a patched global, a subclass): on it they are skipped, and ``make test`` runs them again
-    from source (``GPUFLEET_PURE=1 pytest -m pure``)."""
+    """``pure`` tests reach inside compiled modules (the twin, the simulator, placement), which the
+    compiled build hides from Python (a spy on a method, a patched global, a subclass): on it they
+    are skipped, and ``make test`` runs them again from source (``GPUFLEET_PURE=1 pytest -m pure``)."""
     if not running():
         return
-    skip = pytest.mark.skip(reason="reaches inside the compiled twin: `make test` runs it from source")
+    skip = pytest.mark.skip(reason="reaches inside compiled code: `make test` runs it from source")
     for item in items:
         if item.get_closest_marker("pure"):
             item.add_marker(skip)

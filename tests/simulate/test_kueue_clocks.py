@@ -28,7 +28,7 @@ JOBS = [job("j1", "a", 0, 110, gpus=2), job("j2", "a", 10, 600, gpus=2), job("j3
         # once; j2 wakes at 111, does not fit, is parked again, and wakes one batch after j3's end.
         (True, {"a/j1": [0], "a/j3": [110], "a/j2": [711]}),
         # without the clocks j2 (older) is back in the heap before j3's first cycle and goes first
-        (False, {"a/j1": [0], "a/j2": [110], "a/j3": [710]}),
+        pytest.param(False, {"a/j1": [0], "a/j2": [110], "a/j3": [710]}, marks=pytest.mark.pure),
     ],
 )
 def test_a_parked_workload_wakes_one_requeue_batch_after_the_quota_frees(
@@ -87,7 +87,7 @@ LOOP_JOBS = [
         (True, 1, 2),  # Kueue releases a victim's quota a second after the eviction, then the batch
         (True, 0, 1),  # released at the eviction's instant: only the batch's second is left
         (True, 30, 31),  # held as long as the pods (the simulator before issue 18's release delay)
-        (False, 1, None),
+        pytest.param(False, 1, None, marks=pytest.mark.pure),  # the queue world's Twin patched
     ],
     ids=["release-1s", "release-0s", "release-at-pods-gone", "no-clocks"],
 )

@@ -33,6 +33,7 @@ def test_pods_of_one_attempt_share_one_shape_id_and_bind_as_a_prefix() -> None:
     assert second.placed == 0 and not second.bound
 
 
+@pytest.mark.pure  # MixedPods subclasses the compiled FirstApplyWorld
 def test_pods_that_differ_in_more_than_their_names_are_refused() -> None:
     sim = MixedPods(fleet(TWO_NODES), [job("m", "a", 0, 600, gpus=2, pods=2)], SimulationConfig(mode=Mode.FIRST_APPLY))
     with pytest.raises(ValueError, match="differ in more than their names"):

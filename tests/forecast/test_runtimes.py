@@ -76,6 +76,13 @@ def test_runs_still_going_push_the_distribution_longer() -> None:
     assert all(d.runtime_s > 119 for d in censored if d.source == BEYOND)  # longer than any finished
 
 
+def test_the_answer_counts_the_runs_a_workload_beyond_history_has_outlived() -> None:
+    h = history((A1, list(range(100, 120))))  # 20 runs of 100..119 s
+    assert h.describe(A1, elapsed=117).startswith("beyond history (it has run longer than 18 of ")
+    assert h.describe(A1, elapsed=117).endswith("'s 20 runs)")
+    assert h.describe(A1, elapsed=105).endswith("(n=14)")  # 106..119: enough to draw from
+
+
 def test_a_declared_runtime_is_taken_until_the_workload_runs_past_it() -> None:
     h = history((A1, list(range(100, 120))))
     assert {(d.runtime_s, d.source) for d in draws(h, A1, declared=Declared(expected_s=3600))} == {(3600, DECLARED)}

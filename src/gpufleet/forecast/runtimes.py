@@ -258,7 +258,7 @@ class RuntimeHistory:
             return f"too little history ({self.runs} finished runs, {MIN_RUNS} needed per level)"
         i, values, first = found
         if len(values) - first < MIN_TAIL:
-            return f"{BEYOND} (it has run longer than {len(values) - first} of {shape.label(i)}'s {len(values)} runs)"
+            return f"{BEYOND} (it has run longer than {first} of {shape.label(i)}'s {len(values)} runs)"
         return f"{shape.label(i)} (n={len(values) - first})"
 
 

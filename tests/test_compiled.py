@@ -129,7 +129,7 @@ def test_a_stale_build_is_not_run_the_sources_are_with_a_warning(tmp_path: Path)
     _edit(copy)
     stale = _origin(copy, {"GPUFLEET_PURE": "0"})
     assert [Path(line).name for line in stale.stdout.split()] == ["kueue.py", "cycle.py"]
-    assert f"running the twin from source, not its compiled build: {KUEUE} changed" in stale.stderr
+    assert f"running the compiled modules from source, not their build: {KUEUE} changed" in stale.stderr
 
 
 def test_a_simulated_run_travels_by_pickle_and_comes_back_the_same() -> None:

@@ -146,7 +146,7 @@ def guard(src: Path = SRC) -> str | None:
         sys.meta_path.insert(0, _FromSource(src))
         if not forced:
             print(
-                f"gpufleet: running the twin from source, not its compiled build: {why}; "
+                f"gpufleet: running the compiled modules from source, not their build: {why}; "
                 "`make compiled` builds it again (`make pure` removes it)",
                 file=sys.stderr,
             )

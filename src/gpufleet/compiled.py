@@ -1,4 +1,5 @@
-"""The twin and the simulator compiled with mypyc, and the guard that never lets it run stale.
+"""The twin, the simulator and placement compiled with mypyc, and the guard that never lets them
+run stale.
 
 Why: a forecast, a tune trial or a simulated week is mostly Kueue's cycles in the twin, hundreds of
 thousands of small calls in pure Python. mypyc (mypy's own compiler) turns the same strictly typed
@@ -49,8 +50,8 @@ MODULES = ("gpufleet/twin", "gpufleet/simulate", "gpufleet/placement")
 
 
 def native(cls: type) -> bool:
-    """Whether ``cls`` comes from a compiled module: unless it is declared serializable, its instances
-    cannot be pickled, so a copy of them is forked (see the docstring)."""
+    """Whether ``cls`` comes from a compiled module: a plain compiled class without a ``__new__`` of its
+    own cannot be pickled (``gpufleet.picklable``), so a forecast forks what holds one (the docstring)."""
     return native_file(getattr(sys.modules.get(cls.__module__), "__file__", None) or "")
 
 

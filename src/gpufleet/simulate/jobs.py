@@ -88,12 +88,12 @@ RUN_ATTRIBUTES: Final = (
 class JobRun:
     """Mutable run state of one job; ``index`` is its arrival order (the final tie-breaker)."""
 
+    __slots__ = RUN_ATTRIBUTES
+
     def __new__(cls, *_args: object, **_kwargs: object) -> JobRun:
         # Bare, as pickle makes it before setting its attributes: compiled, a class without its
         # own __new__ would run __init__ with no arguments there (gpufleet.picklable)
         return super().__new__(cls)
-
-    __slots__ = RUN_ATTRIBUTES
 
     def __init__(self, job: Job, ask: Ask, index: int) -> None:
         self.job = job

@@ -3,6 +3,7 @@ differs, and a stale or unwanted build is never run, the sources are imported in
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pickle
@@ -142,6 +143,7 @@ def test_a_simulated_run_travels_by_pickle_and_comes_back_the_same() -> None:
     window = common_window([result])
     assert as_dict(measure(back, fleet, window)) == as_dict(measure(result, fleet, window))
     assert [(r.key, r.attempts) for r in back.outcome.runs] == [(r.key, r.attempts) for r in result.outcome.runs]
+    assert back.outcome.watch is not None and result.outcome.watch is not None
     assert back.outcome.watch.cluster.nodes[0].spec == result.outcome.watch.cluster.nodes[0].spec
     assert compiled.native(type(back.outcome.runs[0])) == compiled.native(Twin)  # the build's own classes
 
@@ -178,3 +180,36 @@ def test_a_compiled_plain_class_made_from_interpreted_code_is_initialized() -> N
     assert (meter.bucket_s, meter.now) == (3600, 0)
     bare = Meter.__new__(Meter)
     assert not hasattr(bare, "bucket_s")  # what pickle builds on
+
+
+def _compiled_name(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in (m.replace("/", ".") for m in compiled.MODULES))
+
+
+def _imports_inside_functions(source: Path) -> list[int]:
+    """The lines of ``source`` that import a compiled module inside a function or method."""
+    found: list[int] = []
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import):
+                    names = [a.name for a in inner.names]
+                elif isinstance(inner, ast.ImportFrom) and inner.module:
+                    names = [inner.module, *(f"{inner.module}.{a.name}" for a in inner.names)]
+                else:
+                    continue
+                if any(map(_compiled_name, names)):
+                    found.append(inner.lineno)
+    return found
+
+
+def test_no_compiled_module_is_imported_inside_a_function() -> None:
+    """``picklable`` sweeps the compiled modules as Python imports them; one first imported inside a
+    function would be initialized by the group's library later, unswept, its classes without the
+    reducer until the next import."""
+    late = {
+        source.relative_to(compiled.SRC).as_posix(): lines
+        for source in compiled.sources()
+        if (lines := _imports_inside_functions(source))
+    }
+    assert late == {}

@@ -28,7 +28,7 @@ last submission: ``test_calibration``).
 ``--trace-seed`` draws another synthetic week (the default is the example's, ``gpufleet demo``'s): a
 model tuned on one week should hold on another. ``--fleet bench`` draws the week for simulate_week's
 1,000-GPU fleet instead; ``--fleet FILE`` runs the example's week under another policy, such as
-``gpufleet demo``'s tuned one (``demo-out/tune/policy.yaml``).
+``gpufleet demo``'s tuned one (``demo-out/tune/recommended.yaml``).
 
 Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--horizon-days D] [--trace-seed T] [--fleet F] [--no-arrivals] [--known-runtimes] [--workers W]
 [--testbed [--scenario NAME] [--every S] [--work DIR]]``; ends with the line of each part run.
@@ -73,7 +73,7 @@ class Scenario:
 
 _STATE: dict[tuple[str, int, int], tuple[Fleet, list[Job], RunResult]] = {}
 # The fleets a week is drawn for: the bundled example (``gpufleet demo``'s) and simulate_week's
-# 1,000-GPU fleet; ``--policy FILE`` runs the first's week under another policy (its tuned one).
+# 1,000-GPU fleet; ``--fleet FILE`` runs the first's week under another policy (its tuned one).
 FLEETS = {"example": example_text, "bench": policy_text}
 
 

@@ -353,15 +353,31 @@ def _why_reaches_the_workers(federation: dict[str, Member]) -> None:
     workers = [f"--worker={n}={federation[n].bed.kubeconfig}" for n in WORKERS]
     args = ["why", "alpha/audited-full", "--kubeconfig", str(manager.bed.kubeconfig), *workers]
 
+    seen: list[tuple[str, ...]] = []  # each change of the manager's dispatch, as polled
+
     def answered() -> dict[str, Any] | None:
         result = CliRunner().invoke(app, [*args, "--json"])
         assert result.exit_code == 0, result.output
         report = json.loads(result.stdout)
+        dispatch = report.get("dispatch") or {}
+        now = (str(dispatch.get("reason")), str(dispatch.get("state")), ",".join(dispatch.get("nominated") or []))
+        if not seen or seen[-1] != now:
+            seen.append(now)
         copies = report.get("workers") or []
-        return report if len(copies) == 2 and all(c["kueue"]["reason"] for c in copies) else None
+        named = now[0] == "AwaitingWorker"
+        return report if named and len(copies) == 2 and all(c["kueue"]["reason"] for c in copies) else None
 
-    report = eventually(answered, "each worker's copy of audited-full to carry its Kueue's pending reason")
-    assert report["dispatch"]["reason"] == "AwaitingWorker", report["dispatch"]
+    # The manager's Workload once lacked nominatedClusterNames while both copies existed (CI, 2026-12-06:
+    # NotDispatched, its check Pending, both workers' reasons in the same answer); the cause was not
+    # found (one path that clears the nomination is an eviction, ``evict.resetClusterNomination``). The
+    # manager and the workers are read one after the other, so the answer is polled until the three
+    # agree; a manager that never names both copies fails here, with the dispatches seen on the way.
+    report = eventually(
+        answered,
+        "the manager to name both workers (AwaitingWorker) and each copy to carry its Kueue's pending reason",
+        fail=lambda what: pytest.fail(f"{what}; the manager's dispatches as polled: {seen}"),
+    )
+    print("audited-full's dispatch as polled:", seen)
     needed = {"west": "1 more needed", "east": "4 more needed"}
     for copy in report["workers"]:
         assert copy["state"] == "Pending", copy

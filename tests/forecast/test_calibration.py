@@ -13,7 +13,7 @@ import random
 import pytest
 
 from gpufleet.forecast.arrivals import ArrivalModel
-from gpufleet.forecast.calibration import Check, TraceEnd, checks_at, moments, row
+from gpufleet.forecast.calibration import Check, KnownArrivals, TraceEnd, checks_at, moments, row
 from gpufleet.forecast.estimate import Settings
 from gpufleet.simulate.config import SimulationConfig
 
@@ -71,6 +71,39 @@ def test_the_sampled_arrivals_stop_at_the_end_of_the_trace(two_days: World) -> N
     assert got and max(j.submit_s for j in full) > until + 3600  # the model alone goes on submitting
     assert max(j.submit_s for j in got) <= until + max(max(b.offsets) for bs in model.bursts.values() for b in bs)
     assert list(TraceEnd(**vars(model), until=at - 1).stream(random.Random(1), 2 * DAY, "x")) == []
+
+
+def test_known_arrivals_are_the_runs_own_submissions_within_the_horizon(two_days: World) -> None:
+    at = DAY + 3600
+    model = ArrivalModel.of([j for j in two_days.jobs if j.submit_s <= at], at)
+    known = KnownArrivals(**vars(model), future=tuple(j for j in two_days.jobs if j.submit_s > at))
+    got = list(known.stream(random.Random(1), 6 * 3600, "x"))
+    came = sorted((j for j in two_days.jobs if at < j.submit_s <= at + 6 * 3600), key=lambda j: (j.submit_s, j.job_id))
+    assert got == came and got, "the known arrivals are the trace's next six hours, in arrival order"
+    assert got == list(known.stream(random.Random(2), 6 * 3600, "y")), "no sample draws them differently"
+
+
+@pytest.mark.parametrize("at", [DAY + 3600, DAY + 8 * 3600])
+def test_with_the_true_runtimes_and_the_true_arrivals_the_forecast_is_the_run(two_days: World, at: int) -> None:
+    """The forecast's state against the run's, in the middle of the trace: with every runtime and every
+    arrival to come known, nothing is left to guess, so each interval must be the one admission that
+    happened. A state the replay to the moment lost (a preemption's requeue, a fair-sharing usage, a
+    pod's node) would show here as a sample that admits another way, not as noise."""
+    checks = checks_at(
+        two_days.fleet,
+        two_days.jobs,
+        two_days.truth.outcome,
+        two_days.truth.records,
+        at,
+        settings=Settings(samples=2, horizon_s=HORIZON_S),
+        config=SimulationConfig(),
+        known_runtimes=True,
+        known_arrivals=True,
+    )
+    assert len(checks) >= 10, "too few waiting workloads at the moment to hold the forecast to the run"
+    assert any(j.submit_s > at for j in two_days.jobs), "no arrival after the moment: the test would not test them"
+    wrong = [(c.workload, c.p10, c.p90, c.actual) for c in checks if not c.p10 == c.p90 == c.actual]
+    assert not wrong, f"{len(wrong)} of {len(checks)} forecasts are not the run: {wrong[:10]}"
 
 
 @pytest.mark.slow

@@ -108,6 +108,20 @@ class TraceEnd(ArrivalModel):
         return super().stream(rng, max(min(horizon_s, self.until - self.at), 0), tag)
 
 
+@dataclass(frozen=True)
+class KnownArrivals(ArrivalModel):
+    """The run's own submissions after the moment, in every sample: the arrivals no forecast can know,
+    given to it as a diagnostic (``checks_at``'s ``known_arrivals``)."""
+
+    future: tuple[Job, ...] = ()
+
+    def stream(self, rng: random.Random, horizon_s: int, tag: str) -> Iterator[Job]:
+        end = self.at + horizon_s
+        for job in sorted(self.future, key=lambda j: (j.submit_s, j.job_id)):
+            if self.at < job.submit_s <= end:
+                yield replace(job, submit_s=job.submit_s + self.shift_s)
+
+
 def checks_at(
     fleet: Fleet,
     jobs: Sequence[Job],
@@ -118,15 +132,23 @@ def checks_at(
     settings: Settings,
     config: SimulationConfig,
     known_runtimes: bool = False,
+    known_arrivals: bool = False,
 ) -> list[Check]:
     """Every waiting workload's forecast at ``at``, beside its admission in the run ``truth``; the
-    sampled arrivals stop at the trace's last submission, as the run's do. ``known_runtimes`` gives
-    the forecast every job's true runtime, as if each owner had declared it: a diagnostic, so that what
-    is left of the error is the arrivals' (and, without arrivals, the forecast's own)."""
+    sampled arrivals stop at the trace's last submission, as the run's do. Two diagnostics take a
+    guess away, so that what is left of the error is the other's (or, with both, the forecast's own
+    state: each interval is then the run's admission): ``known_runtimes`` gives the forecast every
+    job's true runtime, as if each owner had declared it; ``known_arrivals`` gives every sample the
+    jobs the run went on to submit, in place of sampled ones (drawn runtimes unless both are known)."""
     moment = moment_at(fleet, jobs, records, at, config=config)
     if moment.arrivals is not None:
-        until = max(j.submit_s for j in jobs)
-        moment = replace(moment, arrivals=TraceEnd(**vars(moment.arrivals), until=until))
+        model = vars(moment.arrivals)
+        arrivals = (
+            KnownArrivals(**model, future=tuple(j for j in jobs if j.submit_s > at))
+            if known_arrivals
+            else TraceEnd(**model, until=max(j.submit_s for j in jobs))
+        )
+        moment = replace(moment, arrivals=arrivals)
     if known_runtimes:
         moment = replace(moment, declared={r.key: Declared(expected_s=r.job.duration_s) for r in truth.runs})
     report = forecast(moment, settings)

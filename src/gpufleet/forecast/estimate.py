@@ -329,7 +329,8 @@ def _run_until_admitted(sim: Simulation, end: int, keys: set[str]) -> None:
 
 
 def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: random.Random, k: int) -> Iterator[Job]:
-    """Sample ``k``'s arrivals in arrival order, each with a runtime drawn like any fresh workload's,
+    """Sample ``k``'s arrivals in arrival order, each with a runtime drawn like any fresh workload's
+    (its owner's declared one where the moment has it: only the calibration's known arrivals do),
     drawn as they are read. Their generator is their own (seed and number), not the sample's: how far
     a sample runs decides how many are read, and the runtimes and the stop must not depend on that."""
     assert moment.arrivals is not None
@@ -339,7 +340,8 @@ def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: 
         if ask is None:
             continue
         kind = job.kind.value if moment.kinds else ""  # looked up as the history was recorded
-        draw = history.draw(Shape(job.team, job.model, ask.resource, ask.count * job.pods, kind), 0, rng)
+        shape = Shape(job.team, job.model, ask.resource, ask.count * job.pods, kind)
+        draw = history.draw(shape, 0, rng, moment.declared.get(f"{job.namespace}/{job.job_id}"))
         if draw is not None:
             yield replace(job, duration_s=draw.runtime_s)
 

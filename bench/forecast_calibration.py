@@ -23,14 +23,16 @@ wait is ``MIN_WAIT_S`` compressed alike. ``--moments 0 --testbed`` runs the test
 
 ``--known-runtimes`` (simulated part, a diagnostic) gives the forecast every job's true runtime, as if
 declared: what error is left is the arrivals' (with ``--no-arrivals``, none is left after the trace's
-last submission: ``test_calibration``).
+last submission: ``test_calibration``). ``--known-arrivals`` gives every sample the jobs the run went
+on to submit, in place of sampled ones; with both, each forecast is the run's admission (the state at
+the moment is then all there is to get wrong: ``test_calibration``).
 
 ``--trace-seed`` draws another synthetic week (the default is the example's, ``gpufleet demo``'s): a
 model tuned on one week should hold on another. ``--fleet bench`` draws the week for simulate_week's
 1,000-GPU fleet instead; ``--fleet FILE`` runs the example's week under another policy, such as
 ``gpufleet demo``'s tuned one (``demo-out/tune/recommended.yaml``).
 
-Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--horizon-days D] [--trace-seed T] [--fleet F] [--no-arrivals] [--known-runtimes] [--workers W]
+Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--horizon-days D] [--trace-seed T] [--fleet F] [--no-arrivals] [--known-runtimes] [--known-arrivals] [--workers W]
 [--testbed [--scenario NAME] [--every S] [--work DIR]]``; ends with the line of each part run.
 """
 
@@ -84,7 +86,7 @@ def policy_of(fleet: str) -> tuple[str, str]:
     return Path(fleet).read_text(), fleet
 
 
-def _world(fleet_name: str, days: int, seed: int) -> tuple[Fleet, list[Job], RunResult]:
+def world(fleet_name: str, days: int, seed: int) -> tuple[Fleet, list[Job], RunResult]:
     """The fleet's synthetic trace of ``days`` days from ``seed``, and its run (once a process).
     Under a policy file the trace is the example's, as ``gpufleet demo`` tunes it."""
     key = (fleet_name, days, seed)
@@ -97,9 +99,9 @@ def _world(fleet_name: str, days: int, seed: int) -> tuple[Fleet, list[Job], Run
     return _STATE[key]
 
 
-def _moment(args: tuple[str, int, int, int, Settings, bool]) -> list[Check]:
-    fleet_name, days, trace_seed, at, settings, known = args
-    fleet, jobs, truth = _world(fleet_name, days, trace_seed)
+def _moment(args: tuple[str, int, int, int, Settings, bool, bool]) -> list[Check]:
+    fleet_name, days, trace_seed, at, settings, known, known_arrivals = args
+    fleet, jobs, truth = world(fleet_name, days, trace_seed)
     return checks_at(
         fleet,
         jobs,
@@ -109,6 +111,7 @@ def _moment(args: tuple[str, int, int, int, Settings, bool]) -> list[Check]:
         settings=settings,
         config=SimulationConfig(),
         known_runtimes=known,
+        known_arrivals=known_arrivals,
     )
 
 
@@ -189,6 +192,11 @@ def main() -> int:
     parser.add_argument(
         "--known-runtimes", action="store_true", help="the true runtimes, as if declared (a diagnostic; simulated part)"
     )
+    parser.add_argument(
+        "--known-arrivals",
+        action="store_true",
+        help="the run's own later submissions in place of sampled ones (a diagnostic; simulated part)",
+    )
     parser.add_argument("--testbed", action="store_true", help="add forecasts made during a real testbed run")
     parser.add_argument(
         "--scenario", default="small", choices=list(SCENARIOS), help="the world differential's scenario (--testbed)"
@@ -238,7 +246,8 @@ def simulated(args: argparse.Namespace) -> str:
         f"{_fleet_words(args.fleet)}, synthetic {args.days}-day week (seed {args.trace_seed}); {args.moments} moments (seed {args.seed}), "
         f"{args.samples} samples each, arrivals {'sampled' if args.arrivals else 'not included'}, "
         f"horizon {args.horizon_days} days, simulator {'compiled' if running() else 'from source'}"
-        + (", runtimes known (the true ones, a diagnostic)" if args.known_runtimes else ""),
+        + (", runtimes known (the true ones, a diagnostic)" if args.known_runtimes else "")
+        + (", arrivals known (the run's own, a diagnostic)" if args.known_arrivals else ""),
         flush=True,
     )
     checks: list[Check] = []
@@ -246,7 +255,11 @@ def simulated(args: argparse.Namespace) -> str:
         for at, found in zip(
             ats,
             pool.map(
-                _moment, [(args.fleet, args.days, args.trace_seed, at, settings, args.known_runtimes) for at in ats]
+                _moment,
+                [
+                    (args.fleet, args.days, args.trace_seed, at, settings, args.known_runtimes, args.known_arrivals)
+                    for at in ats
+                ],
             ),
             strict=True,
         ):

@@ -1,10 +1,10 @@
 """Are the forecast's runtime draws calibrated? The probability-integral-transform table (issue 34).
 
-At moments of the bundled example's simulated week, every workload the forecast draws a runtime for
-(running, waiting fresh, preempted victims waiting to run again, and the jobs that arrive within the
-next two days, drawn fresh as the sampled arrivals are) gets many draws as the forecast makes them
-(one bootstrap of the history per sample, ``RuntimeHistory.bootstrap``, then ``draw`` conditioned on
-the time it is known to have run). Its PIT value is where its true runtime falls among its draws
+At moments of a simulated week (the bundled example's unless ``--fleet`` names another), every
+workload the forecast draws a runtime for (running, waiting fresh, preempted victims waiting to run
+again, and the jobs that arrive within the next two days, drawn fresh as the sampled arrivals are)
+gets many draws as the forecast makes them (one bootstrap of the history per sample,
+``RuntimeHistory.bootstrap``, then ``draw`` conditioned on the time it is known to have run). Its PIT value is where its true runtime falls among its draws
 (ties split at random). Calibrated draws give uniform PITs: a mean of 0.5, 10 % in each tail decile.
 A pile near 1 is draws too short (the forecast too early), near 0 too long.
 
@@ -16,9 +16,11 @@ last column compares the work: GPU-seconds left, drawn (mean of the draws) over 
 left at most two days; a queue's wait is a sum of them, so a mean too short makes it early even where
 the PITs look uniform (a heavy tail's mean lies in runs the history has not seen finish).
 
-Run: ``python -m bench forecast_pit [--moments N] [--seed S] [--days D] [--samples S] [--draws D]
-[--trace-seed T] [--workers W]``; the moments are the calibration bench's (same seed, same range).
-``--trace-seed`` synthesizes another week of the same spec (default: the bundled one's seed).
+Run: ``python -m bench forecast_pit [--moments N | --at SECONDS ...] [--seed S] [--days D] [--samples S]
+[--draws D] [--trace-seed T] [--fleet F] [--workers W]``; the moments are the calibration bench's (same
+seed, same range), or those ``--at`` names. ``--trace-seed`` synthesizes another week of the same spec
+(default: the bundled one's seed); ``--fleet`` is the calibration bench's (``example``, ``bench`` for
+the 1,000-GPU fleet, or a policy file run on the example's week).
 """
 
 from __future__ import annotations
@@ -30,15 +32,13 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from gpufleet.demo import SEED, example_text, workload_spec
+from bench.forecast_calibration import world
+from gpufleet.demo import SEED
 from gpufleet.forecast.calibration import moments
 from gpufleet.forecast.estimate import DONE, WAITING, ran_at_least, shape_of
 from gpufleet.forecast.runtimes import BEYOND, Shape
 from gpufleet.forecast.simulated import moment_at
-from gpufleet.policy import parse_policy, resolve
 from gpufleet.simulate.config import SimulationConfig
-from gpufleet.simulate.run import simulate
-from gpufleet.trace import synthesize
 
 DAY = 86_400
 AHEAD_S = 2 * DAY  # arrivals within this of the moment are drawn too (fresh, as sampled arrivals are)
@@ -51,6 +51,7 @@ class Pit:
     state: str  # running, waiting fresh, victim, arriving
     level: str  # the level the draws rest on (the first draw's, by describe), or beyond history
     kind: str
+    team: str
     gpus: int
     weight: float  # GPUs
     pit: float
@@ -75,11 +76,9 @@ def _level_name(label: str) -> str:
     )
 
 
-def _pits(args: tuple[int, int, int, int, int]) -> list[Pit]:
-    days, trace_seed, at, samples, per = args
-    fleet = resolve(parse_policy(example_text(), "fleet.yaml"))
-    jobs = synthesize(workload_spec(fleet, days=days), trace_seed)
-    truth = simulate(fleet, jobs, SimulationConfig())
+def _pits(args: tuple[str, int, int, int, int, int]) -> list[Pit]:
+    fleet_name, days, trace_seed, at, samples, per = args
+    fleet, jobs, truth = world(fleet_name, days, trace_seed)
     moment = moment_at(fleet, jobs, truth.records, at, config=SimulationConfig())
     true = {f"{j.namespace}/{j.job_id}": j.duration_s for j in jobs}
     subjects: list[tuple[str, Shape, int, int]] = []  # state, shape, elapsed, true runtime
@@ -119,6 +118,7 @@ def _pits(args: tuple[int, int, int, int, int]) -> list[Pit]:
                 state,
                 level,
                 shape.kind,
+                shape.team,
                 shape.gpus,
                 float(weight),
                 b / n,
@@ -159,19 +159,25 @@ def main() -> int:
     parser.add_argument("--draws", type=int, default=5, help="draws per workload per bootstrap")
     parser.add_argument("--trace-seed", type=int, default=SEED)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--fleet", default="example", help="example, bench (the 1,000-GPU fleet) or a policy file")
+    parser.add_argument(
+        "--at", type=int, action="append", help="a moment (seconds into the week), in place of --moments"
+    )
     args = parser.parse_args()
-    ats = moments(args.seed, args.moments, DAY, args.days * DAY)
-    print(f"synthetic {args.days}-day week (trace seed {args.trace_seed}); moments {ats}; "
+    ats = sorted(args.at) if args.at else moments(args.seed, args.moments, DAY, args.days * DAY)
+    print(f"synthetic {args.days}-day week of the {args.fleet} fleet (trace seed {args.trace_seed}); moments {ats}; "
           f"{args.samples} bootstraps x {args.draws} draws per workload")  # fmt: skip
     pits: list[Pit] = []
+    work = [(args.fleet, args.days, args.trace_seed, at, args.samples, args.draws) for at in ats]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        for found in pool.map(_pits, [(args.days, args.trace_seed, at, args.samples, args.draws) for at in ats]):
+        for found in pool.map(_pits, work):
             pits += found
     table("by state (uniform: mean 0.50, 10 % in each tail)", pits, lambda p: p.state)
     table("by level drawn from", pits, lambda p: p.level)
     table("by state · level (running, waiting, victims)", [p for p in pits if p.state != "arriving"],
           lambda p: f"{p.state[:7]} {p.level}")  # fmt: skip
     table("by kind", pits, lambda p: p.kind)
+    table("arriving, by team", [p for p in pits if p.state == "arriving"], lambda p: p.team)
     table("training by size", [p for p in pits if p.kind == "training"], lambda p: f"{p.gpus:>2} GPUs")
     table("by moment (not arriving)", [p for p in pits if p.state != "arriving"], lambda p: str(p.at))
     return 0

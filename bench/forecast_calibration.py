@@ -86,6 +86,18 @@ def policy_of(fleet: str) -> tuple[str, str]:
     return Path(fleet).read_text(), fleet
 
 
+def fleet_problem(fleet: str) -> str | None:
+    """Why ``--fleet`` cannot be read (the error line to print), or None: checked before any worker
+    starts, so that a fleet given wrong fails once, clearly, not as a worker's traceback."""
+    try:
+        resolve(parse_policy(*policy_of(fleet)))
+    except OSError as exc:
+        return f"error: --fleet {fleet}: {exc.strerror or exc}"
+    except InputError as exc:
+        return f"error: {exc.summary()}"
+    return None
+
+
 def world(fleet_name: str, days: int, seed: int) -> tuple[Fleet, list[Job], RunResult]:
     """The fleet's synthetic trace of ``days`` days from ``seed``, and its run (once a process).
     Under a policy file the trace is the example's, as ``gpufleet demo`` tunes it."""
@@ -206,13 +218,9 @@ def main() -> int:
     args = parser.parse_args()
     lines = []
     if args.moments > 0:
-        try:
-            resolve(parse_policy(*policy_of(args.fleet)))  # a fleet given wrong fails here, not in a worker
-        except OSError as exc:
-            print(f"error: --fleet {args.fleet}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
-        except InputError as exc:
-            print(f"error: {exc.summary()}", file=sys.stderr)
+        problem = fleet_problem(args.fleet)
+        if problem:
+            print(problem, file=sys.stderr)
             return 2
         lines.append(simulated(args))
     if args.testbed:

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from bench.forecast_calibration import world
+from bench.forecast_calibration import fleet_problem, world
 from gpufleet.demo import SEED
 from gpufleet.forecast.calibration import moments
 from gpufleet.forecast.estimate import DONE, WAITING, ran_at_least, shape_of
@@ -164,6 +165,10 @@ def main() -> int:
         "--at", type=int, action="append", help="a moment (seconds into the week), in place of --moments"
     )
     args = parser.parse_args()
+    problem = fleet_problem(args.fleet)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     ats = sorted(args.at) if args.at else moments(args.seed, args.moments, DAY, args.days * DAY)
     print(f"synthetic {args.days}-day week of the {args.fleet} fleet (trace seed {args.trace_seed}); moments {ats}; "
           f"{args.samples} bootstraps x {args.draws} draws per workload")  # fmt: skip

@@ -60,6 +60,20 @@ def test_censored_checks_are_counted_apart_not_as_covered() -> None:
     assert math.isnan(row("none", checks[2:]).coverage)
 
 
+def _checks(world: World, at: int, settings: Settings, **known: bool) -> list[Check]:
+    """``checks_at`` on the two-day run at ``at`` (``known``: its diagnostics, as keywords)."""
+    return checks_at(
+        world.fleet,
+        world.jobs,
+        world.truth.outcome,
+        world.truth.records,
+        at,
+        settings=settings,
+        config=SimulationConfig(),
+        **known,
+    )
+
+
 def test_the_sampled_arrivals_stop_at_the_end_of_the_trace(two_days: World) -> None:
     at = DAY + 3600
     model = ArrivalModel.of([j for j in two_days.jobs if j.submit_s <= at], at)
@@ -89,17 +103,7 @@ def test_with_the_true_runtimes_and_the_true_arrivals_the_forecast_is_the_run(tw
     arrival to come known, nothing is left to guess, so each interval must be the one admission that
     happened. A state the replay to the moment lost (a preemption's requeue, a fair-sharing usage, a
     pod's node) would show here as a sample that admits another way, not as noise."""
-    checks = checks_at(
-        two_days.fleet,
-        two_days.jobs,
-        two_days.truth.outcome,
-        two_days.truth.records,
-        at,
-        settings=Settings(samples=2, horizon_s=HORIZON_S),
-        config=SimulationConfig(),
-        known_runtimes=True,
-        known_arrivals=True,
-    )
+    checks = _checks(two_days, at, Settings(samples=2, horizon_s=HORIZON_S), known_runtimes=True, known_arrivals=True)
     assert len(checks) >= 10, "too few waiting workloads at the moment to hold the forecast to the run"
     assert any(j.submit_s > at for j in two_days.jobs), "no arrival after the moment: the test would not test them"
     wrong = [(c.workload, c.p10, c.p90, c.actual) for c in checks if not c.p10 == c.p90 == c.actual]
@@ -110,15 +114,7 @@ def test_with_the_true_runtimes_and_the_true_arrivals_the_forecast_is_the_run(tw
 def test_the_80_percent_interval_covers_75_to_85_percent_of_admissions(two_days: World) -> None:
     checks = []
     for at in moments(seed=5, count=MOMENTS, start=DAY, end=2 * DAY):
-        checks += checks_at(
-            two_days.fleet,
-            two_days.jobs,
-            two_days.truth.outcome,
-            two_days.truth.records,
-            at,
-            settings=Settings(samples=SAMPLES, horizon_s=HORIZON_S),
-            config=SimulationConfig(),
-        )
+        checks += _checks(two_days, at, Settings(samples=SAMPLES, horizon_s=HORIZON_S))
     total = row("all", checks)
     for at in sorted({c.at for c in checks}):
         here = [c for c in checks if c.at == at]
@@ -150,15 +146,6 @@ def test_with_the_true_runtimes_and_no_arrivals_to_come_the_forecast_is_the_run(
     is the run's own (the branch is the run: ``test_branch``), so each interval is one point, the
     admission that happened."""
     at = max(j.submit_s for j in two_days.jobs) + 1
-    checks = checks_at(
-        two_days.fleet,
-        two_days.jobs,
-        two_days.truth.outcome,
-        two_days.truth.records,
-        at,
-        settings=Settings(samples=2, arrivals=False, horizon_s=HORIZON_S),
-        config=SimulationConfig(),
-        known_runtimes=True,
-    )
+    checks = _checks(two_days, at, Settings(samples=2, arrivals=False, horizon_s=HORIZON_S), known_runtimes=True)
     assert len(checks) >= 10, "too few waiting workloads at the moment to hold the forecast to the run"
     assert [(c.workload, c.p10, c.p90) for c in checks] == [(c.workload, c.actual, c.actual) for c in checks]

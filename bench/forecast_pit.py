@@ -4,9 +4,10 @@ At moments of a simulated week (the bundled example's unless ``--fleet`` names a
 workload the forecast draws a runtime for (running, waiting fresh, preempted victims waiting to run
 again, and the jobs that arrive within the next two days, drawn fresh as the sampled arrivals are)
 gets many draws as the forecast makes them (one bootstrap of the history per sample,
-``RuntimeHistory.bootstrap``, then ``draw`` conditioned on the time it is known to have run). Its PIT value is where its true runtime falls among its draws
-(ties split at random). Calibrated draws give uniform PITs: a mean of 0.5, 10 % in each tail decile.
-A pile near 1 is draws too short (the forecast too early), near 0 too long.
+``RuntimeHistory.bootstrap``, then ``draw`` conditioned on the time it is known to have run). Its
+PIT value is where its true runtime falls among its draws (ties split at random). Calibrated draws
+give uniform PITs: a mean of 0.5, 10 % in each tail decile. A pile near 1 is draws too short (the
+forecast too early), near 0 too long.
 
 Grouped by state, by the level the draw rests on (``RuntimeHistory.describe``), by kind and size;
 each row also weighted by GPUs (the cards the job holds or will hold): the big gangs decide the

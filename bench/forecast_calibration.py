@@ -51,7 +51,17 @@ from bench.simulate_week import policy_text
 from gpufleet.compiled import running
 from gpufleet.demo import SEED, example_text, workload_spec
 from gpufleet.errors import InputError
-from gpufleet.forecast.calibration import Check, by_band, censored_line, checks_at, final_line, moments, row, summarize
+from gpufleet.forecast.calibration import (
+    Check,
+    by_band,
+    censored_line,
+    checks_at,
+    final_line,
+    moments,
+    row,
+    spread_line,
+    summarize,
+)
 from gpufleet.forecast.estimate import Settings
 from gpufleet.forecast.snapshots import hindsight
 from gpufleet.policy import Fleet, parse_policy, resolve
@@ -133,9 +143,15 @@ def pct(x: float) -> str:
 
 def table(title: str, rows: list) -> None:  # type: ignore[type-arg]
     print(f"\n{title}")
-    print(f"  {'':<17} {'admissions':>10} {'80 % covers':>12} {'median error':>13} {'censored':>9}")
+    print(
+        f"  {'':<17} {'admissions':>10} {'80 % covers':>12} {'over moments':>13} {'median error':>13} {'censored':>9}"
+    )
     for r in rows:
-        print(f"  {r.label:<17} {r.admissions:>10} {pct(r.coverage):>12} {pct(r.median_error):>13} {r.censored:>9}")
+        spread = "–" if math.isnan(r.low) else f"{r.low * 100:.0f}–{r.high * 100:.0f} %"
+        print(
+            f"  {r.label:<17} {r.admissions:>10} {pct(r.coverage):>12} {spread:>13} {pct(r.median_error):>13} "
+            f"{r.censored:>9}"
+        )
 
 
 def misses(checks: list[Check]) -> str:
@@ -170,6 +186,7 @@ def testbed(name: str, samples: int, every: int, work: Path, arrivals: bool = Tr
     print(f"  without a figure: {len(found.declined)} ({'; '.join(reasons) or 'none'})")
     table("testbed per team", summarize(found.checks, lambda c: c.team))
     print(f"  missed: {misses(list(found.checks))}")
+    print(f"  {spread_line(found.checks)}")
     # the probes start after the last arrival: every sampled arrival is one the real run never had
     other = hindsight(run.snapshots, fleet, run.records, run.origin, settings=Settings(samples=samples, arrivals=not arrivals),
                       config=SimulationConfig(), time_factor=scenario.factor)  # fmt: skip
@@ -282,6 +299,7 @@ def simulated(args: argparse.Namespace) -> str:
     table("per wait (actual, from the moment)", by_band(checks))
     print(f"\nmissed: {misses(checks)}")
     print(censored_line(checks, settings.horizon_s))
+    print(spread_line(checks))
     print(f"{time.monotonic() - started:.0f} s wall")
     return final_line(checks)
 

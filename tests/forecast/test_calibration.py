@@ -13,7 +13,7 @@ import random
 import pytest
 
 from gpufleet.forecast.arrivals import ArrivalModel
-from gpufleet.forecast.calibration import Check, KnownArrivals, TraceEnd, checks_at, moments, row
+from gpufleet.forecast.calibration import Check, KnownArrivals, TraceEnd, checks_at, moments, over_moments, row
 from gpufleet.forecast.estimate import Settings
 from gpufleet.simulate.config import SimulationConfig
 
@@ -58,6 +58,42 @@ def test_censored_checks_are_counted_apart_not_as_covered() -> None:
     assert (r.admissions, r.coverage, r.censored) == (2, 0.5, 2)
     assert r.median_error == pytest.approx((5 / 60 + 20 / 60) / 2)  # the judged only, floor of a minute
     assert math.isnan(row("none", checks[2:]).coverage)
+
+
+def _at(moment: int, covered: int, missed: int) -> list[Check]:
+    """``covered`` checks inside [10, 30] and ``missed`` after it, all made at ``moment``."""
+    return [
+        Check(f"ns/c{moment}-{i}", "t", moment, 10, 20, 30, 20 if i < covered else 40) for i in range(covered + missed)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("checks", "within", "width"),
+    [
+        # moments that agree: the interval is their coverage, however few
+        (_at(0, 8, 2) + _at(1, 8, 2) + _at(2, 8, 2), (0.8, 0.8), 0.0),
+        # moments that disagree: wide, however many checks each holds
+        (_at(0, 1000, 0) + _at(1, 0, 1000) + _at(2, 500, 500) + _at(3, 1000, 0), (0.25, 1.0), 0.3),
+        # a moment's weight is its checks: one missed check beside 199 covered barely moves it
+        (_at(0, 99, 1) + _at(1, 0, 1) + _at(2, 100, 0), (0.95, 1.0), 0.0),
+    ],
+)
+def test_the_coverage_interval_is_as_wide_as_its_moments_disagree(
+    checks: list[Check], within: tuple[float, float], width: float
+) -> None:
+    r = row("all", checks)
+    assert r.moments == len({c.at for c in checks})
+    assert within[0] <= r.low <= r.coverage <= r.high <= within[1]
+    assert r.high - r.low >= width
+
+
+def test_one_moment_gives_no_interval_and_the_bootstrap_repeats() -> None:
+    one = row("all", _at(5, 70, 30))
+    assert (one.moments, one.coverage) == (1, 0.7)
+    assert math.isnan(one.low) and math.isnan(one.high)
+    counts = [(3, 10), (9, 10), (5, 10), (10, 10)]
+    assert over_moments(counts) == over_moments(counts)  # seeded: every report prints the same
+    assert over_moments(counts, seed=1) != over_moments(counts, spread=0.5, seed=1)
 
 
 def _checks(world: World, at: int, settings: Settings, **known: bool) -> list[Check]:

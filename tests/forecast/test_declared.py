@@ -21,7 +21,12 @@ NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
 
 
 def workload(
-    *, template_note: str | None = None, own_note: str | None = None, max_exec: Any = None, pod_deadline: Any = None
+    *,
+    template_note: str | None = None,
+    own_note: str | None = None,
+    max_exec: Any = None,
+    pod_deadline: Any = None,
+    spent: Any = None,
 ) -> dict[str, Any]:
     """A Workload as Kueue v0.19.2 writes it for a Job: the Job's pod template copied into its pod set."""
     template: dict[str, Any] = {"metadata": {}, "spec": {"containers": [{"name": "main"}]}}
@@ -39,6 +44,8 @@ def workload(
         wl["metadata"]["annotations"][EXPECTED_RUNTIME] = own_note
     if max_exec is not None:
         wl["spec"]["maximumExecutionTimeSeconds"] = max_exec
+    if spent is not None:  # admitted before, evicted: Kueue sums the time it was admitted
+        wl["status"] = {"accumulatedPastExecutionTimeSeconds": spent}
     return wl
 
 
@@ -70,6 +77,12 @@ def job(*, note: str | None = None, deadline: Any = None) -> dict[str, Any]:
         (workload(max_exec=1800, pod_deadline=900), job(deadline=3600), Declared(None, 900)),
         (workload(template_note="20m", max_exec=1800), None, Declared(1200, 1800)),
         (workload(max_exec=0), None, None),  # not a bound the API server would accept: none
+        # readmitted: Kueue's maximum less what earlier admissions spent, counted from this admission
+        (workload(max_exec=1800, spent=600), None, Declared(None, 1200)),
+        (workload(max_exec=1800, spent=600), job(deadline=1000), Declared(None, 1000)),  # the Job's restarts
+        (workload(max_exec=1800, spent=1800), None, Declared(None, 1)),  # spent: deactivated once admitted
+        (workload(max_exec=1800, spent=0), None, Declared(None, 1800)),
+        (workload(spent=600), None, None),  # no maximum: nothing to spend
     ],
 )
 def test_declarations_are_read_where_kueue_leaves_them(

@@ -13,9 +13,12 @@ it (``jobframework.NewWorkload``, the Job integration's ``PodSets``):
   later one, since what the owner meant is then unknown;
 - deadlines, the earliest of: the Job's ``spec.activeDeadlineSeconds`` (the Job controller fails it
   there, counted from its start, which Kueue's admission sets off), the Workload's
-  ``spec.maximumExecutionTimeSeconds`` (Kueue deactivates it there, counted from its admission; Kueue
-  sets it from the Job's label ``kueue.x-k8s.io/max-exec-time-seconds``), and the pod template's
-  ``spec.activeDeadlineSeconds`` (the kubelet ends each pod there, counted from its start).
+  ``spec.maximumExecutionTimeSeconds`` less its ``status.accumulatedPastExecutionTimeSeconds`` (Kueue
+  deactivates it there, counted from its current admission: the time it was admitted before, in
+  admissions ended by an eviction, is spent; Kueue sets the maximum from the Job's label
+  ``kueue.x-k8s.io/max-exec-time-seconds``; ``reconcileMaxExecutionTime``), and the pod template's
+  ``spec.activeDeadlineSeconds`` (the kubelet ends each pod there, counted from its start). A Job's
+  own deadline counts from each start: the Job controller resets its start time when Kueue resumes it.
 
 A value that does not parse is the owner's mistake, not the forecaster's: the workload's answer
 names the field and what was expected (``MalformedDeclaredRuntime``), never a traceback.
@@ -44,6 +47,16 @@ def _seconds(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _execution_left(wl: Obj) -> int | None:
+    """What Kueue's maximum execution time leaves the Workload's current (or next) admission. Spent:
+    Kueue deactivates it as soon as it is admitted, so it runs about a second."""
+    maximum = _seconds((wl.get("spec") or {}).get("maximumExecutionTimeSeconds"))
+    if maximum is None:
+        return None
+    spent = _seconds((wl.get("status") or {}).get("accumulatedPastExecutionTimeSeconds")) or 0
+    return max(maximum - spent, 1)
+
+
 def _templates(wl: Obj) -> list[Obj]:
     return [p.get("template") or {} for p in (wl.get("spec") or {}).get("podSets") or [] if isinstance(p, dict)]
 
@@ -68,7 +81,7 @@ def declared_of(wl: Obj, job: Obj | None) -> tuple[Declared | None, str]:
         break
     bounds = [
         _seconds(((job or {}).get("spec") or {}).get("activeDeadlineSeconds")),
-        _seconds((wl.get("spec") or {}).get("maximumExecutionTimeSeconds")),
+        _execution_left(wl),
         *(_seconds((t.get("spec") or {}).get("activeDeadlineSeconds")) for t in _templates(wl)),
     ]
     deadline = min((b for b in bounds if b is not None), default=None)

@@ -1,0 +1,114 @@
+"""``gpufleet backtest``: the forecast judged at moments of a trace's simulated run, as the calibration
+bench judges the example's week, on any trace and policy; and every user mistake answered with exit 2
+and a located message."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli import app
+from gpufleet.demo import example_text
+from gpufleet.forecast.calibration import checks_at, row
+from gpufleet.forecast.estimate import Settings
+from gpufleet.simulate.config import SimulationConfig
+from gpufleet.trace import write_trace
+
+from .conftest import World
+
+runner = CliRunner()
+DAY = 86_400
+ARGS = ("--moments", "2", "--samples", "6", "--workers", "1")
+
+
+@pytest.fixture(scope="module")
+def files(two_days: World, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("backtest")
+    policy, trace = folder / "fleet.yaml", folder / "days.csv"
+    policy.write_text(example_text(), encoding="utf-8")
+    write_trace(two_days.jobs, trace)
+    return policy, trace
+
+
+def invoke(files: tuple[Path, Path], *args: str) -> tuple[int, str]:
+    policy, trace = files
+    result = runner.invoke(app, ["backtest", "--policy", str(policy), "--trace", str(trace), *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def doc(files: tuple[Path, Path]) -> dict:  # type: ignore[type-arg]
+    code, out = invoke(files, *ARGS, "--json")
+    assert code == 0, out
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def test_each_moment_is_the_calibrations_own_judgement_of_it(doc: dict, two_days: World) -> None:  # type: ignore[type-arg]
+    """The command's figures are ``checks_at``'s on the same run: nothing of its own is counted."""
+    assert doc["simulated"] is True and doc["samples"] == 6 and doc["jobs"] == len(two_days.jobs)
+    ats = [m["atSeconds"] for m in doc["moments"]]
+    first, last = min(j.submit_s for j in two_days.jobs), max(j.submit_s for j in two_days.jobs)
+    assert ats == sorted(ats) and all(first + DAY <= at <= last for at in ats)  # after --skip, by the last arrival
+    settings = Settings(samples=6, seed=1, workers=1, horizon_s=6 * DAY)
+    at, got = ats[0], doc["moments"][0]
+    truth = two_days.truth
+    checks = checks_at(two_days.fleet, two_days.jobs, truth.outcome, truth.records, at, settings=settings,
+                       config=SimulationConfig())  # fmt: skip
+    want = row(str(at), checks)
+    assert (got["admissions"], got["coverage"], got["censored"]) == (
+        want.admissions,
+        round(want.coverage, 4),
+        want.censored,
+    )
+    assert (got["early"], got["late"]) == (sum(c.early for c in checks), sum(c.late for c in checks))
+
+
+def test_the_totals_are_the_moments_and_the_teams_summed(doc: dict) -> None:  # type: ignore[type-arg]
+    a = doc["all"]
+    assert a["admissions"] == sum(m["admissions"] for m in doc["moments"]) == sum(t["admissions"] for t in doc["teams"])
+    assert a["admissions"] == sum(w["admissions"] for w in doc["waits"])
+    covered = sum(round(m["coverage"] * m["admissions"]) for m in doc["moments"] if m["admissions"])
+    assert math.isclose(a["coverage"], covered / a["admissions"], abs_tol=1e-4)
+    assert a["moments"] == 2 and a["overMoments"][0] <= a["coverage"] <= a["overMoments"][1]
+    assert a["early"] + a["late"] == a["admissions"] - covered
+    assert doc["line"].startswith("forecast calibration (simulated): 80 % interval covers ")
+
+
+def test_the_text_names_every_table_simulated_and_ends_with_the_figure(files: tuple[Path, Path], doc: dict) -> None:  # type: ignore[type-arg]
+    code, out = invoke(files, *ARGS)
+    assert code == 0, out
+    for title in ("Per moment (simulated)", "Per team (simulated)", "Per wait"):
+        assert title in out
+    assert doc["line"] in out  # the same seed, the same figure
+    assert "over moments:" in out and "the goal is 75-85 %" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "where", "says"),
+    [
+        (("--skip", "3d"), "--skip", "nothing is left after the first 3 d"),
+        (("--skip", "soon"), "--skip", "expected seconds or a duration"),
+        (("--horizon", "0"), "--horizon", "expected seconds or a duration"),
+    ],
+)
+def test_a_mistake_is_answered_with_its_option_and_exit_2(
+    files: tuple[Path, Path], args: tuple[str, ...], where: str, says: str
+) -> None:
+    code, out = invoke(files, *args)
+    assert code == 2, out
+    assert where in out and says in out
+    assert "Traceback" not in out
+
+
+def test_a_trace_that_is_not_there_is_named(files: tuple[Path, Path], tmp_path: Path) -> None:
+    policy, _ = files
+    missing = tmp_path / "nope.csv"
+    result = runner.invoke(app, ["backtest", "--policy", str(policy), "--trace", str(missing)])
+    assert result.exit_code == 2, result.output
+    assert "nope.csv" in result.output and "Traceback" not in result.output
+    assert not missing.exists()  # a reading command creates nothing

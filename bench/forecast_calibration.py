@@ -57,6 +57,7 @@ from gpufleet.forecast.calibration import (
     censored_line,
     checks_at,
     final_line,
+    misses,
     moments,
     row,
     spread_line,
@@ -152,11 +153,6 @@ def table(title: str, rows: list) -> None:  # type: ignore[type-arg]
             f"  {r.label:<17} {r.admissions:>10} {pct(r.coverage):>12} {spread:>13} {pct(r.median_error):>13} "
             f"{r.censored:>9}"
         )
-
-
-def misses(checks: list[Check]) -> str:
-    early, late = sum(c.early for c in checks), sum(c.late for c in checks)
-    return f"{early} admitted after p90 (forecast too early), {late} before p10 (too late)"
 
 
 def testbed(name: str, samples: int, every: int, work: Path, arrivals: bool = True) -> list[Check]:

@@ -126,18 +126,11 @@ def print_backtest(doc: dict[str, Any]) -> None:
     print_table(moments)
     _rows("Per team (simulated)", doc["teams"], "team")
     _rows("Per wait, the actual one from the moment (simulated)", doc["waits"], "wait")
-    a = doc["all"]
     said = [
         f"{doc['samples']} samples per forecast (seed {doc['seed']}), horizon {human(doc['horizonSeconds'])}, "
         f"{doc['jobs']} jobs simulated under {doc['policy']}.",
-        f"missed: {a['early']} admitted after p90 (the forecast too early), {a['late']} before p10 (too late); "
-        f"not judged: {a['censored']} censored (admitted after the horizon, or never, with p90 beyond it too).",
+        *doc["said"],
+        doc["line"] + "; the goal is 75-85 %.",
     ]
-    if a["overMoments"] is not None:
-        said.append(
-            f"over moments: {_spread(a)} (90 % interval of a bootstrap over {a['moments']} moments; "
-            "the checks of one moment move together)."
-        )
-    said.append(doc["line"] + "; the goal is 75-85 %.")
     for line in said:
         console.print(line, highlight=False, soft_wrap=True)

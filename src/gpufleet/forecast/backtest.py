@@ -27,10 +27,13 @@ from gpufleet.forecast.calibration import (
     Check,
     Row,
     by_band,
+    censored_line,
     checks_at,
     final_line,
+    misses,
     moments,
     row,
+    spread_line,
     summarize,
 )
 from gpufleet.forecast.estimate import Settings
@@ -140,5 +143,10 @@ def document(bt: Backtest, trace: str, policy: str) -> dict[str, Any]:
         ],
         "teams": [row_document(r) for r in summarize(bt.checks, lambda c: c.team)],
         "waits": [row_document(r) for r in by_band(bt.checks)],
+        "said": [
+            f"missed: {misses(bt.checks)}",
+            censored_line(bt.checks, bt.horizon_s),
+            spread_line(bt.checks),
+        ],
         "line": final_line(bt.checks, "simulated"),
     }

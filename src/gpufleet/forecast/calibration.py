@@ -261,6 +261,12 @@ def final_line(checks: Sequence[Check], where: str = "") -> str:
     )
 
 
+def misses(checks: Sequence[Check]) -> str:
+    """The misses each way: which way the forecast leans."""
+    early, late = sum(c.early for c in checks), sum(c.late for c in checks)
+    return f"{early} admitted after p90 (forecast too early), {late} before p10 (too late)"
+
+
 def censored_line(checks: Sequence[Check], horizon_s: int) -> str:
     """How many checks the figure leaves out, and why."""
     n = sum(c.censored for c in checks)

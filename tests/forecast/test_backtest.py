@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,15 @@ def test_a_trace_that_is_not_there_is_named(files: tuple[Path, Path], tmp_path: 
     assert result.exit_code == 2, result.output
     assert "nope.csv" in result.output and "Traceback" not in result.output
     assert not missing.exists()  # a reading command creates nothing
+
+
+def test_a_trace_the_policy_can_never_admit_is_said_so_not_printed_as_a_figure(
+    files: tuple[Path, Path], two_days: World, tmp_path: Path
+) -> None:
+    policy, _ = files
+    trace = tmp_path / "elsewhere.csv"
+    write_trace([replace(j, gpu_models=("B999",)) for j in two_days.jobs], trace)  # no pool has that card
+    result = runner.invoke(app, ["backtest", "--policy", str(policy), "--trace", str(trace), *ARGS])
+    assert result.exit_code == 0, result.output
+    assert f"{len(two_days.jobs)} of the trace's jobs can never be admitted under the policy" in result.output
+    assert "no admission to judge" in result.output and "nan" not in result.output

@@ -58,6 +58,7 @@ class Backtest:
     horizon_s: int
     seed: int
     jobs: int
+    never: int  # jobs the policy can never admit: no forecast, so no check (``gpufleet simulate`` says why)
 
 
 def moments_of(jobs: Sequence[Job], count: int, seed: int, skip_s: int) -> list[int]:
@@ -93,7 +94,8 @@ def backtest(
         checks += checks_at(fleet, jobs, truth.outcome, truth.records, at, settings=settings, config=config)
         if on_moment is not None:
             on_moment(done, len(ats))
-    return Backtest(tuple(ats), tuple(checks), settings.samples, settings.horizon_s, settings.seed, len(jobs))
+    never = sum(r.never for r in truth.outcome.runs)
+    return Backtest(tuple(ats), tuple(checks), settings.samples, settings.horizon_s, settings.seed, len(jobs), never)
 
 
 def per_moment(bt: Backtest) -> list[tuple[Row, int, int]]:
@@ -130,6 +132,7 @@ def document(bt: Backtest, trace: str, policy: str) -> dict[str, Any]:
         "policy": policy,
         "trace": trace,
         "jobs": bt.jobs,
+        "neverAdmissible": bt.never,
         "samples": bt.samples,
         "seed": bt.seed,
         "horizonSeconds": bt.horizon_s,
@@ -144,6 +147,14 @@ def document(bt: Backtest, trace: str, policy: str) -> dict[str, Any]:
         "teams": [row_document(r) for r in summarize(bt.checks, lambda c: c.team)],
         "waits": [row_document(r) for r in by_band(bt.checks)],
         "said": [
+            *(
+                [
+                    f"{bt.never} of the trace's jobs can never be admitted under the policy: no forecast, no check "
+                    "(gpufleet simulate says why)"
+                ]
+                if bt.never
+                else []
+            ),
             f"missed: {misses(bt.checks)}",
             censored_line(bt.checks, bt.horizon_s),
             spread_line(bt.checks),

@@ -243,7 +243,7 @@ def spread_line(checks: Sequence[Check]) -> str:
     """How far the coverage could move with other moments: the line beside ``final_line``."""
     total = row("all", checks)
     if math.isnan(total.low):
-        return f"over moments: {total.moments} moment, no interval (checks at one moment move together)"
+        return f"over moments: no interval from {total.moments} moment{'s' if total.moments != 1 else ''} judged"
     return (
         f"over moments: {total.low * 100:.0f}–{total.high * 100:.0f} % ({SPREAD * 100:.0f} % interval of a "
         f"bootstrap over {total.moments} moments; the checks of one moment move together)"
@@ -255,6 +255,8 @@ def final_line(checks: Sequence[Check], where: str = "") -> str:
     censored checks are not in it: ``censored_line`` says how many there were."""
     total = row("all", checks)
     label = f"forecast calibration ({where})" if where else "forecast calibration"
+    if not total.admissions:
+        return f"{label}: no admission to judge ({len(checks)} checks, {total.censored} of them censored)"
     return (
         f"{label}: 80 % interval covers {total.coverage * 100:.0f} % of {total.admissions} "
         f"admissions (median error {total.median_error * 100:.0f} % of the wait)"

@@ -13,33 +13,21 @@ import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
-from gpufleet.demo import example_text
 from gpufleet.forecast.calibration import checks_at, row
 from gpufleet.forecast.estimate import Settings
 from gpufleet.simulate.config import SimulationConfig
 from gpufleet.trace import write_trace
 
 from .conftest import World
+from .conftest import invoke as run
 
 runner = CliRunner()
 DAY = 86_400
 ARGS = ("--moments", "2", "--samples", "6", "--workers", "1")
 
 
-@pytest.fixture(scope="module")
-def files(two_days: World, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("backtest")
-    policy, trace = folder / "fleet.yaml", folder / "days.csv"
-    policy.write_text(example_text(), encoding="utf-8")
-    write_trace(two_days.jobs, trace)
-    return policy, trace
-
-
 def invoke(files: tuple[Path, Path], *args: str) -> tuple[int, str]:
-    policy, trace = files
-    result = runner.invoke(app, ["backtest", "--policy", str(policy), "--trace", str(trace), *args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
+    return run("backtest", files, *args)
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +109,7 @@ def test_a_trace_the_policy_can_never_admit_is_said_so_not_printed_as_a_figure(
     policy, _ = files
     trace = tmp_path / "elsewhere.csv"
     write_trace([replace(j, gpu_models=("B999",)) for j in two_days.jobs], trace)  # no pool has that card
-    result = runner.invoke(app, ["backtest", "--policy", str(policy), "--trace", str(trace), *ARGS])
-    assert result.exit_code == 0, result.output
-    assert f"{len(two_days.jobs)} of the trace's jobs can never be admitted under the policy" in result.output
-    assert "no admission to judge" in result.output and "nan" not in result.output
+    code, out = run("backtest", (policy, trace), *ARGS)
+    assert code == 0, out
+    assert f"{len(two_days.jobs)} of the trace's jobs can never be admitted under the policy" in out
+    assert "no admission to judge" in out and "nan" not in out

@@ -7,36 +7,20 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from gpufleet.cli import app
-from gpufleet.demo import example_text
 from gpufleet.forecast.answer import parse_time
 from gpufleet.forecast.estimate import WAITING
 from gpufleet.forecast.simulated import moment_at
 from gpufleet.simulate.config import SimulationConfig
-from gpufleet.trace import write_trace
 
 from .conftest import World
+from .conftest import invoke as run
 
-runner = CliRunner()
 AT = 61_234
 
 
-@pytest.fixture(scope="module")
-def files(two_days: World, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    folder = tmp_path_factory.mktemp("forecast")
-    policy, trace = folder / "fleet.yaml", folder / "week.csv"
-    policy.write_text(example_text(), encoding="utf-8")
-    write_trace(two_days.jobs, trace)
-    return policy, trace
-
-
 def invoke(files: tuple[Path, Path], *args: str) -> tuple[int, str]:
-    policy, trace = files
-    result = runner.invoke(app, ["forecast", "--policy", str(policy), "--trace", str(trace), *args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
+    return run("forecast", files, *args)
 
 
 def test_json_gives_every_waiting_workload_its_quantiles_in_seconds(files: tuple[Path, Path], two_days: World) -> None:

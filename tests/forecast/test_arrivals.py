@@ -125,6 +125,25 @@ def test_few_bursts_seen_spread_the_samples_wider_than_one_poisson_rate() -> Non
     assert statistics.variance(counts) > 2 * statistics.mean(counts)
 
 
+def test_further_ahead_the_rate_keeps_its_mean_and_spreads() -> None:
+    """The evidence for a rate halves every half-life into the future as into the past: two days on,
+    a steady team's six-hour count has the mean of the next six hours' and several times their
+    variance (the posterior's shape a day ahead is a quarter of today's)."""
+    at = 5 * DAY
+    seen = [job("a", i, i * 600 + 1) for i in range(5 * 24 * 6)]  # every 10 min for five days
+    model = ArrivalModel.of(seen, at)
+    soon, later = [], []
+    for k in range(600):
+        times = [j.submit_s - at for j in model.sample(random.Random(k), 2 * DAY, str(k))]
+        soon.append(sum(t <= 6 * HOUR for t in times))
+        later.append(sum(t > 2 * DAY - 6 * HOUR for t in times))
+    assert statistics.mean(later) == pytest.approx(statistics.mean(soon), rel=0.15)
+    assert statistics.variance(later) > 2.5 * statistics.variance(soon)
+    steady = ArrivalModel(model.at, model.window_s, model.bursts, model.profile, half_life_s=FOREVER)
+    fixed = [len(steady.sample(random.Random(k), 6 * HOUR, str(k))) for k in range(300)]
+    assert statistics.variance(fixed) < 2 * statistics.mean(fixed)  # an endless half-life: the rate stays
+
+
 def test_only_jobs_seen_by_the_moment_and_within_the_window_count() -> None:
     seen = [job("a", i, i * HOUR) for i in range(10 * 24)]
     model = ArrivalModel.of(seen, 9 * DAY + 6 * HOUR)

@@ -19,6 +19,14 @@ evening expects the quiet night before the morning's rush):
   plus ``PRIOR_BURSTS``, Jeffreys'; rate the weighted exposure): a team seen submitting twice a day
   may well submit five times tomorrow, and every sample using the one mean rate put none of that in
   the interval. The fewer bursts the weights hold, the wider the draws.
+- *How sure, further ahead*: the half-life says the evidence for a rate halves every 12 h, so it
+  does into the future too: every ``STEP_S`` the sampled rate moves on by the Poisson–Gamma steady
+  model's step (West and Harrison's discounting; discount δ = 2^(−step/half-life)): times a
+  Beta(δa, (1 − δ)a) draw over δ, its shape a then δa. Its mean stays, its spread grows with the
+  horizon: a day ahead the posterior holds a quarter of the bursts it holds now. Teams' rates do
+  change (a weekend, a deadline, a sweep that never came), and a rate fixed for a sample's whole
+  horizon made the waits of days, sums of thousands of arrivals, far surer than they are
+  (docs/forecast.md, "Arrivals decide the deep queues").
 
 Weekly rhythm is not modelled (a week of history is rare). The arrivals are drawn in time order as
 they are read (``ArrivalModel.stream``): a forecast's sample that stops an hour ahead draws an hour
@@ -42,6 +50,7 @@ WINDOW_S = 7 * DAY  # the bursts a sample copies, and the rate's history (weight
 HALF_LIFE_S = 12 * HOUR  # a burst's weight in its team's rate halves every 12 h back from the moment
 PRIOR_BURSTS = 0.5  # the Gamma posterior's shape beyond the weighted count (Jeffreys' prior)
 BURST_GAP_S = 60  # jobs of one team closer than this are one burst
+STEP_S = 6 * HOUR  # the sampled rates move on every six hours (``ArrivalModel.stream``)
 PREFIX = "fc"  # sampled jobs are named fc<sample>-<n>-<the job copied>
 
 
@@ -126,20 +135,30 @@ class ArrivalModel:
         if not teams:
             return
         exposure, weights = self.exposure_s, self.weights
-        cumulative: list[float] = []
-        for team in teams:  # bursts per second at a profile of 1, this sample's
-            rate = rng.gammavariate(weights[team] + PRIOR_BURSTS, 1.0) / exposure
-            cumulative.append((cumulative[-1] if cumulative else 0.0) + rate)
-        if cumulative[-1] <= 0:
-            return
+        shapes = [weights[team] + PRIOR_BURSTS for team in teams]
+        rates = [rng.gammavariate(a, 1.0) / exposure for a in shapes]  # bursts per second at a profile of 1
+        discount = 0.5 ** (STEP_S / self.half_life_s)  # 1.0 where the half-life is endless: the rates stay
         peak = max(self.profile)
         end = self.at + horizon_s
         pending: list[tuple[int, str, Job]] = []  # drawn, not yet given: (submission, name, job)
         drawn = 0
         t = float(self.at)
+        step_end = float(self.at + STEP_S)
+        cumulative = _cumulative(rates)
         while True:
             # thinning: candidates at the peak rate, kept by the hour's share
-            t += rng.expovariate(cumulative[-1] * peak)
+            gap = rng.expovariate(cumulative[-1] * peak) if cumulative[-1] > 0 else math.inf
+            if t + gap > step_end and step_end < end:
+                # the rates move on at each step (``STEP_S``), as the rate's own evidence fades
+                t = step_end
+                step_end += STEP_S
+                if discount < 1.0:
+                    for k, a in enumerate(shapes):
+                        rates[k] *= rng.betavariate(discount * a, (1 - discount) * a) / discount
+                        shapes[k] = discount * a
+                cumulative = _cumulative(rates)
+                continue
+            t += gap
             if t > end:
                 break
             start = int(t) + 1
@@ -157,6 +176,13 @@ class ArrivalModel:
                 heapq.heappush(pending, (submit, name, replace(job, job_id=name, submit_s=submit)))
         while pending:
             yield heapq.heappop(pending)[2]
+
+
+def _cumulative(rates: Sequence[float]) -> list[float]:
+    out: list[float] = []
+    for rate in rates:
+        out.append((out[-1] if out else 0.0) + rate)
+    return out
 
 
 def daily_profile(seen: Sequence[Job], at: int) -> tuple[float, ...]:

@@ -26,7 +26,7 @@ evening expects the quiet night before the morning's rush):
   horizon: a day ahead the posterior holds a quarter of the bursts it holds now. Teams' rates do
   change (a weekend, a deadline, a sweep that never came), and a rate fixed for a sample's whole
   horizon made the waits of days, sums of thousands of arrivals, far surer than they are
-  (docs/forecast.md, "Arrivals decide the deep queues").
+  (docs/forecast.md, "How sure a coverage is, and arrivals decide the deep queues").
 
 Weekly rhythm is not modelled (a week of history is rare). The arrivals are drawn in time order as
 they are read (``ArrivalModel.stream``): a forecast's sample that stops an hour ahead draws an hour

@@ -13,10 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli import app
+from gpufleet.forecast.backtest import moments_of
 from gpufleet.forecast.calibration import checks_at, row
 from gpufleet.forecast.estimate import Settings
 from gpufleet.simulate.config import SimulationConfig
 from gpufleet.trace import write_trace
+from gpufleet.trace.job import Job, JobKind
 
 from .conftest import World
 from .conftest import invoke as run
@@ -113,3 +115,9 @@ def test_a_trace_the_policy_can_never_admit_is_said_so_not_printed_as_a_figure(
     assert code == 0, out
     assert f"{len(two_days.jobs)} of the trace's jobs can never be admitted under the policy" in out
     assert "no admission to judge" in out and "nan" not in out
+
+
+def test_a_moment_drawn_twice_is_judged_once() -> None:
+    jobs = [Job(f"j{i}", "t", "t", i, 60, JobKind.BATCH_EVAL) for i in (0, 10)]
+    ats = moments_of(jobs, 50, 1, 5)  # 50 draws among the seconds 5 to 10
+    assert ats == sorted(set(ats)) and set(ats) <= set(range(5, 11)) and len(ats) > 1

@@ -62,7 +62,8 @@ class Backtest:
 
 
 def moments_of(jobs: Sequence[Job], count: int, seed: int, skip_s: int) -> list[int]:
-    """``count`` seeded moments after the trace's first ``skip_s`` seconds and by its last submission."""
+    """``count`` seeded moments after the trace's first ``skip_s`` seconds and by its last submission;
+    a moment drawn twice is judged once (fewer moments, never a moment's checks counted twice)."""
     if not jobs:
         raise InputError.one("the trace holds no job: there is nothing to forecast", path="--trace")
     first, last = min(j.submit_s for j in jobs), max(j.submit_s for j in jobs)
@@ -74,7 +75,7 @@ def moments_of(jobs: Sequence[Job], count: int, seed: int, skip_s: int) -> list[
             f"finished runs before its moments) or a longer trace",
             path="--skip",
         )
-    return moments(seed, count, start, last + 1)
+    return sorted(set(moments(seed, count, start, last + 1)))
 
 
 def backtest(

@@ -1,8 +1,8 @@
 """The forecast's 80 % interval must hold about 80 % of the admissions that then happened.
 
-On the bundled example's synthetic days (the shared two-day run), at seeded random moments of its
-second day, every waiting workload is forecast from what was known then and compared with its
-admission in the same run. If the coverage leaves the 75–85 % band, the model is wrong: fix it,
+On the bundled example's simulated week (the calibration bench's: its seeded moments, samples and
+horizon), every workload waiting at a moment is forecast from what was known then and compared with
+its admission in the same run; the diagnostics below use the shared two-day run. If the coverage leaves the 75–85 % band, the model is wrong: fix it,
 do not widen the band (issue 34)."""
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ import random
 
 import pytest
 
+from gpufleet.demo import SEED, example_text, workload_spec
 from gpufleet.forecast.arrivals import ArrivalModel
 from gpufleet.forecast.calibration import Check, KnownArrivals, TraceEnd, checks_at, moments, over_moments, row
 from gpufleet.forecast.estimate import Settings
+from gpufleet.policy import parse_policy, resolve
 from gpufleet.simulate.config import SimulationConfig
+from gpufleet.simulate.run import simulate
+from gpufleet.trace import synthesize
 
 from .conftest import World
 
@@ -146,11 +150,23 @@ def test_with_the_true_runtimes_and_the_true_arrivals_the_forecast_is_the_run(tw
     assert not wrong, f"{len(wrong)} of {len(checks)} forecasts are not the run: {wrong[:10]}"
 
 
+@pytest.fixture(scope="module")
+def week() -> World:
+    """The bundled example's simulated week, as ``gpufleet demo`` and the calibration bench run it."""
+    fleet = resolve(parse_policy(example_text(), "fleet.yaml"))
+    jobs = synthesize(workload_spec(fleet, days=7), SEED)
+    return World(fleet, jobs, simulate(fleet, jobs, SimulationConfig()))
+
+
 @pytest.mark.slow
-def test_the_80_percent_interval_covers_75_to_85_percent_of_admissions(two_days: World) -> None:
+def test_the_80_percent_interval_covers_75_to_85_percent_of_a_simulated_weeks_admissions(week: World) -> None:
+    """The bench's headline figure (``python -m bench forecast_calibration``: the same week, moments,
+    samples and horizon), held to the band in CI. About 600 CPU-s: the week's 12 moments, because
+    the checks of one moment move together (a moment is mostly covered or mostly missed) and four
+    moments of two days were a coin toss at the band's edges (50-96 % over moments)."""
     checks = []
-    for at in moments(seed=5, count=MOMENTS, start=DAY, end=2 * DAY):
-        checks += _checks(two_days, at, Settings(samples=SAMPLES, horizon_s=HORIZON_S))
+    for at in moments(seed=1, count=WEEK_MOMENTS, start=DAY, end=7 * DAY):
+        checks += _checks(week, at, Settings(samples=SAMPLES, horizon_s=6 * DAY))
     total = row("all", checks)
     for at in sorted({c.at for c in checks}):
         here = [c for c in checks if c.at == at]
@@ -158,21 +174,20 @@ def test_the_80_percent_interval_covers_75_to_85_percent_of_admissions(two_days:
         print(f"moment {at}: {r.admissions} judged, {r.coverage:.0%} covered, "
               f"{sum(c.early for c in here)} early, {sum(c.late for c in here)} late, {r.censored} censored")  # fmt: skip
     print(total)
-    assert total.admissions >= 100, "too few waiting workloads to judge a coverage"
+    assert total.admissions >= 1000, "too few waiting workloads to judge a coverage"
     assert total.censored <= 0.05 * len(checks), "the horizon leaves too many checks unjudged"
     assert 0.75 <= total.coverage <= 0.85, total
 
 
-MOMENTS = 4
-# 30 sampled futures per moment, as the bench takes: with S samples the nearest-rank interval holds a
-# draw from the samples' own distribution with probability 0.8·S/(S + 1), 73 % with 10, below the band
-# before any error of the model (docs/forecast.md). The trace's arrivals end with its second day and the
-# samples sample none after (``TraceEnd``), so 30 cost less than the 10 did before (about 240 CPU-s).
+WEEK_MOMENTS = 12
+# 30 sampled futures per moment, as the bench takes. The interval's ends are the ranks a next draw
+# stays within at least 80 % of the time (``interval_ranks``), so the figure is the model's, not the
+# sample count's (the nearest-rank p10-p90 of 30 held 77 % at best).
 SAMPLES = 30
-# The run's longest wait from a moment of its second day is 4.4 days: a horizon past it judges nearly
-# every check (calibration.py: a check beyond the horizon with p90 beyond it too is censored). The
-# samples stop once their waiting workloads are admitted, and the trace's arrivals end with its second
-# day, so the longer horizon costs only the drain of the deepest queues.
+# The run's longest wait from a moment of the two-day run's second day is 4.4 days: a horizon past it
+# judges nearly every check (calibration.py: a check beyond the horizon with p90 beyond it too is
+# censored). The samples stop once their waiting workloads are admitted, so the longer horizon costs
+# only the drain of the deepest queues.
 HORIZON_S = 5 * DAY
 
 

@@ -30,9 +30,11 @@ the moment is then all there is to get wrong: ``test_calibration``).
 ``--trace-seed`` draws another synthetic week (the default is the example's, ``gpufleet demo``'s): a
 model tuned on one week should hold on another. ``--fleet bench`` draws the week for simulate_week's
 1,000-GPU fleet instead; ``--fleet FILE`` runs the example's week under another policy, such as
-``gpufleet demo``'s tuned one (``demo-out/tune/recommended.yaml``).
+``gpufleet demo``'s tuned one (``demo-out/tune/recommended.yaml``). ``--days 14 --first-day 8``
+forecasts the second week of two: what a cluster with a week of history behind it would see (a
+weekly rhythm can be learnt only from whole weeks seen).
 
-Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--horizon-days D] [--trace-seed T] [--fleet F] [--no-arrivals] [--known-runtimes] [--known-arrivals] [--workers W]
+Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--days D [--first-day F]] [--horizon-days D] [--trace-seed T] [--fleet F] [--no-arrivals] [--known-runtimes] [--known-arrivals] [--workers W]
 [--testbed [--scenario NAME] [--every S] [--work DIR]]``; ends with the line of each part run.
 """
 
@@ -196,6 +198,12 @@ def main() -> int:
     parser.add_argument("--moments", type=int, default=12)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--days", type=int, default=7)
+    parser.add_argument(
+        "--first-day",
+        type=int,
+        default=1,
+        help="the moments fall from this day to the trace's end (the days before are history alone)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="the moments' seed")
     parser.add_argument(
         "--trace-seed",
@@ -232,6 +240,8 @@ def main() -> int:
     lines = []
     if args.moments > 0:
         problem = fleet_problem(args.fleet)
+        if not 0 < args.first_day < args.days:
+            problem = f"--first-day {args.first_day}: expected a day from 1 to {args.days - 1} (--days {args.days})"
         if problem:
             print(problem, file=sys.stderr)
             return 2
@@ -261,7 +271,7 @@ def _fleet_words(fleet: str) -> str:
 def simulated(args: argparse.Namespace) -> str:
     """The simulated week's part: its tables, and its line."""
     settings = Settings(samples=args.samples, arrivals=args.arrivals, horizon_s=args.horizon_days * DAY)
-    ats = moments(args.seed, args.moments, DAY, args.days * DAY)
+    ats = moments(args.seed, args.moments, args.first_day * DAY, args.days * DAY)
     started = time.monotonic()
     print(
         f"{_fleet_words(args.fleet)}, synthetic {args.days}-day week (seed {args.trace_seed}); {args.moments} moments (seed {args.seed}), "

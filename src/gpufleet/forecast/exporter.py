@@ -11,7 +11,8 @@ Every ``--every`` seconds a round lists the cluster's Kueue objects, forecasts e
 (``forecast_live``, as ``gpufleet forecast`` does) and replaces what ``/metrics`` serves:
 
 - ``gpufleet_forecast_admission_seconds{namespace, workload, job_name, team, cluster_queue, quantile}``:
-  seconds from the round's moment to the expected admission, at quantile 0.1, 0.5 and 0.9. Seconds
+  seconds from the round's moment to the expected admission, at quantile 0.1, 0.5 and 0.9 (0.1 and
+  0.9 are the 80 % interval's ends, the forecast's p10 and p90: ``estimate.interval_ranks``). Seconds
   from the moment rather than a timestamp because that is what the CLI and ``why`` say ("expected to
   start in 25 min"), and what a panel beside Kueue's pending count reads at a glance; the moment is
   ``gpufleet_forecast_round_timestamp_seconds``, so ``time() - that`` says how old the figure is.

@@ -42,6 +42,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate
 
 from gpufleet.trace.job import Job
 
@@ -144,7 +145,7 @@ class ArrivalModel:
         drawn = 0
         t = float(self.at)
         step_end = float(self.at + STEP_S)
-        cumulative = _cumulative(rates)
+        cumulative = list(accumulate(rates))
         while True:
             # thinning: candidates at the peak rate, kept by the hour's share
             gap = rng.expovariate(cumulative[-1] * peak) if cumulative[-1] > 0 else math.inf
@@ -156,7 +157,7 @@ class ArrivalModel:
                     for k, a in enumerate(shapes):
                         rates[k] *= rng.betavariate(discount * a, (1 - discount) * a) / discount
                         shapes[k] = discount * a
-                cumulative = _cumulative(rates)
+                cumulative = list(accumulate(rates))
                 continue
             t += gap
             if t > end:
@@ -176,13 +177,6 @@ class ArrivalModel:
                 heapq.heappush(pending, (submit, name, replace(job, job_id=name, submit_s=submit)))
         while pending:
             yield heapq.heappop(pending)[2]
-
-
-def _cumulative(rates: Sequence[float]) -> list[float]:
-    out: list[float] = []
-    for rate in rates:
-        out.append((out[-1] if out else 0.0) + rate)
-    return out
 
 
 def daily_profile(seen: Sequence[Job], at: int) -> tuple[float, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpufleet.errors import InputError
 from gpufleet.twin.apis.objects import parse_cluster
 from gpufleet.twin.apis.specs import (
     MAY_STOP_SEARCH,
@@ -138,3 +139,39 @@ MATCH_CASES = {
 @pytest.mark.parametrize(("pod_set", "flavor", "want"), MATCH_CASES.values(), ids=MATCH_CASES.keys())
 def test_flavor_matching(pod_set: PodSetSpec, flavor: ResourceFlavorSpec, want: str) -> None:
     assert matches(pod_set, flavor) == want
+
+
+REFERENCE_CASES = {
+    # found by tests/fuzz/test_twin_objects.py: a list reached the Cohort's spec and raised TypeError
+    "a cohort's parent as a list": (
+        "kind: Cohort\nmetadata: {name: c}\nspec: {parentName: [null]}",
+        "spec.parentName",
+        "Cohort c: expected a name (a string), got a list",
+    ),
+    "a ClusterQueue's cohort as a mapping": (
+        "kind: ClusterQueue\nmetadata: {name: q}\nspec: {cohortName: {a: b}}",
+        "spec.cohortName",
+        "ClusterQueue q: expected a name (a string), got a mapping",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "path", "message"), REFERENCE_CASES.values(), ids=REFERENCE_CASES.keys())
+def test_a_reference_that_is_not_a_name_is_a_located_problem(text: str, path: str, message: str) -> None:
+    with pytest.raises(InputError) as raised:
+        parse_cluster([("cluster.yaml", f"apiVersion: kueue.x-k8s.io/v1beta2\n{text}\n")])
+    assert [(p.file, p.path, p.line, p.message) for p in raised.value.problems] == [("cluster.yaml", path, 1, message)]
+
+
+def test_a_reference_by_name_is_read_as_the_name() -> None:
+    spec = parse_cluster(
+        [
+            (
+                "cluster.yaml",
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: c}\nspec: {parentName: root}\n"
+                "---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\n"
+                "spec: {cohortName: c}\n",
+            )
+        ]
+    )
+    assert (spec.cohorts["c"].parent, spec.cluster_queues["q"].cohort) == ("root", "c")

@@ -101,6 +101,18 @@ def choice(doc: Doc, path: str, value: Any, allowed: tuple[str, ...], default: s
     return str(value)
 
 
+def reference(doc: Doc, path: str, value: Any) -> str | None:
+    """Another object's name (a cohort's parent, a ClusterQueue's cohort), or None where absent: a
+    value of another type is a problem, not a name spelt from its ``repr`` (the API server's schema
+    refuses it too)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    doc.fail(path, f"expected a name (a string), got {type_name(value)}")
+    return None
+
+
 def boolean(doc: Doc, path: str, value: Any) -> bool:
     if not isinstance(value, bool):
         doc.fail(path, f"expected true or false, got {type_name(value)}")

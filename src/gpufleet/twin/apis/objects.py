@@ -32,6 +32,7 @@ from gpufleet.twin.apis.fields import (
     choice,
     integer,
     quantity,
+    reference,
     timestamp,
 )
 from gpufleet.yamldoc import iter_documents
@@ -125,7 +126,7 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
     elif kind == "Cohort":
         st.cohorts[name] = s.CohortSpec(
             name,
-            spec.get("parentName") or spec.get("parent") or None,
+            reference(doc, "spec.parentName", spec.get("parentName") or spec.get("parent")),
             q.groups(doc, spec.get("resourceGroups")),
             q.weight(doc, spec),
         )

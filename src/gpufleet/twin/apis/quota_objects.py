@@ -13,7 +13,17 @@ from typing import Any
 
 from gpufleet.twin.apis import specs as s
 from gpufleet.twin.apis.admission_fairsharing_fields import admission_mode
-from gpufleet.twin.apis.fields import MAX_INT32, MAX_QUANTITY, PRIORITY, Doc, choice, integer, quantity, shown
+from gpufleet.twin.apis.fields import (
+    MAX_INT32,
+    MAX_QUANTITY,
+    PRIORITY,
+    Doc,
+    choice,
+    integer,
+    quantity,
+    reference,
+    shown,
+)
 from gpufleet.twin.resources import QuantityError, parse_decimal
 from gpufleet.vocabulary import Operator, TaintEffect, TolerationOperator
 
@@ -113,7 +123,7 @@ def cluster_queue(doc: Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueSpe
     preference = fung.get("preference")
     return s.ClusterQueueSpec(
         name=doc.name,
-        cohort=str(cohort) if cohort else None,
+        cohort=reference(doc, "spec.cohortName", cohort),
         resource_groups=groups(doc, spec.get("resourceGroups")),
         namespace_selector=None if selector is None else _selector(doc, "spec.namespaceSelector", selector),
         queueing_strategy=choice(

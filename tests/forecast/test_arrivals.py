@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpufleet.forecast.arrivals import DAY, HOUR, PRIOR_BURSTS, WINDOW_S, ArrivalModel, daily_profile
+from gpufleet.forecast.arrivals import DAY, HALF_LIFE_S, HOUR, PRIOR_BURSTS, WINDOW_S, ArrivalModel, daily_profile
 from gpufleet.trace.job import Job, JobKind
 
 FOREVER = 10**12  # a half-life no window reaches: every burst weighs 1
@@ -113,6 +114,24 @@ def test_the_rate_follows_a_drop_within_hours() -> None:
     assert flat.teams["a"] == pytest.approx((5 * 24 * 6 + PRIOR_BURSTS) / 6 / 24, rel=1e-6)
 
 
+def test_a_busy_teams_separate_jobs_are_not_one_burst() -> None:
+    """A team that submits a job every 45 s on weekdays, one by one, then every 90 s at the weekend:
+    its jobs are independent, so the next six hours bring the weekend's jobs (weighted as the rate
+    weighs them), not the weekend's submissions times the weekdays' jobs per burst. A gap of a
+    minute merged the weekdays' jobs three or four to a burst, and the samples drew nearly twice
+    the jobs that came (the 1,000-GPU fleet's Sunday evening, docs/forecast.md)."""
+    rng, seen, t = random.Random(5), [], 0.0
+    while t < 7 * DAY:
+        t += rng.expovariate(1 / (45 if t < 5 * DAY else 90))
+        seen.append(job("a", len(seen), int(t)))
+    at = 7 * DAY
+    model = replace(ArrivalModel.of(seen, at), profile=(1.0,) * 24)  # the jobs come at any hour alike
+    weighted = sum(0.5 ** ((at - j.submit_s) / HALF_LIFE_S) for j in seen if j.submit_s > at - WINDOW_S)
+    expected = weighted / model.exposure_s * 6 * HOUR  # the jobs' own weighted rate, six hours of it
+    counts = [len(model.sample(random.Random(k), 6 * HOUR, str(k))) for k in range(200)]
+    assert statistics.mean(counts) == pytest.approx(expected, rel=0.1)
+
+
 def test_few_bursts_seen_spread_the_samples_wider_than_one_poisson_rate() -> None:
     """Each sample draws its own rate from the posterior: two bursts seen in two days give four
     days' count a variance well above its mean (a Poisson process at one rate has them equal; the
@@ -164,7 +183,7 @@ def test_a_stream_read_part_way_is_the_start_of_the_whole_in_arrival_order() -> 
     """A forecast's sample reads its arrivals only as far as it runs: what it read must be what a
     longer read begins with (the same jobs, names and times), and in the order they arrive."""
     seen = [job(team, i, i * 300 + (7 if team == "b" else 0)) for team in ("a", "b") for i in range(300)]
-    seen += [job("a", 1000 + i, 89_000 + i * 20) for i in range(5)]  # one burst of five, 20 s apart
+    seen += [job("a", 1000 + i, 89_000 + i * 5) for i in range(5)]  # one burst of five, 5 s apart
     model = ArrivalModel.of(seen, 300 * 300)
     whole = model.sample(random.Random(4), 2 * DAY, "3")
     assert len({j.team for j in whole}) == 2 and any(j.job_id.endswith("-a-1004") for j in whole)

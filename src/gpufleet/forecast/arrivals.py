@@ -4,7 +4,9 @@ A new job of a higher priority, or of a team below its fair share, can be admitt
 workload that waits now, so a forecast that ignores arrivals is too early. Teams submit in bursts
 (a sweep of evaluation jobs seconds apart), so arrivals are drawn as *bursts* (jobs of one team less
 than ``BURST_GAP_S`` apart), each sampled burst a copy of one seen, its jobs at their own offsets,
-under fresh names. Per team, a Poisson process shaped over the day by the hour-of-day profile of
+under fresh names. The gap is a script's, seconds: at a minute a busy team's separate jobs (one a
+minute at its weekday peak) merged three or four to a burst, and a quiet evening's bursts, copied
+from those, drew half as many jobs again as came. Per team, a Poisson process shaped over the day by the hour-of-day profile of
 every burst seen (all teams, whole days only, smoothed over three hours: a forecast made in the
 evening expects the quiet night before the morning's rush):
 
@@ -50,7 +52,7 @@ HOUR, DAY = 3600, 24 * 3600
 WINDOW_S = 7 * DAY  # the bursts a sample copies, and the rate's history (weighted by HALF_LIFE_S)
 HALF_LIFE_S = 12 * HOUR  # a burst's weight in its team's rate halves every 12 h back from the moment
 PRIOR_BURSTS = 0.5  # the Gamma posterior's shape beyond the weighted count (Jeffreys' prior)
-BURST_GAP_S = 60  # jobs of one team closer than this are one burst
+BURST_GAP_S = 10  # jobs of one team closer than this are one burst (a script's sweep, not a busy hour)
 STEP_S = 6 * HOUR  # the sampled rates move on every six hours (``ArrivalModel.stream``)
 PREFIX = "fc"  # sampled jobs are named fc<sample>-<n>-<the job copied>
 

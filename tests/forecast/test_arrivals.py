@@ -120,7 +120,8 @@ def test_a_busy_teams_separate_jobs_are_not_one_burst() -> None:
     weighs them), not the weekend's submissions times the weekdays' jobs per burst. A gap of a
     minute merged the weekdays' jobs three or four to a burst, and the samples drew nearly twice
     the jobs that came (the 1,000-GPU fleet's Sunday evening, docs/forecast.md)."""
-    rng, seen, t = random.Random(5), [], 0.0
+    rng, t = random.Random(5), 0.0
+    seen: list[Job] = []
     while t < 7 * DAY:
         t += rng.expovariate(1 / (45 if t < 5 * DAY else 90))
         seen.append(job("a", len(seen), int(t)))

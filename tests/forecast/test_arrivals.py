@@ -12,7 +12,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpufleet.forecast.arrivals import DAY, HALF_LIFE_S, HOUR, PRIOR_BURSTS, WINDOW_S, ArrivalModel, daily_profile
+from gpufleet.forecast.arrivals import (
+    DAY,
+    HALF_LIFE_S,
+    HOUR,
+    PRIOR_BURSTS,
+    WEEK,
+    WINDOW_S,
+    ArrivalModel,
+    daily_profile,
+    weekly_factors,
+)
 from gpufleet.trace.job import Job, JobKind
 
 FOREVER = 10**12  # a half-life no window reaches: every burst weighs 1
@@ -126,7 +136,7 @@ def test_a_busy_teams_separate_jobs_are_not_one_burst() -> None:
         t += rng.expovariate(1 / (45 if t < 5 * DAY else 90))
         seen.append(job("a", len(seen), int(t)))
     at = 7 * DAY
-    model = replace(ArrivalModel.of(seen, at), profile=(1.0,) * 24)  # the jobs come at any hour alike
+    model = replace(ArrivalModel.of(seen, at), profile=(1.0,) * 24, week=(1.0,) * 7)  # the rate as weighed
     weighted = sum(0.5 ** ((at - j.submit_s) / HALF_LIFE_S) for j in seen if j.submit_s > at - WINDOW_S)
     expected = weighted / model.exposure_s * 6 * HOUR  # the jobs' own weighted rate, six hours of it
     counts = [len(model.sample(random.Random(k), 6 * HOUR, str(k))) for k in range(200)]
@@ -200,3 +210,49 @@ def test_the_day_profile_follows_the_hours_jobs_arrived_in() -> None:
     assert profile[14] == max(profile) > 10 * profile[2]  # smoothed over 13:00-15:59
     assert abs(sum(profile) / 24 - 1) < 1e-9
     assert daily_profile(seen, DAY - 1) == (1.0,) * 24  # less than a day seen: flat
+
+
+def _weeks(count: int, weekday: int, weekend: int, start: int = 0) -> list[Job]:
+    """A team's bursts, ``weekday`` a day Monday to Friday and ``weekend`` on Saturday and Sunday, evenly
+    spread over each day, for ``count`` weeks from ``start``; day 0 a Monday."""
+    out = []
+    for day in range(start // DAY, start // DAY + 7 * count):
+        per = weekday if day % 7 < 5 else weekend
+        out += [job("a", day * 100 + i, day * DAY + int((i + 0.5) * DAY / per)) for i in range(per)]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("weeks", "start", "saturday"),
+    [
+        (1, 3 * DAY, 1.0),  # a ledger begun on a Thursday, a week ago: no whole week, every day alike
+        (1, 0, (1 + 1) / ((5 * 12 + 2 * 1) * 1 / 7 + 1)),  # one whole week: the weekend's own count
+        (2, 0, (2 + 1) / ((5 * 12 + 2 * 1) * 2 / 7 + 1)),
+        (3, 0, (3 + 1) / ((5 * 12 + 2 * 1) * 3 / 7 + 1)),
+        (2, 3 * DAY, (1 + 1) / ((5 * 12 + 2 * 1) * 1 / 7 + 1)),  # begun on a Thursday: its first week is not whole
+    ],
+)
+def test_a_day_of_the_week_has_its_own_rate_once_a_whole_week_shows_it(weeks: int, start: int, saturday: float) -> None:
+    seen = _weeks(weeks, 12, 1, start)
+    at = start + weeks * WEEK
+    factors = weekly_factors(seen, at)
+    assert sum(factors) == pytest.approx(7)
+    assert factors[5] == pytest.approx(saturday, rel=1e-6) and factors[5] == factors[6]
+
+
+def test_on_a_friday_evening_the_weekend_is_expected_quiet_and_monday_busy_again() -> None:
+    """A week of ten bursts a weekday and two a weekend day: at Friday 20:00 of the second week the
+    sampled Saturday holds a fraction of Friday's bursts, and the Monday after is a weekday again.
+    Less than a whole week of history (no rhythm to learn) expects Saturday as busy as Friday."""
+    seen = _weeks(1, 10, 2) + _weeks(1, 10, 2, WEEK)[:50]  # the second week to Friday evening
+    at = WEEK + 4 * DAY + 20 * HOUR
+    model = ArrivalModel.of(seen, at)
+    assert model.week[5] < 0.35 < 1.1 < model.week[4]
+    saturday, monday = [], []
+    for k in range(300):
+        times = [j.submit_s for j in model.sample(random.Random(k), 3 * DAY, str(k))]
+        saturday.append(sum(WEEK + 5 * DAY <= t < WEEK + 6 * DAY for t in times))
+        monday.append(sum(2 * WEEK <= t < 2 * WEEK + DAY for t in times))
+    assert statistics.mean(saturday) < 0.4 * statistics.mean(monday)
+    young = ArrivalModel.of([j for j in seen if j.submit_s > 3 * DAY], at)
+    assert young.week == (1.0,) * 7

@@ -16,6 +16,7 @@ import pytest
 from gpufleet.forecast.arrivals import PRIOR_BURSTS
 from gpufleet.forecast.estimate import Settings
 from gpufleet.forecast.live import forecast_live, live_moment, live_state
+from gpufleet.forecast.submissions import live_arrivals
 from gpufleet.ledger.records import Allocation, EndReason
 from gpufleet.policy import Fleet, load_policy, resolve
 from gpufleet.simulate.config import SimulationConfig
@@ -365,3 +366,20 @@ def test_ledger_submissions_become_jobs_that_fit_the_policys_nodes(fleet: Fleet)
     # why-fleet's nodes carry 4 cards: 6 as 2 pods of 3, 7 (prime) as 7 pods of 1
     assert (six.team, six.pods, six.gpus, six.priority_class, six.submit_s) == ("wf-beta", 2, 3, "wf-normal", 22 * 3600)
     assert (seven.team, seven.pods, seven.gpus, seven.priority_class) == ("wf-alpha", 7, 1, "")
+
+
+def test_the_ledgers_weeks_give_the_calendars_weekend_its_own_rate(fleet: Fleet) -> None:
+    """Four weeks of a team that submits six workloads a weekday and one a weekend day: the model's
+    day 0 is a Monday, so its Saturday and Sunday (days 5 and 6) carry the quiet, whatever day now is."""
+    days = [NOW - timedelta(days=d) for d in range(1, 29)]
+    records = [
+        allocation(
+            workload_uid=f"u-{day:%m%d}-{i}", namespace="wf-alpha", name=f"j-{day:%m%d}-{i}", team="wf-alpha",
+            priority=100, gpu_count=1, created=day.replace(hour=8 + i, minute=0), quota_reserved=None,
+            admitted=None, started=None,
+        )
+        for day in days
+        for i in range(6 if day.weekday() < 5 else 1)
+    ]  # fmt: skip
+    model = live_arrivals(NOW, 0, [], fleet, records)
+    assert max(model.week[5:]) < 0.4 < 1.0 < min(model.week[:5])

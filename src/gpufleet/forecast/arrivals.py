@@ -29,10 +29,17 @@ evening expects the quiet night before the morning's rush):
   change (a weekend, a deadline, a sweep that never came), and a rate fixed for a sample's whole
   horizon made the waits of days, sums of thousands of arrivals, far surer than they are
   (docs/forecast.md, "How sure a coverage is, and arrivals decide the deep queues").
+- *Which day*: where the history holds a whole week or more, each day of the week has its own
+  factor (``weekly_factors``: its bursts over the whole weeks, against the mean day's), so a
+  forecast made on a Friday evening expects the quiet weekend the last week showed, and the busy
+  Monday after it. Day 0 is the first of the model's seconds (a trace's start; on a live cluster a
+  Monday, ``submissions``). With less, every day is alike: a week's weekdays say nothing of its
+  weekend. The factors need bursts counted as bursts (``BURST_GAP_S``): at a minute's gap a busy
+  weekday's jobs merged and its factor read low (the bench fleet's halved weekend read as two
+  thirds).
 
-Weekly rhythm is not modelled (a week of history is rare). The arrivals are drawn in time order as
-they are read (``ArrivalModel.stream``): a forecast's sample that stops an hour ahead draws an hour
-of them.
+The arrivals are drawn in time order as they are read (``ArrivalModel.stream``): a forecast's
+sample that stops an hour ahead draws an hour of them.
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ WINDOW_S = 7 * DAY  # the bursts a sample copies, and the rate's history (weight
 HALF_LIFE_S = 12 * HOUR  # a burst's weight in its team's rate halves every 12 h back from the moment
 PRIOR_BURSTS = 0.5  # the Gamma posterior's shape beyond the weighted count (Jeffreys' prior)
 BURST_GAP_S = 10  # jobs of one team closer than this are one burst (a script's sweep, not a busy hour)
+WEEK = 7 * DAY
+MIN_WEEKS = 1  # whole weeks seen before each day of the week gets its own factor (``weekly_factors``)
 STEP_S = 6 * HOUR  # the sampled rates move on every six hours (``ArrivalModel.stream``)
 PREFIX = "fc"  # sampled jobs are named fc<sample>-<n>-<the job copied>
 
@@ -72,6 +81,7 @@ class ArrivalModel:
     window_s: int
     bursts: dict[str, tuple[Burst, ...]]
     profile: tuple[float, ...] = (1.0,) * 24  # rate multiplier per hour of the day (mean 1)
+    week: tuple[float, ...] = (1.0,) * 7  # rate multiplier per day of the week (mean 1; ``weekly_factors``)
     shift_s: int = 0  # added to each sampled submission: the model's seconds to the simulation's
     half_life_s: int = HALF_LIFE_S
 
@@ -94,7 +104,11 @@ class ArrivalModel:
             bursts[team] = tuple(
                 Burst(g[0].submit_s, tuple(j.submit_s - g[0].submit_s for j in g), tuple(g)) for g in groups
             )
-        return cls(at, max(at - since, 1), bursts, daily_profile(seen, at))
+        return cls(at, max(at - since, 1), bursts, daily_profile(seen, at), weekly_factors(seen, at))
+
+    def level(self, t: float) -> float:
+        """The rate's multiplier at second ``t``: its hour of the day's, times its day of the week's."""
+        return self.profile[int(t) % DAY // HOUR] * self.week[int(t) // DAY % 7]
 
     def _decay(self, t: float) -> float:
         """The weight of second ``t``: 1 at the moment, halving every ``half_life_s`` before it."""
@@ -102,13 +116,13 @@ class ArrivalModel:
 
     @property
     def exposure_s(self) -> float:
-        """The window's seconds, each weighted by its decay and its hour's profile: the denominator
-        of every team's rate (a team's bursts over it are bursts per second at a profile of 1)."""
+        """The window's seconds, each weighted by its decay and its hour's level (``level``): the
+        denominator of every team's rate (a team's bursts over it are bursts per second at a level of 1)."""
         since, total, t = self.at - self.window_s, 0.0, float(self.at)
         lam = math.log(2) / self.half_life_s
         while t > since:  # hour by hour back: the profile is constant within an hour of the day
             low = max(since, (math.ceil(t) - 1) // HOUR * HOUR)
-            total += self.profile[int(low) % DAY // HOUR] * (self._decay(t) - self._decay(low)) / lam
+            total += self.level(low) * (self._decay(t) - self._decay(low)) / lam
             t = low
         return max(total, 1.0)
 
@@ -141,7 +155,7 @@ class ArrivalModel:
         shapes = [weights[team] + PRIOR_BURSTS for team in teams]
         rates = [rng.gammavariate(a, 1.0) / exposure for a in shapes]  # bursts per second at a profile of 1
         discount = 0.5 ** (STEP_S / self.half_life_s)  # 1.0 where the half-life is endless: the rates stay
-        peak = max(self.profile)
+        peak = max(self.profile) * max(self.week)
         end = self.at + horizon_s
         pending: list[tuple[int, str, Job]] = []  # drawn, not yet given: (submission, name, job)
         drawn = 0
@@ -167,7 +181,7 @@ class ArrivalModel:
             start = int(t) + 1
             while pending and pending[0][0] < start + self.shift_s:  # no later burst comes before these
                 yield heapq.heappop(pending)[2]
-            if rng.random() * peak > self.profile[int(t) % DAY // HOUR]:
+            if rng.random() * peak > self.level(t):
                 continue
             team = teams[min(bisect_right(cumulative, rng.random() * cumulative[-1]), len(teams) - 1)]
             pool = self.bursts[team]
@@ -181,6 +195,40 @@ class ArrivalModel:
             yield heapq.heappop(pending)[2]
 
 
+def _burst_starts(seen: Sequence[Job], before: int) -> list[int]:
+    """When each team's bursts began, of the jobs submitted before ``before``."""
+    starts: list[int] = []
+    last: dict[str, int] = {}
+    for job in sorted(seen, key=lambda j: (j.submit_s, j.job_id)):
+        if job.submit_s >= before:
+            continue
+        previous = last.get(job.team)
+        last[job.team] = job.submit_s
+        if previous is None or job.submit_s - previous >= BURST_GAP_S:
+            starts.append(job.submit_s)
+    return starts
+
+
+def weekly_factors(seen: Sequence[Job], at: int) -> tuple[float, ...]:
+    """Bursts per day of the week over the whole weeks seen before ``at``, each day's count with one
+    burst added (so a day seen empty is rare, not impossible), scaled to a mean of 1; flat with fewer
+    than ``MIN_WEEKS`` of them. A week counts from the first it holds a submission from its first day
+    on: the weeks before a young ledger's first record are not quiet weeks."""
+    if not seen:
+        return (1.0,) * 7
+    first = min(j.submit_s for j in seen)
+    begin = first // WEEK if first % WEEK < DAY else first // WEEK + 1
+    end = at // WEEK
+    if end - begin < MIN_WEEKS:
+        return (1.0,) * 7
+    counts = [1.0] * 7
+    for start in _burst_starts(seen, end * WEEK):
+        if start >= begin * WEEK:
+            counts[start // DAY % 7] += 1
+    mean = sum(counts) / 7
+    return tuple(c / mean for c in counts)
+
+
 def daily_profile(seen: Sequence[Job], at: int) -> tuple[float, ...]:
     """Bursts per hour of the day over the whole days before ``at``, smoothed over three hours and
     scaled to a mean of 1; flat with less than a day seen."""
@@ -188,14 +236,8 @@ def daily_profile(seen: Sequence[Job], at: int) -> tuple[float, ...]:
     if days < 1:
         return (1.0,) * 24
     counts = [0] * 24
-    last: dict[str, int] = {}
-    for job in sorted(seen, key=lambda j: (j.submit_s, j.job_id)):
-        if job.submit_s >= days * DAY:
-            continue
-        previous = last.get(job.team)
-        last[job.team] = job.submit_s
-        if previous is None or job.submit_s - previous >= BURST_GAP_S:
-            counts[job.submit_s % DAY // HOUR] += 1
+    for start in _burst_starts(seen, days * DAY):
+        counts[start % DAY // HOUR] += 1
     smooth = [(counts[h - 1] + counts[h] + counts[(h + 1) % 24]) / 3 + 0.1 for h in range(24)]
     mean = sum(smooth) / 24
     return tuple(v / mean for v in smooth)

@@ -6,11 +6,14 @@ each workload it recorded once, at its Workload's creation (every attempt carrie
 count. The Workloads on the cluster now are submissions too (one waiting since before it was first
 admitted is in no ledger yet), added where the ledger lacks their UID.
 
-The model's seconds start at the UTC midnight ``PROFILE_DAYS`` before *now*, so its hour-of-day
-profile is the clock's (a forecast made in the evening expects the quiet night), and are shifted to
-the replay's (``ArrivalModel.shift_s``). The ledger records no pod count: a job is split into the
-fewest equal pods that fit the policy's largest node, as its owner had to (one pod of more cards
-than any node carries would hold quota and never run in the replay).
+The model's seconds start at the UTC Monday midnight ``PROFILE_WEEKS`` whole weeks before *now*, so
+its hour-of-day profile is the clock's (a forecast made in the evening expects the quiet night) and
+its days of the week the calendar's (one made on a Friday expects the weekend, where the ledger holds
+a whole week: ``arrivals.weekly_factors``), and are shifted to the replay's (``ArrivalModel.shift_s``).
+The rates themselves are read from the last week only (``arrivals.WINDOW_S``). The ledger records no
+pod count: a job is split into the fewest equal pods that fit the policy's largest node, as its
+owner had to (one pod of more cards than any node carries would hold quota and never run in the
+replay).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from gpufleet.ledger.records import Allocation, Record
 from gpufleet.policy import Fleet
 from gpufleet.trace.job import Job, JobKind
 
-PROFILE_DAYS = 7  # whole days the hour-of-day profile is read from (a week: the rhythm, not the year)
+PROFILE_WEEKS = 3  # whole weeks the hour and day profiles are read from (the rhythm, not the year)
 GPU_SHARED = "nvidia.com/gpu.shared"
 MIG = "nvidia.com/mig-"
 
@@ -83,7 +86,8 @@ def live_arrivals(
     """The arrival model of the ledger's and the cluster's submissions (``live``: each Workload's UID,
     creation and job) before ``now``, shifted to the replay's seconds (``now`` is its ``at``)."""
     now = now.astimezone(UTC)
-    zero = (now - timedelta(days=PROFILE_DAYS)).replace(hour=0, minute=0, second=0, microsecond=0)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    zero = midnight - timedelta(days=midnight.weekday(), weeks=PROFILE_WEEKS)  # a Monday: day 0 of the week
     seen = ledger_jobs(records, fleet, zero, now)
     for uid, born, job in live:
         key = uid or f"{job.namespace}/{job.job_id}"  # a Workload the API server gave no UID (never in the ledger)
@@ -91,4 +95,4 @@ def live_arrivals(
             seen[key] = replace(job, submit_s=int((born - zero).total_seconds()))
     model_at = int((now - zero).total_seconds())
     model = ArrivalModel.of(list(seen.values()), model_at)
-    return ArrivalModel(model.at, model.window_s, model.bursts, model.profile, shift_s=at - model_at)
+    return replace(model, shift_s=at - model_at)

@@ -6,9 +6,9 @@ workload that waits now, so a forecast that ignores arrivals is too early. Teams
 than ``BURST_GAP_S`` apart), each sampled burst a copy of one seen, its jobs at their own offsets,
 under fresh names. The gap is a script's, seconds: at a minute a busy team's separate jobs (one a
 minute at its weekday peak) merged three or four to a burst, and a quiet evening's bursts, copied
-from those, drew half as many jobs again as came. Per team, a Poisson process shaped over the day by the hour-of-day profile of
-every burst seen (all teams, whole days only, smoothed over three hours: a forecast made in the
-evening expects the quiet night before the morning's rush):
+from those, drew half as many jobs again as came. Per team, a Poisson process shaped over the day
+by the hour-of-day profile of every burst seen (all teams, whole days only, smoothed over three
+hours: a forecast made in the evening expects the quiet night before the morning's rush):
 
 - *What* a burst is: a copy of any of the team's bursts of the last ``WINDOW_S``, uniformly. The
   rare heavy ones (a 16-card training gang) are the ones a forecast most needs, and a day's

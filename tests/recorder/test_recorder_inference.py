@@ -342,3 +342,36 @@ def test_an_open_attempt_is_not_finished_when_the_count_says_it_was_evicted() ->
     second = next(a for a in out if a.attempt == 2)
     assert second.quota_reserved is None and second.gpu_count == 0  # its admission was not observed
     assert "reservation was not observed" in second.end_message
+
+
+def test_attempts_recorded_before_their_jobs_event_get_its_labels_when_it_comes() -> None:
+    """The Job's watch behind the Workload's (a dropped connection): attempt 1 is admitted and
+    preempted, attempt 2 admitted, all before the Job is seen. When it comes, both attempts, the
+    ended one too, carry what only the Job says (model, checkpoint); nothing recorded is replaced."""
+    tracker = Tracker(lambda uid: ([], []), KEYS, lambda: NOW)
+    owned = {"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "a", "uid": "j1"}]}
+    versions = [
+        workload(cond("QuotaReserved", True, "QuotaReserved", 5)),
+        workload(RELEASED, PREEMPTED_NOW, evictions={"Preempted": 1}),
+        workload(RESERVED, PREEMPTED_NOW, evictions={"Preempted": 1}),
+    ]
+    records: list[Allocation] = []
+    for version in versions:
+        version["metadata"].update(owned)
+        records += [r for r in tracker.observe("workloads", "MODIFIED", version) if isinstance(r, Allocation)]
+    before = derive.merged([], records)
+    assert sorted(a.attempt for a in before) == [1, 2] and all(a.model is None for a in before)
+    job = {
+        "metadata": {
+            "uid": "j1", "name": "a", "namespace": "research",
+            "labels": {"gpufleet.io/model": "llama-3.1-8b", "gpufleet.io/team": "someone-else"},
+            "annotations": {"gpufleet.io/checkpoint": "s3://eu-central-1/a"},
+        }
+    }  # fmt: skip
+    records += [r for r in tracker.observe("jobs", "ADDED", job) if isinstance(r, Allocation)]
+    after = {a.attempt: a for a in derive.merged([], records)}
+    assert {n: (a.model, a.checkpoint, a.team) for n, a in after.items()} == {
+        1: ("llama-3.1-8b", "s3://eu-central-1/a", "research"),  # the Workload's own team label stays
+        2: ("llama-3.1-8b", "s3://eu-central-1/a", "research"),
+    }
+    assert after[1].end_reason == P

@@ -290,6 +290,25 @@ def allocation_records(
     return changed
 
 
+def with_labels(
+    known: list[Allocation], workload: Mapping[str, Any], job: Mapping[str, Any] | None, *, keys: LabelKeys
+) -> list[Allocation]:
+    """New versions of ``known`` allocations that lack a label the Workload or its Job now gives.
+
+    Watch streams lag each other: an attempt can be recorded, and even end, before its Job's event
+    arrives, and only the current attempt is re-derived when it does. What the Job says is filled
+    in where the record has nothing; nothing recorded is overwritten."""
+    found = {
+        field: label(workload, job, getattr(keys, field)) for field in ("team", "model", "data_class", "checkpoint")
+    }
+    out = []
+    for allocation in known:
+        missing: dict[str, Any] = {f: v for f, v in found.items() if v is not None and getattr(allocation, f) is None}
+        if missing:
+            out.append(replace(allocation, **missing))
+    return out
+
+
 #: How an attempt ends when it is evicted: a reservation held after one of these is a readmission.
 #: Watch events arrive in order, so once the ledger holds the release, a version that holds a
 #: reservation again is newer, whatever its time says: Kueue v0.19.2 can readmit a workload from a

@@ -122,7 +122,11 @@ class Tracker:
         self.workloads[uid] = workload
         records: list[Record] = []
         records += wait_records(workload, job, waits, self._keys, now)
-        records += derive.allocation_records(workload, job, pods, self.node_models, allocs, keys=self._keys, now=now)
+        changed = derive.allocation_records(workload, job, pods, self.node_models, allocs, keys=self._keys, now=now)
+        records += changed
+        if job is not None:  # attempts recorded before the Job was seen lack what only it carries
+            fresh = {a.key for a in changed}
+            records += derive.with_labels([a for a in allocs if a.key not in fresh], workload, job, keys=self._keys)
         return records
 
     def _on_pod(self, event_type: str, pod: dict[str, Any]) -> list[Record]:

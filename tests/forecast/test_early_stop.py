@@ -21,9 +21,9 @@ from .conftest import World
 
 # moments of the second day at which some samples admit every waiting workload within the horizon
 # (at most others the deep queue holds one past it, and the sample runs on to the horizon); 128 800 s
-# was one until the arrival model drew each team's rate per sample (2026-12-05): its four samples
-# then all held one past the horizon
-MOMENTS = [136_000, 140_000]
+# was one until the arrival model drew each team's rate per sample (2026-12-05), and 136 000 s until
+# bursts were 10 s (2026-12-06, fifth session): its four samples then all held one past the horizon
+MOMENTS = [132_000, 140_000]
 
 
 def _attempts(runs: list[JobRun]) -> dict[str, list[tuple[object, ...]]]:

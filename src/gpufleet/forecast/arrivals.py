@@ -49,7 +49,7 @@ import math
 import random
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import accumulate
 
@@ -89,21 +89,10 @@ class ArrivalModel:
     def of(cls, seen: Sequence[Job], at: int, window_s: int = WINDOW_S) -> ArrivalModel:
         """From the jobs submitted by ``at``: those of the last ``window_s`` (or since the start)."""
         since = max(0, at - window_s)
-        per_team: dict[str, list[Job]] = defaultdict(list)
-        for job in sorted(seen, key=lambda j: (j.submit_s, j.job_id)):
-            if since < job.submit_s <= at:
-                per_team[job.team].append(job)
-        bursts: dict[str, tuple[Burst, ...]] = {}
-        for team, jobs in sorted(per_team.items()):
-            groups: list[list[Job]] = [[jobs[0]]]
-            for job in jobs[1:]:
-                if job.submit_s - groups[-1][-1].submit_s < BURST_GAP_S:
-                    groups[-1].append(job)
-                else:
-                    groups.append([job])
-            bursts[team] = tuple(
-                Burst(g[0].submit_s, tuple(j.submit_s - g[0].submit_s for j in g), tuple(g)) for g in groups
-            )
+        bursts = {
+            team: tuple(Burst(g[0].submit_s, tuple(j.submit_s - g[0].submit_s for j in g), tuple(g)) for g in groups)
+            for team, groups in sorted(_groups(j for j in seen if since < j.submit_s <= at).items())
+        }
         return cls(at, max(at - since, 1), bursts, daily_profile(seen, at), weekly_factors(seen, at))
 
     def level(self, t: float) -> float:
@@ -195,18 +184,22 @@ class ArrivalModel:
             yield heapq.heappop(pending)[2]
 
 
+def _groups(jobs: Iterable[Job]) -> dict[str, list[list[Job]]]:
+    """Per team, its jobs in submission order cut into bursts: a gap of ``BURST_GAP_S`` or more
+    starts the next one."""
+    out: dict[str, list[list[Job]]] = defaultdict(list)
+    for job in sorted(jobs, key=lambda j: (j.submit_s, j.job_id)):
+        groups = out[job.team]
+        if groups and job.submit_s - groups[-1][-1].submit_s < BURST_GAP_S:
+            groups[-1].append(job)
+        else:
+            groups.append([job])
+    return out
+
+
 def _burst_starts(seen: Sequence[Job], before: int) -> list[int]:
     """When each team's bursts began, of the jobs submitted before ``before``."""
-    starts: list[int] = []
-    last: dict[str, int] = {}
-    for job in sorted(seen, key=lambda j: (j.submit_s, j.job_id)):
-        if job.submit_s >= before:
-            continue
-        previous = last.get(job.team)
-        last[job.team] = job.submit_s
-        if previous is None or job.submit_s - previous >= BURST_GAP_S:
-            starts.append(job.submit_s)
-    return starts
+    return [g[0].submit_s for groups in _groups(j for j in seen if j.submit_s < before).values() for g in groups]
 
 
 def weekly_factors(seen: Sequence[Job], at: int) -> tuple[float, ...]:

@@ -148,6 +148,12 @@ REFERENCE_CASES = {
         "spec.parentName",
         "Cohort c: expected a name (a string), got a list",
     ),
+    # every Kueue version names it spec.parentName; the twin read spec.parent too, a parent the cluster never has
+    "a cohort's parent under a field Kueue does not have": (
+        "kind: Cohort\nmetadata: {name: c}\nspec: {parent: root}",
+        "spec.parent",
+        'Cohort c: unknown field "spec.parent": a Cohort names its parent in spec.parentName',
+    ),
     "a ClusterQueue's cohort as a mapping": (
         "kind: ClusterQueue\nmetadata: {name: q}\nspec: {cohortName: {a: b}}",
         "spec.cohortName",
@@ -161,6 +167,15 @@ def test_a_reference_that_is_not_a_name_is_a_located_problem(text: str, path: st
     with pytest.raises(InputError) as raised:
         parse_cluster([("cluster.yaml", f"apiVersion: kueue.x-k8s.io/v1beta2\n{text}\n")])
     assert [(p.file, p.path, p.line, p.message) for p in raised.value.problems] == [("cluster.yaml", path, 1, message)]
+
+
+def test_a_v1beta1_cohort_that_is_not_a_name_is_reported_at_the_field_it_was_read_from() -> None:
+    text = "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\nspec: {cohort: [a]}\n"
+    with pytest.raises(InputError) as raised:
+        parse_cluster([("cluster.yaml", text)])
+    assert [(p.path, p.message) for p in raised.value.problems] == [
+        ("spec.cohort", "ClusterQueue q: expected a name (a string), got a list")
+    ]
 
 
 def test_a_reference_by_name_is_read_as_the_name() -> None:

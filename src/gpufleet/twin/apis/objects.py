@@ -124,9 +124,11 @@ def _parse_object(st: _Stream, obj: Any, file: str, line: int, index: int) -> No
     if kind == "ResourceFlavor":
         st.flavors[name] = q.flavor(doc, spec)
     elif kind == "Cohort":
+        if "parent" in spec:  # no Kueue version has it: the API server refuses it (kubectl's strict validation)
+            doc.fail("spec.parent", 'unknown field "spec.parent": a Cohort names its parent in spec.parentName')
         st.cohorts[name] = s.CohortSpec(
             name,
-            reference(doc, "spec.parentName", spec.get("parentName") or spec.get("parent")),
+            reference(doc, "spec.parentName", spec.get("parentName")),
             q.groups(doc, spec.get("resourceGroups")),
             q.weight(doc, spec),
         )

@@ -114,7 +114,8 @@ _PREFERENCE = (s.BORROWING_OVER_PREEMPTION, s.PREEMPTION_OVER_BORROWING)
 
 
 def cluster_queue(doc: Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueSpec:
-    cohort = spec.get("cohortName") if api.endswith("v1beta2") else spec.get("cohort", spec.get("cohortName"))
+    # v1beta1 names it spec.cohort (read from there where given), v1beta2 spec.cohortName
+    field = "cohort" if not api.endswith("v1beta2") and "cohort" in spec else "cohortName"
     fung = doc.mapping("spec.flavorFungibility", spec.get("flavorFungibility"))
     pre = doc.mapping("spec.preemption", spec.get("preemption"))
     bwc = doc.mapping("spec.preemption.borrowWithinCohort", pre.get("borrowWithinCohort"))
@@ -123,7 +124,7 @@ def cluster_queue(doc: Doc, spec: dict[str, Any], api: str) -> s.ClusterQueueSpe
     preference = fung.get("preference")
     return s.ClusterQueueSpec(
         name=doc.name,
-        cohort=reference(doc, "spec.cohortName", cohort),
+        cohort=reference(doc, f"spec.{field}", spec.get(field)),
         resource_groups=groups(doc, spec.get("resourceGroups")),
         namespace_selector=None if selector is None else _selector(doc, "spec.namespaceSelector", selector),
         queueing_strategy=choice(

@@ -20,6 +20,9 @@ Workloads, the ledger, the clock; ``gpufleet.forecast.snapshots``). Forecast aft
 Workload waiting at a probe is checked against when the real Kueue reserved its quota. The trace is
 compressed (10x for the bundled scenarios), so its waits are seconds and the error's floor of the
 wait is ``MIN_WAIT_S`` compressed alike. ``--moments 0 --testbed`` runs the testbed part alone.
+``--scenario small,fair,example,gang --runs N`` pools N real runs of each (one run's dozen checks
+share a few probes, too few to judge the band): each run's tables, then per scenario and per team
+over all, each run's probe a moment of its own in the interval over moments.
 
 ``--known-runtimes`` (simulated part, a diagnostic) gives the forecast every job's true runtime, as if
 declared: what error is left is the arrivals' (with ``--no-arrivals``, none is left after the trace's
@@ -35,7 +38,7 @@ forecasts the second week of two: what a cluster with a week of history behind i
 weekly rhythm can be learnt only from whole weeks seen).
 
 Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--days D [--first-day F]] [--horizon-days D] [--trace-seed T] [--fleet F] [--no-arrivals] [--known-runtimes] [--known-arrivals] [--workers W]
-[--testbed [--scenario NAME] [--every S] [--work DIR]]``; ends with the line of each part run.
+[--testbed [--scenario NAME[,NAME...]] [--runs N] [--every S] [--work DIR]]``; ends with the line of each part run.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.simulate_week import policy_text
@@ -157,8 +160,9 @@ def table(title: str, rows: list) -> None:  # type: ignore[type-arg]
         )
 
 
-def testbed(name: str, samples: int, every: int, work: Path, arrivals: bool = True) -> list[Check]:
-    """One real run of scenario ``name`` with probes; each waiting Workload's forecast against Kueue."""
+def testbed(name: str, samples: int, every: int, work: Path, arrivals: bool = True, run: int = 0) -> list[Check]:
+    """One real run of scenario ``name`` with probes; each waiting Workload's forecast against Kueue
+    (its checks marked ``run``, so that pooled with other runs' each probe is its own moment)."""
     from gpufleet.testbed import ensure
     from gpufleet.testbed.world import run_real
     from gpufleet.trace.compression import check_runnable, compress
@@ -170,11 +174,11 @@ def testbed(name: str, samples: int, every: int, work: Path, arrivals: bool = Tr
     probes = range(last + 5, last + int(scenario.drain_timeout_s), every)  # never beside the Job creation loop
     print(f"\ntestbed: scenario {name}, {len(jobs)} jobs compressed {scenario.factor:g}x, probes every {every} s "
           f"from {probes.start} s, {samples} samples each, arrivals {'sampled' if arrivals else 'not included'}", flush=True)  # fmt: skip
-    run = run_real(fleet, jobs, work / f"{name}-forecast", ensure(REPO), drain_timeout_s=scenario.drain_timeout_s,
-                   probes=probes, say=print)  # fmt: skip
-    print(f"  run: trace wall {run.wall_s:.0f} s, {len(run.snapshots)} probes taken, undrained {list(run.undrained)}, "
-          f"late {list(run.late)}", flush=True)  # fmt: skip
-    found = hindsight(run.snapshots, fleet, run.records, run.origin, settings=Settings(samples=samples, arrivals=arrivals),
+    real = run_real(fleet, jobs, work / f"{name}-{run}-forecast", ensure(REPO), drain_timeout_s=scenario.drain_timeout_s,
+                    probes=probes, say=print)  # fmt: skip
+    print(f"  run: trace wall {real.wall_s:.0f} s, {len(real.snapshots)} probes taken, undrained {list(real.undrained)}, "
+          f"late {list(real.late)}", flush=True)  # fmt: skip
+    found = hindsight(real.snapshots, fleet, real.records, real.origin, settings=Settings(samples=samples, arrivals=arrivals),
                       config=SimulationConfig(), time_factor=scenario.factor)  # fmt: skip
     for at in sorted({c.at for c in found.checks} | {d.at for d in found.declined}):
         here = [c for c in found.checks if c.at == at]
@@ -186,11 +190,11 @@ def testbed(name: str, samples: int, every: int, work: Path, arrivals: bool = Tr
     print(f"  missed: {misses(list(found.checks))}")
     print(f"  {spread_line(found.checks)}")
     # the probes start after the last arrival: every sampled arrival is one the real run never had
-    other = hindsight(run.snapshots, fleet, run.records, run.origin, settings=Settings(samples=samples, arrivals=not arrivals),
+    other = hindsight(real.snapshots, fleet, real.records, real.origin, settings=Settings(samples=samples, arrivals=not arrivals),
                       config=SimulationConfig(), time_factor=scenario.factor)  # fmt: skip
     print(f"  the same probes, arrivals {'not included' if arrivals else 'sampled'}: {final_line(other.checks)}; "
           f"missed: {misses(list(other.checks))}")  # fmt: skip
-    return list(found.checks)
+    return [replace(c, run=run) for c in found.checks]
 
 
 def main() -> int:
@@ -232,8 +236,12 @@ def main() -> int:
     )
     parser.add_argument("--testbed", action="store_true", help="add forecasts made during a real testbed run")
     parser.add_argument(
-        "--scenario", default="small", choices=list(SCENARIOS), help="the world differential's scenario (--testbed)"
+        "--scenario",
+        default="small",
+        type=scenario_names,
+        help=f"the world differential's scenarios, comma-separated ({', '.join(SCENARIOS)}; --testbed)",
     )
+    parser.add_argument("--runs", type=int, default=1, help="real runs of each scenario, pooled (--testbed)")
     parser.add_argument("--every", type=int, default=15, help="seconds between probes (--testbed)")
     parser.add_argument("--work", type=Path, help="keep the testbed run's logs and ledger under DIR")
     args = parser.parse_args()
@@ -247,19 +255,45 @@ def main() -> int:
             return 2
         lines.append(simulated(args))
     if args.testbed:
+        if args.runs < 1:
+            print(f"error: --runs {args.runs}: expected 1 or more", file=sys.stderr)
+            return 2
         with tempfile.TemporaryDirectory(prefix="gpufleet-forecast-") as tmp:
             try:
-                lines.append(
-                    final_line(
-                        testbed(args.scenario, args.samples, args.every, args.work or Path(tmp), args.arrivals),
-                        "testbed",
-                    )
-                )
+                lines.append(real_runs(args, args.work or Path(tmp)))
             except InputError as exc:
                 print(f"error: {exc.summary()}", file=sys.stderr)
                 return 2
     print(*lines, sep="\n")
     return 0
+
+
+def scenario_names(text: str) -> list[str]:
+    """``--scenario``'s comma-separated names, each one of ``SCENARIOS``."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected names from {', '.join(SCENARIOS)}, comma-separated")
+    return names
+
+
+def real_runs(args: argparse.Namespace, work: Path) -> str:
+    """The testbed's part: ``--runs`` real runs of each scenario, each run's tables, and with more than
+    one run the pooled tables (each run's probe a moment of its own) and line."""
+    checks: list[Check] = []
+    scenario_of: dict[int, str] = {}  # run -> its scenario
+    for name in args.scenario:
+        for _ in range(args.runs):
+            run = len(scenario_of)
+            scenario_of[run] = name
+            checks += testbed(name, args.samples, args.every, work, args.arrivals, run=run)
+    if len(scenario_of) > 1:
+        print(f"\ntestbed, {len(scenario_of)} runs pooled ({args.runs} of each of {', '.join(args.scenario)})")
+        table("testbed per scenario", summarize(checks, lambda c: scenario_of[c.run]))
+        table("testbed per team", summarize(checks, lambda c: c.team))
+        print(f"  missed: {misses(checks)}")
+        print(f"  {spread_line(checks)}")
+    return final_line(checks, "testbed")
 
 
 def _fleet_words(fleet: str) -> str:

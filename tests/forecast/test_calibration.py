@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -89,6 +90,14 @@ def test_the_coverage_interval_is_as_wide_as_its_moments_disagree(
     assert r.moments == len({c.at for c in checks})
     assert within[0] <= r.low <= r.coverage <= r.high <= within[1]
     assert r.high - r.low >= width
+
+
+def test_the_same_second_of_two_runs_is_two_moments() -> None:
+    # the testbed's runs probe at the same seconds from their starts: pooled, each run's probe is its own moment
+    first, second = _at(150, 10, 0), [replace(c, run=1) for c in _at(150, 0, 10)]
+    assert (row("one run", first).moments, row("two runs", first + second).moments) == (1, 2)
+    pooled = row("two runs", first + second)
+    assert (pooled.coverage, pooled.low, pooled.high) == (0.5, 0.0, 1.0)
 
 
 def test_one_moment_gives_no_interval_and_the_bootstrap_repeats() -> None:

@@ -68,6 +68,7 @@ class Check:
     p90: float  # inf: not within the horizon
     actual: float  # seconds from the moment to the admission; inf: never admitted in the run
     min_wait_s: float = MIN_WAIT_S  # the error's floor of the wait (a compressed trace's is shorter)
+    run: int = 0  # which run the moment is of, where checks of several runs are pooled (the testbed's)
 
     @property
     def censored(self) -> bool:
@@ -198,10 +199,10 @@ def row(label: str, checks: Sequence[Check]) -> Row:
     censored = len(checks) - len(judged)
     if not judged:
         return Row(label, 0, math.nan, math.nan, censored)
-    per_moment: dict[int, list[int]] = defaultdict(lambda: [0, 0])  # moment: [covered, judged]
+    per_moment: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])  # (run, moment): [covered, judged]
     for c in judged:
-        per_moment[c.at][0] += c.covered
-        per_moment[c.at][1] += 1
+        per_moment[(c.run, c.at)][0] += c.covered
+        per_moment[(c.run, c.at)][1] += 1
     low, high = over_moments([tuple(v) for _, v in sorted(per_moment.items())])
     return Row(
         label,

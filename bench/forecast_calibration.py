@@ -22,7 +22,10 @@ compressed (10x for the bundled scenarios), so its waits are seconds and the err
 wait is ``MIN_WAIT_S`` compressed alike. ``--moments 0 --testbed`` runs the testbed part alone.
 ``--scenario small,fair,example,gang --runs N`` pools N real runs of each (one run's dozen checks
 share a few probes, too few to judge the band): each run's tables, then per scenario and per team
-over all, each run's probe a moment of its own in the interval over moments.
+over all, each run's probe a moment of its own in the interval over moments. Each run keeps its
+probes (``KEPT``: the snapshots and the final ledger) beside its logs; ``--rejudge DIR`` forecasts
+the kept runs under a ``--work`` folder again with today's model, so a change is judged on the same
+real runs in seconds.
 
 ``--known-runtimes`` (simulated part, a diagnostic) gives the forecast every job's true runtime, as if
 declared: what error is left is the arrivals' (with ``--no-arrivals``, none is left after the trace's
@@ -38,24 +41,27 @@ forecasts the second week of two: what a cluster with a week of history behind i
 weekly rhythm can be learnt only from whole weeks seen).
 
 Run: ``python -m bench forecast_calibration [--moments N] [--samples S] [--days D [--first-day F]] [--horizon-days D] [--trace-seed T] [--fleet F] [--no-arrivals] [--known-runtimes] [--known-arrivals] [--workers W]
-[--testbed [--scenario NAME[,NAME...]] [--runs N] [--every S] [--work DIR]]``; ends with the line of each part run.
+[--testbed [--scenario NAME[,NAME...]] [--runs N] [--every S] [--work DIR]] [--rejudge PATH ...]``; ends with the line of each part run.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import pickle
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 from bench.simulate_week import policy_text
 from gpufleet.compiled import running
 from gpufleet.demo import SEED, example_text, workload_spec
-from gpufleet.errors import InputError
+from gpufleet.errors import InputError, Problem
 from gpufleet.forecast.calibration import (
     Check,
     by_band,
@@ -69,7 +75,8 @@ from gpufleet.forecast.calibration import (
     summarize,
 )
 from gpufleet.forecast.estimate import Settings
-from gpufleet.forecast.snapshots import hindsight
+from gpufleet.forecast.snapshots import Snapshot, hindsight
+from gpufleet.ledger.records import Record
 from gpufleet.policy import Fleet, parse_policy, resolve
 from gpufleet.simulate.config import SimulationConfig
 from gpufleet.simulate.result import RunResult
@@ -160,9 +167,24 @@ def table(title: str, rows: list) -> None:  # type: ignore[type-arg]
         )
 
 
+@dataclass(frozen=True)
+class Kept:
+    """A real run's probes, kept as ``KEPT`` beside its logs: what its forecasts read (the snapshots)
+    and what judges them (the final ledger), so a model change is judged again on the same real runs
+    in seconds (``--rejudge``) rather than on new ones of minutes each, whose races differ."""
+
+    scenario: str
+    snapshots: tuple[Snapshot, ...]
+    records: tuple[Record, ...]
+    origin: datetime
+
+
+KEPT = "probes.pickle"  # the bench's own file: ``--rejudge`` reads only what this bench wrote
+
+
 def testbed(name: str, samples: int, every: int, work: Path, arrivals: bool = True, run: int = 0) -> list[Check]:
-    """One real run of scenario ``name`` with probes; each waiting Workload's forecast against Kueue
-    (its checks marked ``run``, so that pooled with other runs' each probe is its own moment)."""
+    """One real run of scenario ``name`` with probes, kept under ``work``; each waiting Workload's
+    forecast against Kueue (``judge``)."""
     from gpufleet.testbed import ensure
     from gpufleet.testbed.world import run_real
     from gpufleet.trace.compression import check_runnable, compress
@@ -174,11 +196,25 @@ def testbed(name: str, samples: int, every: int, work: Path, arrivals: bool = Tr
     probes = range(last + 5, last + int(scenario.drain_timeout_s), every)  # never beside the Job creation loop
     print(f"\ntestbed: scenario {name}, {len(jobs)} jobs compressed {scenario.factor:g}x, probes every {every} s "
           f"from {probes.start} s, {samples} samples each, arrivals {'sampled' if arrivals else 'not included'}", flush=True)  # fmt: skip
-    real = run_real(fleet, jobs, work / f"{name}-{run}-forecast", ensure(REPO), drain_timeout_s=scenario.drain_timeout_s,
-                    probes=probes, say=print)  # fmt: skip
+    here = work / f"{name}-{run}-forecast"
+    real = run_real(fleet, jobs, here, ensure(REPO), drain_timeout_s=scenario.drain_timeout_s, probes=probes, say=print)
     print(f"  run: trace wall {real.wall_s:.0f} s, {len(real.snapshots)} probes taken, undrained {list(real.undrained)}, "
-          f"late {list(real.late)}", flush=True)  # fmt: skip
-    found = hindsight(real.snapshots, fleet, real.records, real.origin, settings=Settings(samples=samples, arrivals=arrivals),
+          f"late {list(real.late)}; kept in {here / KEPT}", flush=True)  # fmt: skip
+    kept = Kept(name, tuple(real.snapshots), tuple(real.records), real.origin)
+    with tempfile.NamedTemporaryFile("wb", dir=here, suffix=".tmp", delete=False) as out:
+        # its fields, not the class: this script runs as __main__ (``python -m bench``), where a class
+        # pickles under that name
+        pickle.dump(kept.__dict__, out, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(out.name, here / KEPT)
+    return judge(kept, samples, arrivals, run)
+
+
+def judge(kept: Kept, samples: int, arrivals: bool = True, run: int = 0) -> list[Check]:
+    """Forecast a kept run's probes after the run (``hindsight``) and print their tables; the checks
+    marked ``run``, so that pooled with other runs' each probe is its own moment."""
+    scenario = SCENARIOS[kept.scenario]()
+    fleet = scenario.fleet()
+    found = hindsight(kept.snapshots, fleet, kept.records, kept.origin, settings=Settings(samples=samples, arrivals=arrivals),
                       config=SimulationConfig(), time_factor=scenario.factor)  # fmt: skip
     for at in sorted({c.at for c in found.checks} | {d.at for d in found.declined}):
         here = [c for c in found.checks if c.at == at]
@@ -190,11 +226,35 @@ def testbed(name: str, samples: int, every: int, work: Path, arrivals: bool = Tr
     print(f"  missed: {misses(list(found.checks))}")
     print(f"  {spread_line(found.checks)}")
     # the probes start after the last arrival: every sampled arrival is one the real run never had
-    other = hindsight(real.snapshots, fleet, real.records, real.origin, settings=Settings(samples=samples, arrivals=not arrivals),
+    other = hindsight(kept.snapshots, fleet, kept.records, kept.origin, settings=Settings(samples=samples, arrivals=not arrivals),
                       config=SimulationConfig(), time_factor=scenario.factor)  # fmt: skip
     print(f"  the same probes, arrivals {'not included' if arrivals else 'sampled'}: {final_line(other.checks)}; "
           f"missed: {misses(list(other.checks))}")  # fmt: skip
     return [replace(c, run=run) for c in found.checks]
+
+
+def rejudge(paths: list[Path], samples: int, arrivals: bool) -> list[Check]:
+    """Every kept run under ``paths`` (``KEPT`` files, or folders holding them), judged again by
+    today's forecast, each a run of its own."""
+    files = sorted({f for p in paths for f in ([p] if p.is_file() else p.rglob(KEPT))})
+    if not files:
+        raise InputError(
+            [Problem(f"no {KEPT} here (a --work folder of an earlier --testbed run)", str(p), "") for p in paths]
+        )
+    checks: list[Check] = []
+    for run, path in enumerate(files):
+        try:
+            with path.open("rb") as f:
+                kept = Kept(**pickle.load(f))  # the bench's own file (KEPT): never one from elsewhere
+        except Exception as exc:  # a file that is not one unpickles or fails in any of many ways
+            raise InputError([Problem(f"not a kept run of this bench: {exc}", str(path), "")]) from exc
+        if kept.scenario not in SCENARIOS:
+            raise InputError([Problem(f"scenario {kept.scenario!r} is not one of this bench's", str(path), "")])
+        print(
+            f"\ntestbed, kept: {path} (scenario {kept.scenario}, {len(kept.snapshots)} probes), {samples} samples each"
+        )
+        checks += judge(kept, samples, arrivals, run)
+    return checks
 
 
 def main() -> int:
@@ -243,7 +303,14 @@ def main() -> int:
     )
     parser.add_argument("--runs", type=int, default=1, help="real runs of each scenario, pooled (--testbed)")
     parser.add_argument("--every", type=int, default=15, help="seconds between probes (--testbed)")
-    parser.add_argument("--work", type=Path, help="keep the testbed run's logs and ledger under DIR")
+    parser.add_argument("--work", type=Path, help="keep the testbed runs' logs, ledgers and probes under DIR")
+    parser.add_argument(
+        "--rejudge",
+        type=Path,
+        nargs="+",
+        metavar="PATH",
+        help=f"judge the kept runs under these --work folders (or their {KEPT} files) again, with today's forecast",
+    )
     args = parser.parse_args()
     lines = []
     if args.moments > 0:
@@ -254,6 +321,15 @@ def main() -> int:
             print(problem, file=sys.stderr)
             return 2
         lines.append(simulated(args))
+    if args.rejudge:
+        try:
+            checks = rejudge(args.rejudge, args.samples, args.arrivals)
+        except InputError as exc:
+            print(f"error: {exc.summary()}", file=sys.stderr)
+            return 2
+        if len({c.run for c in checks}) > 1:
+            pooled(checks, f"{len({c.run for c in checks})} kept runs pooled", None)
+        lines.append(final_line(checks, "testbed, kept runs"))
     if args.testbed:
         if args.runs < 1:
             print(f"error: --runs {args.runs}: expected 1 or more", file=sys.stderr)
@@ -288,12 +364,19 @@ def real_runs(args: argparse.Namespace, work: Path) -> str:
             scenario_of[run] = name
             checks += testbed(name, args.samples, args.every, work, args.arrivals, run=run)
     if len(scenario_of) > 1:
-        print(f"\ntestbed, {len(scenario_of)} runs pooled ({args.runs} of each of {', '.join(args.scenario)})")
-        table("testbed per scenario", summarize(checks, lambda c: scenario_of[c.run]))
-        table("testbed per team", summarize(checks, lambda c: c.team))
-        print(f"  missed: {misses(checks)}")
-        print(f"  {spread_line(checks)}")
+        title = f"{len(scenario_of)} runs pooled ({args.runs} of each of {', '.join(args.scenario)})"
+        pooled(checks, title, scenario_of)
     return final_line(checks, "testbed")
+
+
+def pooled(checks: list[Check], title: str, scenario_of: dict[int, str] | None) -> None:
+    """The tables of several runs' checks together, each run's probe a moment of its own."""
+    print(f"\ntestbed, {title}")
+    if scenario_of is not None:
+        table("testbed per scenario", summarize(checks, lambda c: scenario_of[c.run]))
+    table("testbed per team", summarize(checks, lambda c: c.team))
+    print(f"  missed: {misses(checks)}")
+    print(f"  {spread_line(checks)}")
 
 
 def _fleet_words(fleet: str) -> str:

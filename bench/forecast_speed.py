@@ -76,7 +76,8 @@ def _workload(team: str, name: str, gpus: int, created: datetime, admitted: date
         },
         "spec": {
             "queueName": team,
-            "priorityClassName": "batch",
+            "priority": 100,
+            "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "batch"},
             "podSets": [{"name": "main", "count": 1, "template": template}],
         },
         "status": status,

@@ -15,7 +15,7 @@ import pytest
 
 from gpufleet.forecast.arrivals import PRIOR_BURSTS
 from gpufleet.forecast.estimate import Settings
-from gpufleet.forecast.live import forecast_live, live_moment, live_state
+from gpufleet.forecast.live import forecast_live, live_moment, live_state, priority_class
 from gpufleet.forecast.submissions import live_arrivals
 from gpufleet.ledger.records import Allocation, EndReason
 from gpufleet.policy import Fleet, load_policy, resolve
@@ -47,8 +47,10 @@ def workload(
     admitted: float | None = None,
     resource: str = GPU,
     pod_sets: int = 1,
+    priority: tuple[str, int] = ("wf-normal", 100),
 ) -> dict[str, Any]:
-    """A Workload as Kueue writes it for a Job (``created``/``admitted``: minutes before NOW)."""
+    """A Workload as Kueue v1beta2 writes it for a Job (``created``/``admitted``: minutes before NOW;
+    ``priority``: its WorkloadPriorityClass and value)."""
     template = {"spec": {"containers": [{"name": "main", "resources": {"requests": {resource: str(gpus)}}}]}}
     conditions: list[dict[str, Any]] = []
     status: dict[str, Any] = {"conditions": conditions}
@@ -69,7 +71,8 @@ def workload(
         },
         "spec": {
             "queueName": namespace,
-            "priorityClassName": "wf-normal",
+            "priority": priority[1],
+            "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": priority[0]},
             "podSets": [{"name": f"ps{i}", "count": pods, "template": template} for i in range(pod_sets)],
         },
         "status": status,
@@ -107,6 +110,49 @@ def test_holding_enter_at_admission_and_waiting_after_the_last(fleet: Fleet) -> 
     assert by_key["wf-alpha/wait"].job.submit_s == 20 * 60 + 2
     big = by_key["wf-beta/big"].job
     assert (big.team, big.pods, big.gpus, big.priority_class) == ("wf-beta", 3, 2, "wf-normal")
+
+
+GANG = Path(__file__).parents[1] / "e2e" / "world" / "gang.yaml"  # alpha and beta, 6 + 6 borrowable; high 1000, low 100
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [
+        ({"priority": 1000, "priorityClassRef": {"kind": "WorkloadPriorityClass", "name": "high"}}, "high"),  # v1beta2
+        ({"priority": 100, "priorityClassName": "low"}, "low"),  # v1beta1
+        ({"priorityClassName": "low"}, "low"),  # no value: the name
+        ({"priority": 1000, "priorityClassRef": {"name": "urgent"}}, "high"),  # a class the policy lacks: its value's
+        ({"priority": 100, "priorityClassRef": {"name": "high"}}, "low"),  # the value is what Kueue orders by
+        ({"priority": 1000}, "high"),
+        ({"priorityClassRef": {"name": "urgent"}}, ""),
+        ({"priority": 5, "priorityClassRef": {"name": "low"}}, ""),  # no class of that value: the default
+        ({}, ""),
+    ],
+)
+def test_a_workloads_priority_class_is_the_policys_of_its_value(spec: dict[str, Any], want: str) -> None:
+    assert priority_class(spec, resolve(load_policy(GANG))) == want
+
+
+def test_a_later_high_priority_workload_is_forecast_before_an_earlier_low_one() -> None:
+    # found on the testbed's gang scenario: the live path read v1beta1's priorityClassName only, so
+    # every Workload the API server served (v1beta2) lost its priority, and the forecast admitted the
+    # low-priority gang first, which the real Kueue admitted after every high one
+    gang = resolve(load_policy(GANG))
+    running = workload("beta", "running", pods=2, gpus=4, created=12, admitted=10, priority=("low", 100))
+    low = workload("beta", "low", pods=3, gpus=4, created=30, priority=("low", 100))
+    high = workload("alpha", "high", pods=3, gpus=4, created=5, priority=("high", 1000))
+    runs = [replace(r, namespace=r.team.replace("wf-", ""), team="beta", gpu_count=8) for r in history(12)]
+    report = forecast_live(
+        live_state([running, low, high], gang, NOW),
+        gang,
+        runs,
+        Settings(samples=10, arrivals=False),
+        SimulationConfig(),
+    )
+    p50 = {f.workload: f.quantiles["p50"] for f in report.forecasts}
+    assert p50["alpha/high"] is not None and p50["beta/low"] is not None
+    assert p50["alpha/high"] < p50["beta/low"]
+    assert dict(next(f for f in report.forecasts if f.workload == "beta/low").waits_for)["alpha/high"] >= 0.25
 
 
 @pytest.mark.parametrize(

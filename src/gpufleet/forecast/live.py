@@ -49,8 +49,8 @@ from gpufleet.trace.job import Job, JobKind
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
 #: Seconds from a Workload's pods' start to Kueue's ``PodsReady=True``: measured on the testbed (the
-#: ledger's ``started``, the first pod's start, against the condition's time: docs/forecast.md, "On the
-#: testbed"), as ``FINISH_LATENCY_S`` is Kueue's second after the pods' end.
+#: ledger's ``started``, the first pod's start, against the condition's time: docs/forecast-notebook.md, "On
+#: the testbed, as it was measured"), as ``FINISH_LATENCY_S`` is Kueue's second after the pods' end.
 PODS_READY_LATENCY_S = 1
 #: Evicted reasons after which Kueue queues a Workload by its eviction time, not its creation
 #: (``workloadevict.IsEvictedByPodsReadyTimeout``, ``IsEvictedByAdmissionCheck``)
@@ -156,6 +156,24 @@ def _owner(wl: Obj) -> str:
     return str(meta.get("name"))
 
 
+def priority_class(spec: Obj, fleet: Fleet) -> str:
+    """The policy's priority class of a Workload's ``spec``: the class it names (v1beta2's
+    ``priorityClassRef``, v1beta1's ``priorityClassName``) where the policy gives it the Workload's
+    ``priority``, else the policy's class of that value (first by name), else none (the replay's
+    default). Kueue orders by the value, and the API server serves v1beta2, where the v1beta1 field
+    is absent: read from there alone, every live Workload lost its priority, and the forecast put a
+    low-priority Workload first that the real Kueue admitted last."""
+    ref = spec.get("priorityClassRef")
+    name = str((ref.get("name") if isinstance(ref, dict) else None) or spec.get("priorityClassName") or "")
+    value = spec.get("priority")
+    values = {p.name: p.value for p in fleet.policy.priorityClasses}
+    if not isinstance(value, int) or isinstance(value, bool):
+        return name if name in values else ""
+    if values.get(name) == value:
+        return name
+    return next((n for n in sorted(values) if values[n] == value), "")
+
+
 def _job(wl: Obj, fleet: Fleet, submit_s: int) -> tuple[Job | None, str, str]:
     """The Workload as a trace job (runtime unknown), or None with a reason and a message."""
     meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
@@ -167,8 +185,6 @@ def _job(wl: Obj, fleet: Fleet, submit_s: int) -> tuple[Job | None, str, str]:
     if len(pod_sets) != 1:
         return None, "PodSetsNotModelled", f"{len(pod_sets)} pod sets ask for GPUs; the replay models one"
     resource, count = _ask(pod_sets[0])
-    priorities = {p.name for p in fleet.policy.priorityClasses}
-    priority = str(spec.get("priorityClassName") or "")
     shape: dict[str, Any] = {"gpus": count}
     if resource.startswith(MIG):
         shape["mig_profile"] = resource.removeprefix(MIG)
@@ -184,7 +200,7 @@ def _job(wl: Obj, fleet: Fleet, submit_s: int) -> tuple[Job | None, str, str]:
         duration_s=UNKNOWN_S,
         kind=JobKind.TRAINING,  # the cluster does not say; the history is read without kinds (``Moment.kinds``)
         pods=_count(pod_sets[0].get("count", 1)),
-        priority_class=priority if priority in priorities else "",
+        priority_class=priority_class(spec, fleet),
         model=str((meta.get("labels") or {}).get("gpufleet.io/model", "")),
         **shape,
     )

@@ -129,7 +129,7 @@ def test_a_busy_teams_separate_jobs_are_not_one_burst() -> None:
     its jobs are independent, so the next six hours bring the weekend's jobs (weighted as the rate
     weighs them), not the weekend's submissions times the weekdays' jobs per burst. A gap of a
     minute merged the weekdays' jobs three or four to a burst, and the samples drew nearly twice
-    the jobs that came (the 1,000-GPU fleet's Sunday evening, docs/forecast.md)."""
+    the jobs that came (the 1,000-GPU fleet's Sunday evening, docs/forecast-notebook.md)."""
     rng, t = random.Random(5), 0.0
     seen: list[Job] = []
     while t < 7 * DAY:

@@ -2,8 +2,8 @@
 runtime is drawn from its pods' start, as Kueue's ``PodsReady`` says, not from the admission.
 
 On the testbed a preempted Workload's pods hold their nodes for their grace period, so the next
-Workload's pods wait 10-30 compressed seconds after its admission (docs/forecast.md, "On the
-testbed"); counted from the admission, its elapsed time was that much too long. The cluster is
+Workload's pods wait 10-30 compressed seconds after its admission (docs/forecast-notebook.md, "On
+the testbed, as it was measured"); counted from the admission, its elapsed time was that much too long. The cluster is
 why-fleet.yaml's, built as in ``test_live``: wf-beta's big Job (admitted 10 min ago) holds the quota
 wf-alpha's wait needs, and its finished runs took 20-40 min."""
 

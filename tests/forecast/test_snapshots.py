@@ -111,7 +111,7 @@ def test_the_wait_is_measured_from_the_api_servers_second_as_the_forecast_is(
 ) -> None:
     """The forecast counts from the server's second (the replay reads whole-second stamps only); the real
     wait measured from this machine's clock, a fraction past it, came out short of it by that fraction
-    at every check, all one way (the testbed's misses before p10, docs/forecast.md)."""
+    at every check, all one way (the testbed's misses before p10, docs/forecast-notebook.md)."""
     final = [*history(12), attempt("wait", NOW + timedelta(minutes=20))]
     taken = Snapshot(tuple(history(12)), local, (BIG, WAIT), local, server)
     (check,) = hindsight([taken], fleet, final, ORIGIN, settings=Settings(samples=5), config=SimulationConfig()).checks

@@ -28,7 +28,7 @@ hours: a forecast made in the evening expects the quiet night before the morning
   horizon: a day ahead the posterior holds a quarter of the bursts it holds now. Teams' rates do
   change (a weekend, a deadline, a sweep that never came), and a rate fixed for a sample's whole
   horizon made the waits of days, sums of thousands of arrivals, far surer than they are
-  (docs/forecast.md, "How sure a coverage is, and arrivals decide the deep queues").
+  (docs/forecast-notebook.md, "How sure a coverage is, and arrivals decide the deep queues").
 - *Which day*: where the history holds a whole week or more, each day of the week has its own
   factor (``weekly_factors``: its bursts over the whole weeks, against the mean day's), so a
   forecast made on a Friday evening expects the quiet weekend the last week showed, and the busy

@@ -138,7 +138,7 @@ class RuntimeHistory:
         (a trace, a Job label). A runtime is ``started`` → ``finished`` less ``FINISH_LATENCY_S``, as
         ``trace convert --from-ledger`` takes it: ``finished`` is Kueue's finish, a second after the
         pods' end, and the forecast's simulation adds that second again (the testbed's forecasts,
-        whose waits are tens of seconds, came out late by it: docs/forecast.md, "On the testbed")."""
+        whose waits are tens of seconds, came out late by it: docs/forecast-notebook.md, "On the testbed, as it was measured")."""
         return cls.of(
             (
                 (

@@ -13,7 +13,7 @@ reservation in the run's final ledger: the first attempt of its Job reserved at 
 (second resolution, as Kueue writes conditions) that had not ended before it, measured from that same
 *now*. Both are whole seconds of the cluster's clock, as every time the replay reads; measured from
 this machine's clock instead, a fraction of a second past the server's second, each real wait came
-out that fraction short of the forecast's, all one way (docs/forecast.md, "On the testbed"). A
+out that fraction short of the forecast's, all one way (docs/forecast-notebook.md, "On the testbed, as it was measured"). A
 Workload the ledger never saw reserved counts as never admitted. A waiting Workload with no figure is
 kept with the forecast's reason (too little history, the replay differs) or the live state's (left
 out of the replay), never dropped silently.

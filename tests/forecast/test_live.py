@@ -105,11 +105,25 @@ def test_holding_enter_at_admission_and_waiting_after_the_last(fleet: Fleet) -> 
     # the origin is the earliest instant: early's creation 30 min ago
     assert state.origin == NOW - timedelta(minutes=30) and state.at == 30 * 60
     assert by_key["wf-beta/big"].holding and by_key["wf-beta/big"].job.submit_s == 20 * 60
-    # both waiting ones were created before big was admitted, but enter the replay after it, in creation order
-    assert by_key["wf-beta/early"].job.submit_s == 20 * 60 + 1
-    assert by_key["wf-alpha/wait"].job.submit_s == 20 * 60 + 2
+    # both waiting ones were created before big was admitted, but enter the replay together after it,
+    # each keeping its creation's place in the queue
+    assert by_key["wf-beta/early"].job.submit_s == by_key["wf-alpha/wait"].job.submit_s == 20 * 60 + 1
+    assert (by_key["wf-beta/early"].order_s, by_key["wf-alpha/wait"].order_s) == (0, 15 * 60)
+    assert by_key["wf-beta/big"].order_s == 20 * 60
     big = by_key["wf-beta/big"].job
     assert (big.team, big.pods, big.gpus, big.priority_class) == ("wf-beta", 3, 2, "wf-normal")
+
+
+def test_many_waiting_workloads_leave_the_replays_now_at_now(fleet: Fleet) -> None:
+    # entered one a second after the last admission, 100 waiting Workloads behind one admitted a
+    # minute ago put the replay's now 41 s past the cluster's, and the running ones ran that much longer
+    running = workload("wf-beta", "running", pods=3, gpus=2, created=2, admitted=1)
+    waiting = [workload("wf-alpha", f"w{i:03d}", pods=1, gpus=4, created=30 - i / 10) for i in range(100)]
+    state = live_state([running, *waiting], fleet, NOW)
+    assert state.at == (NOW - state.origin).total_seconds() == 30 * 60
+    moment, _ = live_moment(state, fleet, history(12), SimulationConfig())
+    started = moment.simulation.by_key["wf-beta/running"].attempt.started
+    assert started is not None and moment.at - started == 60
 
 
 GANG = Path(__file__).parents[1] / "e2e" / "world" / "gang.yaml"  # alpha and beta, 6 + 6 borrowable; high 1000, low 100
@@ -153,6 +167,22 @@ def test_a_later_high_priority_workload_is_forecast_before_an_earlier_low_one() 
     assert p50["alpha/high"] is not None and p50["beta/low"] is not None
     assert p50["alpha/high"] < p50["beta/low"]
     assert dict(next(f for f in report.forecasts if f.workload == "beta/low").waits_for)["alpha/high"] >= 0.25
+
+
+def test_quota_freed_at_now_goes_to_the_workload_kueue_orders_first() -> None:
+    # found on the testbed's gang scenario: a gang finished as the listing was taken, freeing the
+    # cards; the waiting Workloads entered the replay one a second in creation order, so the oldest,
+    # a low-priority gang, took them at its entry, where the real Kueue admitted a high one
+    gang = resolve(load_policy(GANG))
+    low = workload("beta", "low", pods=3, gpus=4, created=30, priority=("low", 100))
+    high = workload("alpha", "high", pods=3, gpus=4, created=5, priority=("high", 1000))
+    after = workload("alpha", "after", pods=3, gpus=4, created=4, priority=("high", 1000))  # its name sorts first
+    state = live_state([low, after, high], gang, NOW)
+    moment, differs = live_moment(state, gang, history(12), SimulationConfig())
+    runs = moment.simulation.by_key
+    assert runs["alpha/high"].state is State.RUNNING  # high priority first, then the earlier creation
+    assert runs["alpha/after"].state is State.PENDING and runs["beta/low"].state is State.PENDING
+    assert set(differs) == {"alpha/high"}
 
 
 @pytest.mark.parametrize(

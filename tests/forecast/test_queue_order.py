@@ -57,7 +57,7 @@ def test_a_preempted_workload_waits_ahead_of_a_younger_one(fleet: Fleet, reason:
     """Both wait behind big; young was created 25 min ago, between old's creation and its eviction."""
     young = workload("wf-alpha", "young", pods=1, gpus=4, created=25)
     state = live_state([BIG, evicted(reason), young], fleet, NOW)
-    waiting = sorted((w for w in state.workloads if not w.holding), key=lambda w: w.job.submit_s)
+    waiting = sorted((w for w in state.workloads if not w.holding), key=lambda w: w.order_s)
     assert waiting[0].key == first
     old = next(w for w in waiting if w.key == "wf-alpha/old")
     assert old.since == NOW - timedelta(minutes=19)  # its wait is still counted from its requeue

@@ -11,9 +11,13 @@ the trace is replayed to *now* through the queue world, as ``simulated`` replays
   *now* it has run as long as it has on the cluster, and the admissions come in the cluster's order;
   where its pods started later than that (Kueue's ``PodsReady``: ``pods_started_late``), its runtime
   is drawn from its pods' start, and the replay runs it that much longer;
-- a waiting Workload enters after the last admission, in Kueue's queue order within a priority
-  (its creation, or its eviction for a readiness timeout: ``queue_order``), so the replay cannot hand it quota that finished Workloads, absent from
-  the listing, held when it arrived. Its wait so far is the cluster's, not the replay's.
+- the waiting Workloads all enter together, a second after the last admission, so the replay
+  cannot hand them quota that finished Workloads, absent from the listing, held when they arrived;
+  each keeps its place in Kueue's queue (its creation, or its eviction for a readiness timeout:
+  ``queue_order``), which the replay's queue orders by, not by the entry. Quota freed just before
+  *now* then goes where the real Kueue gives it, by priority and queue order: entered one a second
+  in queue order, the first (a low-priority Workload on the testbed) took it ahead of two
+  high-priority ones. Their wait so far is the cluster's, not the replay's.
 
 The replay is then checked against the cluster: a waiting Workload the replay admits at once, or
 one holding quota the replay does not admit, means the policy and the cluster disagree, and that
@@ -72,6 +76,7 @@ class LiveWorkload:
     declared: Declared | None = None  # what its owner declared of its runtime (``declared``)
     malformed: str = ""  # a declaration that does not parse: what and where
     late_start_s: int = 0  # holding: seconds from its admission to its pods' start (``pods_started_late``)
+    order_s: int = 0  # its place in Kueue's queue, in the replay's seconds (waiting: not its entry, ``job.submit_s``)
 
     @property
     def key(self) -> str:
@@ -236,15 +241,14 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
     holding.sort(key=lambda x: (x[0], x[1]))  # admission order; the key breaks ties
     waiting.sort(key=lambda x: (x[0], x[1]))  # Kueue's queue order within a priority, then the key
     origin = min((t for t, _, _, _ in holding + waiting), default=now).replace(microsecond=0)
-    last = max((int((t - origin).total_seconds()) for t, _, _, _ in holding), default=-1)
+    together = max((int((t - origin).total_seconds()) for t, _, _, _ in holding), default=-1) + 1
     out: list[LiveWorkload] = []
-    enter = 0
+    replayed: set[str] = set()
     for rank, (order, key, wl, since) in enumerate(holding + waiting):
         is_holding = rank < len(holding)
         at = int((order - origin).total_seconds())
-        enter = at if is_holding else max(at, last + 1 + rank - len(holding), enter)
-        job, reason, message = _job(wl, fleet, enter)
-        if job is not None and any(w.job.namespace == job.namespace and w.job.job_id == job.job_id for w in out):
+        job, reason, message = _job(wl, fleet, at if is_holding else together)
+        if job is not None and f"{job.namespace}/{job.job_id}" in replayed:
             reason, message = "JobOwnsSeveral", f"Job {job.job_id} owns another Workload already replayed"
             job = None
         if job is None:
@@ -254,8 +258,9 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         declared, malformed = declared_of(wl, jobs.get((job.namespace, job.job_id)))
         uid, born = str(meta.get("uid", "")), parse_time(meta.get("creationTimestamp"))
         late = pods_started_late(wl, since, now) if is_holding else 0
-        out.append(LiveWorkload(key, job, is_holding, since, uid, born, declared, malformed, late))
-    at_now = max(int((now - origin).total_seconds()), enter + 1)
+        out.append(LiveWorkload(key, job, is_holding, since, uid, born, declared, malformed, late, at))
+        replayed.add(f"{job.namespace}/{job.job_id}")
+    at_now = max(int((now - origin).total_seconds()), together + 1)
     return LiveState(tuple(out), origin, now, at_now, tuple(skipped), now_from)
 
 
@@ -265,6 +270,7 @@ def live_moment(
     """The replay paused at *now*, the history as of now, and the Workloads the replay does not
     reproduce (key -> why: the policy and the cluster disagree on them)."""
     world = QueueWorld(fleet, [w.job for w in state.workloads], config)
+    world.queue_order = {w.key: w.order_s for w in state.workloads if not w.holding}
     world.advance(state.at)
     differs: dict[str, str] = {}
     for w in state.workloads:

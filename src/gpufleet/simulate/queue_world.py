@@ -46,6 +46,10 @@ class QueueWorld(Simulation):
         self.kueue_dirty = False
         self.kueue_wake: int | None = None  # the instant already booked for Kueue's next timer
         self.succeeded: dict[str, int] = {}  # jobs whose pods succeeded, Kueue not yet told: the instant
+        # job key -> its Workload's queue-order timestamp (seconds), where that is not its arrival: the
+        # live replay's waiting Workloads all enter at one instant, each keeping its place in Kueue's
+        # queue (``gpufleet.forecast.live``)
+        self.queue_order: dict[str, int] = {}
         self.queue.check([(r.job, r.ask) for r in self.runs])
         reaches = Reaches(fleet)
         for r in self.runs:
@@ -63,7 +67,7 @@ class QueueWorld(Simulation):
         super().handle(t, kind, subject)
 
     def enter(self, t: int, run: JobRun) -> None:
-        self.queue.submit(run.job, run.ask, t)
+        self.queue.submit(run.job, run.ask, self.queue_order.get(run.key, t))
         self.kueue_dirty = True
 
     def ended(self, run: JobRun) -> None:

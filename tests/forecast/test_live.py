@@ -105,9 +105,9 @@ def test_holding_enter_at_admission_and_waiting_after_the_last(fleet: Fleet) -> 
     # the origin is the earliest instant: early's creation 30 min ago
     assert state.origin == NOW - timedelta(minutes=30) and state.at == 30 * 60
     assert by_key["wf-beta/big"].holding and by_key["wf-beta/big"].job.submit_s == 20 * 60
-    # both waiting ones were created before big was admitted, but enter the replay together after it,
-    # each keeping its creation's place in the queue
-    assert by_key["wf-beta/early"].job.submit_s == by_key["wf-alpha/wait"].job.submit_s == 20 * 60 + 1
+    # both waiting ones were created before big was admitted, but enter the replay together at now,
+    # after it, each keeping its creation's place in the queue
+    assert by_key["wf-beta/early"].job.submit_s == by_key["wf-alpha/wait"].job.submit_s == 30 * 60
     assert (by_key["wf-beta/early"].order_s, by_key["wf-alpha/wait"].order_s) == (0, 15 * 60)
     assert by_key["wf-beta/big"].order_s == 20 * 60
     big = by_key["wf-beta/big"].job
@@ -181,6 +181,7 @@ def test_quota_freed_at_now_goes_to_the_workload_kueue_orders_first() -> None:
     moment, differs = live_moment(state, gang, history(12), SimulationConfig())
     runs = moment.simulation.by_key
     assert runs["alpha/high"].state is State.RUNNING  # high priority first, then the earlier creation
+    assert runs["alpha/high"].attempt.reserved == moment.at  # admitted at now: it has run nothing
     assert runs["alpha/after"].state is State.PENDING and runs["beta/low"].state is State.PENDING
     assert set(differs) == {"alpha/high"}
 

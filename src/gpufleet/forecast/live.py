@@ -11,8 +11,9 @@ the trace is replayed to *now* through the queue world, as ``simulated`` replays
   *now* it has run as long as it has on the cluster, and the admissions come in the cluster's order;
   where its pods started later than that (Kueue's ``PodsReady``: ``pods_started_late``), its runtime
   is drawn from its pods' start, and the replay runs it that much longer;
-- the waiting Workloads all enter together, a second after the last admission, so the replay
-  cannot hand them quota that finished Workloads, absent from the listing, held when they arrived;
+- the waiting Workloads all enter together at *now* (or a second after the last admission, if that
+  is later), so the replay cannot hand them quota that finished Workloads, absent from the listing,
+  held when they arrived, and one it admits at once has run nothing by *now*;
   each keeps its place in Kueue's queue (its creation, or its eviction for a readiness timeout:
   ``queue_order``), which the replay's queue orders by, not by the entry. Quota freed just before
   *now* then goes where the real Kueue gives it, by priority and queue order: entered one a second
@@ -241,7 +242,9 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
     holding.sort(key=lambda x: (x[0], x[1]))  # admission order; the key breaks ties
     waiting.sort(key=lambda x: (x[0], x[1]))  # Kueue's queue order within a priority, then the key
     origin = min((t for t, _, _, _ in holding + waiting), default=now).replace(microsecond=0)
-    together = max((int((t - origin).total_seconds()) for t, _, _, _ in holding), default=-1) + 1
+    # the waiting enter at *now* (after the last admission): one the replay admits at once has run nothing
+    now_s = int((now - origin).total_seconds())
+    together = max(max((int((t - origin).total_seconds()) for t, _, _, _ in holding), default=-1) + 1, now_s)
     out: list[LiveWorkload] = []
     replayed: set[str] = set()
     for rank, (order, key, wl, since) in enumerate(holding + waiting):
@@ -260,8 +263,7 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         late = pods_started_late(wl, since, now) if is_holding else 0
         out.append(LiveWorkload(key, job, is_holding, since, uid, born, declared, malformed, late, at))
         replayed.add(f"{job.namespace}/{job.job_id}")
-    at_now = max(int((now - origin).total_seconds()), together + 1)
-    return LiveState(tuple(out), origin, now, at_now, tuple(skipped), now_from)
+    return LiveState(tuple(out), origin, now, together, tuple(skipped), now_from)
 
 
 def live_moment(

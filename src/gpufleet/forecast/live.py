@@ -221,7 +221,7 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         for o in objects
         if o.get("kind") == "Job"
     }
-    # (when it entered the replay's order, key, Workload, since when it holds or waits)
+    # (its admission, or its place in Kueue's queue; key; Workload; since when it holds or waits)
     holding: list[tuple[datetime, str, Obj, datetime]] = []
     waiting: list[tuple[datetime, str, Obj, datetime]] = []
     skipped: list[tuple[str, str, str]] = []
@@ -240,7 +240,7 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
             since = min(max(created, requeued or created), now)  # its wait: since it last entered the queue
             waiting.append((min(queue_order(wl, created), now), key, wl, since))
     holding.sort(key=lambda x: (x[0], x[1]))  # admission order; the key breaks ties
-    waiting.sort(key=lambda x: (x[0], x[1]))  # Kueue's queue order within a priority, then the key
+    waiting.sort(key=lambda x: (x[0], x[1]))  # queue order, then the key: a Job's first Workload is replayed
     origin = min((t for t, _, _, _ in holding + waiting), default=now).replace(microsecond=0)
     # the waiting enter at *now* (after the last admission): one the replay admits at once has run nothing
     now_s = int((now - origin).total_seconds())

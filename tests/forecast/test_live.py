@@ -190,7 +190,6 @@ def test_quota_freed_at_now_goes_to_the_workload_kueue_orders_first() -> None:
     ("wl", "reason"),
     [
         (workload("elsewhere", "x", pods=1, gpus=1, created=1), "NamespaceNotInPolicy"),
-        (workload("wf-alpha", "x", pods=1, gpus=1, created=1, pod_sets=2), "PodSetsNotModelled"),
         (workload("wf-alpha", "x", pods=1, gpus=0, created=1), "PodSetsNotModelled"),
         (workload("wf-alpha", "x", pods=1, gpus=2, created=1, resource="nvidia.com/gpu.shared"), "PodSetsNotModelled"),
     ],
@@ -199,6 +198,25 @@ def test_workloads_the_replay_cannot_model_are_named(fleet: Fleet, wl: dict[str,
     state = live_state([BIG, wl], fleet, NOW)
     assert [w.key for w in state.workloads] == ["wf-beta/big"]
     assert [(k, r) for k, r, _ in state.skipped] == [(f"{wl['metadata']['namespace']}/job-x-abcde", reason)]
+
+
+def test_pod_sets_asking_alike_are_replayed_as_one() -> None:
+    # a PyTorchJob's master and two workers, each pod 4 cards: Kueue's quota sums them, 12 cards
+    gang = resolve(load_policy(GANG))
+    wl = workload("alpha", "torch", pods=2, gpus=4, created=3, pod_sets=2, priority=("high", 1000))
+    wl["spec"]["podSets"][0]["count"] = 1
+    (w,) = live_state([wl], gang, NOW).workloads
+    assert (w.job.pods, w.job.gpus) == (3, 4)
+
+
+def test_pod_sets_asking_differently_are_named(fleet: Fleet) -> None:
+    wl = workload("wf-alpha", "x", pods=1, gpus=1, created=1, pod_sets=2)
+    wl["spec"]["podSets"][1] = workload("wf-alpha", "x", pods=2, gpus=4, created=1)["spec"]["podSets"][0]
+    state = live_state([BIG, wl], fleet, NOW)
+    assert [w.key for w in state.workloads] == ["wf-beta/big"]
+    ((key, reason, message),) = state.skipped
+    assert (key, reason) == ("wf-alpha/job-x-abcde", "PodSetsNotModelled")
+    assert "ask differently per pod (1 nvidia.com/gpu, 4 nvidia.com/gpu)" in message
 
 
 def test_a_second_workload_of_one_job_is_left_out(fleet: Fleet) -> None:

@@ -120,6 +120,24 @@ def _ask(pod_set: Obj) -> tuple[str, int]:
     return "", 0
 
 
+def _gpu_pods(pod_sets: list[Obj]) -> tuple[str, int, int, str]:
+    """The GPU pods of a Workload's pod sets as the replay's one kind of pod: the resource, the count
+    per pod and the pods; or why they are not (the last field). Pod sets that ask alike per pod (a
+    PyTorchJob's master and workers, a JobSet's replicated jobs) are one: Kueue's quota sums them, and
+    the replay places the policy's nodes, not a pod set's own selectors. Pod sets asking differently
+    are not modelled, nor a Workload asking for no GPU."""
+    asking = [(p, *_ask(p)) for p in pod_sets]
+    asking = [(p, resource, count) for p, resource, count in asking if count]
+    asks = sorted({(resource, count) for _, resource, count in asking})
+    if not asks:
+        return "", 0, 0, "no pod set asks for GPUs; the replay models GPU workloads"
+    if len(asks) > 1:
+        alike = ", ".join(f"{count} {resource}" for resource, count in asks)
+        return "", 0, 0, f"its {len(asking)} GPU pod sets ask differently per pod ({alike}); the replay models one ask"
+    ((resource, count),) = asks
+    return resource, count, sum(_count(p.get("count", 1)) for p, _, _ in asking), ""
+
+
 def pods_started_late(wl: Obj, reserved: datetime, now: datetime) -> int:
     """Seconds from a holding Workload's admission to its pods' start, by Kueue's ``PodsReady``
     condition: its transition to True, less ``PODS_READY_LATENCY_S``; while it is False, the pods have
@@ -187,10 +205,9 @@ def _job(wl: Obj, fleet: Fleet, submit_s: int) -> tuple[Job | None, str, str]:
     team = next((t.name for t in fleet.policy.teams if namespace in t.namespaces), None)
     if team is None:
         return None, "NamespaceNotInPolicy", f"namespace {namespace} belongs to no team of the policy"
-    pod_sets = [p for p in spec.get("podSets") or [] if _ask(p)[1]]
-    if len(pod_sets) != 1:
-        return None, "PodSetsNotModelled", f"{len(pod_sets)} pod sets ask for GPUs; the replay models one"
-    resource, count = _ask(pod_sets[0])
+    resource, count, pods, why = _gpu_pods(spec.get("podSets") or [])
+    if why:
+        return None, "PodSetsNotModelled", why
     shape: dict[str, Any] = {"gpus": count}
     if resource.startswith(MIG):
         shape["mig_profile"] = resource.removeprefix(MIG)
@@ -205,7 +222,7 @@ def _job(wl: Obj, fleet: Fleet, submit_s: int) -> tuple[Job | None, str, str]:
         submit_s=submit_s,
         duration_s=UNKNOWN_S,
         kind=JobKind.TRAINING,  # the cluster does not say; the history is read without kinds (``Moment.kinds``)
-        pods=_count(pod_sets[0].get("count", 1)),
+        pods=pods,
         priority_class=priority_class(spec, fleet),
         model=str((meta.get("labels") or {}).get("gpufleet.io/model", "")),
         **shape,

@@ -184,6 +184,25 @@ def test_quota_freed_at_now_goes_to_the_workload_kueue_orders_first() -> None:
     assert runs["alpha/high"].attempt.reserved == moment.at  # admitted at now: it has run nothing
     assert runs["alpha/after"].state is State.PENDING and runs["beta/low"].state is State.PENDING
     assert set(differs) == {"alpha/high"}
+    assert "finished" not in differs["alpha/high"]  # nothing finished: the policy may be another
+
+
+@pytest.mark.parametrize(("seconds_ago", "named"), [(1, True), (5, True), (6, False), (600, False)])
+def test_a_workload_the_replay_admits_at_once_names_quota_freed_as_the_cluster_was_read(
+    seconds_ago: int, named: bool
+) -> None:
+    gang = resolve(load_policy(GANG))
+    done = workload("alpha", "done", pods=3, gpus=4, created=20, admitted=19, priority=("high", 1000))
+    ended = (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    done["status"]["conditions"].append({"type": "Finished", "status": "True", "lastTransitionTime": ended})
+    high = workload("beta", "high", pods=3, gpus=4, created=5, priority=("high", 1000))
+    report = forecast_live(
+        live_state([done, high], gang, NOW), gang, history(12), Settings(samples=5), SimulationConfig()
+    )
+    (f,) = report.forecasts
+    assert f.declined.startswith("the replay differs: it waits on the cluster") and not f.quantiles
+    clause = f"alpha/job-done-abcde finished {seconds_ago} s before now: Kueue may be admitting it"
+    assert (clause in f.declined) is named
 
 
 @pytest.mark.parametrize(

@@ -311,9 +311,8 @@ def live_moment(
         elif w.holding and (run.state in WAITING or run.state in DONE):
             differs[w.key] = "it holds quota on the cluster, but the policy's queues do not admit it in the replay"
         elif not w.holding and run.state not in WAITING:
-            differs[w.key] = "it waits on the cluster, but the policy's queues admit it at once in the replay" + _freed(
-                state
-            )
+            admitted = "it waits on the cluster, but the policy's queues admit it at once in the replay"
+            differs[w.key] = admitted + _freed(state)
     late = {w.key: w.late_start_s for w in state.workloads if w.late_start_s}
     elapsed = {r.key: ran_at_least(r, state.at) - late.get(r.key, 0) for r in world.runs if r.state not in DONE}
     running = [(sim_shape(r, kinds=False), elapsed[r.key]) for r in world.runs if elapsed.get(r.key, 0) > 0]

@@ -5,6 +5,7 @@ One testbed of ``parity-fleet.yaml`` (three 4-card H100 nodes, waitForPodsReady 
 
 - the policy's waitForPodsReady timeout is the one the real Kueue runs with: an admitted Job whose pods
   find no node is evicted with ``PodsReadyTimeout`` after 5 s (Kueue's own default would be 30 min);
+  Kueue admits it again at its ``requeueAt``, where the live forecast's replay enters it (issue 34);
 - kube-scheduler places pods where the placement model says, for the rendered MostAllocated profile
   and for a stock kube-scheduler, ties counted as ties (kube-scheduler breaks them at random);
 - the nodes the API server holds are the simulator's nodes (allocatable and labels);
@@ -17,20 +18,25 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from gpufleet.forecast.estimate import Settings
+from gpufleet.forecast.live import forecast_live, live_state
+from gpufleet.ledger.records import EndReason
 from gpufleet.placement import Cluster as PlacementModel
 from gpufleet.placement import LeastAllocated, MostAllocated, Placement, PodSpec, Policy
 from gpufleet.render import scheduler as render_scheduler
+from gpufleet.simulate.config import SimulationConfig
 from gpufleet.simulate.nodes import fleet_nodes
 from gpufleet.twin.resources import parse_quantity
 from tests.e2e.batch_jobs import batch_job
 from tests.e2e.conftest import Cluster, own_testbed
+from tests.ledger.ledger_factories import allocation
 
 POLICY = Path(__file__).resolve().parent / "parity-fleet.yaml"
 POOL = "train"
@@ -98,6 +104,56 @@ def test_an_admitted_job_without_a_node_is_evicted_after_the_policys_pods_ready_
     waited = (_time(eviction["lastTransitionTime"]) - _time(wl["metadata"]["creationTimestamp"])).total_seconds()
     assert 4 <= waited <= 20, waited  # 5 s, to Kueue's whole seconds and its recheck; never 30 min
     parity.kubectl("delete", "job", "no-node", "--namespace=alpha", "--wait=true", "--timeout=60s")
+
+
+def test_a_workload_in_its_requeue_backoff_is_admitted_when_the_forecast_says(parity: Cluster) -> None:
+    # Evicted for its pods' readiness, a Workload waits out Kueue's requeue backoff (60 s by default)
+    # out of the queue. The live forecast's replay entered it at now, admitted it at once (the quota is
+    # free) and declined: "the replay differs". It now enters at its requeueAt, as Kueue requeues it.
+    labels = {
+        "kueue.x-k8s.io/queue-name": "alpha",
+        "gpufleet.io/team": "alpha",
+        "gpufleet.io/model": "tiny",
+        "gpufleet.io/data-class": "internal",
+    }
+    parity.apply([batch_job("backoff", "alpha", labels, pods=1, limits={"nvidia.com/gpu": "2"}, scheduled=False)])
+
+    def backing_off() -> dict[str, Any] | None:
+        wl = _workload(parity, "backoff")
+        requeued = _condition(wl, "Requeued") if wl else None
+        due = (wl or {}).get("status", {}).get("requeueState", {}).get("requeueAt")
+        return wl if requeued and requeued["status"] == "False" and due else None
+
+    wl = parity.eventually(backing_off, "Kueue to evict the unplaceable Job into its requeue backoff", timeout_s=60)
+    now = datetime.now(UTC)
+    requeue_at = _time(wl["status"]["requeueState"]["requeueAt"])
+    assert _condition(wl, "Requeued")["reason"] == "PodsReadyTimeout"  # type: ignore[index]
+    state = live_state([wl], parity.fleet, now)  # the earlier test's Workload may not be collected yet
+    (live,) = state.workloads
+    assert live.requeue_at == requeue_at and not live.holding
+    finished = [
+        allocation(workload_uid=f"old-{i}", namespace="alpha", name=f"old-{i}", team="alpha", model="tiny",
+                   cluster_queue="alpha", local_queue="alpha", gpu_count=2, created=now - timedelta(hours=i + 1),
+                   started=now - timedelta(hours=i + 1), finished=now - timedelta(hours=i, minutes=30),
+                   end_reason=EndReason.FINISHED)
+        for i in range(12)
+    ]  # fmt: skip
+    settings = Settings(samples=10, arrivals=False)
+    (f,) = forecast_live(state, parity.fleet, finished, settings, SimulationConfig()).forecasts
+    assert not f.declined and f.quantiles["p50"] is not None, f
+
+    def readmitted() -> datetime | None:
+        reserved = _condition(_workload(parity, "backoff") or {}, "QuotaReserved")
+        at = _time(reserved["lastTransitionTime"]) if reserved and reserved["status"] == "True" else None
+        return at if at is not None and at >= requeue_at - timedelta(seconds=1) else None
+
+    # its pods still find no node, so Kueue evicts it again 5 s after: poll within that
+    real = parity.eventually(readmitted, "Kueue to admit it again after its backoff", timeout_s=240, poll_s=0.25)
+    waited = (real - now).total_seconds()
+    print(f"requeue backoff: requeueAt {(requeue_at - now).total_seconds():.1f} s after now, admitted again at "
+          f"{waited:.1f} s, forecast p10/p50/p90 {f.quantiles}")  # fmt: skip
+    assert f.quantiles["p10"] - 2 <= waited <= f.quantiles["p90"] + 2  # type: ignore[operator]
+    parity.kubectl("delete", "job", "backoff", "--namespace=alpha", "--wait=true", "--timeout=60s")
 
 
 def test_the_testbeds_nodes_are_the_simulators_nodes(parity: Cluster) -> None:

@@ -213,7 +213,9 @@ def _sample(
     depend on the others or on the process it runs in."""
     at = moment.at
     rng = random.Random(settings.seed * 1_000_003 + k)
-    since = [(r.key, len(r.attempts) - 1) for r in waiting]  # its attempt waiting at the moment
+    # its attempt waiting at the moment; its first, for one entering after it (the live path's Workload
+    # waiting out Kueue's requeue backoff)
+    since = [(r.key, max(len(r.attempts) - 1, 0)) for r in waiting]
     sim.unrecorded()  # only admissions and ends are read: no metrics, no scheduler's reasons
     durations = {}
     sources: Counter[str] = Counter()
@@ -361,7 +363,7 @@ def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: 
 
 
 def _declined(run: JobRun, at: int, why: str) -> Forecast:
-    return Forecast(run.key, run.team, at - run.attempt.queued, {}, 0, 0, (), why)
+    return Forecast(run.key, run.team, _waited(run, at), {}, 0, 0, (), why)
 
 
 def _forecast(run: JobRun, at: int, delays: list[float], freed: Counter[str], samples: int) -> Forecast:
@@ -379,4 +381,9 @@ def _forecast(run: JobRun, at: int, delays: list[float], freed: Counter[str], sa
         for key, n in sorted(freed.items(), key=lambda kv: (-kv[1], kv[0]))
         if n / samples >= WAITS_FOR_SHARE
     )[:3]
-    return Forecast(run.key, run.team, at - run.attempt.queued, quantiles, admitted, samples, waits)
+    return Forecast(run.key, run.team, _waited(run, at), quantiles, admitted, samples, waits)
+
+
+def _waited(run: JobRun, at: int) -> int:
+    """Since it last entered the queue; 0 for one entering after the moment."""
+    return at - run.attempt.queued if run.attempts else 0

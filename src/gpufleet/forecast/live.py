@@ -18,7 +18,12 @@ the trace is replayed to *now* through the queue world, as ``simulated`` replays
   ``queue_order``), which the replay's queue orders by, not by the entry. Quota freed just before
   *now* then goes where the real Kueue gives it, by priority and queue order: entered one a second
   in queue order, the first (a low-priority Workload on the testbed) took it ahead of two
-  high-priority ones. Their wait so far is the cluster's, not the replay's.
+  high-priority ones. Their wait so far is the cluster's, not the replay's;
+- a waiting Workload Kueue keeps out of its queue while it waits out a requeue backoff (evicted for
+  its pods' readiness or by an admission check: ``Requeued`` False) enters at its
+  ``status.requeueState.requeueAt``, as Kueue's workload controller requeues it then
+  (``requeue_entry``); one kept out for another reason (a stopped or missing queue) is left out,
+  with Kueue's reason, since nothing in the listing says when it returns.
 
 The replay is then checked against the cluster: a waiting Workload the replay admits at once, or
 one holding quota the replay does not admit, means the policy and the cluster disagree, and that
@@ -31,6 +36,7 @@ and *now* from the API server, against which the ledger's clock is checked (``cl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -60,6 +66,10 @@ PODS_READY_LATENCY_S = 1
 #: Evicted reasons after which Kueue queues a Workload by its eviction time, not its creation
 #: (``workloadevict.IsEvictedByPodsReadyTimeout``, ``IsEvictedByAdmissionCheck``)
 EVICTED_REQUEUED = ("PodsReadyTimeout", "AdmissionCheck")
+#: A Workload evicted for one of these reasons has ``Requeued`` False and waits out a backoff: Kueue's
+#: queue keeps it among the inadmissible (``backoffWaitingTimeExpired``) until the workload controller
+#: sets ``Requeued`` True at ``status.requeueState.requeueAt`` (v0.19.2's ``workload_controller.go``)
+BACKOFF_REASONS = EVICTED_REQUEUED
 NO_LEDGER = "too little history: no ledger given (--ledger), so no runtime is known"
 #: Seconds within which a Workload's end may not have reached Kueue's queues yet: its requeue batch
 #: (a second) and a scheduling cycle, with room for the API server's and the controllers' latency
@@ -81,6 +91,7 @@ class LiveWorkload:
     malformed: str = ""  # a declaration that does not parse: what and where
     late_start_s: int = 0  # holding: seconds from its admission to its pods' start (``pods_started_late``)
     order_s: int = 0  # its place in Kueue's queue, in the replay's seconds (waiting: not its entry, ``job.submit_s``)
+    requeue_at: datetime | None = None  # waiting out Kueue's requeue backoff until then (``requeue_entry``)
 
     @property
     def key(self) -> str:
@@ -176,6 +187,32 @@ def queue_order(wl: Obj, created: datetime) -> datetime:
     return created
 
 
+def requeue_entry(wl: Obj, now: datetime) -> tuple[datetime | None, str, str]:
+    """When a waiting Workload is in Kueue's queue: *now* where its ``Requeued`` condition is absent
+    or True; where it is False after an eviction for its pods' readiness or by an admission check,
+    its ``status.requeueState.requeueAt`` (*now* once that has passed, or without one: the controller
+    requeues it at once). Entered at *now*, a Workload in its backoff could be admitted in the replay
+    before Kueue even looks at it again, taking quota the real Kueue gives to others meanwhile. None
+    where Kueue keeps it out for another reason (its queue stopped or missing: ``Inadmissible``), with
+    Kueue's reason and a message: nothing in the listing says when it returns."""
+    requeued = condition(wl, "Requeued")
+    if requeued is None or requeued.get("status") != "False":
+        return now, "", ""
+    reason = str(requeued.get("reason") or "")
+    if reason in BACKOFF_REASONS:
+        due = parse_time(((wl.get("status") or {}).get("requeueState") or {}).get("requeueAt"))
+        return max(due or now, now), "", ""
+    said = f" ({requeued.get('message')})" if requeued.get("message") else ""
+    return (
+        None,
+        reason or "NotRequeued",
+        (
+            f"Kueue keeps it out of its queue (Requeued is False: {reason or 'no reason'}{said}) until that changes, "
+            "which the listing does not tell"
+        ),
+    )
+
+
 def _owner(wl: Obj) -> str:
     meta = wl.get("metadata") or {}
     for owner in meta.get("ownerReferences") or []:
@@ -234,17 +271,25 @@ def _job(wl: Obj, fleet: Fleet, submit_s: int) -> tuple[Job | None, str, str]:
     return job, "", ""
 
 
-def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: str = LOCAL) -> LiveState:
-    """The Workloads holding quota and waiting, as the replay's jobs (see the module's docstring);
-    the Jobs among ``objects`` give what their owners declared (``declared``)."""
-    jobs = {
-        ((o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name")): o
-        for o in objects
-        if o.get("kind") == "Job"
-    }
-    # (its admission, or its place in Kueue's queue; key; Workload; since when it holds or waits)
-    holding: list[tuple[datetime, str, Obj, datetime]] = []
-    waiting: list[tuple[datetime, str, Obj, datetime]] = []
+@dataclass(frozen=True)
+class _Listed:
+    """A Workload of the listing as the replay orders it."""
+
+    order: datetime  # holding: its admission; waiting: its place in Kueue's queue (``queue_order``)
+    key: str
+    wl: Obj
+    since: datetime  # since when it holds quota, or waits (since it last entered the queue)
+    enters: datetime  # when it is in Kueue's queue (``requeue_entry``); holding: its admission
+
+
+def _listing(
+    objects: Sequence[Obj], now: datetime
+) -> tuple[list[_Listed], list[_Listed], list[tuple[str, str, str]], tuple[datetime, str] | None]:
+    """The Workloads holding quota in admission order, those waiting in queue order (the key breaks
+    ties: a Job's first Workload is the one replayed), those Kueue keeps out of its queue (key, reason,
+    message), and the latest to finish (when, which)."""
+    holding: list[_Listed] = []
+    waiting: list[_Listed] = []
     skipped: list[tuple[str, str, str]] = []
     finished: tuple[datetime, str] | None = None
     for wl in objects:
@@ -263,34 +308,53 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         if is_true(wl, "QuotaReserved") and (wl.get("status") or {}).get("admission"):
             reserved = parse_time((condition(wl, "QuotaReserved") or {}).get("lastTransitionTime"))
             admitted = min(reserved or created, now)
-            holding.append((admitted, key, wl, admitted))
-        else:
-            requeued = parse_time((condition(wl, "Requeued") or {}).get("lastTransitionTime"))
-            since = min(max(created, requeued or created), now)  # its wait: since it last entered the queue
-            waiting.append((min(queue_order(wl, created), now), key, wl, since))
-    holding.sort(key=lambda x: (x[0], x[1]))  # admission order; the key breaks ties
-    waiting.sort(key=lambda x: (x[0], x[1]))  # queue order, then the key: a Job's first Workload is replayed
-    origin = min((t for t, _, _, _ in holding + waiting), default=now).replace(microsecond=0)
-    # the waiting enter at *now* (after the last admission): one the replay admits at once has run nothing
+            holding.append(_Listed(admitted, key, wl, admitted, admitted))
+            continue
+        enters, reason, message = requeue_entry(wl, now)
+        if enters is None:
+            skipped.append((key, reason, message))
+            continue
+        requeued = parse_time((condition(wl, "Requeued") or {}).get("lastTransitionTime"))
+        since = min(max(created, requeued or created), now)
+        waiting.append(_Listed(min(queue_order(wl, created), now), key, wl, since, enters))
+    holding.sort(key=lambda x: (x.order, x.key))
+    waiting.sort(key=lambda x: (x.order, x.key))
+    return holding, waiting, skipped, finished
+
+
+def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: str = LOCAL) -> LiveState:
+    """The Workloads holding quota and waiting, as the replay's jobs (see the module's docstring);
+    the Jobs among ``objects`` give what their owners declared (``declared``)."""
+    jobs = {
+        ((o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name")): o
+        for o in objects
+        if o.get("kind") == "Job"
+    }
+    holding, waiting, skipped, finished = _listing(objects, now)
+    origin = min((x.order for x in holding + waiting), default=now).replace(microsecond=0)
+    # the waiting enter at *now* (after the last admission): one the replay admits at once has run
+    # nothing; one in Kueue's requeue backoff at its requeue
     now_s = int((now - origin).total_seconds())
-    together = max(max((int((t - origin).total_seconds()) for t, _, _, _ in holding), default=-1) + 1, now_s)
+    together = max(max((int((x.order - origin).total_seconds()) for x in holding), default=-1) + 1, now_s)
     out: list[LiveWorkload] = []
     replayed: set[str] = set()
-    for rank, (order, key, wl, since) in enumerate(holding + waiting):
+    for rank, x in enumerate(holding + waiting):
         is_holding = rank < len(holding)
-        at = int((order - origin).total_seconds())
-        job, reason, message = _job(wl, fleet, at if is_holding else together)
+        at = int((x.order - origin).total_seconds())
+        entry = at if is_holding else max(together, math.ceil((x.enters - origin).total_seconds()))
+        job, reason, message = _job(x.wl, fleet, entry)
         if job is not None and f"{job.namespace}/{job.job_id}" in replayed:
             reason, message = "JobOwnsSeveral", f"Job {job.job_id} owns another Workload already replayed"
             job = None
         if job is None:
-            skipped.append((key, reason, message))
+            skipped.append((x.key, reason, message))
             continue
-        meta = wl.get("metadata") or {}
-        declared, malformed = declared_of(wl, jobs.get((job.namespace, job.job_id)))
+        meta = x.wl.get("metadata") or {}
+        declared, malformed = declared_of(x.wl, jobs.get((job.namespace, job.job_id)))
         uid, born = str(meta.get("uid", "")), parse_time(meta.get("creationTimestamp"))
-        late = pods_started_late(wl, since, now) if is_holding else 0
-        out.append(LiveWorkload(key, job, is_holding, since, uid, born, declared, malformed, late, at))
+        late = pods_started_late(x.wl, x.since, now) if is_holding else 0
+        backoff = x.enters if not is_holding and x.enters > now else None
+        out.append(LiveWorkload(x.key, job, is_holding, x.since, uid, born, declared, malformed, late, at, backoff))
         replayed.add(f"{job.namespace}/{job.job_id}")
     return LiveState(tuple(out), origin, now, together, tuple(skipped), now_from, finished)
 
@@ -327,6 +391,10 @@ def live_moment(
         kinds=False,
         late_starts=late,
     ), differs
+
+
+def _stamp(t: datetime) -> str:
+    return t.isoformat().replace("+00:00", "Z")
 
 
 def _freed(state: LiveState) -> str:
@@ -377,7 +445,7 @@ def live_document(report: Report, state: LiveState, policy: str, ledger: str | N
     doc = document(report, "", policy, report.forecasts)
     del doc["trace"]
     doc["source"] = "the live cluster"
-    doc["now"] = state.now.isoformat().replace("+00:00", "Z")
+    doc["now"] = _stamp(state.now)
     doc["nowFrom"] = state.now_from
     doc["ledger"] = ledger
     doc["skipped"] = [{"workload": k, "reason": r, "message": m} for k, r, m in state.skipped]
@@ -389,4 +457,10 @@ def live_document(report: Report, state: LiveState, policy: str, ledger: str | N
         for w in doc["workloads"]:
             if (w["declined"] or "").startswith("too little history"):
                 w["declined"], w["text"] = NO_LEDGER, f"no estimate: {NO_LEDGER}"
+    backoff = {w.key: w.requeue_at for w in state.workloads if w.requeue_at is not None}
+    for w in doc["workloads"]:  # in Kueue's requeue backoff: not in its queue until then (``requeue_entry``)
+        due = backoff.get(w["workload"])
+        w["requeueAt"] = None if due is None else _stamp(due)
+        if due is not None:
+            w["text"] += f" (waiting out Kueue's requeue backoff until {_stamp(due)}: it re-enters the queue then)"
     return doc

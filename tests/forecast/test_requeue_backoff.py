@@ -1,0 +1,112 @@
+"""A waiting Workload in Kueue's requeue backoff enters the replay's queue when Kueue requeues it
+(``live.requeue_entry``), not at *now*.
+
+Kueue v0.19.2 sets ``Requeued`` False on a Workload it evicted for its pods' readiness or by an
+admission check, keeps it among its queue's inadmissible (``backoffWaitingTimeExpired``), and its
+workload controller sets ``Requeued`` True at ``status.requeueState.requeueAt``. Entered at *now*,
+the replay admitted such a Workload at once where quota was free (and declined its forecast as "the
+replay differs"), or gave it quota a younger Workload gets on the cluster. The cluster is
+why-fleet.yaml's (wf-alpha guaranteed 4 H100s, no borrowing), its Workloads built as in ``test_live``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from gpufleet.forecast.estimate import Settings
+from gpufleet.forecast.live import forecast_live, live_document, live_state, requeue_entry
+from gpufleet.policy import Fleet, load_policy, resolve
+from gpufleet.simulate.config import SimulationConfig
+from tests.forecast.test_live import NOW, POLICY, declaring, history, stamp, workload
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Fleet:
+    return resolve(load_policy(POLICY))
+
+
+def backing_off(
+    job: str, *, reason: str = "PodsReadyTimeout", due: float | None = -10, created: float = 30
+) -> dict[str, Any]:
+    """wf-alpha's 4-GPU Workload created ``created`` minutes before NOW, evicted for ``reason`` 20 min
+    before NOW, ``Requeued`` False since, its ``requeueAt`` ``due`` minutes before NOW (negative:
+    after; None: none written)."""
+    wl = workload("wf-alpha", job, pods=1, gpus=4, created=created)
+    wl["status"]["conditions"] += [
+        {"type": "Evicted", "status": "True", "reason": reason, "lastTransitionTime": stamp(20)},
+        {"type": "Requeued", "status": "False", "reason": reason, "message": "m", "lastTransitionTime": stamp(20)},
+    ]
+    if due is not None:
+        wl["status"]["requeueState"] = {"count": 1, "requeueAt": stamp(due)}
+    return wl
+
+
+def requeued(status: str) -> dict[str, Any]:
+    wl = backing_off("x")
+    wl["status"]["conditions"][-1]["status"] = status
+    return wl
+
+
+@pytest.mark.parametrize(
+    ("wl", "enters", "reason"),
+    [
+        (workload("wf-alpha", "x", pods=1, gpus=4, created=30), 0, ""),  # never evicted: in the queue
+        (requeued("True"), 0, ""),  # its backoff is over: in the queue
+        (backing_off("x"), 10, ""),  # in its backoff: at its requeueAt
+        (backing_off("x", reason="AdmissionCheck"), 10, ""),
+        (backing_off("x", due=5), 0, ""),  # due 5 min ago: the controller requeues it at once
+        (backing_off("x", due=None), 0, ""),  # no backoff written: requeued at once
+        (backing_off("x", reason="Inadmissible"), None, "Inadmissible"),  # a stopped or missing queue: out
+    ],
+)
+def test_a_workload_enters_kueues_queue_when_kueue_requeues_it(
+    wl: dict[str, Any], enters: int | None, reason: str
+) -> None:
+    at, why, message = requeue_entry(wl, NOW)
+    assert why == reason
+    if enters is None:
+        assert at is None and "Requeued is False: Inadmissible (m)" in message
+    else:
+        assert at == NOW + timedelta(minutes=enters) and not message
+
+
+def test_a_workload_in_its_backoff_is_forecast_from_its_requeue(fleet: Fleet) -> None:
+    # wf-alpha's quota is free: entered at now, the replay admitted it at once and declined its forecast
+    state = live_state([backing_off("old")], fleet, NOW)
+    (w,) = state.workloads
+    assert w.requeue_at == NOW + timedelta(minutes=10)
+    assert w.job.submit_s == state.at + 600 and w.order_s == state.at - 20 * 60  # its place: the eviction
+    report = forecast_live(state, fleet, history(12), Settings(samples=10, arrivals=False), SimulationConfig())
+    (f,) = report.forecasts
+    assert not f.declined and f.admitted == 10
+    assert f.quantiles == {"p10": 600, "p50": 600, "p90": 600}
+    assert f.waited_s == 20 * 60  # its wait is still the cluster's: since its eviction
+    (doc,) = live_document(report, state, "why-fleet.yaml", "ledger")["workloads"]
+    assert doc["requeueAt"] == "2026-12-05T09:10:00Z"
+    assert doc["text"].endswith(
+        "(waiting out Kueue's requeue backoff until 2026-12-05T09:10:00Z: it re-enters the queue then)"
+    )
+
+
+def test_a_younger_workload_takes_the_quota_freed_during_the_backoff(fleet: Fleet) -> None:
+    # running's 4 GPUs free in 5 min (it declared 15 min and has run 10). old stands ahead of young in
+    # the queue (evicted 20 min ago, young created 15 min ago) but is out of it until 10 min from now:
+    # young gets the quota, and old waits for young's end (runs of 20-40 min in the history)
+    running = workload("wf-alpha", "running", pods=1, gpus=4, created=11, admitted=10)
+    young = workload("wf-alpha", "young", pods=1, gpus=4, created=15)
+    state = live_state([*declaring(running, "15m"), backing_off("old"), young], fleet, NOW)
+    report = forecast_live(state, fleet, history(12), Settings(samples=10, arrivals=False), SimulationConfig())
+    got = {f.workload: f for f in report.forecasts}
+    assert not got["wf-alpha/young"].declined and not got["wf-alpha/old"].declined
+    assert 5 * 60 <= got["wf-alpha/young"].quantiles["p10"] <= got["wf-alpha/young"].quantiles["p90"] <= 5 * 60 + 5  # type: ignore[operator]
+    assert got["wf-alpha/old"].quantiles["p10"] >= 25 * 60  # type: ignore[operator]
+    assert got["wf-alpha/old"].waits_for[0][0] == "wf-alpha/young"
+
+
+def test_a_workload_kept_out_for_another_reason_is_named(fleet: Fleet) -> None:
+    state = live_state([backing_off("old", reason="Inadmissible")], fleet, NOW)
+    assert not state.workloads
+    ((key, reason, message),) = state.skipped
+    assert (key, reason) == ("wf-alpha/job-old-abcde", "Inadmissible") and "the listing does not tell" in message

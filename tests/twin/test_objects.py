@@ -13,6 +13,7 @@ from gpufleet.twin.apis.specs import (
     ResourceFlavorSpec,
     Taint,
     Toleration,
+    WorkloadSpec,
 )
 from gpufleet.twin.scheduler.flavorassigner import matches
 
@@ -190,3 +191,23 @@ def test_a_reference_by_name_is_read_as_the_name() -> None:
         ]
     )
     assert (spec.cohorts["c"].parent, spec.cluster_queues["q"].cohort) == ("root", "c")
+
+
+def _asking(*requests: tuple[str, int]) -> WorkloadSpec:
+    return WorkloadSpec("ns", "w", "q", (PodSetSpec("main", 2, requests), PodSetSpec("side", 1, (("cpu", 500),))))
+
+
+@pytest.mark.parametrize(
+    ("spec", "excluded", "want"),
+    [
+        (_asking(("nvidia.com/gpu", 4), ("memory", 1 << 30)), "cpu", (("nvidia.com/gpu", 4), ("memory", 1 << 30))),
+        (_asking(("nvidia.com/gpu", 4), ("memory", 1 << 30)), "memory", (("nvidia.com/gpu", 4),)),
+        (_asking(("nvidia.com/gpu", 4)), "example.com/", (("nvidia.com/gpu", 4),)),
+    ],
+)
+def test_quota_counts_only_the_requests_kueue_does_not_exclude(spec: WorkloadSpec, excluded: str, want: object) -> None:
+    counted = spec.counted(lambda resource: not resource.startswith(excluded))
+    assert counted.pod_sets[0].requests == want
+    assert counted.pod_sets[1].requests == ((), (("cpu", 500),))[excluded != "cpu"]
+    # nothing excluded: the spec itself, no copy
+    assert (counted is spec) == all(not r.startswith(excluded) for ps in spec.pod_sets for r, _ in ps.requests)

@@ -11,8 +11,8 @@ random admitted workloads (borrowing, some marked evicted) and random preemptors
   quantities known hopeless or not; the highest borrowing shares) equal the bound computed afresh
   for every queue, priority and quantity asked in any order;
 * every quota node's remembered share (``FairShare.share``) equals its share computed afresh, and
-  every ClusterQueue's remembered candidate order equals sorting its workloads again, after
-  admissions, completions, evictions and cycles.
+  every ClusterQueue's remembered candidate order (kept across its admissions and ends) equals
+  sorting its workloads again, after admissions, completions, evictions and cycles.
 """
 
 from __future__ import annotations
@@ -129,6 +129,7 @@ def test_remembered_shares_and_candidate_orders_equal_recomputed_ones(cluster: A
     twin = Twin(spec, hold_evicted_quota=True)
     for job in preemptors:
         twin.add_workload(pending_spec(job))
+    _read_orders(twin)
     for _ in range(data.draw(st.integers(1, 8))):
         step = data.draw(st.sampled_from(["cycle", "finish", "gone", "add"]))
         if step == "cycle":
@@ -147,6 +148,17 @@ def test_remembered_shares_and_candidate_orders_equal_recomputed_ones(cluster: A
             if f"ns/{name}" not in twin.workloads:
                 twin.add_workload(pending_spec(Job(name, queue, data.draw(st.integers(1, 4)), 3, 200)))
         _caches_hold(twin)
+        _read_orders(twin)
+
+
+def _read_orders(twin: Twin) -> None:
+    """Ask every queue's candidate order for each flavor-resource and for all of them together, as a
+    cycle's preemption search does: the next admissions and ends must keep those kept orders valid
+    (``ClusterQueue._keep_ordered``), not only leave them to be sorted afresh."""
+    every = frozenset(range(len(twin.tree.frs.keys)))
+    for cq in twin.tree.cluster_queues.values():
+        for frs in [*(frozenset([fr]) for fr in every), every]:
+            Preemptor._in_order(cq, frs)
 
 
 def test_a_share_left_unchanged_by_the_victim_still_passes_the_bound() -> None:
@@ -168,3 +180,21 @@ def test_a_share_left_unchanged_by_the_victim_still_passes_the_bound() -> None:
         twin = Twin(spec)
         wl = twin.add_workload(pending_spec(Job("p", "q0", {GPU: 1, CPU: 2}, 1, 100)))
         assert _targets(twin, wl, bounded=bounded) == [("ns/r1", "InCohortFairSharing")]
+
+
+def test_a_workload_admitted_beside_an_evicted_one_is_kept_after_it_in_candidate_order() -> None:
+    """The evicted come first in candidate order whatever their priority; a workload admitted while
+    one is evicted goes among the rest by ``victim_key`` (newest first at one priority)."""
+    queues = {"q0": Queue("root", 6)}
+    running = [Job("high", "q0", 2, 2, 1), Job("low", "q0", 2, 0, 2)]
+    twin = Twin(tree({"root": (None, 1.0)}, queues, running, []), hold_evicted_quota=True)
+    cq = twin.tree.cluster_queues["q0"]
+    twin.run_cycle()
+    cq.mark_evicted(twin.workloads["ns/high"], True)
+    _read_orders(twin)  # [high (evicted), low]
+    twin.add_workload(pending_spec(Job("new", "q0", 1, 0, 300)))
+    twin.run_cycle()
+    assert twin.workloads["ns/new"].admission is not None
+    orders = list(cq.ordered.values())
+    assert orders and all([w.key for w in part] == ["ns/high", "ns/new", "ns/low"] for part in orders)
+    _caches_hold(twin)

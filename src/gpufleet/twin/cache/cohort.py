@@ -10,6 +10,7 @@ the parent chain disables every ClusterQueue under it until it is fixed.
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -31,6 +32,10 @@ class FlavorChoice:
 class ResourceGroup:
     covered: tuple[str, ...]
     flavors: tuple[FlavorChoice, ...]
+
+
+def _victim_key(wl: Workload) -> tuple[int, int, str]:
+    return wl.victim_key
 
 
 class ClusterQueue:
@@ -74,13 +79,39 @@ class ClusterQueue:
             if holders is None:
                 holders = using[fr] = {}
             holders[wl.key] = wl
-        self.ordered.clear()
+        self._keep_ordered(wl, held=True)
 
     def drop(self, wl: Workload) -> None:
         del self.workloads[wl.key]
         for fr in wl.uses:
             del self.using[fr][wl.key]
-        self.ordered.clear()
+        self._keep_ordered(wl, held=False)
+
+    def _keep_ordered(self, wl: Workload, *, held: bool) -> None:
+        """Keep the candidate orders valid as ``wl`` is held or dropped: put in its place, or taken
+        out, of each that it uses. Re-sorting a queue's candidates after each of its admissions and
+        ends was 8 % of a forecast sample. Where the order reads AdmissionFairSharing's usage, which
+        the hold changes too, or ``wl`` holds quota as an evicted workload, they are dropped instead."""
+        ordered = self.ordered
+        if not ordered:
+            return
+        if self.afs_usage is not None or (held and wl.evicted):
+            ordered.clear()
+            return
+        for frs, part in ordered.items():
+            if frs.isdisjoint(wl.uses):
+                continue
+            # a new list, never the one handed out: readers keep a part and take another one for a
+            # change of the queue's workloads (``FlatBound._own_freed``)
+            kept = part.copy()
+            if held:
+                evicted = 0  # the evicted come first (``in_candidate_order``): ``wl`` goes among the rest
+                while evicted < len(kept) and kept[evicted].evicted:
+                    evicted += 1
+                insort(kept, wl, lo=evicted, key=_victim_key)
+            else:
+                kept.remove(wl)
+            ordered[frs] = kept
 
     def mark_evicted(self, wl: Workload, evicted: bool) -> None:
         """Kueue's Evicted condition on ``wl``, which holds quota here (it changes the candidate order)."""

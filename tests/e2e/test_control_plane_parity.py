@@ -42,6 +42,14 @@ POLICY = Path(__file__).resolve().parent / "parity-fleet.yaml"
 POOL = "train"
 SPREAD_NS = "placement"
 GI = 1 << 30
+# Every label gpufleet's admission policy asks for: the policy is in the rendered bundle, and whether
+# the API server enforces it at the first apply is a race (CI lost it).
+LABELS = {
+    "kueue.x-k8s.io/queue-name": "alpha",
+    "gpufleet.io/team": "alpha",
+    "gpufleet.io/model": "tiny",
+    "gpufleet.io/data-class": "internal",
+}
 # (cpu milli, memory GiB, GPUs): a mix where cpu, memory and the GPU pull different ways; 0 leaves the
 # request out (kube-scheduler then counts 100m / 200 MiB). 8 GPUs in all on 12, so every pod fits.
 SHAPES = [
@@ -79,15 +87,7 @@ def _workload(cluster: Cluster, job: str) -> dict[str, Any] | None:
 
 
 def test_an_admitted_job_without_a_node_is_evicted_after_the_policys_pods_ready_timeout(parity: Cluster) -> None:
-    # Every label gpufleet's admission policy asks for: the policy is in the rendered bundle, and
-    # whether the API server enforces it at the first apply is a race (CI lost it).
-    labels = {
-        "kueue.x-k8s.io/queue-name": "alpha",
-        "gpufleet.io/team": "alpha",
-        "gpufleet.io/model": "tiny",
-        "gpufleet.io/data-class": "internal",
-    }
-    job = batch_job("no-node", "alpha", labels, pods=2, limits={"nvidia.com/gpu": "1"}, scheduled=False)
+    job = batch_job("no-node", "alpha", LABELS, pods=2, limits={"nvidia.com/gpu": "1"}, scheduled=False)
     parity.apply([job])
 
     def evicted() -> dict[str, Any] | None:
@@ -110,13 +110,7 @@ def test_a_workload_in_its_requeue_backoff_is_admitted_when_the_forecast_says(pa
     # Evicted for its pods' readiness, a Workload waits out Kueue's requeue backoff (60 s by default)
     # out of the queue. The live forecast's replay entered it at now, admitted it at once (the quota is
     # free) and declined: "the replay differs". It now enters at its requeueAt, as Kueue requeues it.
-    labels = {
-        "kueue.x-k8s.io/queue-name": "alpha",
-        "gpufleet.io/team": "alpha",
-        "gpufleet.io/model": "tiny",
-        "gpufleet.io/data-class": "internal",
-    }
-    parity.apply([batch_job("backoff", "alpha", labels, pods=1, limits={"nvidia.com/gpu": "2"}, scheduled=False)])
+    parity.apply([batch_job("backoff", "alpha", LABELS, pods=1, limits={"nvidia.com/gpu": "2"}, scheduled=False)])
 
     def backing_off() -> dict[str, Any] | None:
         wl = _workload(parity, "backoff")

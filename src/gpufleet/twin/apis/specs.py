@@ -165,7 +165,7 @@ class WorkloadSpec:
 
     def counted(self, counts: Callable[[str], bool]) -> WorkloadSpec:
         """The requests quota counts: Kueue's ``excludeResourcePrefixes`` drops the others. The spec
-        itself where it asks for none of those (most do: a copy per workload cost a sample 2 %)."""
+        itself where it asks for none of those (most do: a copy per workload was 5 % of a forecast sample)."""
         if all(counts(r) for ps in self.pod_sets for r, _ in ps.requests):
             return self
         pod_sets = tuple(

@@ -57,13 +57,20 @@ RACE_BOUND = frozenset(
 # but unplaced did too. CI (stop 39, 2026-12-05) then saw the replay's InCohortReclamation count one
 # off two real runs that agreed with each other: the same one-second race as above, and the replayed
 # trace may lack the one job whose finishing attempt has no start (``_replayed``), so beta's reclaim
-# can take one victim fewer. Race-bound, but not unbounded: see ``RACE_SLACK``.
+# can take one victim fewer. CI (stop 50, 2026-12-07) then saw the replay's InClusterQueue count one
+# off two real runs that agreed on it (1.000 against a floor of 0, InCohortReclamation 0.5): the same
+# chain, where a high-priority job either preempts in its own queue or waits a second and reclaims.
+# The replays of seven kept real ledgers of ``small`` (2026-12-07, four of them beside a CPU load; all
+# seven real runs had InClusterQueue 1, InCohortReclamation 5 or 6), each under the ensemble's 16
+# seeds (a same-second tie either way, a delay a second longer now and then), give (InClusterQueue,
+# InCohortReclamation) = (1, 5) in 95 of 112, (0, 6) in 10, (1, 6) in 6 and (0, 7) in 1: a second
+# moves a victim from one count to the other. Race-bound, but not unbounded: see ``RACE_SLACK``.
 REPLAY_RACE_BOUND = frozenset(
     {"wait alpha", "wait beta", "completion alpha", "completion beta", "admitted unplaced", "admission order",
-     "preemptions InCohortReclamation"}
+     "preemptions InClusterQueue", "preemptions InCohortReclamation"}
 )  # fmt: skip
 # What a race-bound measure may still not exceed: the race decides one victim, never two.
-RACE_SLACK = {"preemptions InCohortReclamation": 1.0}
+RACE_SLACK = {"preemptions InClusterQueue": 1.0, "preemptions InCohortReclamation": 1.0}
 CI_RUNS = 2  # the bench runs the scenario's three; two fit CI's budget
 # When the first run keeps a live forecast's inputs (seconds after trace second 0): from after the trace's
 # last arrival (143 s compressed), so the probe thread never competes with the loop creating the Jobs, to

@@ -5,8 +5,9 @@ Kueue v0.19.2 sets ``Requeued`` False on a Workload it evicted for its pods' rea
 admission check, keeps it among its queue's inadmissible (``backoffWaitingTimeExpired``), and its
 workload controller sets ``Requeued`` True at ``status.requeueState.requeueAt``. Entered at *now*,
 the replay admitted such a Workload at once where quota was free (and declined its forecast as "the
-replay differs"), or gave it quota a younger Workload gets on the cluster. The cluster is
-why-fleet.yaml's (wf-alpha guaranteed 4 H100s, no borrowing), its Workloads built as in ``test_live``."""
+replay differs"), or gave it quota a younger Workload gets on the cluster. Kueue's count of such
+evictions (``status.requeueState.count``) carries into the replay, which backs off from it as Kueue
+does (``live.requeue_count``). The cluster is why-fleet.yaml's (wf-alpha guaranteed 4 H100s, no borrowing), its Workloads built as in ``test_live``."""
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ from typing import Any
 import pytest
 
 from gpufleet.forecast.estimate import Settings
-from gpufleet.forecast.live import forecast_live, live_document, live_state, requeue_entry
+from gpufleet.forecast.live import (
+    forecast_live,
+    live_document,
+    live_moment,
+    live_state,
+    requeue_count,
+    requeue_entry,
+)
 from gpufleet.policy import Fleet, load_policy, resolve
 from gpufleet.simulate.config import SimulationConfig
 from tests.forecast.test_live import NOW, POLICY, declaring, history, stamp, workload
@@ -110,3 +118,52 @@ def test_a_workload_kept_out_for_another_reason_is_named(fleet: Fleet) -> None:
     assert not state.workloads
     ((key, reason, message),) = state.skipped
     assert (key, reason) == ("wf-alpha/job-old-abcde", "Inadmissible") and "the listing does not tell" in message
+
+
+def counted(count: Any) -> dict[str, Any]:
+    wl = backing_off("x")
+    wl["status"]["requeueState"]["count"] = count
+    return wl
+
+
+@pytest.mark.parametrize(
+    ("wl", "count"),
+    [
+        (workload("wf-alpha", "x", pods=1, gpus=4, created=30), 0),  # never evicted: no requeueState
+        (backing_off("x", due=None), 0),  # evicted, no requeueState written
+        (counted(3), 3),
+        (counted(0), 0),
+        (counted("3"), 0),  # not an integer: Kueue writes an int32
+        (counted(True), 0),
+        (counted(-1), 0),
+    ],
+)
+def test_kueues_requeue_count_is_read_from_the_workload(wl: dict[str, Any], count: int) -> None:
+    assert requeue_count(wl) == count
+
+
+@pytest.mark.parametrize(("count", "backoff_s"), [(0, 60), (1, 120), (3, 480)])
+def test_the_replay_backs_off_from_kueues_count(fleet: Fleet, count: int, backoff_s: int) -> None:
+    # wf-alpha and wf-beta each run a 3-GPU pod, one on each 4-card node; wf-beta's 2-GPU Workload,
+    # evicted ``count`` times for its pods' readiness, re-enters at its requeueAt 10 min from now. Its
+    # quota is free (wf-beta borrows), its pods find no node: the replay evicts it again at the
+    # 30-minute timeout and backs off 60 s · 2^count (Kueue's ``UpdateRequeueState``), then admits it again
+    alpha = workload("wf-alpha", "a", pods=1, gpus=3, created=11, admitted=10)
+    beta = workload("wf-beta", "b", pods=1, gpus=3, created=11, admitted=10)
+    wl = workload("wf-beta", "c", pods=1, gpus=2, created=30)
+    wl["status"]["conditions"] += [
+        {"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout", "lastTransitionTime": stamp(20)},
+        {"type": "Requeued", "status": "False", "reason": "PodsReadyTimeout", "lastTransitionTime": stamp(20)},
+    ]
+    wl["status"]["requeueState"] = {"count": count, "requeueAt": stamp(-10)}
+    state = live_state([*declaring(alpha, "3h"), *declaring(beta, "3h"), wl], fleet, NOW)
+    assert {w.key: w.requeues for w in state.workloads}["wf-beta/c"] == count
+    moment, differs = live_moment(state, fleet, history(12), SimulationConfig())
+    assert not differs
+    run = moment.simulation.by_key["wf-beta/c"]
+    moment.simulation.advance(state.at + 600 + 30 * 60 + 480 + 10)  # past its second admission, before its next timeout
+    first, second = run.attempts[-2:]
+    assert first.reserved == state.at + 600 and first.started is None
+    assert first.end_detail == "PodsReadyTimeout" and first.ended == first.reserved + 30 * 60
+    assert second.reserved == first.ended + backoff_s
+    assert run.requeues == count + 1

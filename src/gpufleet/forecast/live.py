@@ -23,7 +23,10 @@ the trace is replayed to *now* through the queue world, as ``simulated`` replays
   its pods' readiness or by an admission check: ``Requeued`` False) enters at its
   ``status.requeueState.requeueAt``, as Kueue's workload controller requeues it then
   (``requeue_entry``); one kept out for another reason (a stopped or missing queue) is left out,
-  with Kueue's reason, since nothing in the listing says when it returns.
+  with Kueue's reason, since nothing in the listing says when it returns;
+- every Workload keeps Kueue's count of its evictions for its pods' readiness
+  (``status.requeueState.count``: ``requeue_count``), so where the replay evicts it again it backs off
+  as Kueue does after that many, ``base · 2^count``, not as after a first eviction.
 
 The replay is then checked against the cluster: a waiting Workload the replay admits at once, or
 one holding quota the replay does not admit, means the policy and the cluster disagree, and that
@@ -64,12 +67,11 @@ GPU = "nvidia.com/gpu"
 #: the testbed, as it was measured"), as ``FINISH_LATENCY_S`` is Kueue's second after the pods' end.
 PODS_READY_LATENCY_S = 1
 #: Evicted reasons after which Kueue queues a Workload by its eviction time, not its creation
-#: (``workloadevict.IsEvictedByPodsReadyTimeout``, ``IsEvictedByAdmissionCheck``)
+#: (``workloadevict.IsEvictedByPodsReadyTimeout``, ``IsEvictedByAdmissionCheck``). A Workload evicted
+#: for one of them has ``Requeued`` False and waits out a backoff: Kueue's queue keeps it among the
+#: inadmissible (``backoffWaitingTimeExpired``) until the workload controller sets ``Requeued`` True at
+#: ``status.requeueState.requeueAt`` (v0.19.2's ``workload_controller.go``)
 EVICTED_REQUEUED = ("PodsReadyTimeout", "AdmissionCheck")
-#: A Workload evicted for one of these reasons has ``Requeued`` False and waits out a backoff: Kueue's
-#: queue keeps it among the inadmissible (``backoffWaitingTimeExpired``) until the workload controller
-#: sets ``Requeued`` True at ``status.requeueState.requeueAt`` (v0.19.2's ``workload_controller.go``)
-BACKOFF_REASONS = EVICTED_REQUEUED
 NO_LEDGER = "too little history: no ledger given (--ledger), so no runtime is known"
 #: Seconds within which a Workload's end may not have reached Kueue's queues yet: its requeue batch
 #: (a second) and a scheduling cycle, with room for the API server's and the controllers' latency
@@ -92,6 +94,7 @@ class LiveWorkload:
     late_start_s: int = 0  # holding: seconds from its admission to its pods' start (``pods_started_late``)
     order_s: int = 0  # its place in Kueue's queue, in the replay's seconds (waiting: not its entry, ``job.submit_s``)
     requeue_at: datetime | None = None  # waiting out Kueue's requeue backoff until then (``requeue_entry``)
+    requeues: int = 0  # Kueue's count of its evictions for its pods' readiness (``requeue_count``)
 
     @property
     def key(self) -> str:
@@ -187,6 +190,15 @@ def queue_order(wl: Obj, created: datetime) -> datetime:
     return created
 
 
+def requeue_count(wl: Obj) -> int:
+    """How many times Kueue evicted the Workload for its pods' readiness: ``status.requeueState.count``,
+    which v0.19.2's ``workload.UpdateRequeueState`` raises at each such eviction and sizes the next
+    backoff by (``60 s · 2^(count-1)``, capped), and which stays while the Workload is admitted again.
+    An admission check's retry sets ``requeueAt`` without raising it. Absent or not a count: 0."""
+    count = ((wl.get("status") or {}).get("requeueState") or {}).get("count")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
+
+
 def requeue_entry(wl: Obj, now: datetime) -> tuple[datetime | None, str, str]:
     """When a waiting Workload is in Kueue's queue: *now* where its ``Requeued`` condition is absent
     or True; where it is False after an eviction for its pods' readiness or by an admission check,
@@ -199,7 +211,7 @@ def requeue_entry(wl: Obj, now: datetime) -> tuple[datetime | None, str, str]:
     if requeued is None or requeued.get("status") != "False":
         return now, "", ""
     reason = str(requeued.get("reason") or "")
-    if reason in BACKOFF_REASONS:
+    if reason in EVICTED_REQUEUED:
         due = parse_time(((wl.get("status") or {}).get("requeueState") or {}).get("requeueAt"))
         return max(due or now, now), "", ""
     said = f" ({requeued.get('message')})" if requeued.get("message") else ""
@@ -354,7 +366,11 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         uid, born = str(meta.get("uid", "")), parse_time(meta.get("creationTimestamp"))
         late = pods_started_late(x.wl, x.since, now) if is_holding else 0
         backoff = x.enters if not is_holding and x.enters > now else None
-        out.append(LiveWorkload(x.key, job, is_holding, x.since, uid, born, declared, malformed, late, at, backoff))
+        out.append(
+            LiveWorkload(
+                x.key, job, is_holding, x.since, uid, born, declared, malformed, late, at, backoff, requeue_count(x.wl)
+            )
+        )
         replayed.add(f"{job.namespace}/{job.job_id}")
     return LiveState(tuple(out), origin, now, together, tuple(skipped), now_from, finished)
 
@@ -366,6 +382,9 @@ def live_moment(
     reproduce (key -> why: the policy and the cluster disagree on them)."""
     world = QueueWorld(fleet, [w.job for w in state.workloads], config)
     world.queue_order = {w.key: w.order_s for w in state.workloads if not w.holding}
+    for w in state.workloads:  # Kueue's count carries into the replay's next eviction (``requeue_count``)
+        if w.requeues and w.key in world.by_key:
+            world.by_key[w.key].requeues = w.requeues
     world.advance(state.at)
     differs: dict[str, str] = {}
     for w in state.workloads:

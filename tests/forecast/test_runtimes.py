@@ -9,7 +9,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpufleet.forecast.runtimes import BEYOND, DEADLINE, DECLARED, MIN_RUNS, Declared, RuntimeHistory, Shape
+from gpufleet.forecast.runtimes import (
+    BEYOND,
+    DEADLINE,
+    DECLARED,
+    LARGER,
+    MIN_RUNS,
+    Declared,
+    RuntimeHistory,
+    Shape,
+    _resampled,
+)
 
 GPU = "nvidia.com/gpu"
 A1 = Shape("alpha", "llama", GPU, 1)
@@ -115,3 +125,23 @@ def test_a_running_workload_never_draws_a_runtime_it_has_already_passed(values, 
     d = h.draw(A1, elapsed, random.Random(seed))
     assert d is not None
     assert d.runtime_s > elapsed or (elapsed == 0 and d.runtime_s >= 1)
+
+
+@given(st.lists(st.integers(1, 10**6), min_size=1, max_size=300), st.integers(0, 2**32))
+def test_a_bootstrap_picks_as_randrange_would(values: list[int], seed: int) -> None:
+    # ``_resampled`` inlines CPython's ``randrange``: the same picks, and the generator left in the
+    # same state, so a forecast's answer does not move with the speed-up
+    ours, theirs = random.Random(seed), random.Random(seed)
+    assert _resampled(values, ours) == [values[theirs.randrange(len(values))] for _ in values]
+    assert ours.getstate() == theirs.getstate()
+
+
+def test_a_bootstrap_resamples_every_level_but_size_or_larger() -> None:
+    h = history((A1, list(range(100, 140))), running=((A1, 50),))
+    h.runtimes((LARGER, GPU, 1))  # gathered at first use
+    resampled = h.bootstrap(random.Random(1))
+    assert set(resampled.by_key) == {k for k in h.by_key if k[0] != LARGER}
+    assert set(resampled.censored) == {k for k in h.censored if k[0] != LARGER}
+    for key, values in resampled.by_key.items():
+        assert values == sorted(values) and len(values) == len(h.by_key[key]) and set(values) <= set(h.by_key[key])
+    assert resampled.by_key != {k: v for k, v in h.by_key.items() if k[0] != LARGER}  # drawn, not copied

@@ -359,7 +359,7 @@ def _arrivals(moment: Moment, history: RuntimeHistory, settings: Settings, rng: 
         shape = Shape(job.team, job.model, ask.resource, ask.count * job.pods, kind)
         draw = history.draw(shape, 0, rng, moment.declared.get(f"{job.namespace}/{job.job_id}"))
         if draw is not None:
-            yield replace(job, duration_s=draw.runtime_s)
+            yield job.lasting(draw.runtime_s)
 
 
 def _declined(run: JobRun, at: int, why: str) -> Forecast:

@@ -58,7 +58,6 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 from gpufleet.errors import InputError
@@ -286,7 +285,7 @@ class Simulation(Scheduler):
         running = {}
         for key, duration in durations.items():
             run = self.by_key[key]
-            run.job = replace(run.job, duration_s=duration)
+            run.job = run.job.lasting(duration)
             if run.state is State.RUNNING:
                 running[key] = run
         if not running:

@@ -125,6 +125,7 @@ def test_a_workload_in_its_requeue_backoff_is_admitted_when_the_forecast_says(pa
     state = live_state([wl], parity.fleet, now)  # the earlier test's Workload may not be collected yet
     (live,) = state.workloads
     assert live.requeue_at == requeue_at and not live.holding
+    assert live.requeues == 1  # Kueue's count of its evictions for pods' readiness, carried into the replay
     finished = [
         allocation(workload_uid=f"old-{i}", namespace="alpha", name=f"old-{i}", team="alpha", model="tiny",
                    cluster_queue="alpha", local_queue="alpha", gpu_count=2, created=now - timedelta(hours=i + 1),
@@ -147,6 +148,20 @@ def test_a_workload_in_its_requeue_backoff_is_admitted_when_the_forecast_says(pa
     print(f"requeue backoff: requeueAt {(requeue_at - now).total_seconds():.1f} s after now, admitted again at "
           f"{waited:.1f} s, forecast p10/p50/p90 {f.quantiles}")  # fmt: skip
     assert f.quantiles["p10"] - 2 <= waited <= f.quantiles["p90"] + 2  # type: ignore[operator]
+
+    # evicted again, its backoff is the one the replay takes from the count Kueue wrote (``requeue_count``)
+    def again() -> dict[str, Any] | None:
+        wl = _workload(parity, "backoff")
+        state = (wl or {}).get("status", {}).get("requeueState") or {}
+        return wl if state.get("count") == 2 and state.get("requeueAt") else None
+
+    wl = parity.eventually(again, "Kueue to evict it a second time", timeout_s=60)
+    backoff = _time(wl["status"]["requeueState"]["requeueAt"]) - _time(_condition(wl, "Evicted")["lastTransitionTime"])  # type: ignore[index]
+    (live,) = live_state([wl], parity.fleet, datetime.now(UTC)).workloads
+    print(f"second backoff: {backoff.total_seconds():.1f} s after count {live.requeues}")
+    expected = SimulationConfig().pods_ready.backoff(live.requeues)  # 60 s · 2^(2-1)
+    assert live.requeues == 2 and expected == 120
+    assert expected - 1 <= backoff.total_seconds() <= expected + 2  # Kueue's whole seconds and its small jitter
     parity.kubectl("delete", "job", "backoff", "--namespace=alpha", "--wait=true", "--timeout=60s")
 
 

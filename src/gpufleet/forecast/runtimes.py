@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 
 from gpufleet.ledger.records import FINISH_LATENCY_S, Allocation, EndReason, Record
 
@@ -107,6 +108,7 @@ class RuntimeHistory:
     censored: dict[tuple[object, ...], list[int]] = field(default_factory=lambda: defaultdict(list))
     runs: int = 0
     _km: dict[tuple[tuple[object, ...], int], tuple[list[int], list[float]]] = field(default_factory=dict)
+    _events: dict[tuple[object, ...], list[tuple[int, int]]] = field(default_factory=dict)  # ``_timeline``
 
     @classmethod
     def of(cls, samples: Iterable[tuple[Shape, int]], running: Iterable[tuple[Shape, int]] = ()) -> RuntimeHistory:
@@ -207,16 +209,12 @@ class RuntimeHistory:
         cached = self._km.get((key, elapsed))
         if cached is not None:
             return cached
-        done = self.runtimes(key)
-        going = self.runtimes(key, self.censored)
-        events = sorted(
-            [(t, 0) for t in done[bisect_right(done, elapsed) :]]
-            + [(t, 1) for t in going[bisect_right(going, elapsed) :]]
-        )  # at a tie a finish counts before a censoring, as Kaplan–Meier does
-        at_risk, survival, cumulative = len(events), 1.0, 0.0
+        events = self._timeline(key)
+        first = bisect_right(events, (elapsed, 1))  # the first finish or censoring after ``elapsed``
+        at_risk, survival, cumulative = len(events) - first, 1.0, 0.0
         times: list[int] = []
         cum: list[float] = []
-        for t, censored in events:
+        for t, censored in islice(events, first, None):
             if not censored:
                 mass = survival / at_risk
                 survival -= mass
@@ -226,6 +224,16 @@ class RuntimeHistory:
             at_risk -= 1
         self._km[(key, elapsed)] = (times, cum)
         return times, cum
+
+    def _timeline(self, key: tuple[object, ...]) -> list[tuple[int, int]]:
+        """Every finish (0) and censoring (1) at one lookup key, in time order; at a tie a finish
+        counts before a censoring, as Kaplan–Meier does. Sorted once per key: each running run asks
+        from its own elapsed time, and sorting per ask was most of a draw's cost."""
+        events = self._events.get(key)
+        if events is None:
+            events = sorted([(t, 0) for t in self.runtimes(key)] + [(t, 1) for t in self.runtimes(key, self.censored)])
+            self._events[key] = events
+        return events
 
     def draw(self, shape: Shape, elapsed: int, rng: random.Random, declared: Declared | None = None) -> Draw | None:
         """A runtime for ``shape`` longer than ``elapsed``; None: too little history to say. A deadline

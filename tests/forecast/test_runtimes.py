@@ -145,3 +145,37 @@ def test_a_bootstrap_resamples_every_level_but_size_or_larger() -> None:
     for key, values in resampled.by_key.items():
         assert values == sorted(values) and len(values) == len(h.by_key[key]) and set(values) <= set(h.by_key[key])
     assert resampled.by_key != {k: v for k, v in h.by_key.items() if k[0] != LARGER}  # drawn, not copied
+
+
+def product_limit(done: list[int], going: list[int], elapsed: int) -> tuple[list[int], list[float]]:
+    """The textbook Kaplan–Meier estimate beyond ``elapsed``: at each finish time, the share of the
+    runs still at risk (finished or censored no earlier) that finish then; the oracle for the table."""
+    times, cum, survival = [], [], 1.0
+    for t in sorted({x for x in done if x > elapsed}):
+        at_risk = sum(1 for x in done + going if x >= t)
+        finished = done.count(t)
+        for _ in range(finished):  # one step per run, as the table lists each finish
+            survival_before = survival
+            survival -= survival_before / at_risk
+            at_risk -= 1
+            times.append(t)
+            cum.append(1.0 - survival)
+    return times, cum
+
+
+@given(
+    st.lists(st.integers(1, 60), min_size=1, max_size=40),
+    st.lists(st.integers(1, 60), max_size=20),
+    st.lists(st.integers(0, 70), min_size=1, max_size=5),
+)
+def test_the_kaplan_meier_table_is_the_product_limit_estimate(
+    done: list[int], going: list[int], asks: list[int]
+) -> None:
+    # one history asked from several elapsed times, in any order (the timeline is sorted once)
+    h = history((A1, done), running=tuple((A1, g) for g in going))
+    key = A1.lookups()[0]
+    for elapsed in asks:
+        times, cum = h.kaplan_meier(key, elapsed)
+        want_times, want_cum = product_limit(done, going, elapsed)
+        assert times == want_times
+        assert cum == pytest.approx(want_cum, abs=1e-12)

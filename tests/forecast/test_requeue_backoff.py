@@ -95,7 +95,9 @@ def test_a_workload_in_its_backoff_is_forecast_from_its_requeue(fleet: Fleet) ->
     assert doc["requeueAt"] == "2026-12-05T09:10:00Z"
     assert doc["text"].endswith(
         "(waiting out Kueue's requeue backoff until 2026-12-05T09:10:00Z: it re-enters the queue then)"
+        " (Kueue evicted it once because its pods were not all ready in time: PodsReadyTimeout)"
     )
+    assert doc["requeues"] == 1
 
 
 def test_a_younger_workload_takes_the_quota_freed_during_the_backoff(fleet: Fleet) -> None:
@@ -167,3 +169,25 @@ def test_the_replay_backs_off_from_kueues_count(fleet: Fleet, count: int, backof
     assert first.end_detail == "PodsReadyTimeout" and first.ended == first.reserved + 30 * 60
     assert second.reserved == first.ended + backoff_s
     assert run.requeues == count + 1
+
+
+@pytest.mark.parametrize(
+    ("count", "said"),
+    [
+        (None, None),  # never evicted: nothing said, 0 in --json
+        (1, "(Kueue evicted it once because its pods were not all ready in time: PodsReadyTimeout)"),
+        (4, "(Kueue evicted it 4 times because its pods were not all ready in time: PodsReadyTimeout)"),
+    ],
+)
+def test_the_answer_says_how_often_kueue_evicted_it_for_its_pods(
+    fleet: Fleet, count: int | None, said: str | None
+) -> None:
+    # requeued and back in the queue (its backoff over): the count is what is left of its evictions
+    wl = workload("wf-alpha", "x", pods=1, gpus=4, created=30)
+    if count is not None:
+        wl["status"]["requeueState"] = {"count": count}
+    state = live_state([wl], fleet, NOW)
+    report = forecast_live(state, fleet, history(12), Settings(samples=4, arrivals=False), SimulationConfig())
+    (doc,) = live_document(report, state, "why-fleet.yaml", "ledger")["workloads"]
+    assert doc["requeues"] == (count or 0) and doc["requeueAt"] is None
+    assert (said in doc["text"]) if said else ("evicted" not in doc["text"])

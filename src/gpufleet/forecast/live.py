@@ -476,10 +476,15 @@ def live_document(report: Report, state: LiveState, policy: str, ledger: str | N
         for w in doc["workloads"]:
             if (w["declined"] or "").startswith("too little history"):
                 w["declined"], w["text"] = NO_LEDGER, f"no estimate: {NO_LEDGER}"
-    backoff = {w.key: w.requeue_at for w in state.workloads if w.requeue_at is not None}
-    for w in doc["workloads"]:  # in Kueue's requeue backoff: not in its queue until then (``requeue_entry``)
-        due = backoff.get(w["workload"])
+    live = {w.key: w for w in state.workloads}
+    for w in doc["workloads"]:
+        own = live.get(w["workload"])
+        due = own.requeue_at if own is not None else None  # not in Kueue's queue until then (``requeue_entry``)
         w["requeueAt"] = None if due is None else _stamp(due)
         if due is not None:
             w["text"] += f" (waiting out Kueue's requeue backoff until {_stamp(due)}: it re-enters the queue then)"
+        w["requeues"] = own.requeues if own is not None else 0
+        if w["requeues"]:  # why it waited: its pods did not all start in time, once or more
+            times = "once" if w["requeues"] == 1 else f"{w['requeues']} times"
+            w["text"] += f" (Kueue evicted it {times} because its pods were not all ready in time: PodsReadyTimeout)"
     return doc

@@ -13,6 +13,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+#: The owners Kueue v0.19.2's job integrations make Workloads for, as (API group, kind, plural): the
+#: forecast reads what they declare of their runtimes, and the exporter's role may list them. Pods,
+#: Deployments and StatefulSets are left out: their Workloads are owned by pods, not by a job.
+JOB_OWNERS: tuple[tuple[str, str, str], ...] = (
+    ("batch", "Job", "jobs"),
+    ("jobset.x-k8s.io", "JobSet", "jobsets"),
+    ("ray.io", "RayJob", "rayjobs"),
+    ("ray.io", "RayCluster", "rayclusters"),
+    ("trainer.kubeflow.org", "TrainJob", "trainjobs"),
+    ("workload.codeflare.dev", "AppWrapper", "appwrappers"),
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet", "leaderworkersets"),
+    ("sparkoperator.k8s.io", "SparkApplication", "sparkapplications"),
+    *(
+        ("kubeflow.org", kind, f"{kind.lower()}s")
+        for kind in ("PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob")
+    ),
+)
+
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"  # time-sliced replicas, when the device plugin renames them
 MIG_PREFIX = "nvidia.com/mig-"

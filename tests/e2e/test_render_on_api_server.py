@@ -62,3 +62,47 @@ def test_kueue_rejects_an_invalid_cluster_queue(cluster: Any, applied: Path) -> 
     )
     assert result.returncode != 0
     assert "nominalQuota" in result.stderr
+
+
+def test_the_forecast_exporters_role_lets_it_list_what_the_forecast_reads_and_write_nothing(cluster: Any) -> None:
+    """The rendered exporter's ServiceAccount, asked of the API server's own authorizer (a
+    SubjectAccessReview: it answers for kinds whose CRD is not installed too, where ``kubectl auth
+    can-i`` cannot resolve the name): it may list every kind ``gpufleet forecast`` lists, the
+    Workloads' owners included (a Job's or a JobSet's declarations are read from them:
+    ``forecast.declared``), and may write none of them."""
+    import json
+
+    from gpufleet.kube.live import LIVE_KINDS, OWNER_PLURALS
+    from tests.forecast.test_exporter_manifests import POSTGRES, rendered
+
+    bundle = rendered(POSTGRES)["forecast-exporter.yaml"]
+    objects = [o for o in bundle if o["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    account = next(o["metadata"] for o in bundle if o["kind"] == "ServiceAccount")
+
+    def allowed(verb: str, group: str, resource: str) -> bool:
+        namespace = account["namespace"]
+        review = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": f"system:serviceaccount:{namespace}:{account['name']}",
+                "groups": ["system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"],
+                "resourceAttributes": {"verb": verb, "group": group, "resource": resource},
+            },
+        }
+        done = cluster.kubectl("create", "--filename=-", "--output=json", stdin=json.dumps(review))
+        return bool(json.loads(done.stdout)["status"].get("allowed"))
+
+    cluster.apply(objects)
+    try:
+        listed = [(a.rpartition("/")[0], plural) for a, _, plural, _ in LIVE_KINDS] + [
+            (group, plural) for (group, _), plural in OWNER_PLURALS.items()
+        ]
+        asked = [("list", g, r, True) for g, r in listed] + [
+            (verb, g, r, False) for verb, g, r in (("create", "kueue.x-k8s.io", "workloads"), ("delete", "batch", "jobs"),
+                                                   ("patch", "jobset.x-k8s.io", "jobsets"), ("list", "", "secrets"))
+        ]  # fmt: skip
+        answers = {(verb, g, r): allowed(verb, g, r) for verb, g, r, _ in asked}
+        assert answers == {(verb, g, r): want for verb, g, r, want in asked}
+    finally:
+        cluster.kubectl("delete", "--filename=-", "--ignore-not-found", stdin=yaml.safe_dump_all(objects))

@@ -10,6 +10,7 @@ what ``what-if`` said. Pods select a pool no node carries, so only Kueue's quota
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -51,9 +52,10 @@ def job(name: str, namespace: str, *, pods: int, gpus: int, deadline_s: int | No
     return batch_job(name, namespace, labels, pods=pods, limits=limits, requests=limits, deadline_s=deadline_s)
 
 
-def workload_of(cluster: Cluster, namespace: str, job_name: str) -> dict[str, Any] | None:
+def workload_of(cluster: Cluster, namespace: str, owner: str, kind: str = "Job") -> dict[str, Any] | None:
+    """The Workload Kueue made for the ``kind`` named ``owner``, once it has."""
     for wl in cluster.get("workloads.kueue.x-k8s.io", f"--namespace={namespace}")["items"]:
-        if any(o.get("kind") == "Job" and o.get("name") == job_name for o in wl["metadata"].get("ownerReferences", [])):
+        if any(o.get("kind") == kind and o.get("name") == owner for o in wl["metadata"].get("ownerReferences", [])):
             return wl  # type: ignore[no-any-return]
     return None
 
@@ -90,25 +92,24 @@ def settled_versions(cluster: Cluster, quiet_s: float = 3.0) -> dict[str, str]:
     pytest.fail(f"Kueue kept writing the test's objects for 60 s: {last}")
 
 
-@pytest.fixture
-def waiting(
-    cluster: Cluster, request: pytest.FixtureRequest
-) -> Iterator[tuple[Cluster, dict[str, Any], dict[str, Any]]]:
-    """wf-beta's borrowing Job admitted, wf-alpha's Job waiting with Kueue's reason; parametrized
-    (indirect), wf-beta's Job declares that many seconds as its ``activeDeadlineSeconds``."""
+@contextlib.contextmanager
+def borrowing(cluster: Cluster, big: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """wf-beta's 6-GPU ``big`` (a Job, or another owner Kueue integrates) admitted by borrowing and
+    wf-alpha's Job waiting with Kueue's reason: their Workloads. Everything is removed after."""
+    kind, name = big["kind"], big["metadata"]["name"]
     cluster.apply(policy_objects(POLICY))
     for team in NAMESPACES:
         cluster.eventually(
             lambda team=team: condition(cluster.get("clusterqueues.kueue.x-k8s.io", team), "Active"),
             f"ClusterQueue {team} to be active",
         )
-    cluster.apply([job("big", "wf-beta", pods=3, gpus=2, deadline_s=getattr(request, "param", None))])
-    big = cluster.eventually(
+    cluster.apply([big])
+    admitted = cluster.eventually(
         lambda: (
-            (condition(workload_of(cluster, "wf-beta", "big"), "QuotaReserved") or {}).get("status") == "True"
-            and workload_of(cluster, "wf-beta", "big")
+            (condition(workload_of(cluster, "wf-beta", name, kind), "QuotaReserved") or {}).get("status") == "True"
+            and workload_of(cluster, "wf-beta", name, kind)
         ),
-        "wf-beta's 6-GPU Job to be admitted by borrowing",
+        f"wf-beta's 6-GPU {kind} to be admitted by borrowing",
     )
     cluster.apply([job("wait", "wf-alpha", pods=1, gpus=4)])
     wait = cluster.eventually(
@@ -118,10 +119,11 @@ def waiting(
         ),
         "Kueue to say why wf-alpha's Job waits",
     )
-    yield cluster, big, wait
+    yield admitted, wait
+    owners = "jobs" if kind == "Job" else f"jobs,{kind.lower()}s.{big['apiVersion'].partition('/')[0]}"
     for ns in NAMESPACES:
         cluster.kubectl(
-            "delete", "jobs", "--all", f"--namespace={ns}", "--cascade=foreground", "--wait=true", "--timeout=60s"
+            "delete", owners, "--all", f"--namespace={ns}", "--cascade=foreground", "--wait=true", "--timeout=60s"
         )
         cluster.eventually(
             lambda ns=ns: not cluster.get("workloads.kueue.x-k8s.io", f"--namespace={ns}")["items"],
@@ -133,6 +135,17 @@ def waiting(
     cluster.kubectl("delete", "resourceflavors.kueue.x-k8s.io", "wf-train", "--ignore-not-found", "--timeout=60s")
     cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", "wf-normal", "--ignore-not-found")
     cluster.kubectl("delete", "namespace", *NAMESPACES, "--wait=true", "--timeout=90s")
+
+
+@pytest.fixture
+def waiting(
+    cluster: Cluster, request: pytest.FixtureRequest
+) -> Iterator[tuple[Cluster, dict[str, Any], dict[str, Any]]]:
+    """wf-beta's borrowing Job admitted, wf-alpha's Job waiting with Kueue's reason; parametrized
+    (indirect), wf-beta's Job declares that many seconds as its ``activeDeadlineSeconds``."""
+    big = job("big", "wf-beta", pods=3, gpus=2, deadline_s=getattr(request, "param", None))
+    with borrowing(cluster, big) as (admitted, wait):
+        yield cluster, admitted, wait
 
 
 def gpufleet(cluster: Cluster, *args: str) -> Any:
@@ -381,3 +394,109 @@ def test_a_declared_deadline_of_the_borrower_moves_the_forecast_as_kueue_then_mo
     assert actual is not None and actual >= deadline - timedelta(seconds=1)  # not before big's deadline
     late = (actual - expected[1]).total_seconds()
     print(f"  Kueue admitted wait at {actual:%H:%M:%S}, forecast p90 {expected[1]:%H:%M:%S} ({late:+.0f} s)")
+
+
+def jobset_crd() -> Path:
+    """The JobSet CRD of the module Kueue v0.19.2 is built against (the testbed's go.mod pins it)."""
+    import shutil
+    import subprocess
+
+    from tests.e2e.conftest import REPO
+
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    found = subprocess.run(
+        [go, "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/jobset"],
+        cwd=REPO / "testbed", capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    crd = Path(found.stdout.strip()) / "config" / "components" / "crd" / "bases" / "jobset.x-k8s.io_jobsets.yaml"
+    if found.returncode != 0 or not found.stdout.strip() or not crd.exists():
+        pytest.skip(f"the JobSet CRD comes from the testbed's Go modules, not found here: {found.stderr.strip()}")
+    return crd
+
+
+@pytest.fixture
+def jobsets(cluster: Cluster) -> Iterator[Cluster]:
+    """Kueue's JobSet integration on the testbed: JobSet's own CRD installed and Kueue restarted with the
+    integration among its frameworks (Kueue v0.19.2 sets an integration up only where its CRD is served).
+    No JobSet controller runs: Kueue makes a JobSet's Workload, admits it and resumes the JobSet, and no
+    Job follows, so what is observed is what Kueue and the forecast read. Both are undone after."""
+    crd = jobset_crd()
+    before = yaml.safe_load((cluster.bed.config / "kueue.yaml").read_text(encoding="utf-8"))["integrations"]
+    cluster.kubectl("apply", "--server-side", f"--filename={crd}")
+    cluster.eventually(
+        lambda: any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in (cluster.get("crd", "jobsets.jobset.x-k8s.io").get("status") or {}).get("conditions") or []
+        ),
+        "the JobSet CRD to be established",
+    )
+    frameworks = [*before["frameworks"], "jobset.x-k8s.io/jobset"]
+    cluster.bed.reconfigure_kueue({"integrations": {**before, "frameworks": frameworks}})
+    try:
+        yield cluster
+    finally:
+        cluster.bed.reconfigure_kueue({"integrations": before})
+        cluster.kubectl("delete", f"--filename={crd}", "--wait=true", "--timeout=60s")
+
+
+JOBSET_DEADLINE_S = 150  # each of the JobSet's Jobs declares it; no failure policy, so it bounds the JobSet
+
+
+def jobset(name: str, namespace: str, *, replicas: int, gpus: int, note: str, deadline_s: int) -> dict[str, Any]:
+    """A JobSet of ``replicas`` one-pod Jobs (as a user writes it for Kueue: suspended, with its queue),
+    declaring ``note`` as its expected runtime and ``deadline_s`` on each replicated Job."""
+    job_spec = job(name, namespace, pods=1, gpus=gpus)["spec"]  # the e2e Job's own pods and shape
+    labels = {"kueue.x-k8s.io/queue-name": namespace, "kueue.x-k8s.io/priority-class": "wf-normal"}
+    template = {"spec": {**job_spec, "activeDeadlineSeconds": deadline_s}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels,
+                     "annotations": {"gpufleet.io/expected-runtime": note}},
+        "spec": {"suspend": True, "replicatedJobs": [{"name": "workers", "replicas": replicas, "template": template}]},
+    }  # fmt: skip
+
+
+def test_a_jobsets_declarations_move_the_forecast_of_the_job_waiting_behind_it(
+    jobsets: Cluster, tmp_path: Path
+) -> None:
+    """The borrower is a JobSet: the real Kueue makes its Workload (owned by the JobSet, its pod set the
+    replicated Jobs' pods) and admits it. The forecast finds the JobSet by the Workload's owner reference,
+    lists it from the API server, and reads what it declares: an expected runtime of 2 h, which its
+    replicated Jobs' 150 s deadline bounds. So wait's expected start is 150 s after the JobSet's admission,
+    where the history (20-40 min runs) and the annotation alone would put it minutes to hours later.
+    No JobSet controller runs, so whether the JobSet then ends there is not observed."""
+    from datetime import timedelta
+
+    from gpufleet.forecast.live import parse_time
+
+    cluster = jobsets
+    sweep = jobset("sweep", "wf-beta", replicas=3, gpus=2, note="2h", deadline_s=JOBSET_DEADLINE_S)
+    with borrowing(cluster, sweep) as (big, _):
+        assert [o["kind"] for o in big["metadata"]["ownerReferences"]] == ["JobSet"]
+        assert [p["count"] for p in big["spec"]["podSets"]] == [3]
+        reserved = parse_time((condition(big, "QuotaReserved") or {}).get("lastTransitionTime"))
+        assert reserved is not None
+        url = finished_runs(tmp_path / "ledger.db", 12)
+        live = ["--policy", str(POLICY), "--kubeconfig", cluster.kubeconfig, "--ledger", url]
+        result = CliRunner().invoke(app, ["forecast", *live, "--samples", "10", "--no-arrivals", "--json"])
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        now = parse_time(doc["now"])
+        assert now is not None
+        if (now - reserved).total_seconds() >= JOBSET_DEADLINE_S:
+            pytest.fail(f"the forecast came {now - reserved} after the JobSet's admission, past its deadline")
+        (f,) = [w for w in doc["workloads"] if w["workload"].startswith("wf-")]
+        assert f["workload"] == "wf-alpha/wait" and f["declined"] is None and f["admittedInSamples"] == 10
+        assert f["waitsFor"][0]["workload"] == "wf-beta/sweep"  # named by its owner, as a Job's is
+        assert doc["basis"]["runtimeSources"]["declared"] == 10  # the JobSet's draw, in every sample
+        q = f["admissionSeconds"]
+        expected = [now + timedelta(seconds=q[k]) for k in ("p10", "p90")]
+        deadline = reserved + timedelta(seconds=JOBSET_DEADLINE_S)
+        assert all(deadline <= t <= deadline + timedelta(seconds=3) for t in expected), (expected, deadline)
+        print(f"\n$ gpufleet forecast ... (JobSet sweep: expected-runtime 2h, Jobs' deadline {JOBSET_DEADLINE_S} s)")
+        print(f"  {f['text']}")
+
+        why = gpufleet(cluster, "why", "wf-beta/sweep", "--json")  # the JobSet's name finds its Workload
+        assert why.exit_code == 0, why.output
+        assert json.loads(why.stdout)["workload"] == f"wf-beta/{big['metadata']['name']}"

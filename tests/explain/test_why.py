@@ -240,3 +240,29 @@ def test_unknown_or_ambiguous_targets_are_input_errors(objects: list[dict[str, A
     with pytest.raises(InputError) as err:
         explain(objects, "alpha", name)
     assert words in str(err.value)
+
+
+def _owned_by(wl: dict[str, Any], *refs: tuple[str, str]) -> dict[str, Any]:
+    meta = {**wl["metadata"], "ownerReferences": [{"kind": k, "name": n, "uid": f"{k}-{n}"} for k, n in refs]}
+    return {**wl, "metadata": meta}
+
+
+@pytest.mark.parametrize(
+    ("refs", "found"),
+    [
+        ((("JobSet", "sweep"),), True),  # any job integration's owner names its Workload
+        ((("RayJob", "sweep"),), True),
+        ((("Pod", "sweep"),), False),  # a pod group's members are not the job
+        ((("Pod", "sweep-0"), ("LeaderWorkerSet", "sweep")), True),
+    ],
+    ids=["jobset", "rayjob", "pod", "lws-after-pod"],
+)
+def test_a_workload_is_found_by_its_owners_name_whatever_its_kind(
+    refs: tuple[tuple[str, str], ...], found: bool
+) -> None:
+    objects = [*BORROWED, _owned_by(workload("alpha", "wait-xyz", pods=1, gpus=4, message=short(2)), *refs)]
+    if found:
+        assert explain(objects, "alpha", "sweep").workload == "alpha/wait-xyz"
+    else:
+        with pytest.raises(InputError, match="nor a JobSet, RayJob or other owner"):
+            explain(objects, "alpha", "sweep")

@@ -112,6 +112,70 @@ def test_a_malformed_declaration_names_the_annotation_and_what_was_expected(
     assert problem.endswith(f"got {text}")
 
 
+def owned_by(api_version: str, kind: str, spec: dict[str, Any], note: str | None = None) -> dict[str, Any]:
+    """An owner of another kind than a Job, as the API server returns it (only what the forecast reads)."""
+    meta: dict[str, Any] = {"name": "train", "namespace": "ml"}
+    if note is not None:
+        meta["annotations"] = {EXPECTED_RUNTIME: note}
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": spec}
+
+
+def jobset(*deadlines: int | None, failure_policy: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A JobSet of one replicated Job per deadline (None: that Job declares none)."""
+    jobs = [
+        {"name": f"r{i}", "template": {"spec": {} if d is None else {"activeDeadlineSeconds": d}}}
+        for i, d in enumerate(deadlines)
+    ]
+    spec: dict[str, Any] = {"replicatedJobs": jobs}
+    if failure_policy is not None:
+        spec["failurePolicy"] = failure_policy
+    return owned_by("jobset.x-k8s.io/v1alpha2", "JobSet", spec)
+
+
+@pytest.mark.parametrize(
+    ("owner", "want"),
+    [
+        (owned_by("ray.io/v1", "RayJob", {"activeDeadlineSeconds": 1200}), Declared(None, 1200)),
+        (owned_by("ray.io/v1", "RayJob", {"activeDeadlineSeconds": 1200}, note="15m"), Declared(900, 1200)),
+        (owned_by("ray.io/v1", "RayJob", {}, note="15m"), Declared(900, None)),
+        (
+            owned_by("kubeflow.org/v1", "PyTorchJob", {"runPolicy": {"activeDeadlineSeconds": 7200}}),
+            Declared(None, 7200),
+        ),
+        (
+            owned_by("kubeflow.org/v2beta1", "MPIJob", {"runPolicy": {"activeDeadlineSeconds": 600}}),
+            Declared(None, 600),
+        ),
+        # a Kubeflow job's deadline is its run policy's, not a field of its spec
+        (owned_by("kubeflow.org/v1", "TFJob", {"activeDeadlineSeconds": 600}), None),
+        (owned_by("trainer.kubeflow.org/v1alpha1", "TrainJob", {"activeDeadlineSeconds": 3000}), Declared(None, 3000)),
+        # the earliest replicated Job's: without a failure policy, the first Job to fail fails the JobSet
+        (jobset(5400, None, 3600), Declared(None, 3600)),
+        (jobset(None), None),
+        # with one, the JobSet may recreate its Jobs, each deadline afresh: no bound on the whole
+        (jobset(3600, failure_policy={"maxRestarts": 3}), None),
+        (jobset(3600, failure_policy={}), None),
+        # an owner whose run has no end of its own declares no deadline, but may declare a runtime
+        (owned_by("ray.io/v1", "RayCluster", {"activeDeadlineSeconds": 60}), None),
+        (owned_by("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", {}, note="2h"), Declared(7200, None)),
+        # the kind is read with its API group: another group's Job is not batch/v1's
+        (owned_by("example.com/v1", "Job", {"activeDeadlineSeconds": 60}), None),
+    ],
+)
+def test_owners_of_other_kinds_declare_where_their_controllers_read_it(
+    owner: dict[str, Any], want: Declared | None
+) -> None:
+    assert declared_of(workload(), owner) == (want, "")
+    # the Workload's own bounds still count beside the owner's
+    bounded = declared_of(workload(max_exec=300), owner)[0]
+    assert bounded == Declared(None if want is None else want.expected_s, 300)
+
+
+def test_a_malformed_declaration_on_another_owner_names_its_kind() -> None:
+    declared, problem = declared_of(workload(), owned_by("ray.io/v1", "RayJob", {}, note="soon"))
+    assert declared is None and problem.startswith(f"annotation {EXPECTED_RUNTIME} on RayJob ml/train: expected")
+
+
 @given(st.integers(0, 30), st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
 def test_a_duration_is_the_sum_of_its_parts(d: int, h: int, m: int, s: int) -> None:
     text = "".join(f"{v}{u}" for v, u in ((d, "d"), (h, "h"), (m, "m"), (s, "s")) if v)

@@ -352,6 +352,53 @@ def test_a_declared_runtime_of_the_borrower_moves_the_waiting_forecast(
     assert report.basis.sources.get(source, 0) >= 20  # big's draw, in every sample
 
 
+def owned(wl: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:
+    """``wl`` as Kueue writes it for an owner of ``kind`` (its one controller reference) of the same name."""
+    name = wl["metadata"]["ownerReferences"][0]["name"]
+    ref = {"apiVersion": api_version, "kind": kind, "name": name, "uid": f"uid-{name}", "controller": True}
+    return {**wl, "metadata": {**wl["metadata"], "ownerReferences": [ref]}}
+
+
+def of_kind(api_version: str, kind: str, spec: dict[str, Any], note: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "big", "namespace": "wf-beta"}
+    if note is not None:
+        meta["annotations"] = {"gpufleet.io/expected-runtime": note}
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": spec}
+
+
+TWELVE_MIN = {"replicatedJobs": [{"name": "w", "template": {"spec": {"activeDeadlineSeconds": 12 * 60}}}]}
+
+
+@pytest.mark.parametrize(
+    ("kind", "objects", "low", "high", "source"),
+    [
+        # the JobSet's replicated Job is failed at 12 min, and with it the JobSet
+        (
+            ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+            [of_kind("jobset.x-k8s.io/v1alpha2", "JobSet", TWELVE_MIN)],
+            2 * 60,
+            2 * 60 + 5,
+            "history ≤ deadline",
+        ),
+        (("ray.io/v1", "RayJob"), [of_kind("ray.io/v1", "RayJob", {}, note="15m")], 5 * 60, 5 * 60 + 5, "declared"),
+        # a Job of the same name is not the owner: what it declares is not big's
+        (("ray.io/v1", "RayJob"), declaring(BIG, "15m")[1:], 10 * 60, 30 * 60 + 60, "wf-beta · - · 6×gpu"),
+    ],
+    ids=["jobset-deadline", "rayjob-runtime", "same-name-job"],
+)
+def test_the_owner_of_another_kind_declares_for_its_workload(
+    fleet: Fleet, kind: tuple[str, str], objects: list[dict[str, Any]], low: int, high: int, source: str
+) -> None:
+    big = owned(BIG, *kind)
+    state = live_state([big, *objects, WAIT], fleet, NOW)
+    assert {w.key for w in state.workloads} == {"wf-beta/big", "wf-alpha/wait"}  # named by the owner
+    report = forecast_live(state, fleet, history(12), Settings(samples=20, seed=3, arrivals=False), SimulationConfig())
+    (f,) = report.forecasts
+    assert not f.declined and f.admitted == 20
+    assert low <= f.quantiles["p10"] <= f.quantiles["p90"] <= high  # type: ignore[operator]
+    assert report.basis.sources.get(source, 0) >= 20  # big's draw, in every sample
+
+
 def test_a_malformed_declaration_declines_its_own_answer_only(fleet: Fleet) -> None:
     from gpufleet.forecast.live import live_document
 

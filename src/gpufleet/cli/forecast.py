@@ -87,9 +87,9 @@ def forecast(
         from gpufleet import kube
 
         records = ledger_records(ledger)  # a bad ledger is refused before the cluster is asked anything
-        cluster = kube.read_kueue_state(kubeconfig, with_jobs=True)
+        cluster = kube.read_kueue_state(kubeconfig, with_owners=True)
         doc = live_document(
-            policy, cluster.objects + cluster.jobs, ledger=ledger, records=records, settings=settings,
+            policy, cluster.objects + cluster.owners, ledger=ledger, records=records, settings=settings,
             workload=workload, server_time=cluster.server_time,
         )  # fmt: skip
         if workload is not None and not doc["workloads"]:

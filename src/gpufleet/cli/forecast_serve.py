@@ -41,8 +41,8 @@ def serve_forecasts(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     def listing() -> tuple[list[Any], Any]:
-        cluster = kube.read_kueue_state(kubeconfig, with_jobs=True)  # the Jobs: what owners declared
-        return cluster.objects + cluster.jobs, cluster.server_time
+        cluster = kube.read_kueue_state(kubeconfig, with_owners=True)  # Jobs, JobSets...: what they declared
+        return cluster.objects + cluster.owners, cluster.server_time
 
     exporter = ForecastExporter(fleet, listing, lambda: read_records(ledger), settings)
     serve(exporter, address, every)

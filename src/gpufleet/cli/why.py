@@ -151,7 +151,9 @@ def configuration(state: kube.KueueState, path: Path | None) -> tuple[Doc | None
 
 @guarded
 def why(
-    workload: Annotated[str, typer.Argument(help="NAMESPACE/NAME of a Workload, or of the Job that owns one")],
+    workload: Annotated[
+        str, typer.Argument(help="NAMESPACE/NAME of a Workload, or of the Job (JobSet, RayJob...) that owns one")
+    ],
     *,
     kubeconfig: KubeconfigOpt = None,
     kueue_config: KueueConfigOpt = None,
@@ -193,7 +195,7 @@ def why(
 
     # read before the cluster, whatever the workload's state: an unreachable or foreign ledger is exit 2
     records = ledger_records(ledger)
-    state = kube.read_kueue_state(kubeconfig, with_jobs=policy is not None)
+    state = kube.read_kueue_state(kubeconfig, with_owners=policy is not None)
     config, source = configuration(state, kueue_config)
     report = why_json(explain(state.objects, namespace, name, config))
     report["kueueConfiguration"] = source
@@ -222,7 +224,7 @@ def expected(
 
     url, records = ledger
     doc = live_document(
-        policy, state.objects + state.jobs, ledger=url, records=records,
+        policy, state.objects + state.owners, ledger=url, records=records,
         settings=Settings(workers=cores()), workload=key, server_time=state.server_time,
     )  # fmt: skip
     found = doc["workloads"]

@@ -70,11 +70,21 @@ def workload_state(wl: Obj) -> str:
     return "Pending"
 
 
-def owner_job(wl: Obj) -> str | None:
-    for owner in (wl.get("metadata") or {}).get("ownerReferences") or []:
-        if owner.get("kind") == "Job":
-            return str(owner.get("name"))
+def owner(wl: Obj) -> tuple[str, str] | None:
+    """The kind and name of the object Kueue made the Workload for: its first ownerReference that is
+    not a Pod. A job integration (a Job, a JobSet, a RayJob...) sets one reference, its controller; a
+    pod group's Workload is owned by each of its pods, none of them the job; one written directly has
+    none."""
+    for ref in (wl.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("kind") and ref.get("name") and ref.get("kind") != "Pod":
+            return str(ref["kind"]), str(ref["name"])
     return None
+
+
+def owner_job(wl: Obj) -> str | None:
+    """The name of the batch/v1 Job that owns the Workload, if one does."""
+    found = owner(wl)
+    return found[1] if found is not None and found[0] == "Job" else None
 
 
 def of_kind(objects: Iterable[Obj], kind: str) -> list[Obj]:
@@ -82,20 +92,22 @@ def of_kind(objects: Iterable[Obj], kind: str) -> list[Obj]:
 
 
 def find_workload(objects: Sequence[Obj], namespace: str, name: str) -> Obj:
-    """The Workload ``namespace/name``, or the one a Job of that name owns; an InputError otherwise."""
+    """The Workload ``namespace/name``, or the one an owner of that name owns (a Job, a JobSet...);
+    an InputError otherwise."""
     workloads = [w for w in of_kind(objects, "Workload") if (w.get("metadata") or {}).get("namespace") == namespace]
     for wl in workloads:
         if wl["metadata"].get("name") == name:
             return wl
-    owned = [w for w in workloads if owner_job(w) == name]
+    owned = [(w, o[0]) for w in workloads if (o := owner(w)) is not None and o[1] == name]
     if len(owned) == 1:
-        return owned[0]
+        return owned[0][0]
     if owned:
-        names = ", ".join(sorted(str(w["metadata"]["name"]) for w in owned))
-        raise InputError.one(f"Job {namespace}/{name} owns several Workloads ({names}); name one", path=name)
+        names = ", ".join(sorted(str(w["metadata"]["name"]) for w, _ in owned))
+        kinds = " or ".join(sorted({k for _, k in owned}))
+        raise InputError.one(f"{kinds} {namespace}/{name} owns several Workloads ({names}); name one", path=name)
     raise InputError.one(
-        f"no Workload {namespace}/{name} and no Job of that name owning one (Kueue creates a Workload "
-        "only for a Job with a kueue.x-k8s.io/queue-name label)",
+        f"no Workload {namespace}/{name} and no Job of that name owning one, nor a JobSet, RayJob or other "
+        "owner (Kueue creates a Workload only for an object with a kueue.x-k8s.io/queue-name label)",
         path=f"{namespace}/{name}",
     )
 

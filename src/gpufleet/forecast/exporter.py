@@ -47,7 +47,7 @@ from prometheus_client.registry import Collector
 from gpufleet.errors import InputError
 from gpufleet.forecast.clock import cluster_now
 from gpufleet.forecast.estimate import Report, Settings
-from gpufleet.forecast.live import LiveState, forecast_live, live_state
+from gpufleet.forecast.live import LiveState, forecast_live, job_name, live_state
 from gpufleet.ledger.records import Record
 from gpufleet.policy import Fleet
 from gpufleet.simulate.config import SimulationConfig
@@ -143,15 +143,13 @@ def figures(objects: Sequence[Obj], state: LiveState, report: Report, fleet: Fle
         if wl is None or _holding(wl):
             continue  # only waiting Workloads have a forecast to decline
         namespace = key.partition("/")[0]
-        owners = (wl.get("metadata") or {}).get("ownerReferences") or []
-        job = next((str(o.get("name")) for o in owners if o.get("kind") == "Job"), key.partition("/")[2])
-        out.append(Figure(DECLINED, (*labels(key, job, teams.get(namespace, "")), reason), 1.0))
+        out.append(Figure(DECLINED, (*labels(key, job_name(wl), teams.get(namespace, "")), reason), 1.0))
     return tuple(sorted(out, key=lambda g: (g.metric, g.labels)))  # final tie-breaker: the labels
 
 
 class ForecastExporter(Collector):
     """Runs rounds and serves the last one. ``read_cluster`` is the live listing and the API server's
-    clock (``kube.read_kueue_state`` with the Jobs, in the CLI); ``read_records`` the ledger's
+    clock (``kube.read_kueue_state`` with the owners, in the CLI); ``read_records`` the ledger's
     allocations. Both are called once per round. The round's *now* is the API server's clock where it
     sent one, else ``clock`` (this machine's; a test's fixed moment), as ``gpufleet forecast`` does."""
 

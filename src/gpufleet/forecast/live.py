@@ -32,7 +32,7 @@ The replay is then checked against the cluster: a waiting Workload the replay ad
 one holding quota the replay does not admit, means the policy and the cluster disagree, and that
 Workload's answer says so instead of a figure.
 
-Beside the Workloads the forecast reads what their owners declared of their runtimes (the Jobs among
+Beside the Workloads the forecast reads what their owners declared of their runtimes (the owners among
 the objects, ``declared``), the submissions the ledger and the cluster saw (arrivals, ``submissions``),
 and *now* from the API server, against which the ledger's clock is checked (``clock``).
 """
@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from gpufleet.explain.live import condition, is_true
+from gpufleet.explain.live import condition, is_true, owner
 from gpufleet.forecast.answer import document
 from gpufleet.forecast.clock import LOCAL, ledger_skew
 from gpufleet.forecast.declared import MALFORMED, declared_of
@@ -225,12 +225,10 @@ def requeue_entry(wl: Obj, now: datetime) -> tuple[datetime | None, str, str]:
     )
 
 
-def _owner(wl: Obj) -> str:
-    meta = wl.get("metadata") or {}
-    for owner in meta.get("ownerReferences") or []:
-        if owner.get("kind") == "Job":
-            return str(owner.get("name"))
-    return str(meta.get("name"))
+def job_name(wl: Obj) -> str:
+    """The replay's job name: the Workload's owner's (a Job, a JobSet...), else the Workload's own."""
+    found = owner(wl)
+    return found[1] if found is not None else str((wl.get("metadata") or {}).get("name"))
 
 
 def priority_class(spec: Obj, fleet: Fleet) -> str:
@@ -269,7 +267,7 @@ def _job(wl: Obj, fleet: Fleet, submit_s: int) -> tuple[Job | None, str, str]:
             return None, "PodSetsNotModelled", f"{count} time-slice replicas per pod; the policy renders one"
         shape = {"gpu_milli": 500}  # one replica: the replay asks what a fraction of a card asks
     job = Job(
-        job_id=_owner(wl),
+        job_id=job_name(wl),
         team=team,
         namespace=namespace,
         submit_s=submit_s,
@@ -336,11 +334,10 @@ def _listing(
 
 def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: str = LOCAL) -> LiveState:
     """The Workloads holding quota and waiting, as the replay's jobs (see the module's docstring);
-    the Jobs among ``objects`` give what their owners declared (``declared``)."""
-    jobs = {
-        ((o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name")): o
+    their owners among ``objects`` (Jobs, JobSets...) give what they declared (``declared``)."""
+    by_name = {
+        (o.get("kind"), (o.get("metadata") or {}).get("namespace"), (o.get("metadata") or {}).get("name")): o
         for o in objects
-        if o.get("kind") == "Job"
     }
     holding, waiting, skipped, finished = _listing(objects, now)
     origin = min((x.order for x in holding + waiting), default=now).replace(microsecond=0)
@@ -356,13 +353,15 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         entry = at if is_holding else max(together, math.ceil((x.enters - origin).total_seconds()))
         job, reason, message = _job(x.wl, fleet, entry)
         if job is not None and f"{job.namespace}/{job.job_id}" in replayed:
-            reason, message = "JobOwnsSeveral", f"Job {job.job_id} owns another Workload already replayed"
+            kind = (owner(x.wl) or ("Job",))[0]
+            reason, message = "JobOwnsSeveral", f"{kind} {job.job_id} owns another Workload already replayed"
             job = None
         if job is None:
             skipped.append((x.key, reason, message))
             continue
         meta = x.wl.get("metadata") or {}
-        declared, malformed = declared_of(x.wl, jobs.get((job.namespace, job.job_id)))
+        found = owner(x.wl)
+        declared, malformed = declared_of(x.wl, by_name.get((found[0], job.namespace, found[1])) if found else None)
         uid, born = str(meta.get("uid", "")), parse_time(meta.get("creationTimestamp"))
         late = pods_started_late(x.wl, x.since, now) if is_holding else 0
         backoff = x.enters if not is_holding and x.enters > now else None

@@ -82,7 +82,7 @@ def short(resource: str) -> str:
 
 @dataclass(frozen=True)
 class Declared:
-    """What the workload's owner said: an expected runtime, and the Job's active deadline (a bound)."""
+    """What the workload's owner said: an expected runtime, and the earliest deadline declared (a bound)."""
 
     expected_s: int | None = None
     deadline_s: int | None = None

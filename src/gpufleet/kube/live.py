@@ -20,11 +20,11 @@ from gpufleet.errors import InputError
 from gpufleet.kube.connection import (
     HTTP_FORBIDDEN,
     HTTP_NOT_FOUND,
-    RESOURCES,
     InlineKubeconfig,
     _as_dict,
     sync_client,
 )
+from gpufleet.vocabulary import JOB_OWNERS
 
 #: What the twin reads of a live cluster: (group/version, kind, plural, namespaced).
 LIVE_KINDS: tuple[tuple[str, str, str, bool], ...] = (
@@ -39,6 +39,8 @@ LIVE_KINDS: tuple[tuple[str, str, str, bool], ...] = (
     # what Kueue counts a pod's claims from (DRA, Kubernetes 1.34+; absent elsewhere, which the listing tolerates)
     ("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
 )
+#: The plural of each owner of a Workload the forecast reads (``with_owners``), by (API group, kind).
+OWNER_PLURALS: dict[tuple[str, str], str] = {(group, kind): plural for group, kind, plural in JOB_OWNERS}
 #: Where a Kueue installed from its manifests or chart keeps its manager Configuration.
 KUEUE_CONFIG = ("kueue-system", "kueue-manager-config", "controller_manager_config.yaml")
 
@@ -51,7 +53,7 @@ class KueueState:
     objects: list[dict[str, Any]]
     configuration: str | None
     configuration_note: str
-    jobs: list[dict[str, Any]] = field(default_factory=list)  # batch/v1 Jobs, where asked (``with_jobs``)
+    owners: list[dict[str, Any]] = field(default_factory=list)  # the Workloads' owners, where asked (``with_owners``)
     server_time: datetime | None = None  # the API server's clock: its last reply's Date header
 
 
@@ -112,13 +114,42 @@ def _server_clock(api: Client) -> list[datetime]:
     return seen
 
 
-def read_kueue_state(kubeconfig: Path | InlineKubeconfig | None = None, *, with_jobs: bool = False) -> KueueState:
-    """List every object the twin reads (list and get calls only; nothing is written), and the Jobs
-    where ``with_jobs`` (what their owners declared of their runtimes: ``forecast.declared``)."""
+def _owner_kinds(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The (apiVersion, kind) of each known owner of the listed Workloads (``OWNER_PLURALS``), sorted."""
+    found = {
+        (str(ref.get("apiVersion")), str(ref.get("kind")))
+        for wl in objects
+        if wl.get("kind") == "Workload"
+        for ref in (wl.get("metadata") or {}).get("ownerReferences") or []
+    }
+    return sorted(k for k in found if (k[0].rpartition("/")[0], k[1]) in OWNER_PLURALS)
+
+
+def _owners(api: Client, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every object of each kind that owns a listed Workload, at the version its reference names. A kind
+    the API server does not serve (its CRD removed since) or will not list to us is passed over: the
+    Workloads' own say (their pod templates and annotations) is then what the forecast reads."""
+    out: list[dict[str, Any]] = []
+    for api_version, kind in _owner_kinds(objects):
+        plural = OWNER_PLURALS[(api_version.rpartition("/")[0], kind)]
+        try:
+            listed: Any = api.list(_resource(api_version, kind, plural, True), namespace="*")
+        except ApiError as exc:
+            if exc.status.code not in (HTTP_NOT_FOUND, HTTP_FORBIDDEN):
+                raise
+            continue
+        out += [_typed(api_version, kind, o) for o in listed]
+    return out
+
+
+def read_kueue_state(kubeconfig: Path | InlineKubeconfig | None = None, *, with_owners: bool = False) -> KueueState:
+    """List every object the twin reads (list and get calls only; nothing is written), and where
+    ``with_owners`` the Workloads' owners: Jobs, JobSets... (what they declared of their runtimes:
+    ``forecast.declared``)."""
     api = sync_client(kubeconfig)
     server = _server_clock(api)
     objects: list[dict[str, Any]] = []
-    jobs: list[dict[str, Any]] = []
+    owners: list[dict[str, Any]] = []
     try:
         for api_version, kind, plural, namespaced in LIVE_KINDS:
             res = _resource(api_version, kind, plural, namespaced)
@@ -132,18 +163,14 @@ def read_kueue_state(kubeconfig: Path | InlineKubeconfig | None = None, *, with_
                     ) from None
                 if exc.status.code not in (HTTP_NOT_FOUND, HTTP_FORBIDDEN) or kind in ("Workload", "LocalQueue"):
                     raise
-        if with_jobs:
-            try:
-                jobs = [_typed("batch/v1", "Job", o) for o in api.list(RESOURCES["jobs"], namespace="*")]
-            except ApiError as exc:
-                if exc.status.code != HTTP_FORBIDDEN:  # not allowed to read Jobs: the Workloads' own say
-                    raise
+        if with_owners:
+            owners = _owners(api, objects)
         config, note = _kueue_configuration(api)
     except ApiError as exc:
         raise InputError.one(f"the API server refused the listing: {exc.status.message}") from None
     except httpx2.HTTPError as exc:
         raise InputError.one(f"cannot reach the API server: {exc}") from None
-    return KueueState(objects, config, note, jobs, server[-1] if server else None)
+    return KueueState(objects, config, note, owners, server[-1] if server else None)
 
 
 def _plural(kind: str) -> tuple[str, str, bool]:

@@ -8,8 +8,8 @@ declines). It reads the same Secret the recorder does (``gpufleet-ledger``, key 
 
 It runs the policy the cluster was rendered from, so the bundle carries that policy in a ConfigMap
 (key ``fleet.yaml``), and may only get and list what ``gpufleet forecast`` lists (Kueue's objects,
-priority classes, namespaces, resource claim templates): nothing is written. One replica: every
-replica would compute the same figures, and two would double the series.
+priority classes, namespaces, resource claim templates, the Workloads' owners): nothing is written.
+One replica: every replica would compute the same figures, and two would double the series.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import copy
 from typing import Any
 
 from gpufleet.recorder.manifests import RESTRICTED, cluster_reader, meta_of
+from gpufleet.vocabulary import JOB_OWNERS
 
 NAME = "gpufleet-forecast"
 LABELS = {
@@ -44,6 +45,11 @@ def _rules() -> list[dict[str, Any]]:
         {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": read},
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": read},
         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates"], "verbs": read},
+        # the Workloads' owners, for what they declare of their runtimes (a CRD not installed grants nothing)
+        *(
+            {"apiGroups": [group], "resources": sorted(p for g, _, p in JOB_OWNERS if g == group), "verbs": read}
+            for group in sorted({g for g, _, _ in JOB_OWNERS})
+        ),
     ]
 
 

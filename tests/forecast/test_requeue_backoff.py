@@ -94,8 +94,8 @@ def test_a_workload_in_its_backoff_is_forecast_from_its_requeue(fleet: Fleet) ->
     (doc,) = live_document(report, state, "why-fleet.yaml", "ledger")["workloads"]
     assert doc["requeueAt"] == "2026-12-05T09:10:00Z"
     assert doc["text"].endswith(
-        "(waiting out Kueue's requeue backoff until 2026-12-05T09:10:00Z: it re-enters the queue then)"
-        " (Kueue evicted it once because its pods were not all ready in time: PodsReadyTimeout)"
+        "(waiting out Kueue's requeue backoff until 2026-12-05T09:10:00Z: it re-enters the queue then;"
+        " Kueue evicted it once because its pods were not all ready in time: PodsReadyTimeout)"
     )
     assert doc["requeues"] == 1
 

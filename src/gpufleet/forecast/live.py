@@ -480,10 +480,11 @@ def live_document(report: Report, state: LiveState, policy: str, ledger: str | N
         own = live.get(w["workload"])
         due = own.requeue_at if own is not None else None  # not in Kueue's queue until then (``requeue_entry``)
         w["requeueAt"] = None if due is None else _stamp(due)
-        if due is not None:
-            w["text"] += f" (waiting out Kueue's requeue backoff until {_stamp(due)}: it re-enters the queue then)"
         w["requeues"] = own.requeues if own is not None else 0
+        notes = [f"waiting out Kueue's requeue backoff until {_stamp(due)}: it re-enters the queue then"] if due else []
         if w["requeues"]:  # why it waited: its pods did not all start in time, once or more
             times = "once" if w["requeues"] == 1 else f"{w['requeues']} times"
-            w["text"] += f" (Kueue evicted it {times} because its pods were not all ready in time: PodsReadyTimeout)"
+            notes.append(f"Kueue evicted it {times} because its pods were not all ready in time: PodsReadyTimeout")
+        if notes:
+            w["text"] += f" ({'; '.join(notes)})"
     return doc

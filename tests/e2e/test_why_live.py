@@ -15,6 +15,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -342,6 +343,30 @@ def test_forecast_and_why_expect_the_waiting_job_when_the_borrower_ends(
     assert not (tmp_path / "none.db").exists()
 
 
+def forecast_behind(
+    cluster: Cluster, big: dict[str, Any], tmp: Path, deadline_s: int
+) -> tuple[dict[str, Any], dict[str, Any], datetime, datetime]:
+    """``gpufleet forecast --json`` (10 samples, no arrivals, a ledger of 12 runs of 20-40 min) while
+    ``big``'s declared deadline has not passed: the document, wait's entry, big's admission and *now*
+    (the API server's Date)."""
+    from gpufleet.forecast.live import parse_time
+
+    reserved = parse_time((condition(big, "QuotaReserved") or {}).get("lastTransitionTime"))
+    assert reserved is not None
+    url = finished_runs(tmp / "ledger.db", 12)
+    live = ["--policy", str(POLICY), "--kubeconfig", cluster.kubeconfig, "--ledger", url]
+    result = CliRunner().invoke(app, ["forecast", *live, "--samples", "10", "--no-arrivals", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    now = parse_time(doc["now"])
+    assert now is not None and doc["nowFrom"] == "the API server's Date header"
+    if (now - reserved).total_seconds() >= deadline_s:
+        pytest.fail(f"the forecast came {now - reserved} after big's admission, past its {deadline_s} s deadline")
+    (f,) = [w for w in doc["workloads"] if w["workload"].startswith("wf-")]
+    assert f["workload"] == "wf-alpha/wait" and f["declined"] is None and f["admittedInSamples"] == 10
+    return doc, f, reserved, now
+
+
 DEADLINE_S = 150  # wf-beta's Job declares it: the Job controller fails it this long after it starts
 
 
@@ -360,19 +385,7 @@ def test_a_declared_deadline_of_the_borrower_moves_the_forecast_as_kueue_then_mo
     from gpufleet.forecast.live import parse_time
 
     cluster, big, _ = waiting
-    reserved = parse_time((condition(big, "QuotaReserved") or {}).get("lastTransitionTime"))
-    assert reserved is not None
-    url = finished_runs(tmp_path / "ledger.db", 12)
-    live = ["--policy", str(POLICY), "--kubeconfig", cluster.kubeconfig, "--ledger", url]
-    result = CliRunner().invoke(app, ["forecast", *live, "--samples", "10", "--no-arrivals", "--json"])
-    assert result.exit_code == 0, result.output
-    doc = json.loads(result.stdout)
-    now = parse_time(doc["now"])
-    assert now is not None and doc["nowFrom"] == "the API server's Date header"
-    (f,) = [w for w in doc["workloads"] if w["workload"].startswith("wf-")]
-    if (now - reserved).total_seconds() >= DEADLINE_S:
-        pytest.fail(f"the forecast came {now - reserved} after big's admission, past its {DEADLINE_S} s deadline")
-    assert f["workload"] == "wf-alpha/wait" and f["declined"] is None and f["admittedInSamples"] == 10
+    doc, f, reserved, now = forecast_behind(cluster, big, tmp_path, DEADLINE_S)
     assert doc["basis"]["runtimeSources"]["history ≤ deadline"] == 10  # big's draw, bounded in every sample
     q = f["admissionSeconds"]
     expected = [now + timedelta(seconds=q[k]) for k in ("p10", "p90")]
@@ -468,26 +481,12 @@ def test_a_jobsets_declarations_move_the_forecast_of_the_job_waiting_behind_it(
     No JobSet controller runs, so whether the JobSet then ends there is not observed."""
     from datetime import timedelta
 
-    from gpufleet.forecast.live import parse_time
-
     cluster = jobsets
     sweep = jobset("sweep", "wf-beta", replicas=3, gpus=2, note="2h", deadline_s=JOBSET_DEADLINE_S)
     with borrowing(cluster, sweep) as (big, _):
         assert [o["kind"] for o in big["metadata"]["ownerReferences"]] == ["JobSet"]
         assert [p["count"] for p in big["spec"]["podSets"]] == [3]
-        reserved = parse_time((condition(big, "QuotaReserved") or {}).get("lastTransitionTime"))
-        assert reserved is not None
-        url = finished_runs(tmp_path / "ledger.db", 12)
-        live = ["--policy", str(POLICY), "--kubeconfig", cluster.kubeconfig, "--ledger", url]
-        result = CliRunner().invoke(app, ["forecast", *live, "--samples", "10", "--no-arrivals", "--json"])
-        assert result.exit_code == 0, result.output
-        doc = json.loads(result.stdout)
-        now = parse_time(doc["now"])
-        assert now is not None
-        if (now - reserved).total_seconds() >= JOBSET_DEADLINE_S:
-            pytest.fail(f"the forecast came {now - reserved} after the JobSet's admission, past its deadline")
-        (f,) = [w for w in doc["workloads"] if w["workload"].startswith("wf-")]
-        assert f["workload"] == "wf-alpha/wait" and f["declined"] is None and f["admittedInSamples"] == 10
+        doc, f, reserved, now = forecast_behind(cluster, big, tmp_path, JOBSET_DEADLINE_S)
         assert f["waitsFor"][0]["workload"] == "wf-beta/sweep"  # named by its owner, as a Job's is
         assert doc["basis"]["runtimeSources"]["declared"] == 10  # the JobSet's draw, in every sample
         q = f["admissionSeconds"]
@@ -499,4 +498,9 @@ def test_a_jobsets_declarations_move_the_forecast_of_the_job_waiting_behind_it(
 
         why = gpufleet(cluster, "why", "wf-beta/sweep", "--json")  # the JobSet's name finds its Workload
         assert why.exit_code == 0, why.output
-        assert json.loads(why.stdout)["workload"] == f"wf-beta/{big['metadata']['name']}"
+        said = json.loads(why.stdout)
+        assert (said["workload"], said["ownerKind"], said["job"]) == (
+            f"wf-beta/{big['metadata']['name']}",
+            "JobSet",
+            "sweep",
+        )

@@ -262,7 +262,8 @@ def test_a_workload_is_found_by_its_owners_name_whatever_its_kind(
 ) -> None:
     objects = [*BORROWED, _owned_by(workload("alpha", "wait-xyz", pods=1, gpus=4, message=short(2)), *refs)]
     if found:
-        assert explain(objects, "alpha", "sweep").workload == "alpha/wait-xyz"
+        why = explain(objects, "alpha", "sweep")
+        assert (why.workload, why.owner_kind, why.job) == ("alpha/wait-xyz", refs[-1][0], "sweep")
     else:
         with pytest.raises(InputError, match="nor a JobSet, RayJob or other owner"):
             explain(objects, "alpha", "sweep")

@@ -246,7 +246,7 @@ def _line(label: str, text: str, indent: int = 0) -> None:
 
 
 def print_why(r: Doc) -> None:
-    job = f" (Job {r['job']})" if r["job"] else ""
+    job = f" ({r.get('ownerKind') or 'Job'} {r['job']})" if r["job"] else ""
     asks = ", ".join(f"{res}={format_quantity(n, res)}" for res, n in r["requests"].items())
     head = f"{r['workload']}{job}: {r['state']}"
     if r["clusterQueue"]:

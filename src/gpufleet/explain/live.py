@@ -81,12 +81,6 @@ def owner(wl: Obj) -> tuple[str, str] | None:
     return None
 
 
-def owner_job(wl: Obj) -> str | None:
-    """The name of the batch/v1 Job that owns the Workload, if one does."""
-    found = owner(wl)
-    return found[1] if found is not None and found[0] == "Job" else None
-
-
 def of_kind(objects: Iterable[Obj], kind: str) -> list[Obj]:
     return [o for o in objects if o.get("kind") == kind]
 

@@ -23,6 +23,7 @@ def why_json(why: Why) -> dict[str, Any]:
         "version": VERSION,
         "workload": why.workload,
         "job": why.job,
+        "ownerKind": why.owner_kind,
         "state": why.state,
         "clusterQueue": why.cluster_queue or None,
         "priority": why.priority,

@@ -23,7 +23,7 @@ from gpufleet.explain.live import (
     find_workload,
     key_of,
     of_kind,
-    owner_job,
+    owner,
     quotas,
     requests,
     root_of,
@@ -74,7 +74,7 @@ class Shortfall:
 @dataclass(frozen=True)
 class Why:
     workload: str
-    job: str | None
+    job: str | None  # the name of its owner (a Job, a JobSet...: ``owner_kind``), where one owns it
     state: str
     cluster_queue: str
     kueue_reason: str
@@ -96,17 +96,22 @@ class Why:
     disagreements: tuple[Disagreement, ...] = ()
     skipped: tuple[str, ...] = ()
     dispatch: Dispatch | None = None  # on a MultiKueue manager: which worker holds it (explain.dispatch)
+    owner_kind: str | None = None
 
 
 def explain(objects: Sequence[Obj], namespace: str, name: str, configuration: Obj | None = None) -> Why:
-    """Answer for the Workload ``namespace/name`` (or the one a Job of that name owns)."""
+    """Answer for the Workload ``namespace/name`` (or the one a Job, JobSet... of that name owns)."""
     wl_obj = find_workload(objects, namespace, name)
-    key, job, state = key_of(wl_obj), owner_job(wl_obj), workload_state(wl_obj)
+    key, state = key_of(wl_obj), workload_state(wl_obj)
+    kind, job = owner(wl_obj) or (None, None)
     reserved = condition(wl_obj, "QuotaReserved") or {}
     k_reason, k_message = str(reserved.get("reason", "")), str(reserved.get("message", ""))
 
     def short(cluster_queue: str, reason: str, message: str) -> Why:
-        return Why(key, job, state, cluster_queue, k_reason, k_message, reason, message, dispatch=dispatch_of(wl_obj))
+        return Why(
+            key, job, state, cluster_queue, k_reason, k_message, reason, message, dispatch=dispatch_of(wl_obj),
+            owner_kind=kind,
+        )  # fmt: skip
 
     status = wl_obj.get("status") or {}
     if state != "Pending":
@@ -152,7 +157,7 @@ def explain(objects: Sequence[Obj], namespace: str, name: str, configuration: Ob
         twin_reason=last.reason if last else "", twin_message=last.message if last else "",
         twin_admits_in=now.admitted_in, twin_preempts=now.preempts, shortfall=shortfall, holders=holders,
         queues=queues, ahead=_ahead(spec, wl, cq_name), ends=ends, preemption=view,
-        disagreements=tuple(disagreements), skipped=skipped, dispatch=dispatch_of(wl_obj),
+        disagreements=tuple(disagreements), skipped=skipped, dispatch=dispatch_of(wl_obj), owner_kind=kind,
     )  # fmt: skip
 
 

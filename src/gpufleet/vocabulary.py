@@ -1,6 +1,7 @@
 """Kubernetes' scheduling vocabulary, one copy for the twin (Kueue's flavor matching) and placement
 (kube-scheduler's filters): taints and tolerations, node-selector requirements and label
-selectors, and the GPU resource names the NVIDIA device plugin advertises.
+selectors, the GPU resource names the NVIDIA device plugin advertises, and the kinds that own
+Kueue's Workloads (``JOB_OWNERS``: the forecast reads them, the exporter's role lists them).
 
 The rules are Kubernetes' own (``k8s.io/api/core/v1`` ``Toleration.ToleratesTaint``,
 ``NodeSelectorRequirement``, ``LabelSelectorRequirement``). Values are frozen; an operator or

@@ -120,22 +120,24 @@ def borrowing(cluster: Cluster, big: dict[str, Any]) -> Iterator[tuple[dict[str,
         ),
         "Kueue to say why wf-alpha's Job waits",
     )
-    yield admitted, wait
-    owners = "jobs" if kind == "Job" else f"jobs,{kind.lower()}s.{big['apiVersion'].partition('/')[0]}"
-    for ns in NAMESPACES:
-        cluster.kubectl(
-            "delete", owners, "--all", f"--namespace={ns}", "--cascade=foreground", "--wait=true", "--timeout=60s"
-        )
-        cluster.eventually(
-            lambda ns=ns: not cluster.get("workloads.kueue.x-k8s.io", f"--namespace={ns}")["items"],
-            f"{ns}'s workloads to go",
-        )
-        cluster.kubectl("delete", "localqueues.kueue.x-k8s.io", "--all", f"--namespace={ns}", "--timeout=60s")
-    cluster.kubectl("delete", "clusterqueues.kueue.x-k8s.io", *NAMESPACES, "--timeout=60s")
-    cluster.kubectl("delete", "cohorts.kueue.x-k8s.io", "wf", "--ignore-not-found", "--timeout=60s")
-    cluster.kubectl("delete", "resourceflavors.kueue.x-k8s.io", "wf-train", "--ignore-not-found", "--timeout=60s")
-    cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", "wf-normal", "--ignore-not-found")
-    cluster.kubectl("delete", "namespace", *NAMESPACES, "--wait=true", "--timeout=90s")
+    try:
+        yield admitted, wait
+    finally:  # a failed test's objects too: the next test on this testbed starts clean
+        owners = "jobs" if kind == "Job" else f"jobs,{kind.lower()}s.{big['apiVersion'].partition('/')[0]}"
+        for ns in NAMESPACES:
+            cluster.kubectl(
+                "delete", owners, "--all", f"--namespace={ns}", "--cascade=foreground", "--wait=true", "--timeout=60s"
+            )
+            cluster.eventually(
+                lambda ns=ns: not cluster.get("workloads.kueue.x-k8s.io", f"--namespace={ns}")["items"],
+                f"{ns}'s workloads to go",
+            )
+            cluster.kubectl("delete", "localqueues.kueue.x-k8s.io", "--all", f"--namespace={ns}", "--timeout=60s")
+        cluster.kubectl("delete", "clusterqueues.kueue.x-k8s.io", *NAMESPACES, "--timeout=60s")
+        cluster.kubectl("delete", "cohorts.kueue.x-k8s.io", "wf", "--ignore-not-found", "--timeout=60s")
+        cluster.kubectl("delete", "resourceflavors.kueue.x-k8s.io", "wf-train", "--ignore-not-found", "--timeout=60s")
+        cluster.kubectl("delete", "workloadpriorityclasses.kueue.x-k8s.io", "wf-normal", "--ignore-not-found")
+        cluster.kubectl("delete", "namespace", *NAMESPACES, "--wait=true", "--timeout=90s")
 
 
 @pytest.fixture

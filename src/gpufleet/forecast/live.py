@@ -352,16 +352,18 @@ def live_state(objects: Sequence[Obj], fleet: Fleet, now: datetime, now_from: st
         at = int((x.order - origin).total_seconds())
         entry = at if is_holding else max(together, math.ceil((x.enters - origin).total_seconds()))
         job, reason, message = _job(x.wl, fleet, entry)
+        kind = (owner(x.wl) or (None,))[0]  # the job is named by its owner, else the Workload (``job_name``)
         if job is not None and f"{job.namespace}/{job.job_id}" in replayed:
-            kind = (owner(x.wl) or ("Job",))[0]
-            reason, message = "JobOwnsSeveral", f"{kind} {job.job_id} owns another Workload already replayed"
+            reason, message = (
+                "JobOwnsSeveral",
+                f"{kind or 'Workload'} {job.job_id} owns another Workload already replayed",
+            )
             job = None
         if job is None:
             skipped.append((x.key, reason, message))
             continue
         meta = x.wl.get("metadata") or {}
-        found = owner(x.wl)
-        declared, malformed = declared_of(x.wl, by_name.get((found[0], job.namespace, found[1])) if found else None)
+        declared, malformed = declared_of(x.wl, by_name.get((kind, job.namespace, job.job_id)) if kind else None)
         uid, born = str(meta.get("uid", "")), parse_time(meta.get("creationTimestamp"))
         late = pods_started_late(x.wl, x.since, now) if is_holding else 0
         backoff = x.enters if not is_holding and x.enters > now else None

@@ -28,11 +28,6 @@ from gpufleet.trace.job import Job, JobKind
 FOREVER = 10**12  # a half-life no window reaches: every burst weighs 1
 
 
-def at_12_hours(model: ArrivalModel) -> ArrivalModel:
-    """The model at the default half-life, not the mixture its history weighs (``test_half_life``)."""
-    return replace(model, half_life_s=HALF_LIFE_S, half_lives=())
-
-
 def job(team: str, n: int, t: int, gpus: int = 1) -> Job:
     return Job(f"{team}-{n}", team, team, t, 600, JobKind.BATCH_EVAL, gpus=gpus)
 
@@ -118,13 +113,12 @@ def test_the_pool_holds_every_burst_of_the_window_and_a_rare_one_is_drawn() -> N
 
 
 def test_the_rate_follows_a_drop_within_hours() -> None:
-    """A team that stopped submitting a day ago: at 12 h, two half-lives on, the bursts it submitted
-    hold a quarter of the weighted exposure, so its rate reads a quarter of what it was (a weekend
-    after a week of work); without the decay it would read five sixths. (The history's own weights
-    favour 3 h here, and read lower still: ``test_half_life``.)"""
+    """A team that stopped submitting a day ago: two half-lives on, the bursts it submitted hold a
+    quarter of the weighted exposure, so its rate reads a quarter of what it was (a weekend after a
+    week of work); without the decay it would read five sixths."""
     at = 6 * DAY
     seen = [job("a", i, i * 600 + 1) for i in range(5 * 24 * 6)]  # every 10 min for five days, then nothing
-    model = at_12_hours(ArrivalModel.of(seen, at))
+    model = ArrivalModel.of(seen, at)
     assert model.teams["a"] == pytest.approx(6 / 4, rel=0.05)
     flat = ArrivalModel(model.at, model.window_s, model.bursts, model.profile, half_life_s=FOREVER)
     assert flat.teams["a"] == pytest.approx((5 * 24 * 6 + PRIOR_BURSTS) / 6 / 24, rel=1e-6)
@@ -142,7 +136,7 @@ def test_a_busy_teams_separate_jobs_are_not_one_burst() -> None:
         t += rng.expovariate(1 / (45 if t < 5 * DAY else 90))
         seen.append(job("a", len(seen), int(t)))
     at = 7 * DAY
-    model = replace(at_12_hours(ArrivalModel.of(seen, at)), profile=(1.0,) * 24, week=(1.0,) * 7)  # as weighed
+    model = replace(ArrivalModel.of(seen, at), profile=(1.0,) * 24, week=(1.0,) * 7)  # the rate as weighed
     weighted = sum(0.5 ** ((at - j.submit_s) / HALF_LIFE_S) for j in seen if j.submit_s > at - WINDOW_S)
     expected = weighted / model.exposure_s * 6 * HOUR  # the jobs' own weighted rate, six hours of it
     counts = [len(model.sample(random.Random(k), 6 * HOUR, str(k))) for k in range(200)]
@@ -162,12 +156,12 @@ def test_few_bursts_seen_spread_the_samples_wider_than_one_poisson_rate() -> Non
 
 
 def test_further_ahead_the_rate_keeps_its_mean_and_spreads() -> None:
-    """The evidence for a rate halves every half-life into the future as into the past: at 12 h, two
-    days on, a steady team's six-hour count has the mean of the next six hours' and several times
-    their variance (the posterior's shape a day ahead is a quarter of today's)."""
+    """The evidence for a rate halves every half-life into the future as into the past: two days on,
+    a steady team's six-hour count has the mean of the next six hours' and several times their
+    variance (the posterior's shape a day ahead is a quarter of today's)."""
     at = 5 * DAY
     seen = [job("a", i, i * 600 + 1) for i in range(5 * 24 * 6)]  # every 10 min for five days
-    model = at_12_hours(ArrivalModel.of(seen, at))
+    model = ArrivalModel.of(seen, at)
     soon, later = [], []
     for k in range(600):
         times = [j.submit_s - at for j in model.sample(random.Random(k), 2 * DAY, str(k))]

@@ -125,9 +125,7 @@ def _checks(world: World, at: int, settings: Settings, **known: bool) -> list[Ch
 
 def test_the_sampled_arrivals_stop_at_the_end_of_the_trace(two_days: World) -> None:
     at = DAY + 3600
-    # at one half-life (the default's), so that the model alone surely goes on submitting past the
-    # trace's end: the cut is what is tested, not the history's weights over half-lives
-    model = replace(ArrivalModel.of([j for j in two_days.jobs if j.submit_s <= at], at), half_lives=())
+    model = ArrivalModel.of([j for j in two_days.jobs if j.submit_s <= at], at)
     until = max(j.submit_s for j in two_days.jobs)
     cut = TraceEnd(**vars(model), until=until)
     full = model.sample(random.Random(1), 2 * DAY, "x")

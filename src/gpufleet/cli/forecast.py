@@ -182,9 +182,7 @@ def print_forecast(doc: dict) -> None:  # type: ignore[type-arg]
         console.print(f"No estimate: {b['declined']}", highlight=False)
         return
     sources = ", ".join(f"{k} {v}" for k, v in b["runtimeSources"].items())
-    rates = ", ".join(f"{k} {v}" for k, v in b["arrivalBurstsPerHour"].items())
-    halves = ", ".join(f"{human(h['halfLifeSeconds'])} {h['weight']:.0%}" for h in b.get("arrivalRateHalfLives", []))
-    arrivals = f"included (bursts per hour: {rates}" + (f"; the rates' half-life {halves}" if halves else "") + ")"
+    arrivals = "included (bursts per hour: " + ", ".join(f"{k} {v}" for k, v in b["arrivalBurstsPerHour"].items()) + ")"
     console.print(
         f"{b['samples']} sampled futures (seed {b['seed']}); runtimes from {b['historyFinishedRuns']} finished runs "
         f"before the moment, drawn as: {sources}; future arrivals {arrivals if b['arrivalsIncluded'] else 'not included'}."

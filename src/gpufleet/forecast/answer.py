@@ -107,9 +107,6 @@ def document(report: Report, trace: str, policy: str, picked: Sequence[Forecast]
             "seed": b.seed,
             "arrivalsIncluded": b.arrivals,
             "arrivalBurstsPerHour": {k: round(v, 3) for k, v in b.arrival_rates.items()},
-            "arrivalRateHalfLives": [
-                {"halfLifeSeconds": half, "weight": round(w, 3)} for half, w in b.arrival_half_lives if w >= 0.0005
-            ],
             "historyFinishedRuns": b.history_runs,
             "runtimeSources": dict(sorted(b.sources.items(), key=lambda kv: (-kv[1], kv[0]))),
             "declined": b.declined or None,

@@ -21,18 +21,14 @@ hours: a forecast made in the evening expects the quiet night before the morning
   plus ``PRIOR_BURSTS``, Jeffreys'; rate the weighted exposure): a team seen submitting twice a day
   may well submit five times tomorrow, and every sample using the one mean rate put none of that in
   the interval. The fewer bursts the weights hold, the wider the draws.
-- *How sure, further ahead*: the half-life says the evidence for a rate halves every half-life, so
-  it does into the future too: every ``STEP_S`` the sampled rate moves on by the Poisson–Gamma steady
+- *How sure, further ahead*: the half-life says the evidence for a rate halves every 12 h, so it
+  does into the future too: every ``STEP_S`` the sampled rate moves on by the Poisson–Gamma steady
   model's step (West and Harrison's discounting; discount δ = 2^(−step/half-life)): times a
   Beta(δa, (1 − δ)a) draw over δ, its shape a then δa. Its mean stays, its spread grows with the
-  horizon: at 12 h, a day ahead the posterior holds a quarter of the bursts it holds now. Teams' rates do
+  horizon: a day ahead the posterior holds a quarter of the bursts it holds now. Teams' rates do
   change (a weekend, a deadline, a sweep that never came), and a rate fixed for a sample's whole
   horizon made the waits of days, sums of thousands of arrivals, far surer than they are
   (docs/forecast-notebook.md, "How sure a coverage is, and arrivals decide the deep queues").
-- *Which half-life*: the history's own (``half_life``): each sample draws its half-life from
-  weights over 3 h to 96 h that score how well each would have predicted the window's hours, so a
-  weekend's drop speeds the rates' change and a steady fortnight slows it; with too little history
-  to score, every candidate weighs alike.
 - *Which day*: where the history holds a whole week or more, each day of the week has its own
   factor (``weekly_factors``: its bursts over the whole weeks, against the mean day's), so a
   forecast made on a Friday evening expects the quiet weekend the last week showed, and the busy
@@ -57,7 +53,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import accumulate
 
-from gpufleet.forecast import half_life
 from gpufleet.trace.job import Job
 
 HOUR, DAY = 3600, 24 * 3600
@@ -88,8 +83,7 @@ class ArrivalModel:
     profile: tuple[float, ...] = (1.0,) * 24  # rate multiplier per hour of the day (mean 1)
     week: tuple[float, ...] = (1.0,) * 7  # rate multiplier per day of the week (mean 1; ``weekly_factors``)
     shift_s: int = 0  # added to each sampled submission: the model's seconds to the simulation's
-    half_life_s: int = HALF_LIFE_S  # the rates' half-life where ``half_lives`` is empty
-    half_lives: tuple[tuple[int, float], ...] = ()  # (half-life, weight): each sample draws one (``half_life``)
+    half_life_s: int = HALF_LIFE_S
 
     @classmethod
     def of(cls, seen: Sequence[Job], at: int, window_s: int = WINDOW_S) -> ArrivalModel:
@@ -99,18 +93,7 @@ class ArrivalModel:
             team: tuple(Burst(g[0].submit_s, tuple(j.submit_s - g[0].submit_s for j in g), tuple(g)) for g in groups)
             for team, groups in sorted(_groups(j for j in seen if since < j.submit_s <= at).items())
         }
-        model = cls(at, max(at - since, 1), bursts, daily_profile(seen, at), weekly_factors(seen, at))
-        starts = {team: [b.start_s for b in team_bursts] for team, team_bursts in bursts.items()}
-        return replace(model, half_lives=half_life.weights(starts, since, at, model.level, PRIOR_BURSTS))
-
-    def drawn(self, rng: random.Random) -> ArrivalModel:
-        """The model at one half-life: drawn from ``half_lives`` by its weight (one draw of ``rng``),
-        or ``half_life_s`` where they are empty."""
-        if not self.half_lives:
-            return self
-        cumulative = list(accumulate(weight for _, weight in self.half_lives))
-        k = min(bisect_right(cumulative, rng.random() * cumulative[-1]), len(cumulative) - 1)
-        return replace(self, half_life_s=self.half_lives[k][0], half_lives=())
+        return cls(at, max(at - since, 1), bursts, daily_profile(seen, at), weekly_factors(seen, at))
 
     def level(self, t: float) -> float:
         """The rate's multiplier at second ``t``: its hour of the day's, times its day of the week's."""
@@ -139,14 +122,7 @@ class ArrivalModel:
 
     @property
     def teams(self) -> dict[str, float]:
-        """Bursts per hour, per team: the posterior mean rate, over a day (the profile's mean is 1),
-        averaged over ``half_lives`` by their weights."""
-        if self.half_lives:
-            out: dict[str, float] = defaultdict(float)
-            for half, share in self.half_lives:
-                for team, rate in replace(self, half_life_s=half, half_lives=()).teams.items():
-                    out[team] += share * rate
-            return dict(out)
+        """Bursts per hour, per team: the posterior mean rate, over a day (the profile's mean is 1)."""
         exposure = self.exposure_s
         return {team: (w + PRIOR_BURSTS) * 3600 / exposure for team, w in self.weights.items()}
 
@@ -157,16 +133,12 @@ class ArrivalModel:
     def stream(self, rng: random.Random, horizon_s: int, tag: str) -> Iterator[Job]:
         """Jobs submitted after ``at``, to ``at + horizon_s``, in arrival order (submission, then
         name), drawn only as far as they are read: a forecast's sample that stops an hour ahead
-        draws an hour of arrivals, not two days. First the half-life (``drawn``), then each team's
-        rate, from its posterior; then the teams' processes as their sum, each candidate burst given
-        to a team in proportion to its rate and copying one of that team's bursts, picked uniformly.
-        Each generator's draws are in time order, so a stream read further repeats what a shorter
-        read gave."""
+        draws an hour of arrivals, not two days. First each team's rate, from its posterior; then
+        the teams' processes as their sum, each candidate burst given to a team in proportion to its
+        rate and copying one of that team's bursts, picked uniformly. Each generator's draws are in
+        time order, so a stream read further repeats what a shorter read gave."""
         teams = sorted(team for team, bursts in self.bursts.items() if bursts)
         if not teams:
-            return
-        if self.half_lives:
-            yield from self.drawn(rng).stream(rng, horizon_s, tag)
             return
         exposure, weights = self.exposure_s, self.weights
         shapes = [weights[team] + PRIOR_BURSTS for team in teams]

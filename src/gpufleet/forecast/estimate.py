@@ -105,7 +105,6 @@ class Basis:
     history_runs: int
     sources: dict[str, int]  # runtime source -> draws, over every sample
     declined: str = ""
-    arrival_half_lives: tuple[tuple[int, float], ...] = ()  # the rates' half-lives and weights (``half_life``)
 
 
 @dataclass(frozen=True)
@@ -186,10 +185,7 @@ def forecast(moment: Moment, settings: Settings) -> Report:
             delays[key].append(delay)
             freed[key].update(names)
         sources.update(sampled.sources)
-    halves = moment.arrivals.half_lives if rates and moment.arrivals is not None else ()
-    basis = Basis(
-        at, settings.samples, settings.seed, bool(rates), rates, moment.history.runs, dict(sources), "", halves
-    )
+    basis = Basis(at, settings.samples, settings.seed, bool(rates), rates, moment.history.runs, dict(sources))
     return Report(basis, tuple(_forecast(r, at, delays[r.key], freed[r.key], settings.samples) for r in waiting))
 
 

@@ -152,8 +152,8 @@ def test_a_workload_in_its_requeue_backoff_is_admitted_when_the_forecast_says(pa
     # evicted again, its backoff is the one the replay takes from the count Kueue wrote (``requeue_count``)
     def again() -> dict[str, Any] | None:
         wl = _workload(parity, "backoff")
-        state = (wl or {}).get("status", {}).get("requeueState") or {}
-        return wl if state.get("count") == 2 and state.get("requeueAt") else None
+        requeue = (wl or {}).get("status", {}).get("requeueState") or {}
+        return wl if requeue.get("count") == 2 and requeue.get("requeueAt") else None
 
     wl = parity.eventually(again, "Kueue to evict it a second time", timeout_s=60)
     backoff = _time(wl["status"]["requeueState"]["requeueAt"]) - _time(_condition(wl, "Evicted")["lastTransitionTime"])  # type: ignore[index]

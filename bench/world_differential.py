@@ -11,7 +11,7 @@ distance is within the largest real-vs-real distance (or the ledger's one-second
 Then, apart, what compression itself changes: ``simulate`` on the original trace against ``simulate``
 on the compressed trace, its times put back on the original scale.
 
-Run: ``python -m bench world_differential [--scenario small|fair|gang|all] [--real-runs R] [--seeds N]
+Run: ``python -m bench world_differential [--scenario small|fair|gang|example|tuned|deep|all] [--real-runs R] [--seeds N]
 [--factor F] [--work DIR] [--out DIR]``; with ``--work DIR`` the real runs already kept there count
 towards ``R`` and only the missing ones run (so runs can be added one at a time); ``--rejudge DIR`` judges the real runs a ``--work DIR`` kept
 against the simulator as it is now, without a testbed; a trace the testbed cannot run at its factor exits 2 before

@@ -81,6 +81,14 @@ def gang() -> Scenario:
     return Scenario("gang", HERE / "gang.yaml", jobs, 10.0, 3, 600)
 
 
+def deep() -> Scenario:
+    """A deep queue: 80 jobs of 1-4 cards from four teams over 40 minutes (240 s compressed), about three
+    times what the 16 cards run meanwhile, so dozens wait at once and drain over about ten minutes."""
+    teams = ("alpha", "beta", "gamma", "delta")
+    jobs = _trace(36, teams, 80, 2400, ((1, 1), (1, 2), (1, 4), (2, 2)), (300, 900), 0.2)
+    return Scenario("deep", HERE / "deep.yaml", jobs, 10.0, 2, 1200)
+
+
 def _example_trace(seed: int) -> tuple[Job, ...]:
     """The example week's mix, scaled: training on H100 (1-2 pods of 2-4 cards; a fifth at train-high, the
     rest batch), dev jobs of one L40S time-slice replica at dev priority, and one 2 x 4 gang of vision's,
@@ -114,4 +122,4 @@ def tuned() -> Scenario:
     return replace(example(), name="tuned", policy=HERE / "tuned.yaml")
 
 
-SCENARIOS = {"small": small, "fair": fair, "gang": gang, "example": example, "tuned": tuned}
+SCENARIOS = {"small": small, "fair": fair, "gang": gang, "example": example, "tuned": tuned, "deep": deep}

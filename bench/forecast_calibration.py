@@ -225,6 +225,7 @@ def judge(kept: Kept, samples: int, arrivals: bool = True, run: int = 0) -> list
     table("testbed per team", summarize(found.checks, lambda c: c.team))
     print(f"  missed: {misses(list(found.checks))}")
     print(f"  {spread_line(found.checks)}")
+    print(f"  this run, arrivals {'sampled' if arrivals else 'not included'}: {final_line(found.checks)}")
     # the probes start after the last arrival: every sampled arrival is one the real run never had
     other = hindsight(kept.snapshots, fleet, kept.records, kept.origin, settings=Settings(samples=samples, arrivals=not arrivals),
                       config=SimulationConfig(), time_factor=scenario.factor)  # fmt: skip

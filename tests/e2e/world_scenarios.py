@@ -83,7 +83,7 @@ def gang() -> Scenario:
 
 def deep() -> Scenario:
     """A deep queue: 80 jobs of 1-4 cards from four teams over 40 minutes (240 s compressed), about three
-    times what the 16 cards run meanwhile, so dozens wait at once and drain over about ten minutes."""
+    times what the 16 cards run meanwhile, so dozens wait at once and drain over about sixteen minutes."""
     teams = ("alpha", "beta", "gamma", "delta")
     jobs = _trace(36, teams, 80, 2400, ((1, 1), (1, 2), (1, 4), (2, 2)), (300, 900), 0.2)
     return Scenario("deep", HERE / "deep.yaml", jobs, 10.0, 2, 1200)

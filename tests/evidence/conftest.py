@@ -34,45 +34,63 @@ def _need_binaries() -> None:
         pytest.skip(f"Debian's prometheus package is not installed ({PROMETHEUS}, {PROMTOOL}); run {SETUP}")
 
 
+EMPTY_CONFIG = "global:\n  scrape_interval: 30s\nscrape_configs: []\n"
+
+
 @contextmanager
-def _serve(root: Path, data: Path, *extra: str) -> Iterator[str]:
-    """Start ``prometheus`` over ``data`` on a free loopback port; yield its URL; stop it."""
-    (root / "prometheus.yml").write_text("global:\n  scrape_interval: 30s\nscrape_configs: []\n", encoding="utf-8")
-    port = _free_port()
+def _serve(root: Path, data: Path, *extra: str, config: str = EMPTY_CONFIG) -> Iterator[str]:
+    """Start ``prometheus`` over ``data`` on a free loopback port, healthy; yield its URL; stop it.
+
+    The port is free when picked but another test (pytest-xdist runs several) may take it before
+    Prometheus binds, so a start that exits on a taken address is retried on a new port."""
+    (root / "prometheus.yml").write_text(config, encoding="utf-8")
     log_path = root / "prometheus.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [
-                str(PROMETHEUS),
-                f"--config.file={root / 'prometheus.yml'}",
-                f"--storage.tsdb.path={data}",
-                "--storage.tsdb.retention.time=10y",
-                f"--web.listen-address=127.0.0.1:{port}",
-                *extra,
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    for _attempt in range(3):
+        port = _free_port()
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [
+                    str(PROMETHEUS),
+                    f"--config.file={root / 'prometheus.yml'}",
+                    f"--storage.tsdb.path={data}",
+                    "--storage.tsdb.retention.time=10y",
+                    f"--web.listen-address=127.0.0.1:{port}",
+                    *extra,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx2.get(f"{url}/-/healthy", timeout=1).status_code in (200, 401):
-                        break
-                except httpx2.HTTPError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"prometheus did not start: {log_path.read_text()[-2000:]}")
-                time.sleep(0.2)
-            yield url
+            if _healthy(url, proc, deadline=time.monotonic() + 60):
+                yield url
+                return
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(proc)
+        if "address already in use" not in log_path.read_text():
+            break
+    raise RuntimeError(f"prometheus did not start: {log_path.read_text()[-2000:]}")
+
+
+def _healthy(url: str, proc: subprocess.Popen[bytes], deadline: float) -> bool:
+    """Whether Prometheus at ``url`` answers (200, or 401 behind basic auth) before it exits or the deadline."""
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if httpx2.get(f"{url}/-/healthy", timeout=1).status_code in (200, 401):
+                return True
+        except httpx2.HTTPError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ the same ``kube.read_kueue_state`` (tests/e2e/test_why_live.py runs that path on
 from __future__ import annotations
 
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from gpufleet.forecast.live import forecast_live, live_state
 from gpufleet.policy import Fleet, load_policy, resolve
 from gpufleet.render import kueue
 from gpufleet.simulate.config import SimulationConfig
-from tests.evidence.conftest import PROMETHEUS, _need_binaries
+from tests.evidence.conftest import _need_binaries, _serve
 from tests.forecast.test_live import BIG, NOW, POLICY, WAIT, history, workload
 
 SETTINGS = Settings(samples=20, seed=3)
@@ -141,26 +140,23 @@ def _free_port() -> int:
 
 @contextmanager
 def scraping(root: Path, target: str) -> Iterator[str]:
-    """A real Prometheus scraping ``target`` every second; yields its URL."""
+    """A real Prometheus scraping ``target`` every second, healthy; yields its URL."""
     _need_binaries()
-    config = root / "prometheus.yml"
-    config.write_text(
+    config = (
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        f"scrape_configs: [{{job_name: gpufleet-forecast, static_configs: [{{targets: ['{target}']}}]}}]\n",
-        encoding="utf-8",
+        f"scrape_configs: [{{job_name: gpufleet-forecast, static_configs: [{{targets: ['{target}']}}]}}]\n"
     )
-    port = _free_port()
-    with (root / "prometheus.log").open("wb") as log:
-        proc = subprocess.Popen(
-            [str(PROMETHEUS), f"--config.file={config}", f"--storage.tsdb.path={root / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+    with _serve(root, root / "data", config=config) as url:
+        yield url
+
+
+def _targets(url: str) -> list[tuple[str, str]]:
+    """Each scrape target's health and last error, for a failure's message."""
+    try:
+        body = httpx2.get(f"{url}/api/v1/targets", timeout=5).json()
+    except httpx2.HTTPError as e:
+        return [("unreachable", str(e))]
+    return [(t.get("health", ""), t.get("lastError", "")) for t in body.get("data", {}).get("activeTargets", [])]
 
 
 def _query(url: str, expr: str) -> dict[tuple[tuple[str, str], ...], float]:
@@ -175,30 +171,49 @@ def _query(url: str, expr: str) -> dict[tuple[tuple[str, str], ...], float]:
     }
 
 
+@contextmanager
+def exporting(ex: ForecastExporter) -> Iterator[str]:
+    """``serve`` on a free loopback port, answering /metrics; yields HOST:PORT, then stops it.
+
+    As with Prometheus, another test may take the port first: ``serve`` then fails in its thread, and
+    a new port is tried."""
+    for _attempt in range(3):
+        address = f"127.0.0.1:{_free_port()}"
+        stop = threading.Event()
+        thread = threading.Thread(target=serve, args=(ex, address, 3600.0), kwargs={"stop": stop})
+        thread.start()
+        try:
+            while thread.is_alive():
+                try:
+                    if httpx2.get(f"http://{address}/metrics", timeout=1).status_code == 200:
+                        yield address
+                        return
+                except httpx2.HTTPError:
+                    time.sleep(0.2)
+        finally:
+            stop.set()
+            thread.join(timeout=30)
+    raise RuntimeError("the exporter never served /metrics: three ports were taken")
+
+
 def test_a_real_prometheus_scrapes_the_forecast(fleet: Fleet, tmp_path: Path) -> None:
     ex = exporter(fleet)
-    port = _free_port()
-    stop = threading.Event()
-    thread = threading.Thread(target=serve, args=(ex, f"127.0.0.1:{port}", 3600.0), kwargs={"stop": stop})
-    thread.start()
-    try:
-        with scraping(tmp_path, f"127.0.0.1:{port}") as url:
-            deadline = time.monotonic() + 90
-            got: dict[tuple[tuple[str, str], ...], float] = {}
-            while len(got) < 3 and time.monotonic() < deadline:  # the three quantiles, once scraped
-                time.sleep(0.5)
-                got = _query(url, f'{ADMISSION}{{job_name="wait"}}')
-            declined = _query(url, f'{DECLINED}{{reason="NamespaceNotInPolicy"}}')
-    finally:
-        stop.set()
-        thread.join(timeout=30)
+    with exporting(ex) as address, scraping(tmp_path, address) as url:
+        deadline = time.monotonic() + 90
+        got: dict[tuple[tuple[str, str], ...], float] = {}
+        while len(got) < 3 and time.monotonic() < deadline:  # the three quantiles, once scraped
+            time.sleep(0.5)
+            got = _query(url, f'{ADMISSION}{{job_name="wait"}}')
+        declined = _query(url, f'{DECLINED}{{reason="NamespaceNotInPolicy"}}')
+        targets = _targets(url)
+        log = (tmp_path / "prometheus.log").read_text()[-1500:]
     assert ex.last is not None
     expected = {
         tuple(sorted(zip((*WAIT_LABELS, "quantile"), g.labels, strict=True))): g.value
         for g in ex.last.figures
         if g.metric == ADMISSION
     }
-    assert got == expected and len(expected) == 3
+    assert got == expected and len(expected) == 3, f"scrape targets {targets}; prometheus said: {log}"
     # Prometheus stores no empty label: the outsider has no team and no ClusterQueue
     shown = {k: v for k, v in OUTSIDER_LABELS.items() if v}
     assert declined == {tuple(sorted({**shown, "reason": "NamespaceNotInPolicy"}.items())): 1.0}

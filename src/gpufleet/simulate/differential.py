@@ -294,8 +294,8 @@ def judge(real: Sequence[WorldMeasures], simulated: Sequence[WorldMeasures]) -> 
 def ensemble_config(seed: int) -> SimulationConfig:
     """The simulation settings of the ensemble's run ``seed``: seed 0 runs deterministic (node ties by
     name, every control-plane delay as configured); seed *k* draws kube-scheduler's pick among nodes of
-    equal score at every bind, and each delay a second longer now and then
-    (``SimulationConfig.jitter_seed``), as a real run would."""
+    equal score at every bind (mostly the first by name: ``placement.cluster.TIE_RACE``), and each delay
+    a second longer now and then (``SimulationConfig.jitter_seed``), as a real run would."""
     return SimulationConfig(jitter_seed=seed or None)
 
 

@@ -45,7 +45,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("tune", "gpufleet.cli.tune:tune_command", "Search the policy's knobs in the twin: goodput up, the worst team's p95 wait down, under constraints."),
     Entry("tune-job", "gpufleet.cli.tune_job:tune_job_command", "Write the Kubernetes Job whose pods run tune workers on one PostgreSQL study."),
     Entry("simulate", "gpufleet.cli.simulate:simulate", "Simulate the queue in front of the cards on a trace, and (with --compare) the first apply."),
-    Entry("record", "gpufleet.cli.audit:record", "Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."),
+    Entry("record", "gpufleet.cli.record:record", "Watch the cluster and write every allocation and wait into the ledger (runs until stopped)."),
     Entry("why", "gpufleet.cli.why:why", "Why a Workload waits: Kueue's reason, what holds its quota, what lets it in; with --policy, when it starts."),
     Entry("what-if", "gpufleet.cli.whatif:whatif", "What applying POLICY would do now: admissions, preemptions, inadmissible work, changed objects."),
     Entry("forecast", "gpufleet.cli.forecast:forecast", "When each waiting workload is expected to be admitted: quantiles of simulated futures, what they rest on."),

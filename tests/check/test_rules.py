@@ -46,6 +46,19 @@ def deployment(namespace_labels: dict[str, str], pod: dict[str, Any]) -> dict[st
     }
 
 
+def leader_worker_set(labels: dict[str, str], leader: dict[str, Any], worker: dict[str, Any]) -> dict[str, Any]:
+    """Multi-host serving: the leader's pod and its workers' are two templates of one object."""
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "vllm-70b", "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {"size": 2, "leaderTemplate": {"spec": leader}, "workerTemplate": {"spec": worker}},
+        },
+    }
+
+
 SERVING_TOLERATION = {"key": "gpufleet.io/pool", "operator": "Equal", "value": "h100-serve", "effect": "NoSchedule"}
 CASES: list[tuple[str, dict[str, Any], str, list[str]]] = [
     ("admitted", job(), "research", []),
@@ -252,6 +265,36 @@ CASES: list[tuple[str, dict[str, Any], str, list[str]]] = [
     (
         "serving-deployment-with-queue",
         deployment({"kueue.x-k8s.io/queue-name": "research"}, gpus("nvidia.com/gpu", 1)),
+        "serving",
+        ["ServingQueueName"],
+    ),
+    (
+        "team-leader-worker-set-whose-workers-tolerate-serving",
+        leader_worker_set({}, gpus("nvidia.com/gpu", 4), gpus("nvidia.com/gpu", 4, tolerations=[SERVING_TOLERATION])),
+        "research",
+        ["ServingPoolToleration"],
+    ),
+    (
+        "team-leader-worker-set-on-its-own-pools",
+        leader_worker_set({}, gpus("nvidia.com/gpu", 4), gpus("nvidia.com/gpu", 4)),
+        "research",
+        [],
+    ),
+    (
+        "serving-leader-worker-set-tolerates",
+        leader_worker_set(
+            {},
+            gpus("nvidia.com/gpu", 4, tolerations=[SERVING_TOLERATION]),
+            gpus("nvidia.com/gpu", 4, tolerations=[SERVING_TOLERATION]),
+        ),
+        "serving",
+        [],
+    ),
+    (
+        "serving-leader-worker-set-with-queue",
+        leader_worker_set(
+            {"kueue.x-k8s.io/queue-name": "research"}, gpus("nvidia.com/gpu", 4), gpus("nvidia.com/gpu", 4)
+        ),
         "serving",
         ["ServingQueueName"],
     ),

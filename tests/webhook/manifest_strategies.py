@@ -21,6 +21,7 @@ KINDS = [
     ("ray.io/v1", "RayCluster"),
     ("v1", "Pod"),
     ("apps/v1", "Deployment"),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
     ("v1", "ConfigMap"),
 ]
 COUNTS = [0, 1, 1, 2, 4, 8, 9, 16, "1", "2", "8", "500m", -1]
@@ -125,6 +126,11 @@ def _wrap(kind: str, specs: list[dict[str, Any]], template_labels: dict[str, str
         return cluster
     if kind == "Pod":
         return first
+    if kind == "LeaderWorkerSet":
+        return {
+            "replicas": 1,
+            "leaderWorkerTemplate": {"size": 2, "leaderTemplate": {"spec": first}, "workerTemplate": {"spec": rest[0]}},
+        }
     return {"replicas": 1, "template": {"metadata": {"labels": template_labels}, "spec": first}}
 
 

@@ -67,6 +67,15 @@ KINDS: tuple[WorkloadKind, ...] = (
     WorkloadKind("", "Pod", "pods", (("spec",),), True),
     WorkloadKind("apps", "Deployment", "deployments", (("spec", "template", "spec"),), False),
     WorkloadKind("apps", "StatefulSet", "statefulsets", (("spec", "template", "spec"),), False),
+    # multi-host serving (a vLLM leader and its workers): a pod owner as a Deployment is, judged when
+    # applied rather than only when its controller makes the StatefulSets
+    WorkloadKind(
+        "leaderworkerset.x-k8s.io",
+        "LeaderWorkerSet",
+        "leaderworkersets",
+        tuple(("spec", "leaderWorkerTemplate", t, "spec") for t in ("leaderTemplate", "workerTemplate")),
+        False,
+    ),
 )
 _BY_KEY = {k.key: k for k in KINDS}
 

@@ -62,7 +62,7 @@ def _serve(root: Path, data: Path, *extra: str, config: str = EMPTY_CONFIG) -> I
             )
         url = f"http://127.0.0.1:{port}"
         try:
-            if _healthy(url, proc, deadline=time.monotonic() + 60):
+            if _healthy(url, proc, root / "prometheus.yml", deadline=time.monotonic() + 60):
                 yield url
                 return
         finally:
@@ -72,13 +72,18 @@ def _serve(root: Path, data: Path, *extra: str, config: str = EMPTY_CONFIG) -> I
     raise RuntimeError(f"prometheus did not start: {log_path.read_text()[-2000:]}")
 
 
-def _healthy(url: str, proc: subprocess.Popen[bytes], deadline: float) -> bool:
-    """Whether Prometheus at ``url`` answers (200, or 401 behind basic auth) before it exits or the deadline."""
+def _healthy(url: str, proc: subprocess.Popen[bytes], config: Path, deadline: float) -> bool:
+    """Whether this Prometheus answers at ``url`` before it exits or the deadline: its flags name
+    ``config`` (another server that took the port would answer too), or it asks for credentials
+    (behind basic auth) while still running."""
     while proc.poll() is None and time.monotonic() < deadline:
         try:
-            if httpx2.get(f"{url}/-/healthy", timeout=1).status_code in (200, 401):
+            answer = httpx2.get(f"{url}/api/v1/status/flags", timeout=1)
+            if answer.status_code == 200 and answer.json().get("data", {}).get("config.file") == str(config):
                 return True
-        except httpx2.HTTPError:
+            if answer.status_code == 401 and proc.poll() is None:
+                return True
+        except (httpx2.HTTPError, ValueError):
             pass
         time.sleep(0.2)
     return False

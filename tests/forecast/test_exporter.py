@@ -184,12 +184,13 @@ def exporting(ex: ForecastExporter) -> Iterator[str]:
         thread.start()
         try:
             while thread.is_alive():
+                time.sleep(0.2)  # a taken port fails ``serve`` at once: its thread is gone by the check
                 try:
-                    if httpx2.get(f"http://{address}/metrics", timeout=1).status_code == 200:
+                    if httpx2.get(f"http://{address}/metrics", timeout=1).status_code == 200 and thread.is_alive():
                         yield address
                         return
                 except httpx2.HTTPError:
-                    time.sleep(0.2)
+                    pass
         finally:
             stop.set()
             thread.join(timeout=30)
